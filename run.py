@@ -1,0 +1,26 @@
+"""Entry point: `python -m run ...` from the repo root (Hydra composes conf/)."""
+
+import logging
+
+import hydra
+from omegaconf import DictConfig
+
+from promptlottery.config import register_configs
+
+register_configs()
+log = logging.getLogger("promptlottery")
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from promptlottery.stages import get_stage
+
+    out = HydraConfig.get().runtime.output_dir
+    record = get_stage(cfg.stage)(cfg, out)
+    log.info("stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""A deterministic fake backend for tests: no model, label probabilities from a hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+
+
+class FakeBackend:
+    """Label probabilities derived from a hash of the rendered request.
+
+    ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
+    substrings that make ``generate`` raise, to test error paths; ``calls`` counts requests
+    answered, so tests can assert cache behaviour.
+    """
+
+    def __init__(self, model: str = "fake-judge", sharpness: float = 2.0, max_concurrency: int = 16,
+                 fail_on: tuple[str, ...] = (), text_template: str = "{label}"):
+        self.model = model
+        self.sharpness = sharpness
+        self.max_concurrency = max_concurrency
+        self.fail_on = tuple(fail_on)
+        self.text_template = text_template
+        self.calls = 0
+
+    def identity(self) -> dict:
+        return {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
+
+    def _text(self, r: JudgeRequest) -> str:
+        return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)
+
+    def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        from promptlottery.backends.base import BackendError
+
+        out = []
+        for r in requests:
+            text = self._text(r)
+            for bad in self.fail_on:
+                if bad in text:
+                    raise BackendError(f"fake backend: refused request containing {bad!r}")
+            h = hashlib.sha256(f"{text}\0{r.sample_index}\0{decoding.seed}".encode()).digest()
+            logits = np.frombuffer(h[: 4 * len(r.labels)], dtype=np.uint32).astype(float) / 2**32
+            p = np.exp(self.sharpness * 5 * logits)
+            p = 0.8 * p / p.sum()  # 20% of the mass off-scale, like a real judge
+            probs = {lab: float(v) for lab, v in zip(r.labels, p)}
+            top = max(probs, key=probs.get)
+            self.calls += 1
+            out.append(JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0))
+        return out
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return False
+
+    def count_tokens(self, request: JudgeRequest) -> int:
+        return len(self._text(request).split())

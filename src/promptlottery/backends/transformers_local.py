@@ -1,0 +1,247 @@
+"""Local transformers backend: the embedded default on a CPU.
+
+One batched forward pass per group of requests scores the answer position: the probability of
+each scale label sums every single-token spelling of it in the vocabulary (``"4"``, ``" 4"``,
+``"Yes"``, ``" yes"``, ...). Tokenizers that emit a bare space token before the answer are handled
+by appending that space token to every prompt: the same forward pass then also yields the
+distribution one position later, and p(label) = p0(label) + p0(space) * p1(label | space).
+Greedy (or seeded sampled) generation of ``max_new_tokens`` continues from the cached prefix to
+keep the raw text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from functools import cached_property
+from pathlib import Path
+
+from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.weights import materialize, source_revision
+
+logger = logging.getLogger(__name__)
+
+
+def _seed(*parts) -> int:
+    # Python's hash() of a str changes per process; a sampled judgment must not.
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+
+def cpu_supports_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class TransformersBackend:
+    def __init__(
+        self,
+        source: str,
+        *,
+        name: str | None = None,
+        cache_dir: str = ".cache/promptlottery",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        device: str = "cpu",
+        max_length: int = 2048,
+        num_threads: int | None = None,
+    ):
+        self.source = source
+        self.name = name or source
+        self.cache_dir = Path(cache_dir)
+        self.dtype_name = dtype
+        self.batch_size = batch_size
+        self.max_concurrency = batch_size
+        self.device = device
+        self.max_length = max_length
+        self.num_threads = num_threads
+        self._label_ids: dict[tuple[str, ...], list[list[int]]] = {}
+
+    # -- identity / loading -------------------------------------------------------------------
+    def identity(self) -> dict:
+        # dtype changes the numbers, so it is part of the key; batch size is not (batches are
+        # planned from the full request list, see judging.runner).
+        return {
+            "backend": "transformers",
+            "model": self.name,
+            "source": self.source,
+            "revision": source_revision(self.source),
+            "dtype": self.resolved_dtype,
+        }
+
+    @cached_property
+    def resolved_dtype(self) -> str:
+        if self.dtype_name != "auto":
+            return self.dtype_name
+        if self.device.startswith("cuda"):
+            return "bfloat16"
+        return "bfloat16" if cpu_supports_bf16() else "float32"
+
+    @cached_property
+    def tokenizer(self):
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(materialize(self.source, self.cache_dir))
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        return tok
+
+    @cached_property
+    def model(self):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        if self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        t0 = time.perf_counter()
+        path = materialize(self.source, self.cache_dir)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.resolved_dtype))
+        model.to(self.device).eval()
+        logger.info("loaded model=%s dtype=%s seconds=%.1f", self.name, self.resolved_dtype, time.perf_counter() - t0)
+        return model
+
+    @cached_property
+    def space_id(self) -> int | None:
+        ids = self.tokenizer.encode(" ", add_special_tokens=False)
+        return ids[0] if len(ids) == 1 else None
+
+    def label_token_ids(self, labels: tuple[str, ...]) -> list[list[int]]:
+        """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
+        if labels not in self._label_ids:
+            wanted = {lab.lower(): i for i, lab in enumerate(labels)}
+            ids: list[list[int]] = [[] for _ in labels]
+            vocab = self.tokenizer.get_vocab()
+            for tid in vocab.values():
+                text = self.tokenizer.decode([tid]).strip().lower()
+                if text in wanted:
+                    ids[wanted[text]].append(tid)
+            missing = [lab for lab, t in zip(labels, ids) if not t]
+            if missing:
+                raise BackendError(f"{self.name}: labels {missing} have no single-token spelling")
+            self._label_ids[labels] = [sorted(t) for t in ids]
+        return self._label_ids[labels]
+
+    # -- rendering ----------------------------------------------------------------------------
+    def encode(self, request: JudgeRequest) -> list[int]:
+        tok = self.tokenizer
+        if request.messages is not None:
+            if not tok.chat_template:
+                raise BackendError(f"{self.name} has no chat template; use a completion-style prompt format")
+            ids = tok.apply_chat_template(request.messages, add_generation_prompt=True, tokenize=True)
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+        else:
+            ids = tok.encode(request.prompt, add_special_tokens=True)
+        ids = list(ids)
+        if len(ids) >= self.max_length:
+            raise BackendError(
+                f"{self.name}: prompt of {len(ids)} tokens exceeds max_length={self.max_length} (request {request.key[:12]})"
+            )
+        return ids
+
+    def count_tokens(self, request: JudgeRequest) -> int:
+        return len(self.encode(request))
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return False  # local compute: a failure will fail again
+
+    # -- the forward pass ---------------------------------------------------------------------
+    def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        out: list[JudgeResponse] = []
+        for start in range(0, len(requests), self.batch_size):
+            out.extend(self._batch(requests[start : start + self.batch_size], decoding))
+        return out
+
+    def _batch(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        import torch
+
+        t0 = time.perf_counter()
+        tok, model = self.tokenizer, self.model
+        encoded = [self.encode(r) for r in requests]
+        space = self.space_id
+        rows = [ids + [space] if space is not None else ids for ids in encoded]
+        width = max(map(len, rows))
+        pad = tok.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
+        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        with torch.inference_mode():
+            pos = (attn.cumsum(-1) - 1).clamp_min(0)  # left padding: real tokens start at position 0
+            res = model(
+                input_ids=input_ids, attention_mask=attn, position_ids=pos, use_cache=decoding.max_new_tokens > 0
+            )
+            logits = res.logits[:, -2:, :].float() if space is not None else res.logits[:, -1:, :].float()
+            logp = torch.log_softmax(logits, dim=-1)
+            p0 = logp[:, 0].exp()
+            label_probs = []
+            for i, r in enumerate(requests):
+                groups = self.label_token_ids(r.labels)
+                probs = {}
+                for lab, ids in zip(r.labels, groups):
+                    p = float(p0[i, ids].sum())
+                    if space is not None:
+                        p += float(p0[i, space]) * float(logp[i, 1, ids].exp().sum())
+                    probs[lab] = p
+                label_probs.append(probs)
+            texts, n_new = self._continue(res, p0, attn, space is not None, requests, decoding)
+        latency = (time.perf_counter() - t0) / len(requests)
+        return [
+            JudgeResponse(
+                raw_text=texts[i],
+                label_probs=label_probs[i],
+                prompt_tokens=len(encoded[i]),
+                completion_tokens=n_new[i],
+                latency_s=latency,
+            )
+            for i in range(len(requests))
+        ]
+
+    def _continue(self, res, p0, attn, appended_space, requests, decoding):
+        """Greedy (or seeded sampled) continuation from the prompt's cached keys/values."""
+        import torch
+
+        n = len(requests)
+        if decoding.max_new_tokens <= 0:
+            return [""] * n, [0] * n
+        tok, model = self.tokenizer, self.model
+        cache = getattr(res, "cache", None) or res.past_key_values
+        if appended_space:  # drop the appended space: generation starts right after the prompt
+            cache.crop(-1)  # transformers >= 5: a negative value removes that many tokens
+            attn = attn[:, :-1]
+        eos = set(tok.all_special_ids) if tok.eos_token_id is None else {tok.eos_token_id, *tok.all_special_ids}
+        generated = [[] for _ in range(n)]
+        done = [False] * n
+        probs = p0
+        for _step in range(decoding.max_new_tokens):
+            nxt = []
+            for i, r in enumerate(requests):
+                if decoding.greedy:
+                    t = int(probs[i].argmax())
+                else:
+                    g = torch.Generator().manual_seed(_seed(decoding.seed, r.sample_index, r.key, _step))
+                    scaled = torch.softmax(torch.log(probs[i].clamp_min(1e-30)) / decoding.temperature, -1)
+                    t = int(torch.multinomial(scaled.cpu(), 1, generator=g))
+                nxt.append(t)
+                if not done[i]:
+                    if t in eos:
+                        done[i] = True
+                    else:
+                        generated[i].append(t)
+            if all(done):
+                break
+            attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], dim=1)
+            with torch.inference_mode():
+                step = model(
+                    input_ids=torch.tensor(nxt, device=attn.device)[:, None],
+                    attention_mask=attn,
+                    position_ids=(attn.sum(-1, keepdim=True) - 1),
+                    cache=cache,
+                    use_cache=True,
+                )
+            cache = getattr(step, "cache", None) or step.past_key_values
+            probs = torch.softmax(step.logits[:, -1].float(), dim=-1)
+        texts = [tok.decode(g, skip_special_tokens=True) for g in generated]
+        return texts, [len(g) for g in generated]

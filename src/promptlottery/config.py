@@ -1,0 +1,96 @@
+"""Structured configs behind the YAML: a typo in a key fails at compose time.
+
+The YAML groups under ``conf/`` fill these dataclasses; Hydra checks every key against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class PathsConfig:
+    root_dir: str = "."
+    data_dir: str = "../shared/data"
+    cache_dir: str = ".cache/promptlottery"
+    output_dir: str = "outputs"
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING
+    limit: int | None = None
+    seed: int = 0
+    #: human labels live on this range; used to label few-shot examples for base models
+    human_range: list[float] = field(default_factory=lambda: [1.0, 5.0])
+    #: passed to the loader (split, subset, hub=true, ...)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgeConfig:
+    family: str = MISSING
+    prompt_group: str = MISSING
+    variant: str = "P1"
+    #: which human label the verdicts are compared with
+    criterion: str = MISSING
+
+
+@dataclass
+class BackboneConfig:
+    name: str = MISSING
+    prompt_format: str = "chat"  # "chat" or "completion" (base models)
+    n_shot: int = 0  # solved examples in completion prompts
+    backend: Any = MISSING  # a `_target_` node built with hydra.utils.instantiate
+    price_per_mtok_input: float | None = None
+    price_per_mtok_output: float | None = None
+
+
+@dataclass
+class DecodingConfig:
+    temperature: float = 1e-5
+    max_new_tokens: int = 8
+    seed: int = 0
+    top_logprobs: int = 20
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"
+    project: str = "promptlottery"
+    mode: str = "offline"
+    dir: str | None = None
+    log_table_rows: int = 2000
+
+
+@dataclass
+class RunConfig:
+    task_name: str = "judge"
+    seed: int = 0
+    n_samples: int = 1
+    dry_run: bool = False
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    tags: list[str] = field(default_factory=list)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    #: which job runs: a name in promptlottery.stages.STAGES
+    stage: str = "judge"
+    #: options of the non-judging stages, free-form (each stage checks its own keys)
+    analysis: Any = None
+    validation: Any = None
+    rubric: Any = None
+    gate: Any = None
+    predict: Any = None
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="run_schema", node=RunConfig)

@@ -1,0 +1,3 @@
+"""Importing this package registers every loader."""
+
+from promptlottery.data.loaders import stsb  # noqa: F401

@@ -1,0 +1,62 @@
+"""Registry of dataset loaders by name (no if-chains over datasets)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from promptlottery.data.schema import DatasetError, Item
+
+Loader = Callable[..., list[Item]]
+LOADERS: dict[str, Loader] = {}
+
+
+def register_loader(name: str) -> Callable[[Loader], Loader]:
+    def deco(fn: Loader) -> Loader:
+        LOADERS[name] = fn
+        return fn
+
+    return deco
+
+
+def _import_all() -> None:
+    importlib.import_module("promptlottery.data.loaders")
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    """``data_dir`` if given, else ``$PROMPTLOTTERY_DATA_DIR``, else ``../shared/data``."""
+    if data_dir:
+        return Path(data_dir)
+    return Path(os.environ.get("PROMPTLOTTERY_DATA_DIR", "../shared/data"))
+
+
+def load_items(
+    name: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    **options,
+) -> list[Item]:
+    """Load dataset ``name`` (a registered loader) and take a seeded sample of ``limit`` items.
+
+    The sample is drawn with ``random.Random(seed)`` over the loader's order so it is the same
+    on every machine; ``limit=None`` keeps everything.
+    """
+    _import_all()
+    if name not in LOADERS:
+        raise DatasetError(f"unknown dataset {name!r}; registered: {sorted(LOADERS)}")
+    items = LOADERS[name](resolve_data_dir(data_dir), **options)
+    if not items:
+        raise DatasetError(f"dataset {name!r} loaded no items")
+    ids = [it.id for it in items]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DatasetError(f"dataset {name!r}: duplicate item id {dup!r}")
+    if limit is not None and limit < len(items):
+        idx = sorted(random.Random(seed).sample(range(len(items)), limit))
+        items = [items[i] for i in idx]
+    return items

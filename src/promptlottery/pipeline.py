@@ -1,0 +1,124 @@
+"""The main job: one condition of the grid, from config to judgments, metrics and records.
+
+``run(cfg) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
+backend with ``hydra.utils.instantiate`` and passes plain objects down to the library.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from promptlottery.backends.base import Decoding
+from promptlottery.data import load_items
+from promptlottery.data.schema import Item
+from promptlottery.judging.cache import CallCache
+from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
+from promptlottery.prompts import load_group
+from promptlottery.prompts.requests import to_scale_label
+from promptlottery.tracking.records import write_results
+from promptlottery.tracking.wandb_logger import make_tracker
+
+logger = logging.getLogger(__name__)
+
+
+def few_shot_examples(all_items: list[Item], sample: list[Item], *, n_shot: int, criterion: str,
+                      human_range, scale, seed: int) -> list[tuple[Item, str]]:
+    """``n_shot`` solved examples for completion prompts, drawn from items outside the sample."""
+    if n_shot <= 0:
+        return []
+    taken = {it.id for it in sample}
+    pool = [it for it in all_items if it.id not in taken and it.human_score(criterion) is not None]
+    if len(pool) < n_shot:
+        raise ValueError(f"need {n_shot} few-shot examples with a human {criterion!r} label, found {len(pool)}")
+    chosen = random.Random(seed + 1).sample(pool, n_shot)
+    return [(it, to_scale_label(it.human_score(criterion), tuple(human_range), scale)) for it in chosen]
+
+
+def build_condition(cfg: DictConfig) -> Condition:
+    return Condition(
+        dataset=cfg.dataset.name,
+        judge_family=cfg.judge.family,
+        prompt_group=cfg.judge.prompt_group,
+        variant=cfg.judge.variant,
+        backbone=cfg.backbone.name,
+        criterion=cfg.judge.criterion,
+        prompt_format=cfg.backbone.prompt_format,
+    )
+
+
+def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, Any]:
+    """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``output_dir``."""
+    from hydra.utils import instantiate
+
+    t0 = time.perf_counter()
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    condition = build_condition(cfg)
+    results_path = output_dir / "results.json"
+    group = load_group(cfg.judge.prompt_group)
+    if group.judge_family != cfg.judge.family:
+        raise ValueError(f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}")
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
+    items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, limit=cfg.dataset.limit,
+                       seed=cfg.dataset.seed, **options) if cfg.dataset.limit else all_items
+    examples = few_shot_examples(all_items, items, n_shot=cfg.backbone.n_shot, criterion=cfg.judge.criterion,
+                                 human_range=cfg.dataset.human_range, scale=group.scale, seed=cfg.dataset.seed)
+    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
+    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    root = cfg.paths.root_dir
+    if cfg.dry_run:
+        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config)
+    tracker = make_tracker(OmegaConf.to_container(cfg.logger, resolve=True), config=config, name=condition.id,
+                           group=f"{cfg.dataset.name}/{cfg.judge.family}")
+    try:
+        df, stats = judge(items, condition, group, backend, cache, decoding, n_samples=cfg.n_samples,
+                          examples=examples, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s)
+    except JudgingError as exc:
+        logger.error("condition failed condition=%s error=%s", condition.id, exc)
+        write_results(results_path, config=config, status="failed", root=root, condition=condition.id,
+                      error=str(exc))
+        tracker.finish(exit_code=1)
+        raise
+    df.to_parquet(output_dir / "judgments.parquet", index=False)
+    metrics = condition_metrics(df)
+    calls = {"total": stats.total, "cache_hits": stats.cache_hits, "cache_misses": stats.cache_misses,
+             "parse_failures": stats.parse_failures}
+    record = write_results(results_path, config=config, status="ok", root=root, condition=condition.id,
+                           backend=backend.identity(), metrics=metrics, calls=calls,
+                           seconds=round(time.perf_counter() - t0, 3))
+    tracker.log_metrics({"metrics": metrics, "calls": calls})
+    tracker.log_table("judgments", df.drop(columns=["cache_key"]))
+    tracker.finish()
+    logger.info("condition done condition=%s n=%d cache_hits=%d cache_misses=%d parse_failures=%d",
+                condition.id, len(df), stats.cache_hits, stats.cache_misses, stats.parse_failures)
+    return record
+
+
+def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config) -> dict:
+    """Count calls, prompt tokens, cached calls and cost without calling a model."""
+    pairs = build_requests(items, condition, group, backend, decoding, n_samples=cfg.n_samples, examples=examples)
+    keys = [r.key for _, r in pairs]
+    cached = cache.get_many(keys)
+    tokens = sum(backend.count_tokens(r) for _, r in pairs)
+    uncached_tokens = sum(backend.count_tokens(r) for _, r in pairs if r.key not in cached)
+    price = cfg.backbone.price_per_mtok_input
+    estimate = {
+        "conditions": 1,
+        "calls": len(pairs),
+        "cached_calls": len(cached),
+        "prompt_tokens": tokens,
+        "uncached_prompt_tokens": uncached_tokens,
+        "cost_usd": None if price is None else round(uncached_tokens / 1e6 * price, 6),
+    }
+    print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
+    return write_results(results_path, config=config, status="dry_run", root=cfg.paths.root_dir,
+                         condition=condition.id, estimate=estimate)

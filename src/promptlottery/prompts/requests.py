@@ -1,0 +1,47 @@
+"""Render a prompt variant for an item into chat messages or a completion-style prompt."""
+
+from __future__ import annotations
+
+from promptlottery.data.schema import Item
+from promptlottery.prompts.groups import PromptGroup, render
+from promptlottery.prompts.scales import Scale
+
+
+def item_variables(item: Item) -> dict[str, str]:
+    return dict(item.inputs)
+
+
+def to_scale_label(value: float, human_range: tuple[float, float], scale: Scale) -> str:
+    """Map a human score on ``human_range`` linearly onto ``scale`` and take the nearest label."""
+    lo, hi = human_range
+    s_lo, s_hi = min(scale.scores), max(scale.scores)
+    x = s_lo + (value - lo) / (hi - lo) * (s_hi - s_lo) if hi > lo else value
+    return scale.nearest_label(x)
+
+
+def render_chat(group: PromptGroup, variant_id: str, item: Item) -> list[dict[str, str]]:
+    v = group.variant(variant_id)
+    where = f"prompt group {group.id} variant {variant_id}, item {item.id}"
+    messages = []
+    if v.system:
+        messages.append({"role": "system", "content": render(v.system, item_variables(item), where=where)})
+    messages.append({"role": "user", "content": render(v.user, item_variables(item), where=where)})
+    return messages
+
+
+def render_completion(
+    group: PromptGroup,
+    variant_id: str,
+    item: Item,
+    examples: list[tuple[Item, str]] = (),
+    *,
+    answer_prefix: str = "Answer:",
+) -> str:
+    """Completion-style prompt for base models: instructions, solved examples, then the item."""
+    v = group.variant(variant_id)
+    where = f"prompt group {group.id} variant {variant_id}, item {item.id}"
+    parts = [render(v.system, item_variables(item), where=where)] if v.system else []
+    for ex, label in examples:
+        parts.append(f"{render(v.user, item_variables(ex), where=where)}\n{answer_prefix} {label}")
+    parts.append(f"{render(v.user, item_variables(item), where=where)}\n{answer_prefix}")
+    return "\n\n".join(parts)

@@ -1,0 +1,1 @@
+"""Tracking: W&B (offline by default) and local run records."""

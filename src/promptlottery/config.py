@@ -18,6 +18,7 @@ class PathsConfig:
     data_dir: str = "../shared/data"
     cache_dir: str = ".cache/promptlottery"
     output_dir: str = "outputs"
+    model_dir: str = ".cache/promptlottery"
 
 
 @dataclass
@@ -56,6 +57,7 @@ class DecodingConfig:
     max_new_tokens: int = 8
     seed: int = 0
     top_logprobs: int = 20
+    stop_at_label: bool = True
 
 
 @dataclass

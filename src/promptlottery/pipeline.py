@@ -66,13 +66,19 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     if group.judge_family != cfg.judge.family:
         raise ValueError(f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}")
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    if cfg.predict and cfg.predict.get("systems"):  # the judged responses come from candidate systems
+        from promptlottery.judging.predict import ensure_predictions
+
+        options["predictions"] = str(ensure_predictions(cfg.predict, dataset=cfg.dataset.name,
+                                                        data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir,
+                                                        decoding=decoding))
     all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
     items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, limit=cfg.dataset.limit,
                        seed=cfg.dataset.seed, **options) if cfg.dataset.limit else all_items
     examples = few_shot_examples(all_items, items, n_shot=cfg.backbone.n_shot, criterion=cfg.judge.criterion,
                                  human_range=cfg.dataset.human_range, scale=group.scale, seed=cfg.dataset.seed)
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
     root = cfg.paths.root_dir
     if cfg.dry_run:
@@ -118,6 +124,8 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, re
         "prompt_tokens": tokens,
         "uncached_prompt_tokens": uncached_tokens,
         "cost_usd": None if price is None else round(uncached_tokens / 1e6 * price, 6),
+        # "tokenizer", or how the backend approximated when its tokenizer could not be loaded
+        "token_count": getattr(backend, "token_count_method", "tokenizer"),
     }
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return write_results(results_path, config=config, status="dry_run", root=cfg.paths.root_dir,

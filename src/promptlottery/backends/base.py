@@ -20,6 +20,8 @@ class Decoding:
     max_new_tokens: int = 8
     seed: int = 0
     top_logprobs: int = 20
+    #: stop a row's raw text once it emits a scale label token (the verdict is already there)
+    stop_at_label: bool = True
 
     @property
     def greedy(self) -> bool:

@@ -19,12 +19,13 @@ class FakeBackend:
     """
 
     def __init__(self, model: str = "fake-judge", sharpness: float = 2.0, max_concurrency: int = 16,
-                 fail_on: tuple[str, ...] = (), text_template: str = "{label}"):
+                 fail_on: tuple[str, ...] = (), text_template: str = "{label}", delay_s: float = 0.0):
         self.model = model
         self.sharpness = sharpness
         self.max_concurrency = max_concurrency
         self.fail_on = tuple(fail_on)
         self.text_template = text_template
+        self.delay_s = delay_s  # per generate() call: lets tests kill a run mid-way
         self.calls = 0
 
     def identity(self) -> dict:
@@ -36,6 +37,9 @@ class FakeBackend:
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         from promptlottery.backends.base import BackendError
 
+        import time
+
+        time.sleep(self.delay_s)
         out = []
         for r in requests:
             text = self._text(r)

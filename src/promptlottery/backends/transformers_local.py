@@ -212,6 +212,10 @@ class TransformersBackend:
             cache.crop(-1)  # transformers >= 5: a negative value removes that many tokens
             attn = attn[:, :-1]
         eos = set(tok.all_special_ids) if tok.eos_token_id is None else {tok.eos_token_id, *tok.all_special_ids}
+        label_tokens = [
+            {t for ids in self.label_token_ids(r.labels) for t in ids} if decoding.stop_at_label else set()
+            for r in requests
+        ]
         generated = [[] for _ in range(n)]
         done = [False] * n
         probs = p0
@@ -230,7 +234,8 @@ class TransformersBackend:
                         done[i] = True
                     else:
                         generated[i].append(t)
-            if all(done):
+                        done[i] = t in label_tokens[i]
+            if all(done) or _step == decoding.max_new_tokens - 1:
                 break
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], dim=1)
             with torch.inference_mode():

@@ -116,6 +116,7 @@ def run_calls(
     max_retries: int = 4,
     backoff_s: float = 1.0,
     desc: str = "judging",
+    max_consecutive_failures: int = 3,
 ) -> dict[str, JudgeResponse]:
     """Answer every request, from the cache where possible.
 
@@ -132,15 +133,30 @@ def run_calls(
     todo = [b for b in batches if any(r.key not in cached for r in b)]
     answers = dict(cached)
     misses = sum(1 for r in unique if r.key not in cached)
+    failures: list[str] = []
+    consecutive = 0
     for batch in tqdm(todo, desc=desc, unit="batch", disable=not todo):
         try:
             responses = _call(backend, batch, decoding, max_retries, backoff_s)
         except BackendError as exc:
-            raise JudgingError(f"{desc}: backend failed after {len(answers) - len(cached)} new calls: {exc}") from exc
+            # keep going: one refused request must not cost the rest of the grid; but a backend
+            # that fails batch after batch (server down) stops the run early
+            failures.append(str(exc))
+            consecutive += 1
+            if consecutive >= max_consecutive_failures:
+                break
+            continue
+        consecutive = 0
         fresh = [(r.key, resp, {"messages": r.messages, "prompt": r.prompt}) for r, resp in zip(batch, responses)
                  if r.key not in cached]
         cache.put_many(fresh)
         answers.update({k: resp for k, resp, _ in fresh})
+    if failures:
+        stats.errors.extend(failures)
+        raise JudgingError(
+            f"{desc}: {len(failures)} batch(es) failed, {len(answers) - len(cached)} new calls cached "
+            f"(re-run to complete); first error: {failures[0]}"
+        )
     stats.cache_misses += misses
     stats.cache_hits += len(requests) - misses
     return answers

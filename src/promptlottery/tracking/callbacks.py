@@ -2,12 +2,18 @@
 
 Launchers (submitit in particular) can report a job whose function raised as completed; the
 summary therefore trusts only the results file each job wrote, and a job without one failed.
+
+Hydra calls ``on_multirun_end`` only when every job succeeded, so the summary is also rewritten
+after each job (``on_job_end``, in the job's own process): a sweep with a failed job still
+leaves a ``sweep_summary.json`` that lists it as failed. A dry-run sweep adds ``dry_run_total``,
+the sum of the jobs' estimates (conditions, calls, prompt tokens, cached calls, cost).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +22,114 @@ from omegaconf import DictConfig
 
 logger = logging.getLogger(__name__)
 
+_SUM_KEYS = ("conditions", "calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
+
 
 def summarize_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     sweep_dir = Path(sweep_dir)
     jobs = []
+    estimates = []
     for job_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").exists()):
         res = job_dir / "results.json"
         if not res.exists():
             jobs.append({"job": job_dir.name, "status": "failed", "error": "no results.json (job died)"})
             continue
-        r = json.loads(res.read_text())
+        try:
+            r = json.loads(res.read_text())
+        except (OSError, ValueError) as exc:
+            jobs.append({"job": job_dir.name, "status": "failed", "error": f"unreadable results.json: {exc}"})
+            continue
         jobs.append({"job": job_dir.name, "status": r.get("status"), "condition": r.get("condition"),
                      "calls": r.get("calls"), "error": r.get("error")})
+        if r.get("status") == "dry_run" and r.get("estimate"):
+            estimates.append(r["estimate"])
+            jobs[-1]["estimate"] = r["estimate"]
     counts: dict[str, int] = {}
     for j in jobs:
         counts[j["status"]] = counts.get(j["status"], 0) + 1
-    return {"sweep_dir": str(sweep_dir), "n_jobs": len(jobs), "status_counts": counts, "jobs": jobs}
+    summary = {"sweep_dir": str(sweep_dir), "n_jobs": len(jobs), "status_counts": counts, "jobs": jobs}
+    if estimates:
+        summary["dry_run_total"] = dry_run_total(estimates)
+    return summary
+
+
+def dry_run_total(estimates: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum per-job dry-run estimates; the cost covers only the jobs whose backbone has a price."""
+    total: dict[str, Any] = {k: sum(int(e.get(k) or 0) for e in estimates) for k in _SUM_KEYS}
+    priced = [e for e in estimates if e.get("cost_usd") is not None]
+    total["cost_usd"] = round(sum(float(e["cost_usd"]) for e in priced), 6) if priced else None
+    total["priced_conditions"] = len(priced)
+    methods = sorted({str(e.get("token_count", "tokenizer")) for e in estimates})
+    total["token_count"] = methods[0] if len(methods) == 1 else ",".join(methods)
+    return total
+
+
+def format_dry_run_total(total: dict[str, Any]) -> str:
+    line = "dry_run_total " + " ".join(f"{k}={v}" for k, v in total.items())
+    if "approx" in str(total.get("token_count")):
+        line += ("\nnote: some backbones' tokenizers could not be loaded offline; their prompt tokens are"
+                 " approximated as chars/4 + 4 per chat message")
+    return line
+
+
+def write_summary(sweep_dir: Path) -> dict[str, Any]:
+    summary = summarize_sweep(sweep_dir)
+    out = sweep_dir / "sweep_summary.json"
+    tmp = out.with_name(f".sweep_summary.{os.getpid()}.tmp")  # parallel jobs: atomic replace
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    tmp.replace(out)
+    return summary
 
 
 class SweepSummary(Callback):
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        try:
+            from hydra.core.hydra_config import HydraConfig
+            from hydra.types import RunMode
+
+            hc = HydraConfig.get()
+            if hc.mode != RunMode.MULTIRUN:
+                return
+            job_dir = Path(hc.runtime.output_dir)
+            sweep_dir = Path(hc.sweep.dir)
+        except Exception:  # noqa: BLE001 - never let the summary break a job
+            return
+        status = getattr(getattr(job_return, "status", None), "name", None)
+        if status == "FAILED" and not (job_dir / "results.json").exists():
+            self._record_failure(job_dir, job_return, config)
+        try:
+            write_summary(sweep_dir)
+        except OSError as exc:
+            logger.warning("sweep summary not written dir=%s error=%s", sweep_dir, exc)
+
+    @staticmethod
+    def _record_failure(job_dir: Path, job_return: Any, config: DictConfig) -> None:
+        """The job raised before writing results.json: record the error it raised."""
+        from omegaconf import OmegaConf
+
+        from promptlottery.tracking.records import write_results
+
+        exc = getattr(job_return, "_return_value", None)
+        try:
+            cfg = OmegaConf.to_container(config, resolve=False)
+            cfg.pop("hydra", None)
+        except Exception:  # noqa: BLE001
+            cfg = {}
+        try:
+            write_results(job_dir / "results.json", config=cfg, status="failed",
+                          root=cfg.get("paths", {}).get("root_dir", ".") if isinstance(cfg, dict) else ".",
+                          error=f"{type(exc).__name__}: {exc}" if exc is not None else "job raised")
+        except Exception as e:  # noqa: BLE001
+            logger.warning("could not record failure dir=%s error=%s", job_dir, e)
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.exists():
             return
-        summary = summarize_sweep(sweep_dir)
-        (sweep_dir / "sweep_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        summary = write_summary(sweep_dir)
         failed = [j for j in summary["jobs"] if j["status"] != "ok" and j["status"] != "dry_run"]
         logger.info("sweep finished dir=%s jobs=%d status=%s", sweep_dir, summary["n_jobs"], summary["status_counts"])
         for j in failed:
             logger.error("job failed job=%s error=%s", j["job"], j.get("error"))
+        if "dry_run_total" in summary:
+            print(format_dry_run_total(summary["dry_run_total"]))

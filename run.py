@@ -19,7 +19,9 @@ def main(cfg: DictConfig) -> None:
 
     out = HydraConfig.get().runtime.output_dir
     record = get_stage(cfg.stage)(cfg, out)
-    log.info("stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls"))
+    log.info(
+        "stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls")
+    )
 
 
 if __name__ == "__main__":

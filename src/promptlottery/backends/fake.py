@@ -18,8 +18,15 @@ class FakeBackend:
     answered, so tests can assert cache behaviour.
     """
 
-    def __init__(self, model: str = "fake-judge", sharpness: float = 2.0, max_concurrency: int = 16,
-                 fail_on: tuple[str, ...] = (), text_template: str = "{label}", delay_s: float = 0.0):
+    def __init__(
+        self,
+        model: str = "fake-judge",
+        sharpness: float = 2.0,
+        max_concurrency: int = 16,
+        fail_on: tuple[str, ...] = (),
+        text_template: str = "{label}",
+        delay_s: float = 0.0,
+    ):
         self.model = model
         self.sharpness = sharpness
         self.max_concurrency = max_concurrency
@@ -35,9 +42,9 @@ class FakeBackend:
         return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)
 
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
-        from promptlottery.backends.base import BackendError
-
         import time
+
+        from promptlottery.backends.base import BackendError
 
         time.sleep(self.delay_s)
         out = []

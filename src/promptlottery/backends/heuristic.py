@@ -24,8 +24,12 @@ class SentenceOverlapQA:
             text = r.prompt if r.prompt is not None else r.messages[-1]["content"]
             passage, _, question = text.partition("Question:")
             qwords = {w.lower() for w in _WORD.findall(question) if len(w) > 3}
-            sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", passage.replace("Passage:", "")) if s.strip()]
-            best = max(sentences, key=lambda s: len(qwords & {w.lower() for w in _WORD.findall(s)}), default="")
+            sentences = [
+                s.strip() for s in re.split(r"(?<=[.!?])\s+", passage.replace("Passage:", "")) if s.strip()
+            ]
+            best = max(
+                sentences, key=lambda s: len(qwords & {w.lower() for w in _WORD.findall(s)}), default=""
+            )
             out.append(JudgeResponse(best, None, len(text.split()), len(best.split()), 0.0))
         return out
 

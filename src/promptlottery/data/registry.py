@@ -56,7 +56,12 @@ def load_items(
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise DatasetError(f"dataset {name!r}: duplicate item id {dup!r}")
-    if limit is not None and limit < len(items):
-        idx = sorted(random.Random(seed).sample(range(len(items)), limit))
-        items = [items[i] for i in idx]
-    return items
+    return sample_items(items, limit=limit, seed=seed)
+
+
+def sample_items(items: list[Item], *, limit: int | None, seed: int = 0) -> list[Item]:
+    """A seeded sample of ``limit`` items in the loader's order (all of them when limit is None)."""
+    if limit is None or limit >= len(items):
+        return items
+    idx = sorted(random.Random(seed).sample(range(len(items)), limit))
+    return [items[i] for i in idx]

@@ -41,7 +41,9 @@ class CallCache:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for key, resp in self._conn.execute(f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk):
+            for key, resp in self._conn.execute(
+                f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk
+            ):
                 found[key] = JudgeResponse.from_json(json.loads(resp))
         return found
 

@@ -23,8 +23,16 @@ from promptlottery.prompts.groups import render
 logger = logging.getLogger(__name__)
 
 
-def answer_requests(items: list[Item], system: str, backend: Backend, template: str, *, prompt_format: str,
-                    examples: list[Item], decoding: Decoding) -> list[JudgeRequest]:
+def answer_requests(
+    items: list[Item],
+    system: str,
+    backend: Backend,
+    template: str,
+    *,
+    prompt_format: str,
+    examples: list[Item],
+    decoding: Decoding,
+) -> list[JudgeRequest]:
     """One generation request per item (no scale labels: only the text is wanted)."""
     reqs = []
     for it in items:
@@ -32,10 +40,21 @@ def answer_requests(items: list[Item], system: str, backend: Backend, template: 
         if prompt_format == "chat":
             messages, prompt = [{"role": "user", "content": body}], None
         else:
-            shots = [f"{render(template, ex.inputs, where=f'example {ex.id}')} {first_answer(ex)}" for ex in examples]
+            shots = [
+                f"{render(template, ex.inputs, where=f'example {ex.id}')} {first_answer(ex)}"
+                for ex in examples
+            ]
             messages, prompt = None, "\n\n".join([*shots, body])
-        key = cache_key({"stage": "predict", "backend": backend.identity(), "messages": messages, "prompt": prompt,
-                         "decoding": decoding.as_dict(), "template": template})
+        key = cache_key(
+            {
+                "stage": "predict",
+                "backend": backend.identity(),
+                "messages": messages,
+                "prompt": prompt,
+                "decoding": decoding.as_dict(),
+                "template": template,
+            }
+        )
         reqs.append(JudgeRequest(key=key, labels=(), messages=messages, prompt=prompt))
     return reqs
 
@@ -53,8 +72,15 @@ def clean_answer(text: str) -> str:
     return ""
 
 
-def predict(items: list[Item], systems: dict[str, dict[str, Any]], cache: CallCache, decoding: Decoding, *,
-            seed: int = 0, pool: list[Item] = ()) -> tuple[pd.DataFrame, CallStats]:
+def predict(
+    items: list[Item],
+    systems: dict[str, dict[str, Any]],
+    cache: CallCache,
+    decoding: Decoding,
+    *,
+    seed: int = 0,
+    pool: list[Item] = (),
+) -> tuple[pd.DataFrame, CallStats]:
     """Answer every item with every system. ``systems[name]`` = {backend, template, prompt_format, n_shot}."""
     stats = CallStats()
     rows = []
@@ -64,39 +90,64 @@ def predict(items: list[Item], systems: dict[str, dict[str, Any]], cache: CallCa
         taken = {it.id for it in items}
         candidates = [it for it in pool if it.id not in taken and it.meta.get("answers")]
         examples = random.Random(seed + 7).sample(candidates, n_shot) if n_shot else []
-        reqs = answer_requests(items, name, backend, spec["template"], prompt_format=spec.get("prompt_format", "chat"),
-                               examples=examples, decoding=decoding)
+        reqs = answer_requests(
+            items,
+            name,
+            backend,
+            spec["template"],
+            prompt_format=spec.get("prompt_format", "chat"),
+            examples=examples,
+            decoding=decoding,
+        )
         answers = run_calls(reqs, backend, cache, decoding, stats=stats, desc=f"predict/{name}")
-        rows += [{"item_id": it.id, "system": name, "response": clean_answer(answers[r.key].raw_text)}
-                 for it, r in zip(items, reqs)]
+        rows += [
+            {"item_id": it.id, "system": name, "response": clean_answer(answers[r.key].raw_text)}
+            for it, r in zip(items, reqs)
+        ]
     return pd.DataFrame(rows), stats
 
 
-def ensure_predictions(predict_cfg, *, dataset: str, data_dir: str, cache_dir: str, decoding: Decoding) -> Path:
+def ensure_predictions(
+    predict_cfg, *, dataset: str, data_dir: str, cache_dir: str, decoding: Decoding
+) -> Path:
     """Write (or refresh from the cache) the predictions file the dataset loader will read."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     from promptlottery.data import load_items
+    from promptlottery.data.registry import sample_items
 
     out = Path(predict_cfg.output)
     base_items = load_items(dataset, data_dir=data_dir)
-    items = load_items(dataset, data_dir=data_dir, limit=predict_cfg.limit, seed=predict_cfg.seed)
+    items = sample_items(base_items, limit=predict_cfg.limit, seed=predict_cfg.seed)
     systems = {}
     for name, spec in predict_cfg.systems.items():
         systems[name] = {
             "backend": instantiate(spec.backbone.backend),
-            "template": spec.template_chat if spec.backbone.prompt_format == "chat" else spec.template_completion,
+            "template": spec.template_chat
+            if spec.backbone.prompt_format == "chat"
+            else spec.template_completion,
             "prompt_format": spec.backbone.prompt_format,
             "n_shot": spec.backbone.n_shot,
         }
     gen = Decoding(**{**OmegaConf.to_container(predict_cfg.decoding, resolve=True), "seed": decoding.seed})
-    df, stats = predict(items, systems, CallCache(Path(cache_dir) / "calls.sqlite"), gen, seed=predict_cfg.seed,
-                        pool=base_items)
+    df, stats = predict(
+        items,
+        systems,
+        CallCache(Path(cache_dir) / "calls.sqlite"),
+        gen,
+        seed=predict_cfg.seed,
+        pool=base_items,
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     df.to_parquet(tmp, index=False)
     tmp.replace(out)
-    logger.info("predictions file=%s systems=%d items=%d cache_misses=%d", out, len(systems), len(items),
-                stats.cache_misses)
+    logger.info(
+        "predictions file=%s systems=%d items=%d cache_misses=%d",
+        out,
+        len(systems),
+        len(items),
+        stats.cache_misses,
+    )
     return out

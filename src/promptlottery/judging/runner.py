@@ -89,11 +89,15 @@ def build_requests(
                     "sample_index": k,
                 }
             )
-            out.append((item, JudgeRequest(key=key, labels=labels, messages=messages, prompt=prompt, sample_index=k)))
+            out.append(
+                (item, JudgeRequest(key=key, labels=labels, messages=messages, prompt=prompt, sample_index=k))
+            )
     return out
 
 
-def _call(backend: Backend, batch: list[JudgeRequest], decoding: Decoding, max_retries: int, backoff_s: float):
+def _call(
+    backend: Backend, batch: list[JudgeRequest], decoding: Decoding, max_retries: int, backoff_s: float
+):
     for attempt in range(max_retries + 1):
         try:
             return backend.generate(batch, decoding)
@@ -147,8 +151,11 @@ def run_calls(
                 break
             continue
         consecutive = 0
-        fresh = [(r.key, resp, {"messages": r.messages, "prompt": r.prompt}) for r, resp in zip(batch, responses)
-                 if r.key not in cached]
+        fresh = [
+            (r.key, resp, {"messages": r.messages, "prompt": r.prompt})
+            for r, resp in zip(batch, responses)
+            if r.key not in cached
+        ]
         cache.put_many(fresh)
         answers.update({k: resp for k, resp, _ in fresh})
     if failures:
@@ -227,7 +234,13 @@ def judge(
     requests = [r for _, r in pairs]
     cached_keys = set(cache.get_many([r.key for r in requests]))
     answers = run_calls(
-        requests, backend, cache, decoding, stats=stats, max_retries=max_retries, backoff_s=backoff_s,
+        requests,
+        backend,
+        cache,
+        decoding,
+        stats=stats,
+        max_retries=max_retries,
+        backoff_s=backoff_s,
         desc=condition.id,
     )
     return judgments_table(pairs, answers, condition, group, decoding, cached_keys, stats), stats
@@ -249,13 +262,19 @@ def condition_metrics(df: pd.DataFrame) -> dict[str, Any]:
         "missing_rate": float(df["score"].isna().mean()) if n else float("nan"),
         "label_mass_mean": float(df["label_mass"].mean()) if df["label_mass"].notna().any() else None,
         "scoring_modes": {str(k): int(v) for k, v in df["scoring_mode"].value_counts(dropna=False).items()},
-        "argmax_label_counts": {str(k): int(v) for k, v in df["argmax_label"].value_counts().sort_index().items()},
+        "argmax_label_counts": {
+            str(k): int(v) for k, v in df["argmax_label"].value_counts().sort_index().items()
+        },
     }
     has_human = df["human"].notna()
     out["n_with_human"] = int(has_human.sum())
     if has_human.sum() >= 3:
         h = df.loc[has_human, "human"].to_numpy(float)
-        for verdict, col in (("weighted", "weighted_score"), ("argmax", "argmax_score"), ("parsed", "parsed_score")):
+        for verdict, col in (
+            ("weighted", "weighted_score"),
+            ("argmax", "argmax_score"),
+            ("parsed", "parsed_score"),
+        ):
             x = df.loc[has_human, col].to_numpy(float)
             out[f"pearson_{verdict}"] = _nan_to_none(pearson(x, h))
             out[f"spearman_{verdict}"] = _nan_to_none(spearman(x, h))

@@ -34,7 +34,9 @@ def score_response(resp: JudgeResponse, scale: Scale) -> Scored:
     with no scale label is a parse failure: missing data with a reason, never a low score.
     """
     parsed = scale.parse(resp.raw_text or "")
-    parse_reason = None if parsed is not None else f"no {scale.name} label in raw output {resp.raw_text[:40]!r}"
+    parse_reason = (
+        None if parsed is not None else f"no {scale.name} label in raw output {resp.raw_text[:40]!r}"
+    )
     weighted = argmax = mass = None
     if resp.label_probs:
         probs = {lab: float(resp.label_probs.get(lab, 0.0)) for lab in scale.labels}

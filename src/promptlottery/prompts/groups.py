@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -58,7 +58,9 @@ class PromptGroup:
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
-            raise PromptError(f"prompt group {self.id}: no variant {variant_id!r}; valid: {sorted(self.variants)}")
+            raise PromptError(
+                f"prompt group {self.id}: no variant {variant_id!r}; valid: {sorted(self.variants)}"
+            )
         return self.variants[variant_id]
 
     def text_hash(self, variant_id: str) -> str:
@@ -75,7 +77,7 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
     path = Path(groups_dir or GROUPS_DIR) / f"{group_id}.yaml"
     if not path.exists():

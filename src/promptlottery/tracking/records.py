@@ -17,7 +17,10 @@ _SECRET = re.compile(r"(api_?key|secret|password|authorization|(^|_)token$)", re
 def redact(obj: Any) -> Any:
     """Replace the value of every secret-looking key with '***' (recursively)."""
     if isinstance(obj, dict):
-        return {k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v)) for k, v in obj.items()}
+        return {
+            k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v))
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     return obj
@@ -25,12 +28,19 @@ def redact(obj: Any) -> Any:
 
 def git_commit(root: str | Path = ".") -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
         sha = out.stdout.strip()
         if out.returncode != 0 or not sha:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -49,8 +59,13 @@ def _clean(x: Any) -> Any:
 
 
 def write_results(path: str | Path, *, config: dict, status: str, root: str | Path = ".", **fields) -> dict:
-    record = {"schema_version": SCHEMA_VERSION, "status": status, "git_commit": git_commit(root),
-              "config": redact(config), **fields}
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "status": status,
+        "git_commit": git_commit(root),
+        "config": redact(config),
+        **fields,
+    }
     record = _clean(record)
     path = Path(path)
     tmp = path.with_suffix(".json.tmp")

@@ -18,8 +18,19 @@ class NullTracker:
 
 
 class WandbTracker(NullTracker):
-    def __init__(self, *, project: str, mode: str, dir: str | None, config: dict, name: str | None,
-                 group: str | None = None, tags: list[str] = (), job_type: str = "judge", max_rows: int = 2000):
+    def __init__(
+        self,
+        *,
+        project: str,
+        mode: str,
+        dir: str | None,
+        config: dict,
+        name: str | None,
+        group: str | None = None,
+        tags: list[str] = (),
+        job_type: str = "judge",
+        max_rows: int = 2000,
+    ):
         import wandb  # lazy: heavy import
 
         self._wandb = wandb
@@ -28,8 +39,17 @@ class WandbTracker(NullTracker):
             from pathlib import Path
 
             Path(dir).mkdir(parents=True, exist_ok=True)
-        self.run = wandb.init(project=project, mode=mode, dir=dir, config=config, name=name, group=group,
-                              tags=list(tags), job_type=job_type, reinit="finish_previous")
+        self.run = wandb.init(
+            project=project,
+            mode=mode,
+            dir=dir,
+            config=config,
+            name=name,
+            group=group,
+            tags=list(tags),
+            job_type=job_type,
+            reinit="finish_previous",
+        )
         logger.info("wandb run mode=%s dir=%s id=%s", mode, dir, self.run.id)
 
     def log_metrics(self, metrics: dict[str, Any]) -> None:
@@ -38,7 +58,9 @@ class WandbTracker(NullTracker):
         self.run.log(flat)
 
     def log_table(self, name: str, df: pd.DataFrame) -> None:
-        self.run.log({name: self._wandb.Table(dataframe=df.head(self.max_rows).astype(object).where(df.notna(), None))})
+        self.run.log(
+            {name: self._wandb.Table(dataframe=df.head(self.max_rows).astype(object).where(df.notna(), None))}
+        )
 
     def log_image(self, name: str, path: str) -> None:
         self.run.log({name: self._wandb.Image(path)})
@@ -58,12 +80,25 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def make_tracker(logger_cfg: dict, *, config: dict, name: str | None = None, group: str | None = None,
-                 job_type: str = "judge") -> NullTracker:
+def make_tracker(
+    logger_cfg: dict,
+    *,
+    config: dict,
+    name: str | None = None,
+    group: str | None = None,
+    job_type: str = "judge",
+) -> NullTracker:
     if logger_cfg.get("name", "none") == "none":
         return NullTracker()
     if logger_cfg["name"] != "wandb":
         raise ValueError(f"logger.name must be 'wandb' or 'none', got {logger_cfg['name']!r}")
-    return WandbTracker(project=logger_cfg.get("project", "promptlottery"), mode=logger_cfg.get("mode", "offline"),
-                        dir=logger_cfg.get("dir"), config=config, name=name, group=group, job_type=job_type,
-                        max_rows=logger_cfg.get("log_table_rows", 2000))
+    return WandbTracker(
+        project=logger_cfg.get("project", "promptlottery"),
+        mode=logger_cfg.get("mode", "offline"),
+        dir=logger_cfg.get("dir"),
+        config=config,
+        name=name,
+        group=group,
+        job_type=job_type,
+        max_rows=logger_cfg.get("log_table_rows", 2000),
+    )

@@ -6,7 +6,12 @@ import importlib
 from collections.abc import Callable
 
 STAGES: dict[str, str] = {
+    "compare": "promptlottery.analysis.compare:run",
+    "gate": "promptlottery.gating.stage:run",
     "judge": "promptlottery.pipeline:run",
+    "lottery": "promptlottery.analysis.stage:run",
+    "rubric": "promptlottery.rubrics.study:run",
+    "validate_prompts": "promptlottery.prompts.validation:run_validation",
 }
 
 

@@ -41,6 +41,10 @@ SCALES: dict[str, Scale] = {
         "likert_1_10", tuple(str(i) for i in range(1, 11)), tuple(float(i) for i in range(1, 11))
     ),
     "binary_yes_no": Scale("binary_yes_no", ("yes", "no"), (1.0, 0.0)),
+    # the ASAP rater scales (holistic and ASAP++ traits): set 1-2 1-6, sets 3-4 0-3, sets 5-6 0-4
+    "likert_1_6": Scale("likert_1_6", tuple("123456"), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)),
+    "likert_0_3": Scale("likert_0_3", tuple("0123"), (0.0, 1.0, 2.0, 3.0)),
+    "likert_0_4": Scale("likert_0_4", tuple("01234"), (0.0, 1.0, 2.0, 3.0, 4.0)),
 }
 
 

@@ -1,0 +1,327 @@
+"""Paraphrase validation: do a group's variants say the same thing in different words?
+
+Each variant's instruction text is its system template (if any) followed by its user template,
+**rendered with placeholder values**: every template variable ``x`` is replaced by ``[X]`` (so
+``{{ response }}`` reads ``[RESPONSE]`` and ``{% if knowledge %}`` blocks are included). On those
+texts we measure, per group:
+
+* semantic similarity: cosine similarity of all-MiniLM-L6-v2 sentence embeddings, averaged over
+  all variant pairs (``mean_sim``) and over P2..Pn against P1 (``mean_sim_to_p1``);
+* lexical overlap: Jaccard similarity of the sets of lowercase word tokens, averaged over all
+  variant pairs (``mean_jaccard``);
+* length ratio: words of a paraphrase / words of P1 (mean, min, max over P2..Pn).
+
+A paraphrase whose similarity to P1 is below ``threshold`` (0.85) is flagged. A group meets the
+target of a validated paraphrase set when ``mean_sim >= 0.90`` and ``mean_jaccard <= 0.5``:
+the variants mean the same while sharing few words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from jinja2 import meta
+from jinja2.sandbox import SandboxedEnvironment
+
+from promptlottery.prompts.groups import PromptGroup, list_groups, load_group, render
+
+log = logging.getLogger(__name__)
+
+ORIGINAL = "P1"
+DEFAULT_THRESHOLD = 0.85
+TARGET_SIMILARITY = 0.90
+TARGET_MAX_OVERLAP = 0.5
+TEXT_MODE = "rendered with placeholder values ([RESPONSE], ...), system + user"
+_WORD = re.compile(r"\w+")
+_PARSER = SandboxedEnvironment()
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+# -- text measures -----------------------------------------------------------------------------
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lowercase word tokens (runs of letters, digits and underscores)."""
+    return _WORD.findall(text.lower())
+
+
+def jaccard(a: str, b: str) -> float:
+    """Jaccard similarity of the two texts' sets of lowercase word tokens (1.0 for two empty texts)."""
+    sa, sb = set(word_tokens(a)), set(word_tokens(b))
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def length_ratio(text: str, original: str) -> float:
+    """Words of ``text`` divided by words of ``original``."""
+    n = len(word_tokens(original))
+    if n == 0:
+        raise ValueError("the original text has no words")
+    return len(word_tokens(text)) / n
+
+
+def template_variables(group: PromptGroup) -> set[str]:
+    """Every variable referenced by any template of the group."""
+    names: set[str] = set()
+    for v in group.variants.values():
+        for t in (v.user, v.system or ""):
+            names |= meta.find_undeclared_variables(_PARSER.parse(t))
+    return names
+
+
+def placeholder_values(group: PromptGroup) -> dict[str, str]:
+    return {name: f"[{name.upper()}]" for name in sorted(template_variables(group))}
+
+
+def variant_texts(group: PromptGroup) -> dict[str, str]:
+    """Each variant's system + user text rendered with placeholder values, in variant order."""
+    values = placeholder_values(group)
+    texts = {}
+    for vid, v in group.variants.items():
+        where = f"prompt group {group.id} variant {vid} (placeholder rendering)"
+        parts = [render(v.system, values, where=where)] if v.system else []
+        parts.append(render(v.user, values, where=where))
+        texts[vid] = "\n\n".join(parts)
+    return texts
+
+
+def _default_encoder(texts: list[str]) -> np.ndarray:
+    from promptlottery.embeddings import encode
+
+    return encode(texts)
+
+
+# -- per group / all groups ----------------------------------------------------------------------
+
+
+def validate_group(
+    group: PromptGroup, *, threshold: float = DEFAULT_THRESHOLD, encoder: Encoder | None = None
+) -> list[dict[str, Any]]:
+    """One row per variant: similarity and overlap with P1 and with the other variants, length ratio, flag.
+
+    The rows carry the group id, so the rows of several groups concatenate into one DataFrame;
+    ``group_mean_sim`` / ``group_mean_jaccard`` (the means over all variant pairs) repeat on each row.
+    ``encoder`` maps a list of texts to embeddings (default: all-MiniLM-L6-v2); they are
+    L2-normalised here, so any encoder works.
+    """
+    if ORIGINAL not in group.variants:
+        raise ValueError(f"prompt group {group.id} has no original variant {ORIGINAL}")
+    texts = variant_texts(group)
+    ids = list(texts)
+    emb = np.asarray((encoder or _default_encoder)([texts[i] for i in ids]), dtype=np.float64)
+    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    emb = emb / np.where(norms > 0, norms, 1.0)
+    sim = emb @ emb.T
+    p1 = ids.index(ORIGINAL)
+    rows = []
+    for i, vid in enumerate(ids):
+        others = [j for j in range(len(ids)) if j != i]
+        rows.append(
+            {
+                "group": group.id,
+                "judge_family": group.judge_family,
+                "held_out": group.held_out,
+                "variant": vid,
+                "words": len(word_tokens(texts[vid])),
+                "length_ratio": length_ratio(texts[vid], texts[ORIGINAL]),
+                "sim_to_p1": float(sim[i, p1]),
+                "jaccard_to_p1": jaccard(texts[vid], texts[ORIGINAL]),
+                "mean_sim_to_others": float(np.mean([sim[i, j] for j in others])) if others else np.nan,
+                "mean_jaccard_to_others": (
+                    float(np.mean([jaccard(texts[vid], texts[ids[j]]) for j in others])) if others else np.nan
+                ),
+                "flagged": vid != ORIGINAL and float(sim[i, p1]) < threshold,
+            }
+        )
+    # group-level means over every unordered pair, repeated on each row so summarize() can read them
+    pairs = list(itertools.combinations(range(len(ids)), 2))
+    pair_sim = float(np.mean([sim[i, j] for i, j in pairs])) if pairs else np.nan
+    pair_jac = float(np.mean([jaccard(texts[ids[i]], texts[ids[j]]) for i, j in pairs])) if pairs else np.nan
+    for r in rows:
+        r["group_mean_sim"] = pair_sim
+        r["group_mean_jaccard"] = pair_jac
+    return rows
+
+
+def summarize(
+    variants: pd.DataFrame,
+    *,
+    target_similarity: float = TARGET_SIMILARITY,
+    max_overlap: float = TARGET_MAX_OVERLAP,
+) -> pd.DataFrame:
+    """One row per group from the per-variant rows of :func:`validate_group`."""
+    out = []
+    for gid, df in variants.groupby("group", sort=False):
+        para = df[df["variant"] != ORIGINAL]
+        mean_sim = float(df["group_mean_sim"].iloc[0])
+        mean_jac = float(df["group_mean_jaccard"].iloc[0])
+        out.append(
+            {
+                "group": gid,
+                "judge_family": df["judge_family"].iloc[0],
+                "held_out": bool(df["held_out"].iloc[0]),
+                "n_variants": len(df),
+                "p1_words": int(df.loc[df["variant"] == ORIGINAL, "words"].iloc[0]),
+                "mean_sim": mean_sim,
+                "mean_sim_to_p1": float(para["sim_to_p1"].mean()),
+                "min_sim_to_p1": float(para["sim_to_p1"].min()),
+                "mean_jaccard": mean_jac,
+                "length_ratio_mean": float(para["length_ratio"].mean()),
+                "length_ratio_min": float(para["length_ratio"].min()),
+                "length_ratio_max": float(para["length_ratio"].max()),
+                "flagged": ",".join(para.loc[para["flagged"], "variant"]),
+                "meets_target": bool(mean_sim >= target_similarity and mean_jac <= max_overlap),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def validate_variants(
+    groups: Iterable[PromptGroup], *, threshold: float = DEFAULT_THRESHOLD, encoder: Encoder | None = None
+) -> pd.DataFrame:
+    """Per-variant rows of every group."""
+    rows = [r for g in groups for r in validate_group(g, threshold=threshold, encoder=encoder)]
+    return pd.DataFrame(rows)
+
+
+def validate_all(
+    groups: Iterable[PromptGroup],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    target_similarity: float = TARGET_SIMILARITY,
+    max_overlap: float = TARGET_MAX_OVERLAP,
+    encoder: Encoder | None = None,
+) -> pd.DataFrame:
+    """One summary row per group (see the module docstring for the columns' meaning)."""
+    variants = validate_variants(groups, threshold=threshold, encoder=encoder)
+    return summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+_COLUMNS = {
+    "group": "group",
+    "judge_family": "family",
+    "n_variants": "n",
+    "p1_words": "P1 words",
+    "mean_sim": "mean sim (pairs)",
+    "mean_sim_to_p1": "mean sim to P1",
+    "min_sim_to_p1": "min sim to P1",
+    "mean_jaccard": "lexical overlap",
+    "length_ratio_mean": "len ratio mean",
+    "length_ratio_range": "len ratio min-max",
+    "flagged": "flagged (<thr)",
+    "meets_target": "target met",
+}
+
+
+def to_markdown(summary: pd.DataFrame) -> str:
+    """The summary as a Markdown table (numbers to two decimals)."""
+    header = list(_COLUMNS.values())
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in summary.to_dict("records"):
+        cells = {
+            "group": r["group"] + (" (held out)" if r["held_out"] else ""),
+            "judge_family": r["judge_family"],
+            "n_variants": str(r["n_variants"]),
+            "p1_words": str(r["p1_words"]),
+            "mean_sim": f"{r['mean_sim']:.3f}",
+            "mean_sim_to_p1": f"{r['mean_sim_to_p1']:.3f}",
+            "min_sim_to_p1": f"{r['min_sim_to_p1']:.3f}",
+            "mean_jaccard": f"{r['mean_jaccard']:.3f}",
+            "length_ratio_mean": f"{r['length_ratio_mean']:.2f}",
+            "length_ratio_range": f"{r['length_ratio_min']:.2f}-{r['length_ratio_max']:.2f}",
+            "flagged": r["flagged"] or "-",
+            "meets_target": "yes" if r["meets_target"] else "no",
+        }
+        lines.append("| " + " | ".join(cells[k] for k in _COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def _option(options: Any, key: str, default: Any) -> Any:
+    if options is None:
+        return default
+    value = options.get(key, default) if hasattr(options, "get") else default
+    return default if value is None else value
+
+
+def _select_groups(spec: Any, groups_dir: str | None) -> list[PromptGroup]:
+    if spec in (None, "all"):
+        ids = list_groups(groups_dir)
+    elif isinstance(spec, str):
+        ids = [s.strip() for s in spec.split(",") if s.strip()]
+    else:
+        ids = [str(s) for s in spec]
+    if not ids:
+        raise ValueError("validation.groups selects no prompt group")
+    return [load_group(gid, groups_dir) for gid in ids]
+
+
+def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
+    """Stage ``validate_prompts``: validate the prompt groups; write validation.csv / .md to ``output_dir``.
+
+    Options (``cfg.validation``): ``threshold`` (flag a paraphrase below this similarity to P1),
+    ``groups`` (``all``, a list of ids or a comma-separated string), ``target_similarity``,
+    ``max_overlap`` and ``groups_dir`` (defaults: the packaged groups). Loads no dataset or LLM.
+    """
+    from omegaconf import OmegaConf
+
+    options = cfg.get("validation") if hasattr(cfg, "get") else None
+    if options is not None and OmegaConf.is_config(options):
+        options = OmegaConf.to_container(options, resolve=True)
+    threshold = float(_option(options, "threshold", DEFAULT_THRESHOLD))
+    target_similarity = float(_option(options, "target_similarity", TARGET_SIMILARITY))
+    max_overlap = float(_option(options, "max_overlap", TARGET_MAX_OVERLAP))
+    groups_dir = _option(options, "groups_dir", None)
+    groups = _select_groups(_option(options, "groups", "all"), groups_dir)
+
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    variants = validate_variants(groups, threshold=threshold)
+    summary = summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
+    summary.to_csv(output_dir / "validation.csv", index=False)
+    variants.to_csv(output_dir / "validation_variants.csv", index=False)
+
+    flagged = variants[variants["flagged"]]
+    missed = summary.loc[~summary["meets_target"], "group"].tolist()
+    note = (
+        f"Texts compared: {TEXT_MODE}. Similarity: cosine of all-MiniLM-L6-v2 embeddings. "
+        f"Lexical overlap: token Jaccard, mean over variant pairs. Length ratio: words / words of P1 "
+        f"(P2-P5). Flagged: similarity to P1 < {threshold}. Target: mean sim (pairs) >= {target_similarity} "
+        f"and lexical overlap <= {max_overlap}."
+    )
+    table = to_markdown(summary)
+    (output_dir / "validation.md").write_text(
+        f"# Paraphrase validation\n\n{note}\n\n{table}\n", encoding="utf-8"
+    )
+    print(note)
+    print(table)
+    if len(flagged):
+        print(
+            "flagged variants:",
+            ", ".join(f"{r.group}/{r.variant} ({r.sim_to_p1:.3f})" for r in flagged.itertuples()),
+        )
+    print(
+        f"groups meeting the target: {int(summary['meets_target'].sum())}/{len(summary)}"
+        + (f"; missed: {missed}" if missed else "")
+    )
+    return {
+        "status": "ok",
+        "n_groups": len(summary),
+        "n_flagged": int(len(flagged)),
+        "flagged": [f"{r.group}/{r.variant}" for r in flagged.itertuples()],
+        "groups_missing_target": missed,
+        "threshold": threshold,
+        "text_mode": TEXT_MODE,
+        "summary": summary.to_dict("records"),
+        "outputs": {"csv": str(output_dir / "validation.csv"), "markdown": str(output_dir / "validation.md")},
+    }

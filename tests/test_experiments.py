@@ -1,0 +1,74 @@
+"""Every experiment config composes, and each of the 33 renders its prompts for real items."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from promptlottery.backends.base import Decoding
+from promptlottery.backends.fake import FakeBackend
+from promptlottery.data import load_items
+from promptlottery.judging.runner import build_requests
+from promptlottery.pipeline import build_condition
+from promptlottery.prompts import load_group
+from tests.conftest import DATA_DIR, REPO, compose
+
+NOT_GRID = {"smoke", "validate_prompts", "heldout_g15_evouna_nq"}
+EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+GRID = [e for e in EXPERIMENTS if e not in NOT_GRID and not e.startswith("rubric_")]
+
+
+def test_the_study_has_33_configurations():
+    assert len(GRID) == 33
+    assert "squad_v2" in GRID
+
+
+@pytest.mark.parametrize("name", GRID + ["heldout_g15_evouna_nq"])
+def test_experiment_composes_and_renders_with_fake_backend(name, tmp_path):
+    cfg = compose([f"+experiment={name}", "backbone=fake"], tmp_path=tmp_path)
+    group = load_group(cfg.judge.prompt_group)
+    assert group.judge_family == cfg.judge.family
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    if cfg.predict:  # squad_v2: candidate answers come from the predict stage; render the questions
+        options = {}
+    items = load_items(cfg.dataset.name, data_dir=DATA_DIR, limit=3, seed=0, **options)
+    if cfg.predict:
+        items = [type(it)(**{**it.__dict__, "inputs": {**it.inputs, "response": "Paris"}}) for it in items]
+    assert any(cfg.judge.criterion in it.human for it in items) or cfg.predict, "criterion missing from items"
+    cond = build_condition(cfg)
+    for variant in group.variants:
+        cond.variant = variant
+        pairs = build_requests(items, cond, group, FakeBackend(), Decoding())
+        assert len(pairs) == 3 and all(r.messages for _, r in pairs)
+
+
+def test_sweep_params_cover_five_variants_and_cpu_backbones():
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from promptlottery.config import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=["+experiment=summeval_coherence"], return_hydra_config=True)
+        gpu = hydra_compose("config", overrides=["+experiment=summeval_coherence", "grid=gpu"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    assert params["judge.variant"] == "P1,P2,P3,P4,P5" and params["backbone"] == "smollm2,gemma3_270m"
+    assert len(gpu.hydra.sweeper.params["backbone"].split(",")) == 5 and gpu.dataset.limit is None
+
+
+def test_experiment_files_start_with_their_command():
+    for name in GRID:
+        lines = (REPO / "conf" / "experiment" / f"{name}.yaml").read_text().splitlines()
+        assert lines[0] == "# @package _global_" and lines[1] == f"# python -m run +experiment={name} -m"
+
+
+def test_experiments_readme_lists_every_configuration():
+    text = (REPO / "experiments" / "README.md").read_text()
+    for name in GRID:
+        assert f"+experiment={name}" in text, name
+    assert Path(DATA_DIR).exists()

@@ -234,3 +234,15 @@ def test_dependent_correlation_bad_input_and_undefined():
         assert np.isnan(dependent_correlation_test([1, 2, 3], [1, 3, 2], [2, 1, 3]).statistic)
     with pytest.warns(UndefinedMetricWarning, match="no variance"):
         assert np.isnan(dependent_correlation_test([1, 2, 3, 4, 5], [1, 1, 1, 1, 1], [2, 1, 3, 5, 4]).pvalue)
+
+
+def test_dependent_correlation_identical_variants_is_nan_with_warning():
+    import warnings
+
+    from promptlottery.metrics import compare_dependent_correlations
+
+    for method in ("williams", "steiger"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = compare_dependent_correlations(0.4, 0.4, 1.0, 50, method=method)
+        assert np.isnan(res.statistic) and np.isnan(res.pvalue) and caught

@@ -360,7 +360,8 @@ def compare_dependent_correlations(
     if method == "williams":
         det = 1.0 - r_a**2 - r_b**2 - r_ab**2 + 2.0 * r_a * r_b * r_ab
         rbar = (r_a + r_b) / 2.0
-        denom = 2.0 * (n - 1) / (n - 3) * det + rbar**2 * (1.0 - r_ab) ** 3
+        # numpy floats: a zero denominator (r_ab = 1 and r_a = r_b) gives nan, not ZeroDivisionError
+        denom = np.float64(2.0 * (n - 1) / (n - 3) * det + rbar**2 * (1.0 - r_ab) ** 3)
         with np.errstate(divide="ignore", invalid="ignore"):
             stat = float((r_a - r_b) * np.sqrt((n - 1) * (1.0 + r_ab) / denom))
         df: float | None = float(n - 3)
@@ -369,7 +370,7 @@ def compare_dependent_correlations(
         rbar = (r_a + r_b) / 2.0
         psi = r_ab * (1.0 - 2.0 * rbar**2) - 0.5 * rbar**2 * (1.0 - 2.0 * rbar**2 - r_ab**2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            c = psi / (1.0 - rbar**2) ** 2
+            c = psi / np.float64(1.0 - rbar**2) ** 2
             stat = float((np.arctanh(r_a) - np.arctanh(r_b)) * np.sqrt(n - 3) / np.sqrt(2.0 - 2.0 * c))
         df = None
         dist = stats.norm()

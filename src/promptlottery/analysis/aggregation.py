@@ -1,0 +1,259 @@
+"""Aggregating several judges' verdicts on the same items, and how fast the plurality settles.
+
+Every function takes an ``items x judges`` matrix (a NumPy array, a nested list or a DataFrame):
+one row per item, one column per judge (a prompt variant, a backbone, a sample), the judge order
+being the column order. A missing verdict is ``NaN`` / ``None``. Labels may be numbers or strings
+for :func:`plurality` and :func:`majority`; :func:`mean_score` and :func:`median_score` need
+numbers. Results are NumPy arrays with one entry per item (``NaN`` / ``None`` where an item has
+no verdict).
+
+Tie-break rule (plurality): when several labels share the highest count, the winner is the tied
+label given by the earliest judge in column order. With P1 in the first column this is "ties are
+broken by the P1 label" whenever P1 is among the tied labels; if P1 is missing or its label is not
+tied, the next judge in order decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "AGGREGATORS",
+    "aggregate",
+    "convergence",
+    "convergence_summary",
+    "majority",
+    "mean_score",
+    "median_score",
+    "plurality",
+    "plurality_details",
+]
+
+
+def _as_matrix(matrix: Any) -> np.ndarray:
+    arr = matrix.to_numpy() if isinstance(matrix, pd.DataFrame) else np.asarray(matrix, dtype=object)
+    if arr.ndim != 2:
+        raise ValueError(f"expected an items x judges matrix, got shape {arr.shape}")
+    return arr
+
+
+def _encode(matrix: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Integer codes (``-1`` = missing), the sorted distinct labels, and whether they are numeric."""
+    arr = _as_matrix(matrix)
+    flat = arr.ravel()
+    missing = pd.isna(flat)
+    present = flat[~missing]
+    numeric = all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in present
+    )
+    if numeric:
+        values = np.asarray(present, dtype=float)
+        uniques = np.unique(values)
+        codes_present = np.searchsorted(uniques, values)
+    else:
+        uniques_list = sorted(set(present.tolist()), key=lambda v: (str(type(v)), v))
+        lookup = {v: i for i, v in enumerate(uniques_list)}
+        codes_present = np.array([lookup[v] for v in present], dtype=int)
+        uniques = np.array(uniques_list, dtype=object)
+    codes = np.full(flat.shape, -1, dtype=int)
+    codes[~missing] = codes_present
+    return codes.reshape(arr.shape), uniques, numeric
+
+
+def _decode(codes: np.ndarray, uniques: np.ndarray, numeric: bool) -> np.ndarray:
+    if numeric:
+        out = np.full(codes.shape, np.nan)
+        ok = codes >= 0
+        out[ok] = uniques[codes[ok]]
+        return out
+    out = np.full(codes.shape, None, dtype=object)
+    ok = codes >= 0
+    out[ok] = uniques[codes[ok]]
+    return out
+
+
+def _onehot(codes: np.ndarray, n_labels: int) -> np.ndarray:
+    return codes[:, :, None] == np.arange(n_labels)[None, None, :]
+
+
+def _winner(
+    counts: np.ndarray, first: np.ndarray, sentinel: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: winning code (``-1`` if no votes), whether it is a unique mode, and the top count."""
+    top = counts.max(axis=1) if counts.shape[1] else np.zeros(counts.shape[0], dtype=int)
+    tied = (counts == top[:, None]) & (top[:, None] > 0)
+    win = np.argmin(np.where(tied, first, sentinel), axis=1) if counts.shape[1] else np.zeros(len(top), int)
+    win = np.where(top > 0, win, -1)
+    return win, tied.sum(axis=1) == 1, top
+
+
+def plurality_details(matrix: Any) -> pd.DataFrame:
+    """The plurality label of each item with its support.
+
+    Columns: ``plurality`` (the modal label, ties broken by the earliest judge; missing where the item
+    has no verdict), ``unique`` (True when the mode is not tied), ``votes`` (judges giving the
+    plurality label) and ``n_judges`` (judges with a verdict).
+    """
+    codes, uniques, numeric = _encode(matrix)
+    n, j = codes.shape
+    onehot = _onehot(codes, len(uniques))
+    counts = onehot.sum(axis=1)
+    first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
+    win, unique, top = _winner(counts, first, j + 1)
+    return pd.DataFrame(
+        {
+            "plurality": _decode(win, uniques, numeric),
+            "unique": unique & (top > 0),
+            "votes": top.astype(int),
+            "n_judges": (codes >= 0).sum(axis=1).astype(int),
+        }
+    )
+
+
+def plurality(matrix: Any) -> np.ndarray:
+    """Modal label per item; ties go to the tied label given first in column order (P1 first).
+
+    >>> plurality([[1, 2, 2], [3, 1, 1], [1, 2, None], [None, None, None]]).tolist()
+    [2.0, 1.0, 1.0, nan]
+    >>> plurality([["yes", "no", "no", "yes"]]).tolist()
+    ['yes']
+    """
+    return plurality_details(matrix)["plurality"].to_numpy()
+
+
+def majority(matrix: Any) -> np.ndarray:
+    """The label given by strictly more than half of the judges with a verdict; missing otherwise.
+
+    >>> majority([[1, 1, 2], [1, 2, 3], [1, 1, None], [1, 2, None]]).tolist()
+    [1.0, nan, 1.0, nan]
+    """
+    det = plurality_details(matrix)
+    ok = det["votes"].to_numpy() * 2 > det["n_judges"].to_numpy()
+    out = det["plurality"].to_numpy().copy()
+    out[~ok] = np.nan if out.dtype.kind == "f" else None
+    return out
+
+
+def _numeric(matrix: Any) -> np.ndarray:
+    arr = _as_matrix(matrix)
+    return pd.DataFrame(arr).apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
+
+
+def mean_score(matrix: Any) -> np.ndarray:
+    """Mean of the judges' numeric scores per item, missing verdicts ignored (NaN if none).
+
+    >>> mean_score([[1, 2, 3], [4, None, 5]]).tolist()
+    [2.0, 4.5]
+    """
+    x = _numeric(matrix)
+    with np.errstate(all="ignore"):
+        n = (~np.isnan(x)).sum(axis=1)
+        s = np.nansum(x, axis=1)
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan)
+
+
+def median_score(matrix: Any) -> np.ndarray:
+    """Median of the judges' numeric scores per item, missing verdicts ignored (NaN if none).
+
+    >>> median_score([[1, 2, 5, 4], [4, None, 5, None]]).tolist()
+    [3.0, 4.5]
+    """
+    x = _numeric(matrix)
+    out = np.full(x.shape[0], np.nan)
+    for i, row in enumerate(x):
+        row = row[~np.isnan(row)]
+        if row.size:
+            out[i] = float(np.median(row))
+    return out
+
+
+AGGREGATORS: dict[str, Callable[[Any], np.ndarray]] = {
+    "plurality": plurality,
+    "majority": majority,
+    "mean": mean_score,
+    "median": median_score,
+}
+
+
+def aggregate(matrix: Any, method: str) -> np.ndarray:
+    """One of :data:`AGGREGATORS` by name."""
+    if method not in AGGREGATORS:
+        raise ValueError(f"unknown aggregation {method!r}; valid: {sorted(AGGREGATORS)}")
+    return AGGREGATORS[method](matrix)
+
+
+def convergence(matrix: Any, *, strict: bool = True) -> pd.DataFrame:
+    """After how many judges (in column order) each item's final plurality is reached and stays.
+
+    The final label is :func:`plurality` over all the judges. After the first ``k`` judges the
+    running leader is the modal label of those ``k`` verdicts. ``converged_at`` is the smallest ``k``
+    such that the running leader equals the final label for ``k`` and every later prefix.
+
+    ``strict=True`` (default): a tied running mode leads nobody, so an item whose final plurality
+    is itself a tie (decided only by the tie-break) never converges (``converged_at`` = NaN).
+    ``strict=False``: ties are broken at every prefix as in :func:`plurality`, so every item with a
+    verdict converges by the last judge.
+
+    Columns: ``plurality``, ``unique``, ``votes``, ``n_judges`` (as :func:`plurality_details`),
+    ``first_judge`` (the first column's label) and ``converged_at`` (float; NaN = never).
+
+    >>> convergence([[1, 1, 2], [1, 2, 2], [1, 2, 3]])["converged_at"].tolist()
+    [1.0, 3.0, nan]
+    """
+    codes, uniques, numeric = _encode(matrix)
+    n, j = codes.shape
+    onehot = _onehot(codes, len(uniques))
+    first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
+    cum = np.cumsum(onehot, axis=1)  # n x j x labels: counts after the first k+1 judges
+    final, final_unique, _ = (
+        _winner(cum[:, -1, :], first, j + 1) if j else (np.full(n, -1), np.zeros(n, bool), 0)
+    )
+    ok = np.zeros((n, j), dtype=bool)
+    for k in range(j):
+        win, uniq, top = _winner(cum[:, k, :], first, j + 1)
+        good = (win == final) & (top > 0)
+        ok[:, k] = good & uniq if strict else good
+    # converged at k (1-based) when ok holds for every prefix from k to j
+    suffix_all = np.flip(np.cumprod(np.flip(ok, axis=1), axis=1), axis=1).astype(bool)
+    any_ok = suffix_all.any(axis=1)
+    converged = np.where(any_ok, suffix_all.argmax(axis=1) + 1, np.nan).astype(float)
+    det = plurality_details(matrix)
+    det["first_judge"] = _decode(codes[:, 0], uniques, numeric) if j else None
+    det["converged_at"] = converged
+    if strict:
+        det.loc[~final_unique, "converged_at"] = np.nan
+    return det
+
+
+def convergence_summary(conv: pd.DataFrame, *, checkpoints: tuple[int, ...] = (3, 5)) -> dict[str, Any]:
+    """Shares of items converged by each checkpoint judge and never, and the first judge's match rate.
+
+    ``conv`` is the output of :func:`convergence`; only items with at least one verdict count.
+    ``first_judge_matches``: share of items where the first judge (P1) alone gives the final
+    plurality (ties count as matches when the tie-break chose P1's label);
+    ``first_judge_matches_unique``: the same among items whose plurality is not tied. A checkpoint
+    beyond the number of judges is reported as ``None``.
+    """
+    c = conv[conv["n_judges"] > 0]
+    n = len(c)
+    n_judges = int(conv["n_judges"].max()) if len(conv) else 0
+    at = c["converged_at"].to_numpy(dtype=float)
+    out: dict[str, Any] = {"n_items": n, "n_judges": n_judges}
+    for k in checkpoints:
+        out[f"by_{k}"] = float(np.mean(at <= k)) if n and k <= n_judges else None
+    out["never"] = float(np.mean(np.isnan(at))) if n else None
+    out["mean_converged_at"] = float(np.nanmean(at)) if n and (~np.isnan(at)).any() else None
+    match = _same(c["first_judge"].to_numpy(), c["plurality"].to_numpy())
+    out["first_judge_matches"] = float(match.mean()) if n else None
+    uniq = c["unique"].to_numpy(dtype=bool)
+    out["first_judge_matches_unique"] = float(match[uniq].mean()) if uniq.any() else None
+    out["n_unique"] = int(uniq.sum())
+    return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([(not pd.isna(x)) and (not pd.isna(y)) and x == y for x, y in zip(a, b)], dtype=bool)

@@ -1,0 +1,401 @@
+"""Analyses 1-2: agreement among the five paraphrases vs a fixed prompt, by task type and backbone.
+
+Every agreement number comes from :mod:`promptlottery.metrics` with a percentile bootstrap CI over
+items (:func:`promptlottery.metrics.bootstrap_ci`, the same resampled items for every measure of a
+matrix). Items need a verdict from every judge of the matrix (listwise deletion; ``n_items``
+counts the complete ones). Where the verdicts collapse onto one label the chance-corrected
+measures are not computed: the table says why, with the label distribution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis.data import (
+    collapse_reason,
+    configurations,
+    fixed_settings,
+    format_distribution,
+    judge_matrix,
+    label_distribution,
+    paraphrase_rows,
+    variant_order,
+)
+from promptlottery.metrics import (
+    UndefinedMetricWarning,
+    bootstrap_ci,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha,
+    mean_pairwise_cohen_kappa,
+    mean_pairwise_overlap,
+    overlap,
+)
+from promptlottery.prompts.scales import get_scale
+
+#: reference thresholds on kappa (Landis & Koch style bands used by the paper)
+DEFAULT_THRESHOLDS = {"robust": 0.80, "usable": 0.61, "collapse_share": 0.95}
+#: measures on the label matrix; "chance" marks the chance-corrected ones (skipped on collapse)
+AGREEMENT_MEASURES = {
+    "overlap": {"chance": False, "label": "overlap (mean pairwise)"},
+    "mean_kappa": {"chance": True, "label": "mean pairwise Cohen's kappa"},
+    "fleiss_kappa": {"chance": True, "label": "Fleiss' kappa"},
+    "alpha_nominal": {"chance": True, "label": "Krippendorff's alpha (nominal)"},
+    "alpha_interval": {"chance": True, "label": "Krippendorff's alpha (interval, verdict scores)"},
+    "alpha_interval_cont": {
+        "chance": False,
+        "label": "Krippendorff's alpha (interval, unrounded weighted score)",
+    },
+}
+CONT_DECIMALS = 2  # continuous scores are rounded to 0.01 before interval alpha (bounds its value domain)
+
+
+class _MeanKappa:
+    """:func:`mean_pairwise_cohen_kappa` with a vectorised ``batch`` form for the bootstrap.
+
+    ``__call__`` is the metrics function itself; ``batch`` computes the same mean of Cohen's kappa
+    over rater pairs on every resample at once (complete matrices only), so 1000 resamples do not
+    cost 1000 x pairs scikit-learn calls. Pairs where kappa is undefined (chance agreement 1) are
+    left out of the mean, as in the metrics function.
+    """
+
+    def __init__(self, labels: list[float]):
+        self.labels = labels
+
+    def __call__(self, x: np.ndarray) -> float:
+        return mean_pairwise_cohen_kappa(x, labels=self.labels)
+
+    def batch(self, idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        lab = np.asarray(self.labels, dtype=float)
+        codes = np.searchsorted(lab, x)  # complete matrices on the declared scale
+        n_r, n = idx.shape
+        n_lab = len(lab)
+        rows = np.arange(n_r)[:, None] * n_lab
+        kappas = []
+        for j, k in itertools.combinations(range(x.shape[1]), 2):
+            a, b = codes[idx, j], codes[idx, k]
+            p_o = (a == b).mean(axis=1)
+            ca = np.bincount((rows + a).ravel(), minlength=n_r * n_lab).reshape(n_r, n_lab)
+            cb = np.bincount((rows + b).ravel(), minlength=n_r * n_lab).reshape(n_r, n_lab)
+            p_e = (ca * cb).sum(axis=1) / float(n * n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kap = np.where(np.isclose(p_e, 1.0, rtol=0, atol=1e-15), np.nan, (p_o - p_e) / (1.0 - p_e))
+            kappas.append(kap)
+        stack = np.vstack(kappas)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(stack, axis=0)
+
+
+def _measure(name: str, labels: list[float]):
+    return {
+        "overlap": partial(mean_pairwise_overlap, labels=labels),
+        "mean_kappa": _MeanKappa(labels),
+        "fleiss_kappa": partial(fleiss_kappa, labels=labels),
+        "alpha_nominal": partial(krippendorff_alpha, level="nominal", labels=labels),
+        "alpha_interval": partial(krippendorff_alpha, level="interval", labels=labels),
+        "alpha_interval_cont": partial(krippendorff_alpha, level="interval"),
+    }[name]
+
+
+@dataclass
+class Estimate:
+    estimate: float
+    low: float
+    high: float
+    note: str | None
+    distribution: np.ndarray | None
+
+
+def _nan_estimate(note: str) -> Estimate:
+    return Estimate(np.nan, np.nan, np.nan, note, None)
+
+
+def estimate_with_ci(stat, *arrays, n_resamples: int, seed: int, level: float) -> Estimate:
+    """``bootstrap_ci`` with the reason recorded when the statistic is undefined."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        try:
+            est = float(stat(*arrays))
+        except ValueError as exc:
+            return _nan_estimate(f"n/a: {exc}")
+    if not np.isfinite(est):
+        why = str(caught[0].message) if caught else "undefined"
+        return _nan_estimate(f"n/a: {why}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        res = bootstrap_ci(stat, *arrays, n_resamples=n_resamples, level=level, seed=seed)
+    note = None
+    if res.n_undefined:
+        note = f"undefined on {res.n_undefined} of {res.n_resamples} resamples (left out of the CI)"
+    return Estimate(est, res.low, res.high, note, res.distribution)
+
+
+def agreement_measures(
+    values: np.ndarray,
+    scale_scores: list[float],
+    cont: np.ndarray | None = None,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    collapse_share: float = 0.95,
+    scale_labels: list[str] | None = None,
+) -> dict[str, Estimate]:
+    """Every measure of :data:`AGREEMENT_MEASURES` on one complete items x judges matrix.
+
+    ``values`` holds the verdicts' scale scores, ``cont`` the continuous scores (same shape);
+    ``scale_labels`` (parallel to ``scale_scores``) names the labels in the collapse notes.
+    """
+    values = np.asarray(values, dtype=float)
+    out: dict[str, Estimate] = {}
+    if values.shape[0] < 2 or values.shape[1] < 2:
+        why = f"n/a: need >= 2 complete items and >= 2 judges, have {values.shape[0]} x {values.shape[1]}"
+        return {m: _nan_estimate(why) for m in AGREEMENT_MEASURES}
+    names = dict(zip((float(x) for x in scale_scores), scale_labels)) if scale_labels else {}
+    collapsed = collapse_reason([names.get(v, v) for v in values.ravel()], collapse_share)
+    labels = sorted(float(s) for s in scale_scores)
+    for name, spec in AGREEMENT_MEASURES.items():
+        if spec["chance"] and collapsed:
+            out[name] = _nan_estimate(f"n/a: {collapsed}")
+            continue
+        if name == "alpha_interval_cont":
+            if cont is None:
+                out[name] = _nan_estimate("n/a: no continuous scores")
+                continue
+            arr = np.round(np.asarray(cont, dtype=float), CONT_DECIMALS)
+        else:
+            arr = values
+        out[name] = estimate_with_ci(
+            _measure(name, labels), arr, n_resamples=n_resamples, seed=seed, level=level
+        )
+    return out
+
+
+def _complete(rows: pd.DataFrame, by: str, order: list) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    v = judge_matrix(rows, "value", by=by, order=order)
+    c = judge_matrix(rows, "cont", by=by, order=order)
+    keep = v.notna().all(axis=1) & c.notna().all(axis=1)
+    return v[keep], c[keep], int((~keep).sum())
+
+
+def _band(kappa: float, thresholds: dict) -> str:
+    if not np.isfinite(kappa):
+        return "n/a"
+    if kappa >= thresholds["robust"]:
+        return "robust"
+    if kappa >= thresholds["usable"]:
+        return "usable"
+    return "below usable"
+
+
+def agreement_collapse(
+    df: pd.DataFrame,
+    *,
+    reference: str = "P1",
+    temperature: float | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    thresholds: dict | None = None,
+    return_distributions: bool = False,
+):
+    """Analysis 1: agreement among the variants next to the fixed-prompt baselines, per configuration.
+
+    ``df`` is a judgments table with verdicts (:func:`~promptlottery.analysis.data.add_verdicts`).
+    One row per configuration and setting: ``paraphrases`` (the variants at the main temperature)
+    and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``). Columns:
+    each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the mean
+    pairwise kappa against the robust / usable thresholds), the label distribution and ``notes``.
+    With ``return_distributions=True`` also returns ``{(config_id, setting, measure): replicates}``
+    for stratified group CIs (:func:`agreement_by_task_type`).
+    """
+    th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    rows_out, dists = [], {}
+    for cid, rows in configurations(df):
+        scale = get_scale(rows["scale"].iloc[0])
+        settings = []
+        para = paraphrase_rows(rows, temperature)
+        order = variant_order(para["variant"], reference)
+        settings.append(
+            ("paraphrases", para, "variant", order, ",".join(map(str, order)), para["temperature"].min())
+        )
+        for t, g in fixed_settings(rows, reference):
+            samples = sorted(g["sample_index"].unique())
+            settings.append(
+                (f"fixed T={t:g}", g, "sample_index", samples, f"{reference} x{len(samples)} samples", t)
+            )
+        for setting, g, by, order, judges, temp in settings:
+            v, c, dropped = _complete(g, by, order)
+            res = agreement_measures(
+                v.to_numpy(),
+                list(scale.scores),
+                c.to_numpy(),
+                n_resamples=n_resamples,
+                seed=seed,
+                level=level,
+                collapse_share=th["collapse_share"],
+                scale_labels=list(scale.labels),
+            )
+            first = rows.iloc[0]
+            rec: dict[str, Any] = {
+                "config_id": cid,
+                "dataset": first["dataset"],
+                "judge_family": first["judge_family"],
+                "prompt_group": first["prompt_group"],
+                "backbone": first["backbone"],
+                "model": first["model"],
+                "scale": scale.name,
+                "task_type": first["task_type"],
+                "family_type": first["family_type"],
+                "setting": setting,
+                "judges": judges,
+                "temperature": float(temp),
+                "n_items": int(len(v)),
+                "n_dropped": dropped,
+                "labels": format_distribution(label_distribution(g["label"])),
+            }
+            notes = []
+            for m, e in res.items():
+                rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = e.estimate, e.low, e.high
+                if e.note:
+                    notes.append(f"{m}: {e.note}")
+                if e.distribution is not None:
+                    dists[(cid, setting, m)] = e.distribution
+            rec["band"] = _band(rec["mean_kappa"], th)
+            rec["notes"] = "; ".join(_dedupe_notes(notes))
+            rows_out.append(rec)
+    table = pd.DataFrame(rows_out)
+    if len(table):
+        table = table.sort_values(["config_id", "setting"], key=_setting_key, kind="mergesort").reset_index(
+            drop=True
+        )
+    return (table, dists) if return_distributions else table
+
+
+def _setting_key(s: pd.Series) -> pd.Series:
+    if s.name == "setting":  # paraphrases first, then fixed settings by temperature
+        return s.map(lambda x: (0, 0.0) if x == "paraphrases" else (1, float(x.split("=")[1])))
+    return s
+
+
+def _dedupe_notes(notes: list[str]) -> list[str]:
+    """Collapse repeated reasons: 'a, b: reason' instead of one note per measure."""
+    by_reason: dict[str, list[str]] = {}
+    for n in notes:
+        m, _, reason = n.partition(": ")
+        by_reason.setdefault(reason, []).append(m)
+    return [f"{', '.join(ms)}: {r}" for r, ms in by_reason.items()]
+
+
+GROUPINGS = {
+    "task type": ["task_type"],
+    "judge family type": ["family_type"],
+    "backbone": ["backbone"],
+    "task type x family type x backbone": ["task_type", "family_type", "backbone"],
+}
+TASK_MEASURES = ("overlap", "mean_kappa", "fleiss_kappa", "alpha_nominal")
+
+
+def agreement_by_task_type(
+    collapse: pd.DataFrame,
+    distributions: dict,
+    *,
+    setting: str = "paraphrases",
+    level: float = 0.95,
+    measures: tuple[str, ...] = TASK_MEASURES,
+) -> pd.DataFrame:
+    """Analysis 2: mean agreement across configurations by task type, family type and backbone.
+
+    Binary vs Likert (the scale), objective vs subjective (the judge family, see
+    :data:`~promptlottery.analysis.data.OBJECTIVE_FAMILIES`), per backbone; raw overlap next to the
+    chance-corrected measures and their gap. The CI of a group mean averages the configurations'
+    bootstrap replicates (items resampled within each configuration); configurations where a
+    measure is undefined are left out of that measure's mean (``<measure>_n`` counts the others).
+    """
+    base = collapse[collapse["setting"] == setting] if len(collapse) else collapse
+    rows = []
+    lo_q, hi_q = 50.0 * (1 - level), 50.0 * (1 + level)
+    for grouping, cols in GROUPINGS.items():
+        if base.empty:
+            break
+        for key, g in sorted(base.groupby(cols), key=lambda t: tuple(map(str, np.atleast_1d(t[0])))):
+            key = tuple(np.atleast_1d(key))
+            rec: dict[str, Any] = {
+                "grouping": grouping,
+                "group": " / ".join(map(str, key)),
+                "n_configs": len(g),
+            }
+            for m in measures:
+                ok = g[np.isfinite(g[m].astype(float))]
+                rec[f"{m}_n"] = len(ok)
+                if ok.empty:
+                    rec[m] = rec[f"{m}_lo"] = rec[f"{m}_hi"] = np.nan
+                    continue
+                rec[m] = float(ok[m].mean())
+                reps = [distributions.get((cid, setting, m)) for cid in ok["config_id"]]
+                reps = [r for r in reps if r is not None]
+                if reps and len({len(r) for r in reps}) == 1:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        mean_rep = np.nanmean(np.vstack(reps), axis=0)
+                    mean_rep = mean_rep[np.isfinite(mean_rep)]
+                    rec[f"{m}_lo"], rec[f"{m}_hi"] = (
+                        (float(np.percentile(mean_rep, lo_q)), float(np.percentile(mean_rep, hi_q)))
+                        if mean_rep.size
+                        else (np.nan, np.nan)
+                    )
+                else:
+                    rec[f"{m}_lo"] = rec[f"{m}_hi"] = np.nan
+            rec["overlap_minus_kappa"] = (
+                rec["overlap"] - rec["mean_kappa"] if "mean_kappa" in measures else np.nan
+            )
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def variant_agreement(
+    df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None
+) -> pd.DataFrame:
+    """Each variant's agreement with the other variants of its configuration (mean over pairs).
+
+    One row per configuration x variant: ``kappa_with_others`` (mean Cohen's kappa with each other
+    variant, pairs where kappa is undefined left out) and ``overlap_with_others``, on the complete
+    items of the paraphrase matrix. Used by analyses 4 and 5.
+    """
+    out = []
+    for cid, rows in configurations(df):
+        para = paraphrase_rows(rows, temperature)
+        order = variant_order(para["variant"], reference)
+        scale = get_scale(rows["scale"].iloc[0])
+        v = judge_matrix(para, "value", order=order).dropna()
+        labels = sorted(scale.scores)
+        for a in order:
+            kappas, overlaps = [], []
+            for b in order:
+                if a == b or len(v) < 2:
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UndefinedMetricWarning)
+                    kappas.append(cohen_kappa(v[a], v[b], labels=labels))
+                    overlaps.append(overlap(v[a], v[b], labels=labels))
+            k = np.array(kappas, dtype=float)
+            out.append(
+                {
+                    "config_id": cid,
+                    "prompt_group": rows["prompt_group"].iloc[0],
+                    "backbone": rows["backbone"].iloc[0],
+                    "variant": a,
+                    "n_items": len(v),
+                    "kappa_with_others": float(np.nanmean(k)) if np.isfinite(k).any() else np.nan,
+                    "overlap_with_others": float(np.mean(overlaps)) if overlaps else np.nan,
+                }
+            )
+    return pd.DataFrame(out)

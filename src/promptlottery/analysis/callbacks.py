@@ -1,0 +1,54 @@
+"""Hydra callback: run the lottery analysis on a sweep's directory when the sweep ends.
+
+Enabled by ``+analysis=lottery`` in a judging sweep (``analysis.runs`` left unset): the jobs judge,
+and ``on_multirun_end`` analyses every judgments.parquet of the sweep into ``<sweep dir>/lottery``.
+Hydra calls ``on_multirun_end`` only when every job succeeded; otherwise run the analysis by hand
+(``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+logger = logging.getLogger(__name__)
+
+
+class LotteryAnalysis(Callback):
+    def __init__(self, output_subdir: str = "lottery") -> None:
+        self.output_subdir = output_subdir
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        a = config.get("analysis")
+        if a is None or a.get("runs") not in (None, "", []):
+            return  # the jobs were analyses themselves (analysis.runs given): nothing to add
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not any(sweep_dir.rglob("judgments.parquet")):
+            logger.warning("lottery analysis skipped: no judgments.parquet under %s", sweep_dir)
+            return
+        from promptlottery.analysis.stage import LotteryOptions, run_lottery
+        from promptlottery.tracking.wandb_logger import make_tracker
+
+        out = sweep_dir / self.output_subdir
+        opts = LotteryOptions.from_dict({**OmegaConf.to_container(a, resolve=True), "runs": str(sweep_dir)})
+        cfg = OmegaConf.to_container(config, resolve=False)
+        cfg.pop("hydra", None)
+        tracker = make_tracker(
+            OmegaConf.to_container(config.logger, resolve=True),
+            config=cfg,
+            name=opts.name,
+            group="analysis",
+            job_type="analysis",
+        )
+        try:
+            res = run_lottery(opts, out, tracker=tracker, config=cfg, root=config.paths.root_dir)
+        except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep
+            logger.error("lottery analysis failed sweep_dir=%s error=%s", sweep_dir, exc)
+            tracker.finish(exit_code=1)
+            return
+        tracker.finish()
+        logger.info("lottery analysis written report=%s", res["written"]["report"])

@@ -1,0 +1,325 @@
+"""Judgments in, verdicts out: loading sweeps, choosing the verdict, building items x judges matrices.
+
+A *configuration* is one dataset x judge family x prompt group (x criterion, rubric) x backbone.
+Within a configuration the rows split into *settings*:
+
+* ``paraphrases``: every prompt variant once (``sample_index == 0``) at the configuration's main
+  temperature (the lowest one present unless ``temperature=`` says otherwise);
+* ``fixed``: the reference variant (P1) sampled several times (``sample_index`` 0..n-1) at one
+  temperature -- the fixed-prompt baseline, one setting per temperature.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.prompts.scales import get_scale
+
+#: columns that identify a configuration (in this order)
+CONFIG_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone")
+#: judge families by task type, as in the paper
+OBJECTIVE_FAMILIES = ("qa_correctness", "qa_groundedness", "semantic_alignment")
+SUBJECTIVE_FAMILIES = ("dialogue_quality", "general_quality", "domain_evaluation")
+VERDICTS = ("argmax", "weighted")
+#: temperatures at or above this are sampled (below: numerically greedy, as Decoding.greedy)
+GREEDY_BELOW = 1e-3
+
+_REQUIRED = ("item_id", "variant", "backbone", "dataset", "judge_family", "prompt_group", "scale")
+_DEFAULTS: dict[str, Any] = {
+    "criterion": "",
+    "rubric": "",
+    "system": None,
+    "sample_index": 0,
+    "temperature": 1e-5,
+    "seed": 0,
+    "human": np.nan,
+    "argmax_label": None,
+    "parsed_label": None,
+    "weighted_score": np.nan,
+}
+
+
+class AnalysisError(ValueError):
+    """The judgments cannot be analysed as asked (no files, missing columns, bad options)."""
+
+
+def family_type(family: str) -> str:
+    """``objective``, ``subjective`` or ``other`` for a judge family."""
+    if family in OBJECTIVE_FAMILIES:
+        return "objective"
+    if family in SUBJECTIVE_FAMILIES:
+        return "subjective"
+    return "other"
+
+
+def natural_key(s: Any) -> tuple:
+    """Sort key that puts P2 before P10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
+
+
+def _patterns(runs: str | Iterable[str]) -> list[str]:
+    if isinstance(runs, (str, Path)):
+        return [str(runs)]
+    return [str(r) for r in runs]
+
+
+def find_judgment_files(runs: str | Iterable[str]) -> list[Path]:
+    """Every ``judgments.parquet`` under the paths matched by ``runs`` (globs, dirs or files), sorted."""
+    found: set[Path] = set()
+    for pattern in _patterns(runs):
+        matches = sorted(glob.glob(pattern)) or ([pattern] if Path(pattern).exists() else [])
+        for m in matches:
+            p = Path(m)
+            if p.is_file() and p.name.endswith(".parquet"):
+                found.add(p.resolve())
+            elif p.is_dir():
+                found.update(q.resolve() for q in p.rglob("judgments.parquet"))
+    if not found:
+        raise AnalysisError(f"no judgments.parquet found under {_patterns(runs)}")
+    return sorted(found)
+
+
+def load_judgments(runs: str | Iterable[str] | pd.DataFrame) -> pd.DataFrame:
+    """All judgments under ``runs`` in one table (a DataFrame passes through), duplicates dropped.
+
+    Adds ``run_dir`` (the job directory) and ``model`` (the backend's model id from the job's
+    results.json, else the backbone name). Duplicate judgments (the same item, variant, backbone,
+    temperature, seed and sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the
+    fixed-prompt baseline) are kept once.
+    """
+    if isinstance(runs, pd.DataFrame):
+        frames = [runs.copy()]
+    else:
+        frames = []
+        for path in find_judgment_files(runs):
+            df = pd.read_parquet(path)
+            df["run_dir"] = str(path.parent)
+            df["model"] = _model_name(path.parent)
+            frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise AnalysisError(f"judgments lack required columns {missing}")
+    for col, default in _DEFAULTS.items():
+        if col not in df.columns:
+            df[col] = default
+    if "run_dir" not in df.columns:
+        df["run_dir"] = ""
+    if "model" not in df.columns:
+        df["model"] = df["backbone"]
+    df["model"] = df["model"].fillna(df["backbone"])
+    for col in ("criterion", "rubric"):
+        df[col] = df[col].fillna("").astype(str)
+    df["temperature"] = df["temperature"].astype(float)
+    df["sample_index"] = df["sample_index"].astype(int)
+    df["seed"] = df["seed"].fillna(0).astype(int)
+    df["item_id"] = df["item_id"].astype(str)
+    key = [*CONFIG_KEYS, "variant", "temperature", "seed", "sample_index", "item_id"]
+    df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
+    return df.reset_index(drop=True)
+
+
+def _model_name(job_dir: Path) -> str | None:
+    try:
+        r = json.loads((job_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    b = r.get("backend") or {}
+    return b.get("model") or b.get("name") or None
+
+
+def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "parsed") -> pd.DataFrame:
+    """Add the verdict columns ``label``, ``value``, ``cont`` and ``verdict_source``.
+
+    ``verdict="argmax"``: the most probable scale label (the paper's near-greedy setting);
+    ``verdict="weighted"``: the logprob-weighted score rounded to the nearest scale label. Either
+    falls back to the label parsed from the raw text when the backend gave no label probabilities.
+    ``value`` is the label's score on the scale (yes = 1, no = 0 for binary scales); ``cont`` is the
+    unrounded weighted score (``value`` where there is none), used by the continuous measures.
+
+    Sampled rows (temperature >= 1e-3) use the sampled answer's parsed label when
+    ``sampled="parsed"`` (default): label probabilities are read from the logits before sampling,
+    so they do not change from one sample to the next, and only the sampled text does.
+    ``sampled="same"`` applies ``verdict`` to them as well.
+    """
+    if verdict not in VERDICTS:
+        raise AnalysisError(f"analysis.verdict must be one of {VERDICTS}, got {verdict!r}")
+    if sampled not in ("parsed", "same"):
+        raise AnalysisError(f"analysis.sampled_verdict must be 'parsed' or 'same', got {sampled!r}")
+    out = df.copy()
+    labels, values, conts, sources = [], [], [], []
+    scales = {name: get_scale(name) for name in out["scale"].unique()}
+    for scale_name, arg, parsed, weighted, temp in zip(
+        out["scale"], out["argmax_label"], out["parsed_label"], out["weighted_score"], out["temperature"]
+    ):
+        scale = scales[scale_name]
+        weighted = None if pd.isna(weighted) else float(weighted)
+        parsed = None if pd.isna(parsed) else str(parsed)
+        arg = None if pd.isna(arg) else str(arg)
+        if sampled == "parsed" and temp >= GREEDY_BELOW:
+            lab, src = parsed, "sampled_parsed" if parsed is not None else None
+            cont = None
+        elif verdict == "argmax" and arg is not None:
+            lab, src, cont = arg, "argmax", weighted
+        elif verdict == "weighted" and weighted is not None:
+            lab, src, cont = scale.nearest_label(weighted), "weighted_rounded", weighted
+        else:
+            lab, src, cont = parsed, ("parsed_fallback" if parsed is not None else None), None
+        val = scale.score_of(lab) if lab is not None else np.nan
+        labels.append(lab)
+        values.append(val)
+        conts.append(cont if cont is not None else val)
+        sources.append(src)
+    out["label"] = labels
+    out["value"] = np.asarray(values, dtype=float)
+    out["cont"] = np.asarray(conts, dtype=float)
+    out["verdict_source"] = sources
+    out["config_id"] = config_ids(out)
+    out["binary"] = [scales[s].binary for s in out["scale"]]
+    out["task_type"] = np.where(out["binary"], "binary", "likert")
+    out["family_type"] = [family_type(f) for f in out["judge_family"]]
+    return out
+
+
+def config_ids(df: pd.DataFrame) -> list[str]:
+    parts = [df[k].astype(str) for k in CONFIG_KEYS]
+    return ["/".join(p for p in row if p) for row in zip(*parts)]
+
+
+def configurations(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """``(config_id, rows)`` for each configuration, sorted by id."""
+    return [
+        (cid, g) for cid, g in sorted(df.groupby("config_id", sort=False), key=lambda t: natural_key(t[0]))
+    ]
+
+
+def main_temperature(rows: pd.DataFrame, temperature: float | None = None) -> float:
+    temps = sorted(rows["temperature"].unique())
+    if temperature is None:
+        return float(temps[0])
+    close = [t for t in temps if np.isclose(t, temperature, rtol=1e-6, atol=0)]
+    if not close:
+        raise AnalysisError(f"no judgments at temperature {temperature}; present: {temps}")
+    return float(close[0])
+
+
+def paraphrase_rows(rows: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
+    """The rows of the paraphrase setting: sample 0 of each variant at the main temperature."""
+    t0 = main_temperature(rows, temperature)
+    sel = rows[np.isclose(rows["temperature"], t0, rtol=1e-6, atol=0) & (rows["sample_index"] == 0)]
+    if len(sel):
+        sel = sel[sel["seed"] == sel["seed"].min()]
+    return sel
+
+
+def variant_order(variants: Iterable[str], reference: str = "P1") -> list[str]:
+    """Variants in natural order with the reference first."""
+    vs = sorted(set(variants), key=natural_key)
+    return ([reference] if reference in vs else []) + [v for v in vs if v != reference]
+
+
+def judge_matrix(
+    rows: pd.DataFrame, column: str, *, by: str = "variant", order: list | None = None
+) -> pd.DataFrame:
+    """Items x judges matrix of ``column`` (items sorted, judges in ``order``)."""
+    m = rows.pivot(index="item_id", columns=by, values=column)
+    cols = order if order is not None else sorted(m.columns, key=natural_key)
+    m = m.reindex(columns=cols)
+    return m.loc[sorted(m.index, key=natural_key)]
+
+
+def fixed_settings(rows: pd.DataFrame, reference: str = "P1") -> list[tuple[float, pd.DataFrame]]:
+    """``(temperature, rows)`` for each temperature at which the reference variant has >= 2 samples."""
+    ref = rows[rows["variant"] == reference]
+    out = []
+    for t, g in sorted(ref.groupby("temperature"), key=lambda t: t[0]):
+        g = g[g["seed"] == g["seed"].min()]
+        if g["sample_index"].nunique() >= 2:
+            out.append((float(t), g))
+    return out
+
+
+def human_vector(rows: pd.DataFrame, items: Iterable[str]) -> np.ndarray:
+    h = rows.drop_duplicates("item_id").set_index("item_id")["human"]
+    return h.reindex(list(items)).to_numpy(dtype=float)
+
+
+def system_vector(rows: pd.DataFrame, items: Iterable[str]) -> np.ndarray:
+    s = rows.drop_duplicates("item_id").set_index("item_id")["system"]
+    return s.reindex(list(items)).to_numpy(dtype=object)
+
+
+def label_distribution(values: Iterable[Any]) -> dict[str, float]:
+    """Share of each label among the non-missing verdicts, labels sorted."""
+    s = pd.Series([v for v in values if not pd.isna(v)], dtype=object)
+    if s.empty:
+        return {}
+    counts = s.astype(str).value_counts()
+    total = counts.sum()
+    return {k: float(counts[k] / total) for k in sorted(counts.index, key=natural_key)}
+
+
+def format_distribution(dist: dict[str, float]) -> str:
+    return " ".join(f"{k}:{v:.2f}" for k, v in dist.items()) if dist else "no verdicts"
+
+
+def collapse_reason(values: Iterable[Any], share: float) -> str | None:
+    """Why kappa-type measures are meaningless on these verdicts, or None if they are not."""
+    dist = label_distribution(values)
+    if not dist:
+        return "no verdicts"
+    top_label, top = max(dist.items(), key=lambda kv: (kv[1], kv[0]))
+    if len(dist) == 1:
+        return f"labels collapsed: every verdict is {top_label!r}"
+    if top >= share:
+        return f"labels collapsed: {top:.1%} of verdicts are {top_label!r} (>= {share:.0%}; {format_distribution(dist)})"
+    return None
+
+
+def label_table(
+    df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None, collapse_share: float = 0.95
+) -> pd.DataFrame:
+    """The verdicts' label distribution per configuration and setting, and whether they collapse.
+
+    ``per_judge`` gives each judge's (variant's, or sample's) modal label and its share; ``collapsed``
+    says why kappa-type measures are meaningless there (empty if they are not); ``sources`` counts
+    where the verdicts came from (``argmax``, ``weighted_rounded``, ``parsed_fallback``,
+    ``sampled_parsed``; ``missing`` = no verdict).
+    """
+    out = []
+    for cid, rows in configurations(df):
+        settings = [("paraphrases", paraphrase_rows(rows, temperature), "variant")]
+        settings += [(f"fixed T={t:g}", g, "sample_index") for t, g in fixed_settings(rows, reference)]
+        for setting, g, by in settings:
+            dist = label_distribution(g["label"])
+            per_judge = []
+            for j, gj in sorted(g.groupby(by), key=lambda t: natural_key(t[0])):
+                d = label_distribution(gj["label"])
+                if d:
+                    lab, share = max(d.items(), key=lambda kv: (kv[1], kv[0]))
+                    per_judge.append(f"{j} {lab}:{share:.2f}")
+                else:
+                    per_judge.append(f"{j} none")
+            src = g["verdict_source"].fillna("missing").value_counts()
+            out.append(
+                {
+                    "config_id": cid,
+                    "setting": setting,
+                    "n_verdicts": int(g["label"].notna().sum()),
+                    "n_missing": int(g["label"].isna().sum()),
+                    "distribution": format_distribution(dist),
+                    "modal_share": max(dist.values()) if dist else np.nan,
+                    "per_judge_modal": "; ".join(per_judge),
+                    "sources": " ".join(f"{k}:{int(src[k])}" for k in sorted(src.index)),
+                    "collapsed": collapse_reason(g["label"], collapse_share) or "",
+                }
+            )
+    return pd.DataFrame(out)

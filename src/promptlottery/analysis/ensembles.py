@@ -1,0 +1,285 @@
+"""Analyses 7-8: aggregating the variants' verdicts, and how fast the plurality settles.
+
+7. Plurality (modal label; ties broken by the P1 label, see
+   :mod:`promptlottery.analysis.aggregation`), majority (strictly more than half of the judges with
+   a verdict), mean and median across the variants, each correlated with the human labels next to
+   the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
+   backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
+   items.
+8. For each item, after how many judges (variants in the recorded order, P1 first) the plurality
+   is reached and stays; how often P1 alone matches the plurality, binary vs non-binary scales.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis.aggregation import AGGREGATORS, convergence, convergence_summary
+from promptlottery.analysis.agreement import _MeanKappa, estimate_with_ci
+from promptlottery.analysis.data import (
+    configurations,
+    human_vector,
+    judge_matrix,
+    natural_key,
+    paraphrase_rows,
+    variant_order,
+)
+from promptlottery.analysis.humans import correlate_with_human
+from promptlottery.metrics import UndefinedMetricWarning, kendall_tau, paired_bootstrap_test
+from promptlottery.prompts.scales import get_scale
+
+TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
+
+
+def aggregation_vs_humans(
+    df: pd.DataFrame,
+    *,
+    reference: str = "P1",
+    temperature: float | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
+
+    One row per configuration x method (``P1``, ``plurality``, ``majority``, ``mean``, ``median``):
+    ``n`` items with both an aggregate and a human label, Pearson and Kendall with CIs, and for the
+    aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
+    ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
+    """
+    out = []
+    for cid, rows in configurations(df):
+        para = paraphrase_rows(rows, temperature)
+        order = variant_order(para["variant"], reference)
+        v = judge_matrix(para, "value", order=order)
+        h = human_vector(para, v.index)
+        first = rows.iloc[0]
+        methods = {reference: v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)}
+        for name, fn in AGGREGATORS.items():
+            methods[name] = np.asarray(fn(v.to_numpy(float)), dtype=float)
+        for name, scores in methods.items():
+            rec: dict[str, Any] = {
+                "config_id": cid,
+                "dataset": first["dataset"],
+                "backbone": first["backbone"],
+                "task_type": first["task_type"],
+                "method": name,
+                "n_judges": len(order),
+            }
+            res = correlate_with_human(scores, h, n_resamples=n_resamples, seed=seed, level=level)
+            notes = res.pop("notes")
+            rec.update(res)
+            rec["diff_vs_ref"] = rec["diff_vs_ref_lo"] = rec["diff_vs_ref_hi"] = np.nan
+            rec["significant"] = None
+            if name != reference:
+                keep = np.isfinite(h) & np.isfinite(methods[reference])
+                if keep.sum() >= 3:
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", UndefinedMetricWarning)
+                            t = paired_bootstrap_test(
+                                kendall_tau,
+                                scores[keep],
+                                methods[reference][keep],
+                                h[keep],
+                                n_resamples=n_resamples,
+                                level=level,
+                                seed=seed,
+                            )
+                        if np.isfinite(t.difference):
+                            rec.update(
+                                diff_vs_ref=t.difference,
+                                diff_vs_ref_lo=t.low,
+                                diff_vs_ref_hi=t.high,
+                                significant=bool(t.significant),
+                            )
+                    except ValueError as exc:
+                        notes.append(f"paired test: n/a: {exc}")
+            rec["notes"] = "; ".join(notes)
+            out.append(rec)
+    return pd.DataFrame(out)
+
+
+def _task_id(row: pd.Series) -> str:
+    return "/".join(str(row[k]) for k in TASK_KEYS if str(row[k]))
+
+
+def ensemble_designs(
+    df: pd.DataFrame,
+    *,
+    reference: str = "P1",
+    temperature: float | None = None,
+    max_judges: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Analysis 7b: inter-prompt vs inter-model vs hybrid ensembles at equal numbers of judgments.
+
+    Per task (dataset x family x prompt group x criterion), with ``V`` variants and ``B`` backbones:
+    ``k = min(V, B, max_judges)`` judges per item (the paper uses 5; with the two CPU backbones
+    k = 2). Designs: ``inter-prompt`` = the first k variants (P1 first) on one backbone (one row
+    per backbone); ``inter-model`` = P1 on the first k backbones (sorted); ``hybrid`` = variant i on
+    backbone i. Every design uses the items judged by all of them. Reported: the judges, agreement
+    among them (mean pairwise Cohen's kappa) and the plurality's and mean's correlation with the
+    humans, with CIs.
+    """
+    out = []
+    work = paraphrase_rows_all(df, temperature)
+    for task, rows in sorted(work.groupby(work.apply(_task_id, axis=1)), key=lambda t: natural_key(t[0])):
+        variants = variant_order(rows["variant"], reference)
+        backbones = sorted(rows["backbone"].unique(), key=natural_key)
+        k = min(len(variants), len(backbones), max_judges)
+        base = {"task": task, "n_variants": len(variants), "n_backbones": len(backbones), "k": k}
+        if k < 2:
+            out.append(
+                {
+                    **base,
+                    "design": "all",
+                    "judges": "",
+                    "note": f"n/a: needs >= 2 variants and >= 2 backbones (have {len(variants)} variants, "
+                    f"{len(backbones)} backbone{'s' if len(backbones) != 1 else ''})",
+                }
+            )
+            continue
+        designs: list[tuple[str, list[tuple[str, str]]]] = [
+            (f"inter-prompt ({b})", [(v, b) for v in variants[:k]]) for b in backbones
+        ]
+        designs.append(
+            ("inter-model", [(reference if reference in variants else variants[0], b) for b in backbones[:k]])
+        )
+        designs.append(("hybrid", [(variants[i], backbones[i]) for i in range(k)]))
+        pivot = rows.assign(judge=rows["variant"] + "@" + rows["backbone"]).pivot(
+            index="item_id", columns="judge", values="value"
+        )
+        needed = sorted({f"{v}@{b}" for _, js in designs for v, b in js})
+        pivot = pivot.reindex(columns=needed)
+        complete = pivot.dropna()
+        items = sorted(complete.index, key=natural_key)
+        h = human_vector(rows, items)
+        scale = get_scale(rows["scale"].iloc[0])
+        for name, judges in designs:
+            m = complete.loc[items, [f"{v}@{b}" for v, b in judges]].to_numpy(float)
+            rec: dict[str, Any] = {
+                **base,
+                "design": name,
+                "judges": " ".join(f"{v}@{b}" for v, b in judges),
+                "n_items": len(items),
+            }
+            notes = []
+            e = estimate_with_ci(
+                _MeanKappa(sorted(scale.scores)), m, n_resamples=n_resamples, seed=seed, level=level
+            )
+            rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
+            if e.note:
+                notes.append(f"mean_kappa: {e.note}")
+            for agg in ("plurality", "mean"):
+                res = correlate_with_human(
+                    AGGREGATORS[agg](m).astype(float),
+                    h,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    level=level,
+                    prefix=f"{agg}_",
+                )
+                notes += res.pop(f"{agg}_notes")
+                res.pop(f"{agg}_n")
+                rec.update(res)
+            rec["note"] = "; ".join(notes)
+            if k < max_judges:
+                rec["note"] = (rec["note"] + "; " if rec["note"] else "") + f"k = {k} < {max_judges} judges"
+            out.append(rec)
+    return pd.DataFrame(out)
+
+
+def paraphrase_rows_all(df: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
+    return (
+        pd.concat([paraphrase_rows(rows, temperature) for _, rows in configurations(df)], ignore_index=True)
+        if len(df)
+        else df
+    )
+
+
+def convergence_analysis(
+    df: pd.DataFrame,
+    *,
+    reference: str = "P1",
+    temperature: float | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Analysis 8. Returns ``(summary, items)``.
+
+    The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
+    order). ``items``: per configuration and item, the plurality, whether it is unique, the first
+    judge's (P1's) label and ``converged_at`` (see :func:`~promptlottery.analysis.aggregation.convergence`,
+    strict: a tied final plurality never converges). ``summary``: per configuration and pooled over
+    binary / non-binary / all configurations, the shares converged by the 3rd and the 5th judge and
+    never, and P1's match rate with the plurality (ties broken by P1 count as matches;
+    ``p1_match_unique`` only counts items with an untied plurality), with bootstrap CIs over items.
+    """
+    per_item = []
+    for cid, rows in configurations(df):
+        para = paraphrase_rows(rows, temperature)
+        order = variant_order(para["variant"], reference)
+        v = judge_matrix(para, "label", order=order)
+        conv = convergence(v.to_numpy(dtype=object))
+        conv.insert(0, "item_id", v.index.to_numpy())
+        conv.insert(0, "judge_order", ",".join(order))
+        conv.insert(0, "binary", bool(rows["binary"].iloc[0]))
+        conv.insert(0, "backbone", rows["backbone"].iloc[0])
+        conv.insert(0, "config_id", cid)
+        per_item.append(conv)
+    items = pd.concat(per_item, ignore_index=True) if per_item else pd.DataFrame()
+    summary = []
+    if items.empty:
+        return pd.DataFrame(), items
+    groups: list[tuple[str, pd.DataFrame]] = [(cid, g) for cid, g in items.groupby("config_id", sort=True)]
+    groups += [
+        ("pooled: binary", items[items["binary"]]),
+        ("pooled: non-binary", items[~items["binary"]]),
+        ("pooled: all", items),
+    ]
+    for name, g in groups:
+        g = g[g["n_judges"] > 0]
+        s = convergence_summary(g) if len(g) else {"n_items": 0}
+        rec: dict[str, Any] = {
+            "group": name,
+            "n_items": s["n_items"],
+            "n_judges": s.get("n_judges"),
+            "judge_order": ",".join(sorted(set(g["judge_order"]))) if len(g) else "",
+        }
+        if not len(g):
+            rec["note"] = "n/a: no items in this group"
+            summary.append(rec)
+            continue
+        at = g["converged_at"].to_numpy(float)
+        match = np.array(
+            [(not pd.isna(a)) and a == b for a, b in zip(g["first_judge"], g["plurality"])], dtype=float
+        )
+        uniq = g["unique"].to_numpy(bool)
+        indicators = {
+            "by_3": (at <= 3).astype(float) if s["n_judges"] >= 3 else None,
+            "by_5": (at <= 5).astype(float) if s["n_judges"] >= 5 else None,
+            "never": np.isnan(at).astype(float),
+            "p1_match": match,
+            "p1_match_unique": match[uniq] if uniq.any() else None,
+        }
+        notes = []
+        for key, ind in indicators.items():
+            if ind is None or len(ind) < 2:
+                rec[key] = rec[f"{key}_lo"] = rec[f"{key}_hi"] = np.nan
+                why = f"fewer than {key[-1]} judges" if key.startswith("by_") else "fewer than 2 items"
+                notes.append(f"{key}: n/a: {why}")
+                continue
+            e = estimate_with_ci(np.mean, ind, n_resamples=n_resamples, seed=seed, level=level)
+            rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
+        rec["mean_converged_at"] = s.get("mean_converged_at")
+        rec["note"] = "; ".join(notes)
+        summary.append(rec)
+    return pd.DataFrame(summary), items

@@ -1,0 +1,347 @@
+"""Figures of the prompt-lottery analysis, drawn from its tables (in memory or read back from CSV).
+
+Every ``plot_*`` function takes the table(s) it needs and a PNG path, and returns the path, or
+``None`` when the table has nothing to draw. :func:`draw_all` draws every figure from the dict of
+tables written by the analysis stage (the notebook calls it on the CSVs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+DPI = 110
+_META = {"Software": None}  # no version string in the PNG: byte-stable across matplotlib patch releases
+
+
+def _num(s: pd.Series) -> np.ndarray:
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+
+
+def _err(est: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    lo = np.where(np.isfinite(lo), lo, est)
+    hi = np.where(np.isfinite(hi), hi, est)
+    return np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, metadata=_META)
+    plt.close(fig)
+    return path
+
+
+def _short(cid: str) -> str:
+    parts = str(cid).split("/")
+    return f"{parts[0]}/{parts[2]}/{parts[-1]}" if len(parts) >= 4 else str(cid)
+
+
+def plot_agreement_collapse(
+    collapse: pd.DataFrame, path, *, thresholds: dict | None = None, measure: str = "mean_kappa"
+) -> Path | None:
+    """Kappa among the paraphrases vs the fixed-prompt baselines per configuration, with CIs."""
+    if collapse is None or collapse.empty:
+        return None
+    th = thresholds or {"robust": 0.80, "usable": 0.61}
+    configs = list(dict.fromkeys(collapse["config_id"]))
+    settings = list(dict.fromkeys(collapse["setting"]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) + 2), 4.2))
+    width = 0.8 / max(1, len(settings))
+    for i, s in enumerate(settings):
+        sub = collapse[collapse["setting"] == s].set_index("config_id").reindex(configs)
+        est = _num(sub[measure])
+        x = np.arange(len(configs)) + (i - (len(settings) - 1) / 2) * width
+        ax.bar(
+            x,
+            np.nan_to_num(est),
+            width,
+            label=s,
+            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
+            capsize=3,
+        )
+        for xi, e in zip(x, est):
+            if not np.isfinite(e):
+                ax.text(xi, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.axhline(th["robust"], color="green", ls="--", lw=1, label=f"robust ({th['robust']:.2f})")
+    ax.axhline(th["usable"], color="orange", ls="--", lw=1, label=f"usable ({th['usable']:.2f})")
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(np.arange(len(configs)))
+    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("mean pairwise Cohen's kappa")
+    ax.set_ylim(min(-0.2, np.nanmin(np.r_[_num(collapse[f"{measure}_lo"]), 0]) - 0.05), 1.05)
+    ax.set_title("Agreement: five paraphrases vs a fixed prompt")
+    ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path)
+
+
+def plot_task_types(by_task: pd.DataFrame, path) -> Path | None:
+    """Raw overlap vs chance-corrected agreement by task type, family type and backbone."""
+    if by_task is None or by_task.empty:
+        return None
+    sub = by_task[by_task["grouping"] != "task type x family type x backbone"]
+    labels = [f"{g}: {v}" for g, v in zip(sub["grouping"], sub["group"])]
+    measures = [
+        ("overlap", "overlap"),
+        ("mean_kappa", "mean kappa"),
+        ("fleiss_kappa", "Fleiss"),
+        ("alpha_nominal", "alpha (nominal)"),
+    ]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels) + 2), 4.2))
+    width = 0.8 / len(measures)
+    for i, (m, name) in enumerate(measures):
+        est = _num(sub[m])
+        x = np.arange(len(labels)) + (i - (len(measures) - 1) / 2) * width
+        ax.bar(
+            x,
+            np.nan_to_num(est),
+            width,
+            label=name,
+            yerr=_err(est, _num(sub[f"{m}_lo"]), _num(sub[f"{m}_hi"])),
+            capsize=2,
+        )
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("agreement among the paraphrases")
+    ax.set_title("Raw overlap vs chance-corrected agreement")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_variant_correlations(corr: pd.DataFrame, path, *, measure: str = "kendall") -> Path | None:
+    """Each variant's correlation with the human labels, per configuration, with CIs."""
+    if corr is None or corr.empty or not np.isfinite(_num(corr[measure])).any():
+        return None
+    configs = list(dict.fromkeys(corr["config_id"]))
+    variants = list(dict.fromkeys(corr["variant"]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        sub = corr[corr["variant"] == v].set_index("config_id").reindex(configs)
+        est = _num(sub[measure])
+        x = np.arange(len(configs)) + (i - (len(variants) - 1) / 2) * width
+        ax.errorbar(
+            x,
+            est,
+            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
+            fmt="o",
+            capsize=2,
+            label=v,
+            ms=4,
+        )
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(np.arange(len(configs)))
+    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"{measure} with human labels")
+    ax.set_title("No prompt wins: correlation with humans per variant")
+    ax.legend(fontsize=7, ncol=min(5, len(variants)))
+    return _save(fig, path)
+
+
+def plot_similarity_stability(
+    points: pd.DataFrame, path, *, column: str = "kappa_with_others"
+) -> Path | None:
+    """Similarity to P1 vs agreement with the other variants, one point per configuration x variant."""
+    if points is None or points.empty:
+        return None
+    x, y = _num(points["similarity_to_ref"]), _num(points[column])
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not ok.any():
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for cid in dict.fromkeys(points["config_id"]):
+        m = (points["config_id"] == cid).to_numpy() & ok
+        ax.scatter(x[m], y[m], s=25, label=_short(cid))
+        for xi, yi, v in zip(x[m], y[m], points.loc[m, "variant"]):
+            ax.annotate(str(v), (xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
+        b, a = np.polyfit(x[ok], y[ok], 1)
+        xs = np.linspace(x[ok].min(), x[ok].max(), 10)
+        ax.plot(xs, a + b * xs, color="gray", lw=1, ls="--")
+    ax.set_xlabel("embedding similarity to P1 (all-MiniLM-L6-v2 cosine)")
+    ax.set_ylabel(column.replace("_", " "))
+    ax.set_title("Similarity vs stability")
+    ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+def plot_wording_dimensions(dims: pd.DataFrame, path) -> Path | None:
+    """Eta-squared of agreement by wording dimension next to the permutation null's upper quantile."""
+    if dims is None or dims.empty or not np.isfinite(_num(dims["eta_squared"])).any():
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(dims))
+    ax.bar(x - 0.2, np.nan_to_num(_num(dims["eta_squared"])), 0.4, label="observed eta^2")
+    ax.bar(
+        x + 0.2, np.nan_to_num(_num(dims["null_hi"])), 0.4, label="null (upper quantile)", color="lightgray"
+    )
+    for xi, p in zip(x, _num(dims["p"])):
+        if np.isfinite(p):
+            ax.text(xi - 0.2, 0.005, f"p={p:.2f}", rotation=90, fontsize=7, va="bottom", ha="center")
+    ax.set_xticks(x)
+    ax.set_xticklabels(dims["dimension"], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("eta^2 of agreement")
+    ax.set_title("Wording dimensions vs a permutation null")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_rank_trajectories(traj: pd.DataFrame, path, *, max_configs: int = 6) -> Path | None:
+    """Rank of every system under every variant (systems x variants), one panel per configuration."""
+    if traj is None or traj.empty:
+        return None
+    configs = list(dict.fromkeys(traj["config_id"]))[:max_configs]
+    ncol = min(3, len(configs))
+    nrow = int(np.ceil(len(configs) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow), squeeze=False)
+    for ax, cid in zip(axes.ravel(), configs):
+        sub = traj[traj["config_id"] == cid]
+        variants = list(dict.fromkeys(sub["variant"]))
+        n_sys = sub["system"].nunique()
+        for system, g in sub.groupby("system", sort=True):
+            g = g.set_index("variant").reindex(variants)
+            ax.plot(range(len(variants)), _num(g["rank"]), marker="o", ms=3, lw=1, label=str(system))
+        ax.set_xticks(range(len(variants)))
+        ax.set_xticklabels(variants, fontsize=8)
+        ax.set_ylim(n_sys + 0.5, 0.5)
+        ax.set_ylabel("rank (1 = best)")
+        ax.set_title(_short(cid), fontsize=8)
+        if n_sys <= 8:
+            ax.legend(fontsize=6)
+    for ax in axes.ravel()[len(configs) :]:
+        ax.axis("off")
+    fig.suptitle("Rank trajectories of the evaluated systems across variants", fontsize=10)
+    return _save(fig, path)
+
+
+def plot_aggregation(agg: pd.DataFrame, path, *, measure: str = "kendall") -> Path | None:
+    """Correlation with humans of P1 alone and of each aggregate of the variants."""
+    if agg is None or agg.empty or not np.isfinite(_num(agg[measure])).any():
+        return None
+    configs = list(dict.fromkeys(agg["config_id"]))
+    methods = list(dict.fromkeys(agg["method"]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
+    width = 0.8 / len(methods)
+    for i, m in enumerate(methods):
+        sub = agg[agg["method"] == m].set_index("config_id").reindex(configs)
+        est = _num(sub[measure])
+        x = np.arange(len(configs)) + (i - (len(methods) - 1) / 2) * width
+        ax.bar(
+            x,
+            np.nan_to_num(est),
+            width,
+            label=m,
+            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
+            capsize=2,
+        )
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(np.arange(len(configs)))
+    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"{measure} with human labels")
+    ax.set_title("Aggregating the variants vs the single prompt P1")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_convergence(conv: pd.DataFrame, path) -> Path | None:
+    """Shares of items whose plurality is reached by the 3rd / 5th judge or never, and P1's match rate."""
+    if conv is None or conv.empty:
+        return None
+    sub = conv[conv["n_items"].astype(float) > 0]
+    if sub.empty:
+        return None
+    cols = [
+        ("by_3", "by 3rd judge"),
+        ("by_5", "by 5th judge"),
+        ("never", "never"),
+        ("p1_match", "P1 matches"),
+    ]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(sub) + 2), 4.2))
+    width = 0.8 / len(cols)
+    for i, (c, name) in enumerate(cols):
+        est = _num(sub[c])
+        x = np.arange(len(sub)) + (i - (len(cols) - 1) / 2) * width
+        ax.bar(
+            x,
+            np.nan_to_num(est),
+            width,
+            label=name,
+            yerr=_err(est, _num(sub[f"{c}_lo"]), _num(sub[f"{c}_hi"])),
+            capsize=2,
+        )
+    ax.set_xticks(np.arange(len(sub)))
+    ax.set_xticklabels([_short(g) for g in sub["group"]], rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of items")
+    ax.set_title("Convergence of the plurality (judges in the recorded order)")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
+    """Stacked label shares per configuration and setting (shows where the verdicts collapse)."""
+    if labels is None or labels.empty:
+        return None
+    rows = []
+    for _, r in labels.iterrows():
+        dist = {}
+        for tok in str(r["distribution"]).split():
+            if ":" in tok:
+                k, _, v = tok.rpartition(":")
+                dist[k] = float(v)
+        rows.append((f"{_short(r['config_id'])} | {r['setting']}", dist))
+    all_labels = sorted({k for _, d in rows for k in d}, key=lambda s: (len(s), s))
+    if not all_labels:
+        return None
+    fig, ax = plt.subplots(figsize=(7, max(3, 0.35 * len(rows) + 1)))
+    left = np.zeros(len(rows))
+    for lab in all_labels:
+        w = np.array([d.get(lab, 0.0) for _, d in rows])
+        ax.barh(range(len(rows)), w, left=left, label=lab)
+        left += w
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([n for n, _ in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of verdicts")
+    ax.set_title("Verdict label distributions")
+    ax.legend(fontsize=7, ncol=min(5, len(all_labels)), loc="lower right")
+    return _save(fig, path)
+
+
+FIGURES = {
+    "label_distributions": (plot_label_distributions, ("label_distributions",)),
+    "agreement_collapse": (plot_agreement_collapse, ("agreement_collapse",)),
+    "agreement_by_task_type": (plot_task_types, ("agreement_by_task_type",)),
+    "variant_human_correlation": (plot_variant_correlations, ("variant_human_correlation",)),
+    "similarity_stability": (plot_similarity_stability, ("similarity_points",)),
+    "wording_dimensions": (plot_wording_dimensions, ("wording_dimensions",)),
+    "rank_trajectories": (plot_rank_trajectories, ("rank_trajectories",)),
+    "aggregation": (plot_aggregation, ("aggregation_vs_humans",)),
+    "convergence": (plot_convergence, ("convergence_summary",)),
+}
+
+
+def draw_all(
+    tables: dict[str, pd.DataFrame], figures_dir, *, thresholds: dict | None = None
+) -> dict[str, Path]:
+    """Every figure that has data, as ``{name: png path}``."""
+    out = {}
+    for name, (fn, needs) in FIGURES.items():
+        data = [tables.get(k) for k in needs]
+        if any(d is None for d in data):
+            continue
+        kwargs = {"thresholds": thresholds} if name == "agreement_collapse" and thresholds else {}
+        path = fn(*data, Path(figures_dir) / f"{name}.png", **kwargs)
+        if path is not None:
+            out[name] = path
+    return out

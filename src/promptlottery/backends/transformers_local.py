@@ -37,6 +37,9 @@ def cpu_supports_bf16() -> bool:
 
 
 class TransformersBackend:
+    #: chat requests may carry ``assistant_prefix`` (see backends.base.JudgeRequest)
+    supports_assistant_prefix = True
+
     def __init__(
         self,
         source: str,
@@ -101,7 +104,9 @@ class TransformersBackend:
         path = materialize(self.source, self.cache_dir)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.resolved_dtype))
         model.to(self.device).eval()
-        logger.info("loaded model=%s dtype=%s seconds=%.1f", self.name, self.resolved_dtype, time.perf_counter() - t0)
+        logger.info(
+            "loaded model=%s dtype=%s seconds=%.1f", self.name, self.resolved_dtype, time.perf_counter() - t0
+        )
         return model
 
     @cached_property
@@ -134,6 +139,8 @@ class TransformersBackend:
             ids = tok.apply_chat_template(request.messages, add_generation_prompt=True, tokenize=True)
             if isinstance(ids, dict) or hasattr(ids, "keys"):
                 ids = ids["input_ids"]
+            if request.assistant_prefix:  # the assistant turn has begun: the label follows the prefix
+                ids = list(ids) + tok.encode(request.assistant_prefix, add_special_tokens=False)
         else:
             ids = tok.encode(request.prompt, add_special_tokens=True)
         ids = list(ids)
@@ -160,34 +167,47 @@ class TransformersBackend:
         import torch
 
         t0 = time.perf_counter()
-        tok, model = self.tokenizer, self.model
         encoded = [self.encode(r) for r in requests]
-        space = self.space_id
-        rows = [ids + [space] if space is not None else ids for ids in encoded]
-        width = max(map(len, rows))
-        pad = tok.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
-        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        n, width, pad = len(encoded), max(map(len, encoded)), self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in encoded], device=self.device)
+        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in encoded], device=self.device)
+        space, generate = self.space_id, decoding.max_new_tokens > 0
         with torch.inference_mode():
             pos = (attn.cumsum(-1) - 1).clamp_min(0)  # left padding: real tokens start at position 0
-            res = model(
-                input_ids=input_ids, attention_mask=attn, position_ids=pos, use_cache=decoding.max_new_tokens > 0
-            )
-            logits = res.logits[:, -2:, :].float() if space is not None else res.logits[:, -1:, :].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            p0 = logp[:, 0].exp()
+            res = self.model(input_ids=input_ids, attention_mask=attn, position_ids=pos, use_cache=True)
+            cache = _cache_of(res)
+            p0 = torch.softmax(res.logits[:, -1].float(), dim=-1)
+            first = self._pick(p0, requests, decoding, step=0) if generate else None
+            p1 = p_next = None
+            if space is not None:
+                # one decode step scores the route through a bare space token; when text is also
+                # generated, the batch is doubled for that step so the same step feeds the first
+                # generated token (even rows) and the space (odd rows) from the same prompt cache
+                if generate:
+                    cache.batch_repeat_interleave(2)
+                    feed = [t for pair in zip(first, [space] * n) for t in pair]
+                    attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], 1)
+                    probs = self._step(feed, attn.repeat_interleave(2, 0), cache)
+                    p_next, p1 = probs[0::2], probs[1::2]
+                    cache.batch_select_indices(torch.arange(0, 2 * n, 2, device=attn.device))
+                else:
+                    ones = torch.ones((n, 1), dtype=attn.dtype, device=attn.device)
+                    p1 = self._step([space] * n, torch.cat([attn, ones], 1), cache)
             label_probs = []
             for i, r in enumerate(requests):
-                groups = self.label_token_ids(r.labels)
                 probs = {}
-                for lab, ids in zip(r.labels, groups):
+                for lab, ids in zip(r.labels, self.label_token_ids(r.labels)):
                     p = float(p0[i, ids].sum())
-                    if space is not None:
-                        p += float(p0[i, space]) * float(logp[i, 1, ids].exp().sum())
+                    if p1 is not None:  # p(label) = p0(label) + p0(space) * p1(label | space)
+                        p += float(p0[i, space]) * float(p1[i, ids].sum())
                     probs[lab] = p
                 label_probs.append(probs)
-            texts, n_new = self._continue(res, p0, attn, space is not None, requests, decoding)
-        latency = (time.perf_counter() - t0) / len(requests)
+            texts, n_new = (
+                self._generate(first, p_next, cache, attn, requests, decoding)
+                if generate
+                else ([""] * n, [0] * n)
+            )
+        latency = (time.perf_counter() - t0) / n
         return [
             JudgeResponse(
                 raw_text=texts[i],
@@ -196,57 +216,67 @@ class TransformersBackend:
                 completion_tokens=n_new[i],
                 latency_s=latency,
             )
-            for i in range(len(requests))
+            for i in range(n)
         ]
 
-    def _continue(self, res, p0, attn, appended_space, requests, decoding):
-        """Greedy (or seeded sampled) continuation from the prompt's cached keys/values."""
+    def _step(self, tokens: list[int], attn, cache):
+        """One cached decode step; returns next-token probabilities (float32)."""
         import torch
 
-        n = len(requests)
-        if decoding.max_new_tokens <= 0:
-            return [""] * n, [0] * n
-        tok, model = self.tokenizer, self.model
-        cache = getattr(res, "cache", None) or res.past_key_values
-        if appended_space:  # drop the appended space: generation starts right after the prompt
-            cache.crop(-1)  # transformers >= 5: a negative value removes that many tokens
-            attn = attn[:, :-1]
-        eos = set(tok.all_special_ids) if tok.eos_token_id is None else {tok.eos_token_id, *tok.all_special_ids}
+        out = self.model(
+            input_ids=torch.tensor(tokens, device=attn.device)[:, None],
+            attention_mask=attn,
+            position_ids=attn.sum(-1, keepdim=True) - 1,
+            cache=cache,
+            use_cache=True,
+        )
+        return torch.softmax(out.logits[:, -1].float(), dim=-1)
+
+    def _pick(self, probs, requests: list[JudgeRequest], decoding: Decoding, step: int) -> list[int]:
+        """Greedy, or sampled at ``decoding.temperature`` with a seed per request and step."""
+        import torch
+
+        if decoding.greedy:
+            return [int(t) for t in probs.argmax(-1)]
+        out = []
+        for i, r in enumerate(requests):
+            g = torch.Generator().manual_seed(_seed(decoding.seed, r.sample_index, r.key, step))
+            scaled = torch.softmax(torch.log(probs[i].clamp_min(1e-30)) / decoding.temperature, -1)
+            out.append(int(torch.multinomial(scaled.cpu(), 1, generator=g)))
+        return out
+
+    def _generate(self, first, p_next, cache, attn, requests, decoding):
+        """Continue from the first picked token; ``p_next`` (if given) already follows it in ``attn``."""
+        import torch
+
+        tok, n = self.tokenizer, len(requests)
+        eos = {tok.eos_token_id, *tok.all_special_ids} - {None}
         label_tokens = [
             {t for ids in self.label_token_ids(r.labels) for t in ids} if decoding.stop_at_label else set()
             for r in requests
         ]
-        generated = [[] for _ in range(n)]
+        generated: list[list[int]] = [[] for _ in range(n)]
         done = [False] * n
-        probs = p0
-        for _step in range(decoding.max_new_tokens):
-            nxt = []
-            for i, r in enumerate(requests):
-                if decoding.greedy:
-                    t = int(probs[i].argmax())
-                else:
-                    g = torch.Generator().manual_seed(_seed(decoding.seed, r.sample_index, r.key, _step))
-                    scaled = torch.softmax(torch.log(probs[i].clamp_min(1e-30)) / decoding.temperature, -1)
-                    t = int(torch.multinomial(scaled.cpu(), 1, generator=g))
-                nxt.append(t)
+        tokens, probs = first, p_next
+        for step in range(decoding.max_new_tokens):
+            if step > 0:
+                tokens = self._pick(probs, requests, decoding, step)
+            for i, t in enumerate(tokens):
                 if not done[i]:
                     if t in eos:
                         done[i] = True
                     else:
                         generated[i].append(t)
                         done[i] = t in label_tokens[i]
-            if all(done) or _step == decoding.max_new_tokens - 1:
+            if all(done) or step == decoding.max_new_tokens - 1:
                 break
+            if step == 0 and probs is not None:
+                continue  # the space-route step already fed the first token
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], dim=1)
-            with torch.inference_mode():
-                step = model(
-                    input_ids=torch.tensor(nxt, device=attn.device)[:, None],
-                    attention_mask=attn,
-                    position_ids=(attn.sum(-1, keepdim=True) - 1),
-                    cache=cache,
-                    use_cache=True,
-                )
-            cache = getattr(step, "cache", None) or step.past_key_values
-            probs = torch.softmax(step.logits[:, -1].float(), dim=-1)
-        texts = [tok.decode(g, skip_special_tokens=True) for g in generated]
-        return texts, [len(g) for g in generated]
+            probs = self._step(tokens, attn, cache)
+        return [tok.decode(g, skip_special_tokens=True) for g in generated], [len(g) for g in generated]
+
+
+def _cache_of(output):
+    # transformers 5 renamed the returned cache; older releases call it past_key_values
+    return getattr(output, "cache", None) or output.past_key_values

@@ -1,0 +1,186 @@
+"""Classifier baselines on the same split as the learned gate.
+
+* :func:`embedding_logreg`: frozen all-MiniLM-L6-v2 sentence embeddings of (answer + query), then a
+  class-balanced logistic regression;
+* :func:`llm_prompt_classifier`: a judge backend (a ``conf/backbone`` entry; SmolLM2 on CPU) asked
+  whether the verdict will agree with the majority of the prompt variants, zero- or few-shot,
+  scored by its probability of "yes" against "no". Its calls go through the call cache like
+  judgments.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest
+from promptlottery.judging.cache import CallCache, cache_key
+from promptlottery.judging.runner import CallStats, run_calls
+
+logger = logging.getLogger(__name__)
+
+
+def classification_metrics(y_true, prob, threshold: float = 0.5) -> dict[str, float]:
+    """MCC, balanced accuracy, TPR and TNR of ``prob >= threshold`` (the positive class: in the cluster)."""
+    from sklearn.metrics import matthews_corrcoef
+
+    y = np.asarray(y_true, dtype=int)
+    p = np.asarray(prob, dtype=float)
+    pred = (np.nan_to_num(p, nan=0.0) >= threshold).astype(int)
+    pos, neg = y == 1, y == 0
+    tpr = float((pred[pos] == 1).mean()) if pos.any() else float("nan")
+    tnr = float((pred[neg] == 0).mean()) if neg.any() else float("nan")
+    return {
+        "mcc": float(matthews_corrcoef(y, pred)) if len(y) else float("nan"),
+        "balanced_accuracy": float(np.nanmean([tpr, tnr])),
+        "tpr": tpr,
+        "tnr": tnr,
+        "positive_rate": float(y.mean()) if len(y) else float("nan"),
+        "n": int(len(y)),
+    }
+
+
+def embedding_text(df: pd.DataFrame) -> list[str]:
+    # answer first: the encoder truncates at 256 tokens, and the answer must survive
+    return [f"{a}\n\n{q}" for a, q in zip(df["answer"], df["query"])]
+
+
+def embedding_logreg(
+    train_df: pd.DataFrame, others: dict[str, pd.DataFrame], *, C: float = 1.0, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Fit on ``train_df``; P(in cluster) for each frame in ``others`` (one encoding pass for all)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from promptlottery.embeddings import encode
+
+    names = list(others)
+    frames = [train_df, *(others[n] for n in names)]
+    texts = [t for f in frames for t in embedding_text(f)]
+    emb = encode(texts)
+    bounds = np.cumsum([0, *(len(f) for f in frames)])
+    x_train = emb[bounds[0] : bounds[1]]
+    clf = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, random_state=seed)
+    clf.fit(x_train, train_df["in_cluster"].to_numpy())
+    return {n: clf.predict_proba(emb[bounds[i + 1] : bounds[i + 2]])[:, 1] for i, n in enumerate(names)}
+
+
+# -- the LLM prompt classifier --------------------------------------------------------------------
+
+QUESTION = (
+    "A language-model judge was given the evaluation prompt below and answered with the verdict shown. "
+    "The same judge was also given {n_others} other wordings of this prompt, and the most common "
+    "verdict among all {n_total} is the majority verdict.\n\n"
+    "=== Evaluation prompt ===\n{query}\n=== End of prompt ===\n\n"
+    "Judge's {answer}\n\n"
+    "Will this verdict agree with the majority verdict? Answer yes or no."
+)
+LABELS = ("yes", "no")
+TASK_VERSION = 1
+
+
+@dataclass
+class LLMBaselineConfig:
+    enabled: bool = True
+    n_shot: int = 2
+    max_query_chars: int = 3000
+    max_rows: int | None = 400
+    seed: int = 0
+    max_new_tokens: int = 2
+
+
+def _user_turn(query: str, answer: str, *, n_total: int, max_chars: int) -> str:
+    q = query if len(query) <= max_chars else query[:max_chars] + " [...]"
+    return QUESTION.format(query=q, answer=answer, n_others=n_total - 1, n_total=n_total)
+
+
+def llm_messages(row, shots: list, *, n_total: int, max_chars: int) -> list[dict[str, str]]:
+    """Chat messages: the solved ``shots`` as earlier turns, then the question about ``row``."""
+    msgs: list[dict[str, str]] = []
+    for s in shots:
+        msgs.append(
+            {"role": "user", "content": _user_turn(s.query, s.answer, n_total=n_total, max_chars=max_chars)}
+        )
+        msgs.append({"role": "assistant", "content": "yes" if int(s.in_cluster) else "no"})
+    msgs.append(
+        {"role": "user", "content": _user_turn(row.query, row.answer, n_total=n_total, max_chars=max_chars)}
+    )
+    return msgs
+
+
+def pick_shots(train_df: pd.DataFrame, n_shot: int, seed: int) -> list:
+    """``n_shot`` training examples alternating positive and negative (positive first), seeded."""
+    if n_shot <= 0:
+        return []
+    rng = random.Random(seed)
+    pos = [r for r in train_df.itertuples(index=False) if int(r.in_cluster) == 1]
+    neg = [r for r in train_df.itertuples(index=False) if int(r.in_cluster) == 0]
+    rng.shuffle(pos)
+    rng.shuffle(neg)
+    out = []
+    while len(out) < n_shot and (pos or neg):
+        src = pos if (len(out) % 2 == 0 and pos) or not neg else neg
+        out.append(src.pop())
+    return out
+
+
+def yes_probability(resp) -> float:
+    """P(yes) / (P(yes) + P(no)) from the label probabilities, else the parsed text (1 / 0 / 0.5)."""
+    probs = resp.label_probs
+    if probs:
+        y, n = float(probs.get("yes", 0.0)), float(probs.get("no", 0.0))
+        if y + n > 0:
+            return y / (y + n)
+    text = (resp.raw_text or "").strip().lower()
+    if text.startswith("yes"):
+        return 1.0
+    if text.startswith("no"):
+        return 0.0
+    return 0.5
+
+
+def llm_prompt_classifier(
+    rows: pd.DataFrame,
+    train_df: pd.DataFrame,
+    backend: Backend,
+    cache: CallCache,
+    decoding: Decoding,
+    cfg: LLMBaselineConfig,
+    *,
+    n_total: int = 5,
+    stats: CallStats | None = None,
+) -> np.ndarray:
+    """P(verdict agrees with the majority) for each row, asked of ``backend`` (cached calls)."""
+    stats = stats if stats is not None else CallStats()
+    if len(rows) == 0:
+        return np.zeros(0)
+    shots = pick_shots(train_df, cfg.n_shot, cfg.seed)
+    ident = backend.identity()
+    dec = Decoding(
+        temperature=decoding.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=decoding.seed,
+        top_logprobs=decoding.top_logprobs,
+        stop_at_label=True,
+    )
+    requests = []
+    for row in rows.itertuples(index=False):
+        messages = llm_messages(row, shots, n_total=n_total, max_chars=cfg.max_query_chars)
+        key = cache_key(
+            {
+                "backend": ident,
+                "messages": messages,
+                "prompt": None,
+                "labels": LABELS,
+                "decoding": dec.as_dict(),
+                "task": "gate_llm_baseline",
+                "task_version": TASK_VERSION,
+                "sample_index": 0,
+            }
+        )
+        requests.append(JudgeRequest(key=key, labels=LABELS, messages=messages))
+    answers = run_calls(requests, backend, cache, dec, stats=stats, desc="gate llm baseline")
+    return np.array([yes_probability(answers[r.key]) for r in requests], dtype=float)

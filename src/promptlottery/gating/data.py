@@ -1,0 +1,395 @@
+"""Gate examples from a judgment grid: one row per (item, judge variant), labelled by the plurality.
+
+For each configuration (dataset x judge family x prompt group x criterion x backbone) the
+paraphrase setting's verdicts form an ``items x variants`` matrix, variants in the recorded order
+(P1 first). The five-judge plurality of each item comes from
+:func:`promptlottery.analysis.aggregation.plurality` (ties broken by the earliest judge, P1), and
+a judge's example is positive (``in_cluster = 1``) when its verdict equals that plurality label. A
+missing verdict is never in the cluster.
+
+The classifier input is the judge's rendered query and its answer. The query is read back from
+the call cache (which stores every request next to its answer) and, for rows the cache does not
+have, re-rendered from the dataset and the prompt group as :func:`~promptlottery.judging.runner.build_requests`
+renders it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis.aggregation import plurality_details
+from promptlottery.analysis.data import (
+    add_verdicts,
+    configurations,
+    judge_matrix,
+    load_judgments,
+    natural_key,
+    paraphrase_rows,
+    variant_order,
+)
+
+logger = logging.getLogger(__name__)
+
+#: columns of the examples table (one row per item x variant of a configuration)
+EXAMPLE_COLUMNS = (
+    "config_id",
+    "dataset",
+    "judge_family",
+    "prompt_group",
+    "criterion",
+    "backbone",
+    "scale",
+    "item_id",
+    "item_key",
+    "variant",
+    "position",
+    "label",
+    "value",
+    "plurality",
+    "plurality_value",
+    "in_cluster",
+    "unique",
+    "votes",
+    "n_judges",
+    "no_consensus",
+    "confidence",
+    "human",
+    "raw_output",
+    "cache_key",
+    "run_dir",
+    "prompt_format",
+)
+
+
+class GateDataError(ValueError):
+    """The judgments cannot be turned into gate examples as asked."""
+
+
+def label_confidence(label_probs: Any, label: Any) -> float:
+    """The judge's own probability of ``label``, renormalised over the scale's labels (NaN if unknown)."""
+    if label is None or (isinstance(label, float) and np.isnan(label)) or label_probs is None:
+        return float("nan")
+    if isinstance(label_probs, str):
+        try:
+            label_probs = json.loads(label_probs)
+        except ValueError:
+            return float("nan")
+    if not isinstance(label_probs, dict) or not label_probs:
+        return float("nan")
+    total = float(sum(float(v) for v in label_probs.values()))
+    if total <= 0 or str(label) not in label_probs:
+        return float("nan")
+    return float(label_probs[str(label)]) / total
+
+
+def build_examples(
+    rows: pd.DataFrame,
+    *,
+    reference: str = "P1",
+    variants: Iterable[str] | None = None,
+    min_judges: int = 2,
+) -> pd.DataFrame:
+    """Gate examples of ONE configuration's paraphrase rows (already carrying ``label``/``value``).
+
+    ``variants`` restricts and orders the judges (default: every variant, ``reference`` first,
+    then natural order). Items with fewer than ``min_judges`` verdicts are dropped.
+    """
+    order = variant_order(rows["variant"], reference)
+    if variants is not None:
+        wanted = list(variants)
+        missing = [v for v in wanted if v not in order]
+        if missing:
+            raise GateDataError(f"variants {missing} not in the judgments (present: {order})")
+        order = wanted
+    rows = rows[rows["variant"].isin(order)]
+    labels = judge_matrix(rows, "label", order=order)
+    det = plurality_details(labels)
+    det.index = labels.index
+    keep = det.index[det["n_judges"] >= min_judges]
+    labels, det = labels.loc[keep], det.loc[keep]
+    first = rows.iloc[0]
+    from promptlottery.prompts.scales import get_scale
+
+    scale = get_scale(first["scale"])
+    by_key = rows.set_index(["item_id", "variant"])
+    out = []
+    for item_id in labels.index:
+        d = det.loc[item_id]
+        plur = d["plurality"]
+        plur_ok = plur is not None and not (isinstance(plur, float) and np.isnan(plur))
+        for pos, variant in enumerate(order):
+            lab = labels.at[item_id, variant]
+            has = lab is not None and not (isinstance(lab, float) and np.isnan(lab))
+            src = by_key.loc[(item_id, variant)] if (item_id, variant) in by_key.index else None
+            out.append(
+                {
+                    "item_id": item_id,
+                    "variant": variant,
+                    "position": pos,
+                    "label": lab if has else None,
+                    "value": scale.score_of(lab) if has else np.nan,
+                    "plurality": plur if plur_ok else None,
+                    "plurality_value": scale.score_of(plur) if plur_ok else np.nan,
+                    "in_cluster": int(has and plur_ok and lab == plur),
+                    "unique": bool(d["unique"]),
+                    "votes": int(d["votes"]),
+                    "n_judges": int(d["n_judges"]),
+                    # no label has a strict majority of the judges' verdicts (e.g. <= 2 of 5)
+                    "no_consensus": bool(int(d["votes"]) * 2 <= int(d["n_judges"])),
+                    "confidence": label_confidence(src["label_probs"], lab) if src is not None else np.nan,
+                    "human": float(src["human"]) if src is not None and pd.notna(src["human"]) else np.nan,
+                    "raw_output": str(src["raw_output"])
+                    if src is not None and pd.notna(src["raw_output"])
+                    else "",
+                    "cache_key": src["cache_key"] if src is not None and "cache_key" in src else None,
+                    "run_dir": src["run_dir"] if src is not None else "",
+                    "prompt_format": src.get("prompt_format", "chat") if src is not None else "chat",
+                }
+            )
+    ex = pd.DataFrame(out)
+    for col in ("config_id", "dataset", "judge_family", "prompt_group", "criterion", "backbone", "scale"):
+        ex[col] = first[col]
+    ex["item_key"] = ex["dataset"].astype(str) + "/" + ex["item_id"].astype(str)
+    # the human label is an item property: fill it from any variant's row
+    ex["human"] = ex.groupby("item_id")["human"].transform(lambda s: s.ffill().bfill())
+    return ex[list(EXAMPLE_COLUMNS)]
+
+
+def load_examples(
+    runs: str | Iterable[str] | pd.DataFrame,
+    *,
+    verdict: str = "argmax",
+    reference: str = "P1",
+    variants: Iterable[str] | None = None,
+    temperature: float | None = None,
+    min_judges: int = 2,
+) -> pd.DataFrame:
+    """Gate examples of every configuration found under ``runs`` (globs of sweep dirs)."""
+    df = load_judgments(runs)
+    for col in ("raw_output", "label_probs", "cache_key"):
+        if col not in df.columns:
+            df[col] = None
+    df = add_verdicts(df, verdict)
+    frames = []
+    for cid, g in configurations(df):
+        rows = paraphrase_rows(g, temperature)
+        if rows["variant"].nunique() < 2:
+            logger.warning("skipping config=%s: fewer than 2 prompt variants", cid)
+            continue
+        try:
+            ex = build_examples(rows, reference=reference, variants=variants, min_judges=min_judges)
+        except GateDataError as e:
+            logger.warning("skipping config=%s: %s", cid, e)
+            continue
+        ex["config_id"] = cid
+        frames.append(ex)
+    if not frames:
+        raise GateDataError("no configuration with at least 2 prompt variants in the judgments")
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- the classifier's input text ------------------------------------------------------------------
+
+
+def format_query(messages: list[dict] | None, prompt: str | None) -> str:
+    """The rendered judge query as one string: chat turns prefixed with their role."""
+    if prompt is not None:
+        return str(prompt)
+    return "\n\n".join(f"[{m.get('role', 'user')}] {m.get('content', '')}" for m in messages or [])
+
+
+def format_answer(raw_output: str, label: Any, *, max_chars: int = 200) -> str:
+    """The judge's answer as the classifier sees it: the verdict being gated and the raw text."""
+    raw = " ".join(str(raw_output or "").split())[:max_chars]
+    lab = "none" if label is None or (isinstance(label, float) and np.isnan(label)) else str(label)
+    return f"Verdict: {lab}. Answer: {raw}"
+
+
+def _queries_from_cache(keys: list[str], cache_paths: Iterable[Path]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    todo = [k for k in dict.fromkeys(keys) if k]
+    for path in cache_paths:
+        if not todo or not Path(path).exists():
+            continue
+        try:
+            conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as e:  # pragma: no cover - unreadable file
+            logger.warning("cannot open call cache path=%s error=%s", path, e)
+            continue
+        try:
+            for start in range(0, len(todo), 500):
+                chunk = todo[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, request FROM calls WHERE key IN ({marks}) AND request IS NOT NULL"
+                for key, req in conn.execute(sql, chunk):
+                    r = json.loads(req)
+                    found[key] = format_query(r.get("messages"), r.get("prompt"))
+        except sqlite3.Error as e:
+            logger.warning("cannot read call cache path=%s error=%s", path, e)
+        finally:
+            conn.close()
+        todo = [k for k in todo if k not in found]
+    return found
+
+
+def _run_config(run_dir: str) -> dict | None:
+    try:
+        return json.loads((Path(run_dir) / "results.json").read_text()).get("config")
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_paths_of_runs(run_dirs: Iterable[str]) -> list[Path]:
+    paths = []
+    for d in dict.fromkeys(run_dirs):
+        cfg = _run_config(d) or {}
+        cache_dir = (cfg.get("paths") or {}).get("cache_dir")
+        if cache_dir:
+            paths.append(Path(cache_dir) / "calls.sqlite")
+    return list(dict.fromkeys(paths))
+
+
+def _queries_by_rendering(ex: pd.DataFrame, data_dir: str | None) -> dict[tuple[str, str], str]:
+    """Re-render the queries of ``ex`` from each run's config (dataset, prompt group, variant)."""
+    from promptlottery.backends.base import Decoding
+    from promptlottery.data import load_items
+    from promptlottery.judging.runner import Condition, build_requests
+    from promptlottery.pipeline import few_shot_examples
+    from promptlottery.prompts import load_group
+
+    class _Ident:  # build_requests only asks the backend for its identity
+        def identity(self) -> dict:
+            return {}
+
+    out: dict[tuple[str, str], str] = {}
+    for run_dir, g in ex.groupby("run_dir"):
+        cfg = _run_config(run_dir)
+        if cfg is None:
+            logger.warning("no results.json in run_dir=%s: cannot re-render its queries", run_dir)
+            continue
+        ds, judge, bb = cfg["dataset"], cfg["judge"], cfg["backbone"]
+        ddir = data_dir or cfg["paths"]["data_dir"]
+        options = dict(ds.get("options") or {})
+        if options.get("predictions") is None and (cfg.get("predict") or {}).get("systems"):
+            logger.warning("run_dir=%s judged predictions: re-rendering needs the predictions file", run_dir)
+        all_items = load_items(ds["name"], data_dir=ddir, **options)
+        items = (
+            load_items(ds["name"], data_dir=ddir, limit=ds["limit"], seed=ds["seed"], **options)
+            if ds.get("limit")
+            else all_items
+        )
+        group = load_group(judge["prompt_group"])
+        examples = few_shot_examples(
+            all_items,
+            items,
+            n_shot=int(bb.get("n_shot") or 0),
+            criterion=judge["criterion"],
+            human_range=ds.get("human_range", [1.0, 5.0]),
+            scale=group.scale,
+            seed=ds["seed"],
+        )
+        wanted = set(g["item_id"].astype(str))
+        chosen = [it for it in items if str(it.id) in wanted]
+        cond = Condition(
+            dataset=ds["name"],
+            judge_family=judge["family"],
+            prompt_group=judge["prompt_group"],
+            variant=judge["variant"],
+            backbone=bb["name"],
+            criterion=judge["criterion"],
+            prompt_format=bb.get("prompt_format", "chat"),
+        )
+        for item, req in build_requests(chosen, cond, group, _Ident(), Decoding(), examples=examples):
+            out[(run_dir, str(item.id))] = format_query(req.messages, req.prompt)
+    return out
+
+
+def attach_texts(
+    ex: pd.DataFrame,
+    *,
+    cache_paths: Iterable[str | Path] = (),
+    data_dir: str | None = None,
+    allow_missing: bool = False,
+) -> pd.DataFrame:
+    """Add ``query`` (the rendered judge query) and ``answer`` (the judge's verdict and raw text).
+
+    Queries come from the call caches in ``cache_paths`` and those named in each run's
+    results.json; the rest are re-rendered from the datasets under ``data_dir`` (default: each
+    run's own ``paths.data_dir``). A query found nowhere raises unless ``allow_missing``.
+    """
+    ex = ex.copy()
+    paths = [Path(p) for p in cache_paths] + _cache_paths_of_runs(ex["run_dir"])
+    by_key = _queries_from_cache(ex["cache_key"].dropna().astype(str).tolist(), list(dict.fromkeys(paths)))
+    queries = [by_key.get(k) if isinstance(k, str) else None for k in ex["cache_key"]]
+    missing = [i for i, q in enumerate(queries) if q is None]
+    if missing:
+        logger.info("re-rendering %d judge queries not found in the call cache", len(missing))
+        try:
+            rendered = _queries_by_rendering(ex.iloc[missing], data_dir)
+        except Exception as e:  # noqa: BLE001 - reported below with the count
+            logger.warning("re-rendering failed: %s", e)
+            rendered = {}
+        for i in missing:
+            queries[i] = rendered.get((ex["run_dir"].iat[i], str(ex["item_id"].iat[i])))
+    still = sum(q is None for q in queries)
+    if still and not allow_missing:
+        raise GateDataError(
+            f"{still} of {len(ex)} judge queries are neither in the call cache nor re-renderable "
+            "(set gate.cache_dir / gate.data_dir, or gate.allow_missing_query=true to use the answer only)"
+        )
+    ex["query"] = [q or "" for q in queries]
+    ex["answer"] = [format_answer(r, lab) for r, lab in zip(ex["raw_output"], ex["label"])]
+    return ex
+
+
+# -- splits ---------------------------------------------------------------------------------------
+
+
+def held_out_groups(groups: Iterable[str]) -> list[str]:
+    """The prompt groups among ``groups`` whose file marks them ``held_out`` (G15)."""
+    from promptlottery.prompts import load_group
+
+    out = []
+    for g in sorted(set(groups), key=natural_key):
+        try:
+            if load_group(g).held_out:
+                out.append(g)
+        except Exception:  # noqa: BLE001 - an unknown group is simply not held out
+            continue
+    return out
+
+
+def instance_split(ex: pd.DataFrame, *, val_size: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
+    """Train / validation item keys: stratified by the label, no item on both sides.
+
+    A ``StratifiedGroupKFold`` with ``round(1 / val_size)`` folds grouped by ``item_key`` (dataset
+    and item id, so an item judged by several backbones stays on one side); the first fold is the
+    validation set.
+    """
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    if not 0 < val_size < 1:
+        raise GateDataError(f"val_size must be in (0, 1), got {val_size}")
+    n_splits = max(2, round(1 / val_size))
+    groups = ex["item_key"].to_numpy()
+    n_groups = len(set(groups))
+    if n_groups < n_splits:
+        raise GateDataError(
+            f"need at least {n_splits} distinct items for a {val_size:.0%} split, got {n_groups}"
+        )
+    y = ex["in_cluster"].to_numpy()
+    if len(set(y)) < 2:
+        raise GateDataError("every example has the same label: nothing to classify")
+    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    _, val_idx = next(sgkf.split(np.zeros(len(ex)), y, groups))
+    val = set(groups[val_idx])
+    train = set(groups) - val
+    return train, val

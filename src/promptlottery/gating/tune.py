@@ -1,0 +1,243 @@
+"""Optuna search over the gate classifier's hyperparameters (``sweeps/tune_gate.py``).
+
+TPE sampler, median pruner fed by Lightning's validation epochs, objective the validation metric
+(``gate.tune.metric``: ``val/mcc`` or ``val/balanced_accuracy``), storage a URL (SQLite file by
+default; a PostgreSQL URL lets many workers share one study). Each trial's config is composed
+with Hydra's compose API from ``conf/`` with the sampled values as overrides, so a trial is exactly
+``python -m run +gate=selective <overrides> <trial overrides>``. The data (examples, texts, split)
+is prepared once and shared by the trials.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from promptlottery.gating.config import GateConfig
+
+logger = logging.getLogger(__name__)
+
+CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
+METRICS = ("val/mcc", "val/balanced_accuracy", "val/tpr", "val/tnr", "val/loss")
+
+
+def pruning_callback(trial, monitor: str):
+    """A Lightning callback reporting ``monitor`` to ``trial`` after each validation run; prunes.
+
+    (optuna-integration's PyTorchLightningPruningCallback, written out: that package may be absent.)
+    """
+    import lightning as L
+    import optuna
+
+    class OptunaPruning(L.Callback):
+        def __init__(self):
+            self.step = 0
+
+        def on_validation_end(self, trainer, pl_module):
+            if trainer.sanity_checking:
+                return
+            value = trainer.callback_metrics.get(monitor)
+            if value is None:
+                logger.warning(
+                    "pruning: metric %s not logged; known: %s", monitor, sorted(trainer.callback_metrics)
+                )
+                return
+            value = float(value)
+            step = self.step
+            self.step += 1
+            trial.report(value if math.isfinite(value) else float("nan"), step)
+            if trial.should_prune():
+                raise optuna.TrialPruned(
+                    f"trial {trial.number} pruned at validation {step}: {monitor}={value:.4f}"
+                )
+
+    return OptunaPruning()
+
+
+def sample_overrides(trial, space: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Hydra overrides (``path=value``) for one trial, and the sampled values by path."""
+    overrides, by_path = [], {}
+    for name, spec in space.items():
+        kind = spec.get("type")
+        if kind == "float":
+            v = trial.suggest_float(
+                name, float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False))
+            )
+        elif kind == "int":
+            v = trial.suggest_int(name, int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)))
+        elif kind == "categorical":
+            v = trial.suggest_categorical(name, list(spec["choices"]))
+        else:
+            raise ValueError(f"gate.tune.space.{name}: type must be float, int or categorical, got {kind!r}")
+        path = spec.get("path")
+        if not path:
+            raise ValueError(f"gate.tune.space.{name} needs a `path` (e.g. gate.classifier.lr)")
+        overrides.append(f"{path}={json.dumps(v)}")
+        by_path[path] = v
+    return overrides, by_path
+
+
+def compose(overrides: list[str]):
+    """Compose ``conf/config.yaml`` with ``overrides`` (Hydra's compose API)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from promptlottery.config import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides))
+
+
+def with_gate(overrides: list[str]) -> list[str]:
+    """Add ``+gate=selective`` unless the overrides pick a gate preset themselves."""
+    if any(o.lstrip("+~").startswith("gate=") for o in overrides):
+        return list(overrides)
+    return ["+gate=selective", *overrides]
+
+
+def run_study(overrides: list[str]) -> dict[str, Any]:
+    import optuna
+    from omegaconf import OmegaConf
+
+    from promptlottery.gating.model import ClassifierConfig, load_tokenizer, train_classifier
+    from promptlottery.gating.report import to_markdown
+    from promptlottery.gating.stage import prepare
+    from promptlottery.tracking.wandb_logger import make_tracker
+
+    t0 = time.perf_counter()
+    overrides = with_gate(overrides)
+    cfg = compose(overrides)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    g = GateConfig.from_dict(config["gate"])
+    tune = dict(g.tune)
+    metric = tune.get("metric", "val/mcc")
+    if metric not in METRICS:
+        raise ValueError(f"gate.tune.metric must be one of {METRICS}, got {metric!r}")
+    direction = tune.get("direction", "minimize" if metric == "val/loss" else "maximize")
+    out = Path(tune.get("output_dir") or "outputs/tune_gate")
+    out.mkdir(parents=True, exist_ok=True)
+    storage = tune.get("storage") or f"sqlite:///{(out / 'optuna.db').resolve()}"
+    study_name = tune.get("study_name") or f"gate_{g.classifier.name}"
+    pr = tune.get("pruner") or {}
+    study = optuna.create_study(
+        storage=storage,
+        study_name=study_name,
+        direction=direction,
+        load_if_exists=True,
+        sampler=optuna.samplers.TPESampler(
+            seed=tune.get("sampler_seed"), n_startup_trials=int(tune.get("tpe_startup_trials", 10))
+        ),
+        pruner=optuna.pruners.MedianPruner(
+            n_startup_trials=int(pr.get("n_startup_trials", 5)),
+            n_warmup_steps=int(pr.get("n_warmup_steps", 0)),
+        ),
+    )
+    data = prepare(g)
+    tokenizer = load_tokenizer(g.classifier)
+    epochs = int(tune.get("epochs", 2))
+    space = tune.get("space") or {}
+    fixed = [
+        f"gate.classifier.max_epochs={epochs}",
+        f"gate.classifier.monitor={metric}",
+        f"gate.classifier.monitor_mode={'min' if direction == 'minimize' else 'max'}",
+    ]
+
+    def objective(trial) -> float:
+        trial_overrides, by_path = sample_overrides(trial, space)
+        tcfg = compose([*overrides, *fixed, *trial_overrides])
+        ccfg = ClassifierConfig.from_dict(OmegaConf.to_container(tcfg.gate.classifier, resolve=True))
+        trial.set_user_attr("overrides", trial_overrides)
+        res = train_classifier(
+            ccfg, data.train, data.val, callbacks=[pruning_callback(trial, metric)], tokenizer=tokenizer
+        )
+        for k, v in res.best.items():
+            trial.set_user_attr(k.replace("/", "_"), v)
+        trial.set_user_attr("seconds", res.seconds)
+        value = res.best.get(metric)
+        logger.info("trial=%d %s=%s params=%s (%.0f s)", trial.number, metric, value, by_path, res.seconds)
+        if value is None or not math.isfinite(value):
+            raise optuna.TrialPruned(f"no finite {metric}")
+        return float(value)
+
+    study.optimize(
+        objective, n_trials=int(tune.get("n_trials", 4)), timeout=tune.get("timeout_s"), gc_after_trial=True
+    )
+
+    trials = study.trials_dataframe()
+    trials.to_csv(out / "trials.csv", index=False)
+    (out / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    summary: dict[str, Any] = {
+        "study_name": study_name,
+        "classifier": g.classifier.name,
+        "storage": storage if storage.startswith("sqlite") else storage.split("@")[-1],
+        "metric": metric,
+        "direction": direction,
+        "n_trials": len(study.trials),
+        "n_complete": len(complete),
+        "n_pruned": sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "overrides": overrides,
+    }
+    if complete:
+        best = study.best_trial
+        params_by_path = {space[n]["path"]: v for n, v in best.params.items() if n in space}
+        summary.update(
+            best_trial=best.number,
+            best_value=best.value,
+            best_params=best.params,
+            params_by_path=params_by_path,
+            best_overrides=[f"{p}={json.dumps(v)}" for p, v in params_by_path.items()],
+            best_user_attrs=best.user_attrs,
+        )
+        (out / "best_overrides.txt").write_text("\n".join(summary["best_overrides"]) + "\n")
+    (out / "best_params.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    tracker = make_tracker(
+        config["logger"], config=config, name=f"tune_gate/{study_name}", group="gate", job_type="tune_gate"
+    )
+    tracker.log_metrics(
+        {
+            "tune": {k: summary[k] for k in ("n_trials", "n_complete", "n_pruned", "seconds")},
+            "best_value": summary.get("best_value"),
+            "best_params": summary.get("best_params", {}),
+        }
+    )
+    tracker.log_table("trials", _loggable(trials))
+    tracker.finish()
+    summary["output_dir"] = str(out)
+    return summary
+
+
+def _loggable(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype.kind in "mM":  # timedelta / datetime: W&B tables want plain values
+            df[c] = df[c].astype(str)
+    return df
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    for noisy in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    s = run_study(argv)
+    print(
+        f"tune_gate study={s['study_name']} metric={s['metric']} trials={s['n_trials']} "
+        f"complete={s['n_complete']} pruned={s['n_pruned']} seconds={s['seconds']}"
+    )
+    if "best_value" in s:
+        print(
+            f"tune_gate best_trial={s['best_trial']} {s['metric']}={s['best_value']:.4f} params={s['best_params']}"
+        )
+        print(f"tune_gate best overrides: {' '.join(s['best_overrides'])}")
+    print(f"tune_gate output_dir={s['output_dir']} (best_params.json, trials.csv, trials.md)")
+    return 0

@@ -1,0 +1,153 @@
+"""Gate examples: plurality-cluster labels on a hand-checked fixture, texts, and the split."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from promptlottery.backends.base import JudgeResponse
+from promptlottery.gating.data import (
+    GateDataError,
+    attach_texts,
+    format_answer,
+    instance_split,
+    label_confidence,
+    load_examples,
+)
+from promptlottery.judging.cache import CallCache
+
+VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
+
+
+def judgments(
+    matrix: dict[str, list], *, backbone: str = "fake", human: dict | None = None, probs: dict | None = None
+) -> pd.DataFrame:
+    """A judgments table (runner columns) from ``{item_id: [label of P1..P5]}``; None = no verdict."""
+    rows = []
+    for item, labels in matrix.items():
+        for v, lab in zip(VARIANTS, labels):
+            lp = (probs or {}).get((item, v))
+            rows.append(
+                {
+                    "dataset": "toy",
+                    "judge_family": "semantic_alignment",
+                    "prompt_group": "G12",
+                    "criterion": "similarity",
+                    "backbone": backbone,
+                    "scale": "likert_1_5",
+                    "variant": v,
+                    "item_id": item,
+                    "temperature": 1e-5,
+                    "sample_index": 0,
+                    "seed": 0,
+                    "human": (human or {}).get(item, np.nan),
+                    "argmax_label": None if lab is None else str(lab),
+                    "parsed_label": None if lab is None else str(lab),
+                    "weighted_score": np.nan if lab is None else float(lab),
+                    "label_probs": json.dumps(lp) if lp else None,
+                    "raw_output": "" if lab is None else f"{lab}",
+                    "cache_key": f"key-{backbone}-{item}-{v}",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# hand-checked: plurality, which judges are in its cluster, and whether a strict majority exists
+FIXTURE = {
+    "a": [4, 4, 4, 2, 1],  # plurality 4 (3 of 5): P1-P3 in the cluster
+    "b": [1, 2, 2, 3, 3],  # 2 and 3 tie; P2 gives 2 before P4 gives 3 -> 2: P2, P3; no consensus
+    "c": [3, None, 3, 5, 5],  # 3 and 5 tie (2 of 4), P1 says 3 -> 3: P1, P3; P2 has no verdict; no consensus
+    "d": [5, 5, 5, 5, 5],  # unanimous
+}
+EXPECTED = {
+    "a": ("4", [1, 1, 1, 0, 0], False),
+    "b": ("2", [0, 1, 1, 0, 0], True),
+    "c": ("3", [1, 0, 1, 0, 0], True),
+    "d": ("5", [1, 1, 1, 1, 1], False),
+}
+
+
+def test_plurality_cluster_labels_on_hand_checked_fixture():
+    probs = {("a", "P1"): {"1": 0.1, "2": 0.1, "3": 0.2, "4": 0.4, "5": 0.0}}
+    ex = load_examples(judgments(FIXTURE, human={"a": 4.5}, probs=probs))
+    assert len(ex) == 4 * 5
+    for item, (plur, in_cluster, no_consensus) in EXPECTED.items():
+        rows = ex[ex["item_id"] == item].sort_values("position")
+        assert rows["variant"].tolist() == VARIANTS
+        assert set(rows["plurality"]) == {plur}
+        assert rows["in_cluster"].tolist() == in_cluster, item
+        assert set(rows["no_consensus"]) == {no_consensus}, item
+    c = ex[ex["item_id"] == "c"]
+    assert c["label"].isna().sum() == 1 and int(c["n_judges"].iloc[0]) == 4 and int(c["votes"].iloc[0]) == 2
+    a1 = ex[(ex["item_id"] == "a") & (ex["variant"] == "P1")].iloc[0]
+    assert a1["confidence"] == pytest.approx(0.4 / 0.8)  # renormalised over the scale's labels
+    assert a1["value"] == 4.0 and a1["plurality_value"] == 4.0
+    assert set(ex.loc[ex["item_id"] == "a", "human"]) == {4.5}
+    assert np.isnan(ex.loc[(ex["item_id"] == "a") & (ex["variant"] == "P2"), "confidence"]).all()
+
+
+def test_variant_order_puts_reference_first_and_missing_variant_is_reported():
+    df = judgments(FIXTURE)
+    ex = load_examples(df, variants=["P2", "P1", "P3"])
+    assert ex[ex["item_id"] == "b"].sort_values("position")["variant"].tolist() == ["P2", "P1", "P3"]
+    # b over (P2, P1, P3) = (2, 1, 2): plurality 2
+    assert set(ex.loc[ex["item_id"] == "b", "plurality"]) == {"2"}
+    with pytest.raises(GateDataError):
+        load_examples(df, variants=["P1", "P9"])
+
+
+def test_label_confidence_edge_cases():
+    assert np.isnan(label_confidence(None, "3"))
+    assert np.isnan(label_confidence('{"1": 0.0}', "1"))
+    assert label_confidence({"yes": 0.3, "no": 0.1}, "yes") == pytest.approx(0.75)
+
+
+def test_texts_come_from_the_call_cache(tmp_path):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    msgs = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Rate it. Reference: x"}]
+    resp = JudgeResponse("4", {"4": 1.0}, 3, 1, 0.0)
+    cache.put_many([("key-fake-a-P1", resp, {"messages": msgs, "prompt": None})])
+    cache.close()
+    ex = load_examples(judgments({"a": FIXTURE["a"]}))
+    ex["run_dir"] = ""
+    with pytest.raises(GateDataError, match="queries"):
+        attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"])
+    out = attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"], allow_missing=True)
+    p1 = out[out["variant"] == "P1"].iloc[0]
+    assert p1["query"] == "[system] Be fair.\n\n[user] Rate it. Reference: x"
+    assert p1["answer"] == format_answer("4", "4") == "Verdict: 4. Answer: 4"
+    assert out.loc[out["variant"] == "P2", "query"].iloc[0] == ""
+
+
+def _many_items(n_items: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    mats = {f"i{k}": list(rng.integers(1, 6, size=5)) for k in range(n_items)}
+    # the same items judged by two backbones: two configurations sharing item keys
+    return pd.concat(
+        [load_examples(judgments(mats, backbone=b)) for b in ("fake", "other")], ignore_index=True
+    )
+
+
+def test_split_is_instance_disjoint_and_stratified():
+    ex = _many_items(50)
+    assert ex["config_id"].nunique() == 2
+    train, val = instance_split(ex, val_size=0.2, seed=0)
+    assert train and val and not (train & val)
+    assert train | val == set(ex["item_key"])
+    assert 0.12 <= len(val) / (len(train) + len(val)) <= 0.28
+    tr, va = ex[ex["item_key"].isin(train)], ex[ex["item_key"].isin(val)]
+    # every example of an item (all variants, both backbones) is on one side
+    assert set(tr["item_key"]).isdisjoint(va["item_key"]) and len(tr) + len(va) == len(ex)
+    assert va["in_cluster"].nunique() == 2 and abs(va["in_cluster"].mean() - tr["in_cluster"].mean()) < 0.15
+    assert instance_split(ex, val_size=0.2, seed=0) == (train, val)  # seeded
+
+
+def test_split_needs_enough_items_and_both_classes():
+    with pytest.raises(GateDataError, match="distinct items"):
+        instance_split(_many_items(3), val_size=0.2)
+    ex = load_examples(judgments({f"u{k}": [5] * 5 for k in range(10)}))
+    with pytest.raises(GateDataError, match="same label"):
+        instance_split(ex)

@@ -1,0 +1,123 @@
+"""The LoRA gate classifier: MiniLM learns on tiny data (CPU), the tiny DeBERTa-v2 path runs, pruning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from promptlottery.gating.model import (
+    ClassifierConfig,
+    load_tokenizer,
+    make_module,
+    mean_loss,
+    predict_proba,
+    train_classifier,
+)
+from tests.conftest import compose
+
+
+def classifier_cfg(name: str, **overrides) -> ClassifierConfig:
+    cfg = compose(["+gate=selective", "gate.runs=unused", f"classifier={name}"])
+    d = OmegaConf.to_container(cfg.gate.classifier, resolve=True)
+    d.update(overrides)
+    return ClassifierConfig.from_dict(d)
+
+
+def tiny_data(n: int = 8) -> pd.DataFrame:
+    """Verdict "5" after a query about cats is in the cluster; verdict "1" after dogs is not."""
+    rows = []
+    for k in range(n):
+        pos = k % 2 == 0
+        rows.append(
+            {
+                "answer": f"Verdict: {'5' if pos else '1'}. Answer: {'5' if pos else '1'}",
+                "query": f"[user] Rate the {'cat' if pos else 'dog'} sentence number {k}. Answer with a number.",
+                "in_cluster": int(pos),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_minilm_lora_trains_and_loss_goes_down():
+    cfg = classifier_cfg(
+        "minilm",
+        max_epochs=4,
+        batch_size=8,
+        accumulate_grad_batches=1,
+        lr=1e-2,
+        monitor="val/loss",
+        monitor_mode="min",
+        warmup_ratio=0.0,
+        eval_batch_size=8,
+    )
+    assert cfg.source == "minilm" and cfg.max_length == 512
+    data = tiny_data()
+    tok = load_tokenizer(cfg)
+    before = make_module(cfg, tok, data["in_cluster"].to_numpy())  # same seed: the initial weights
+    loss_before = mean_loss(before, tok, cfg, data)
+    res = train_classifier(cfg, data, data, tokenizer=tok)
+    loss_after = mean_loss(res.module, tok, cfg, data)
+    assert loss_after < loss_before - 0.05, (loss_before, loss_after)
+    # only LoRA adapters on query/key/value and the head are trained
+    names = [n for n, p in res.module.model.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n or "classifier" in n for n in names)
+    assert {"query", "key", "value"} <= {n.split(".")[-4] for n in names if "lora_A" in n}
+    assert res.trainable_params < 0.01 * res.total_params
+    assert len(res.history) == 4 and {"val/mcc", "val/balanced_accuracy", "val/tpr", "val/tnr"} <= set(
+        res.history[0]
+    )
+    p = predict_proba(res, data)
+    assert p.shape == (8,) and ((p >= 0) & (p <= 1)).all()
+    assert p[data["in_cluster"] == 1].mean() > p[data["in_cluster"] == 0].mean()
+
+
+def test_tiny_deberta_v2_path_runs(tmp_path):
+    from promptlottery.gating.model import save_adapter
+
+    cfg = classifier_cfg("deberta_tiny")
+    assert cfg.source == "random" and cfg.model_config["model_type"] == "deberta-v2"
+    data = tiny_data(16)
+    res = train_classifier(cfg, data, data.iloc[:8])
+    model = res.module.model
+    assert model.base_model.model.config.model_type == "deberta-v2"
+    lora = {n.split(".")[-4] for n, p in model.named_parameters() if p.requires_grad and "lora_A" in n}
+    assert lora == {"query_proj", "key_proj", "value_proj"}
+    assert any("pooler" in n and p.requires_grad for n, p in model.named_parameters())
+    assert res.history and 0.0 <= res.best["val/balanced_accuracy"] <= 1.0
+    p = predict_proba(res, data)
+    assert p.shape == (16,) and np.isfinite(p).all()
+    save_adapter(res, tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_config.json").exists()
+
+
+def test_pruning_callback_stops_a_bad_trial():
+    import optuna
+
+    from promptlottery.gating.tune import pruning_callback
+
+    class AlwaysPrune:
+        number = 0
+
+        def __init__(self):
+            self.reports = []
+
+        def report(self, value, step):
+            self.reports.append((step, value))
+
+        def should_prune(self):
+            return True
+
+    trial = AlwaysPrune()
+    cfg = classifier_cfg("deberta_tiny", max_epochs=3)
+    with pytest.raises(optuna.TrialPruned):
+        train_classifier(cfg, tiny_data(8), tiny_data(8), callbacks=[pruning_callback(trial, "val/mcc")])
+    assert [s for s, _ in trial.reports] == [0]  # reported after the first validation, then pruned
+
+
+def test_unknown_classifier_key_fails():
+    with pytest.raises(ValueError, match="unknown gate.classifier keys"):
+        ClassifierConfig.from_dict({"lrr": 1.0})
+    with pytest.raises(ValueError, match="model_name"):
+        ClassifierConfig.from_dict({"source": "hub"})

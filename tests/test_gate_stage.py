@@ -1,0 +1,152 @@
+"""The gate stage and the Optuna search end to end on a small fake-backend grid (tiny DeBERTa-v2)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from promptlottery.pipeline import run as judge_run
+from tests.conftest import compose
+
+VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    """20 STS-B items (G12) and 5 EVOUNA items under the held-out group G15, five variants, fake judge."""
+    tmp = tmp_path_factory.mktemp("gate_grid")
+    for v in VARIANTS:
+        cfg = compose(["backbone=fake", "dataset.limit=20", f"judge.variant={v}"], tmp_path=tmp)
+        judge_run(cfg, tmp / "grid" / f"stsb_{v}")
+        cfg = compose(
+            [
+                "backbone=fake",
+                "dataset=evouna_nq",
+                "dataset.limit=5",
+                "judge.family=qa_correctness",
+                "judge.prompt_group=G15",
+                "judge.criterion=correct",
+                f"judge.variant={v}",
+            ],
+            tmp_path=tmp,
+        )
+        judge_run(cfg, tmp / "g15" / f"evouna_{v}")
+    return tmp
+
+
+def test_gate_stage_end_to_end(grid, tmp_path):
+    from promptlottery.stages import get_stage
+
+    cfg = compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            f"gate.transfer_runs={grid / 'g15'}/*",
+            "classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.llm_baseline.n_shot=1",
+            "gate.embedding_baseline.enabled=false",
+        ],
+        tmp_path=grid,
+    )
+    assert cfg.stage == "gate"
+    out = tmp_path / "gate"
+    rec = get_stage(cfg.stage)(cfg, out)
+    assert rec["status"] == "ok"
+    for name in (
+        "classifier_metrics",
+        "operating_points",
+        "cost_curve",
+        "training_history",
+        "paper_comparison",
+        "transfer_operating_points",
+        "transfer_classifier_metrics",
+    ):
+        assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists(), name
+    assert (out / "cost_curve.png").stat().st_size > 1000
+    report = (out / "report.md").read_text()
+    assert "paper" in report and "G15" in report
+    ops = pd.read_csv(out / "operating_points.csv").set_index("policy")
+    assert {
+        "learned_gate",
+        "confidence",
+        "llm_prompt_gate",
+        "first_2_agree",
+        "first_3_agree",
+        "P1_only",
+        "full_plurality",
+    } <= set(ops.index)
+    assert ops.loc["full_plurality", "mean_calls"] == 5 and ops.loc["full_plurality", "recovered"] == 1
+    assert (ops.loc["learned_gate", "recovered"] >= 0.86) and 1 <= ops.loc["learned_gate", "mean_calls"] <= 5
+    clf = pd.read_csv(out / "classifier_metrics.csv").set_index("classifier")
+    assert {"mcc", "balanced_accuracy", "tpr", "tnr"} <= set(clf.columns)
+    # the held-out items are 20% of the 20 STS-B items; the LLM baseline's calls went through the cache
+    pred = pd.read_parquet(out / "heldout_predictions.parquet")
+    assert pred["item_key"].nunique() == 4 and pred["p_gate"].between(0, 1).all()
+    assert rec["calls"]["total"] == len(pred)
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["metrics"]["transfer"]["mean_calls"] >= 1
+    assert (out / "adapter" / "adapter_config.json").exists()
+
+
+def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
+    from promptlottery.gating.stage import run
+
+    cfg = compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            "classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.llm_baseline.enabled=false",
+            "gate.embedding_baseline.enabled=false",
+            "gate.save_adapter=false",
+        ],
+        tmp_path=grid,
+    )
+    rec = run(cfg, tmp_path / "gate")
+    assert rec["status"] == "ok"
+    assert "No judgments of a held-out prompt group (G15)" in (tmp_path / "gate" / "report.md").read_text()
+    assert not (tmp_path / "gate" / "transfer_operating_points.csv").exists()
+
+
+def test_tune_gate_study_runs_and_saves_best_params(grid, tmp_path, monkeypatch):
+    from promptlottery.gating import tune
+
+    out = tmp_path / "tune"
+    summary = tune.run_study(
+        [
+            f"gate.runs={grid / 'grid'}/*",
+            "classifier=deberta_tiny",
+            "logger=none",
+            f"paths.cache_dir={grid / 'cache'}",
+            "gate.tune.n_trials=2",
+            "gate.tune.epochs=2",
+            f"gate.tune.output_dir={out}",
+            "gate.tune.tpe_startup_trials=1",
+            "gate.tune.pruner.n_startup_trials=1",
+            "gate.tune.metric=val/balanced_accuracy",
+        ]
+    )
+    assert summary["n_trials"] == 2 and summary["metric"] == "val/balanced_accuracy"
+    assert summary["storage"].startswith("sqlite:///") and (out / "optuna.db").exists()
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == 2 and "params_lr" in trials.columns
+    best = json.loads((out / "best_params.json").read_text())
+    if best["n_complete"]:
+        assert set(best["params_by_path"]) <= {
+            "gate.classifier.lr",
+            "gate.classifier.lora.r",
+            "gate.classifier.lora.alpha",
+            "gate.classifier.lora.dropout",
+            "gate.classifier.weight_decay",
+        }
+        # best params feed back into the stage config
+        from promptlottery.gating.config import GateConfig
+
+        g = GateConfig.from_dict(
+            {"runs": "x", "classifier": {"lr": 1.0}, "best_params": str(out / "best_params.json")}
+        )
+        assert g.classifier.lr == pytest.approx(best["params_by_path"]["gate.classifier.lr"])

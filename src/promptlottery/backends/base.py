@@ -41,6 +41,11 @@ class JudgeRequest:
     messages: list[dict[str, str]] | None = None
     prompt: str | None = None
     sample_index: int = 0
+    #: chat requests only: text the assistant turn already starts with (e.g. "Content: 4\nStyle:"),
+    #: so the label is read right after it. None (the default) leaves the request unchanged. A
+    #: backend that honours it sets ``supports_assistant_prefix = True``; completion prompts simply
+    #: end with their prefix.
+    assistant_prefix: str | None = None
 
 
 @dataclass

@@ -1,0 +1,22 @@
+"""The rubric study: holistic vs analytic rubrics, rubric edits, examples and batching.
+
+Reproduces the design of the rubric-modification paper (Huynh et al., "Quantifying the Statistical
+Effect of Rubric Modifications on Human-Autorater Agreement") on essay scoring (ASAP sets 1, 4, 6
+with ASAP++ traits) and instruction following (InFoBench decomposed questions):
+
+* :mod:`~promptlottery.rubrics.tasks`: per dataset, where the rubric texts, criteria, human
+  labels, agreement strata and solved examples come from (a registry by dataset name);
+* :mod:`~promptlottery.rubrics.prompts`: rubric conditions rendered into judge requests
+  (holistic, analytic separate, analytic batch scored position by position);
+* :mod:`~promptlottery.rubrics.tables`: the comparisons (Kendall tau-b, Pareto dominance,
+  yes-ratio, bootstrap CIs, paired bootstrap with Bonferroni) and the paper-shaped tables;
+* :mod:`~promptlottery.rubrics.study`: the ``rubric`` stage (``python -m run +experiment=rubric_*``).
+
+Rubric wording the datasets do not ship is package data under ``rubrics/texts/``; the official
+ASAP prompts, rubrics and (copyrighted) source texts are read from the data dir at run time.
+"""
+
+from promptlottery.rubrics.prompts import RubricCondition
+from promptlottery.rubrics.tasks import TASKS, Criterion, RubricTask, make_task
+
+__all__ = ["TASKS", "Criterion", "RubricCondition", "RubricTask", "make_task"]

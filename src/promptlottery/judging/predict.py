@@ -151,3 +151,22 @@ def ensure_predictions(
         stats.cache_misses,
     )
     return out
+
+
+def placeholder_predictions(predict_cfg, *, dataset: str, data_dir: str, output_dir) -> Path:
+    """For dry runs: the sampled questions x systems with empty answers, so calls can be counted
+    without generating anything (a finished predictions file is used when it exists)."""
+    from promptlottery.data import load_items
+    from promptlottery.data.registry import sample_items
+
+    if Path(predict_cfg.output).exists():
+        return Path(predict_cfg.output)
+    items = sample_items(
+        load_items(dataset, data_dir=data_dir), limit=predict_cfg.limit, seed=predict_cfg.seed
+    )
+    df = pd.DataFrame(
+        [{"item_id": it.id, "system": s, "response": ""} for s in predict_cfg.systems for it in items]
+    )
+    out = Path(output_dir) / "dry_run_predictions.parquet"
+    df.to_parquet(out, index=False)
+    return out

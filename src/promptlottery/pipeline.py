@@ -37,9 +37,14 @@ def few_shot_examples(
     taken = {it.id for it in sample}
     pool = [it for it in all_items if it.id not in taken and it.human_score(criterion) is not None]
     if len(pool) < n_shot:
-        raise ValueError(
-            f"need {n_shot} few-shot examples with a human {criterion!r} label, found {len(pool)}"
+        # e.g. SQuAD v2 answers have no human correctness labels to solve examples with
+        logger.warning(
+            "zero-shot prompts: need %d examples with a human %r label, found %d",
+            n_shot,
+            criterion,
+            len(pool),
         )
+        return []
     chosen = random.Random(seed + 1).sample(pool, n_shot)
     return [(it, to_scale_label(it.human_score(criterion), tuple(human_range), scale)) for it in chosen]
 

@@ -55,7 +55,9 @@ def test_sweep_params_cover_five_variants_and_cpu_backbones():
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = hydra_compose("config", overrides=["+experiment=summeval_coherence"], return_hydra_config=True)
-        gpu = hydra_compose("config", overrides=["+experiment=summeval_coherence", "grid=gpu"], return_hydra_config=True)
+        gpu = hydra_compose(
+            "config", overrides=["+experiment=summeval_coherence", "grid=gpu"], return_hydra_config=True
+        )
     params = cfg.hydra.sweeper.params
     assert params["judge.variant"] == "P1,P2,P3,P4,P5" and params["backbone"] == "smollm2,gemma3_270m"
     assert len(gpu.hydra.sweeper.params["backbone"].split(",")) == 5 and gpu.dataset.limit is None

@@ -25,6 +25,7 @@ from promptlottery.analysis.data import (
     format_distribution,
     judge_matrix,
     label_distribution,
+    paraphrase_configurations,
     paraphrase_rows,
     variant_order,
 )
@@ -371,9 +372,7 @@ def variant_agreement(
     items of the paraphrase matrix. Used by analyses 4 and 5.
     """
     out = []
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
+    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         scale = get_scale(rows["scale"].iloc[0])
         v = judge_matrix(para, "value", order=order).dropna()
         labels = sorted(scale.scores)

@@ -30,20 +30,13 @@ class LotteryAnalysis(Callback):
         if not any(sweep_dir.rglob("judgments.parquet")):
             logger.warning("lottery analysis skipped: no judgments.parquet under %s", sweep_dir)
             return
-        from promptlottery.analysis.stage import LotteryOptions, run_lottery
-        from promptlottery.tracking.wandb_logger import make_tracker
+        from promptlottery.analysis.stage import LotteryOptions, make_analysis_tracker, run_lottery
 
         out = sweep_dir / self.output_subdir
         opts = LotteryOptions.from_dict({**OmegaConf.to_container(a, resolve=True), "runs": str(sweep_dir)})
         cfg = OmegaConf.to_container(config, resolve=False)
         cfg.pop("hydra", None)
-        tracker = make_tracker(
-            OmegaConf.to_container(config.logger, resolve=True),
-            config=cfg,
-            name=opts.name,
-            group="analysis",
-            job_type="analysis",
-        )
+        tracker = make_analysis_tracker(config.logger, cfg, opts)
         try:
             res = run_lottery(opts, out, tracker=tracker, config=cfg, root=config.paths.root_dir)
         except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep

@@ -14,7 +14,7 @@ from __future__ import annotations
 import glob
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +224,15 @@ def variant_order(variants: Iterable[str], reference: str = "P1") -> list[str]:
     """Variants in natural order with the reference first."""
     vs = sorted(set(variants), key=natural_key)
     return ([reference] if reference in vs else []) + [v for v in vs if v != reference]
+
+
+def paraphrase_configurations(
+    df: pd.DataFrame, reference: str = "P1", temperature: float | None = None
+) -> Iterator[tuple[str, pd.DataFrame, pd.DataFrame, list[str]]]:
+    """``(config_id, rows, paraphrase rows, variant order)`` for each configuration, sorted by id."""
+    for cid, rows in configurations(df):
+        para = paraphrase_rows(rows, temperature)
+        yield cid, rows, para, variant_order(para["variant"], reference)
 
 
 def judge_matrix(

@@ -25,6 +25,7 @@ from promptlottery.analysis.data import (
     human_vector,
     judge_matrix,
     natural_key,
+    paraphrase_configurations,
     paraphrase_rows,
     variant_order,
 )
@@ -52,9 +53,7 @@ def aggregation_vs_humans(
     ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
     """
     out = []
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
+    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         v = judge_matrix(para, "value", order=order)
         h = human_vector(para, v.index)
         first = rows.iloc[0]
@@ -224,9 +223,7 @@ def convergence_analysis(
     ``p1_match_unique`` only counts items with an untied plurality), with bootstrap CIs over items.
     """
     per_item = []
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
+    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         v = judge_matrix(para, "label", order=order)
         conv = convergence(v.to_numpy(dtype=object))
         conv.insert(0, "item_id", v.index.to_numpy())

@@ -15,13 +15,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.data import (
-    configurations,
-    human_vector,
-    judge_matrix,
-    paraphrase_rows,
-    variant_order,
-)
+from promptlottery.analysis.data import human_vector, judge_matrix, paraphrase_configurations
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
 
 CORRELATIONS = {"pearson": pearson, "kendall": kendall_tau}
@@ -68,9 +62,7 @@ def variant_human_correlation(
     Pearson on verdict scores; empty for P1 itself) and ``notes``.
     """
     out = []
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
+    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         v = judge_matrix(para, "value", order=order)
         c = judge_matrix(para, "cont", order=order)
         h = human_vector(para, v.index)

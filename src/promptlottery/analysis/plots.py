@@ -45,6 +45,43 @@ def _short(cid: str) -> str:
     return f"{parts[0]}/{parts[2]}/{parts[-1]}" if len(parts) >= 4 else str(cid)
 
 
+def _slots(n_slots: int, n_series: int) -> tuple[float, list[np.ndarray]]:
+    """Width and x positions of ``n_series`` series drawn side by side in each of ``n_slots`` slots."""
+    width = 0.8 / max(1, n_series)
+    return width, [np.arange(n_slots) + (i - (n_series - 1) / 2) * width for i in range(n_series)]
+
+
+def _grouped_bars(ax, series, n_slots: int, *, capsize: float = 2) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One bar with its CI per slot for every ``(label, est, lo, hi)`` of ``series``; returns ``(x, est)``s."""
+    width, xs = _slots(n_slots, len(series))
+    for x, (label, est, lo, hi) in zip(xs, series):
+        ax.bar(x, np.nan_to_num(est), width, label=label, yerr=_err(est, lo, hi), capsize=capsize)
+    return [(x, est) for x, (_, est, _, _) in zip(xs, series)]
+
+
+def _ci(table: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The estimate of ``column`` and its ``_lo`` / ``_hi`` bounds."""
+    return _num(table[column]), _num(table[f"{column}_lo"]), _num(table[f"{column}_hi"])
+
+
+def _config_series(table: pd.DataFrame, by: str, measure: str) -> tuple[list, list[tuple]]:
+    """The configurations (in table order) and, per value of ``by``, ``(value, est, lo, hi)`` over them."""
+    configs = list(dict.fromkeys(table["config_id"]))
+    series = [
+        (v, *_ci(table[table[by] == v].set_index("config_id").reindex(configs), measure))
+        for v in dict.fromkeys(table[by])
+    ]
+    return configs, series
+
+
+def _category_axis(ax, labels, *, ylabel: str, title: str) -> None:
+    """One slanted tick label per slot, the y label and the title."""
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
 def plot_agreement_collapse(
     collapse: pd.DataFrame, path, *, thresholds: dict | None = None, measure: str = "mean_kappa"
 ) -> Path | None:
@@ -52,33 +89,22 @@ def plot_agreement_collapse(
     if collapse is None or collapse.empty:
         return None
     th = thresholds or {"robust": 0.80, "usable": 0.61}
-    configs = list(dict.fromkeys(collapse["config_id"]))
-    settings = list(dict.fromkeys(collapse["setting"]))
+    configs, series = _config_series(collapse, "setting", measure)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) + 2), 4.2))
-    width = 0.8 / max(1, len(settings))
-    for i, s in enumerate(settings):
-        sub = collapse[collapse["setting"] == s].set_index("config_id").reindex(configs)
-        est = _num(sub[measure])
-        x = np.arange(len(configs)) + (i - (len(settings) - 1) / 2) * width
-        ax.bar(
-            x,
-            np.nan_to_num(est),
-            width,
-            label=s,
-            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
-            capsize=3,
-        )
+    for x, est in _grouped_bars(ax, series, len(configs), capsize=3):
         for xi, e in zip(x, est):
             if not np.isfinite(e):
                 ax.text(xi, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
     ax.axhline(th["robust"], color="green", ls="--", lw=1, label=f"robust ({th['robust']:.2f})")
     ax.axhline(th["usable"], color="orange", ls="--", lw=1, label=f"usable ({th['usable']:.2f})")
     ax.axhline(0, color="black", lw=0.5)
-    ax.set_xticks(np.arange(len(configs)))
-    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("mean pairwise Cohen's kappa")
+    _category_axis(
+        ax,
+        [_short(c) for c in configs],
+        ylabel="mean pairwise Cohen's kappa",
+        title="Agreement: five paraphrases vs a fixed prompt",
+    )
     ax.set_ylim(min(-0.2, np.nanmin(np.r_[_num(collapse[f"{measure}_lo"]), 0]) - 0.05), 1.05)
-    ax.set_title("Agreement: five paraphrases vs a fixed prompt")
     ax.legend(fontsize=7, loc="upper right")
     return _save(fig, path)
 
@@ -96,23 +122,14 @@ def plot_task_types(by_task: pd.DataFrame, path) -> Path | None:
         ("alpha_nominal", "alpha (nominal)"),
     ]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels) + 2), 4.2))
-    width = 0.8 / len(measures)
-    for i, (m, name) in enumerate(measures):
-        est = _num(sub[m])
-        x = np.arange(len(labels)) + (i - (len(measures) - 1) / 2) * width
-        ax.bar(
-            x,
-            np.nan_to_num(est),
-            width,
-            label=name,
-            yerr=_err(est, _num(sub[f"{m}_lo"]), _num(sub[f"{m}_hi"])),
-            capsize=2,
-        )
+    _grouped_bars(ax, [(name, *_ci(sub, m)) for m, name in measures], len(labels))
     ax.axhline(0, color="black", lw=0.5)
-    ax.set_xticks(np.arange(len(labels)))
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("agreement among the paraphrases")
-    ax.set_title("Raw overlap vs chance-corrected agreement")
+    _category_axis(
+        ax,
+        labels,
+        ylabel="agreement among the paraphrases",
+        title="Raw overlap vs chance-corrected agreement",
+    )
     ax.legend(fontsize=7)
     return _save(fig, path)
 
@@ -121,29 +138,18 @@ def plot_variant_correlations(corr: pd.DataFrame, path, *, measure: str = "kenda
     """Each variant's correlation with the human labels, per configuration, with CIs."""
     if corr is None or corr.empty or not np.isfinite(_num(corr[measure])).any():
         return None
-    configs = list(dict.fromkeys(corr["config_id"]))
-    variants = list(dict.fromkeys(corr["variant"]))
+    configs, series = _config_series(corr, "variant", measure)
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
-    width = 0.8 / len(variants)
-    for i, v in enumerate(variants):
-        sub = corr[corr["variant"] == v].set_index("config_id").reindex(configs)
-        est = _num(sub[measure])
-        x = np.arange(len(configs)) + (i - (len(variants) - 1) / 2) * width
-        ax.errorbar(
-            x,
-            est,
-            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
-            fmt="o",
-            capsize=2,
-            label=v,
-            ms=4,
-        )
+    for (v, est, lo, hi), x in zip(series, _slots(len(configs), len(series))[1]):
+        ax.errorbar(x, est, yerr=_err(est, lo, hi), fmt="o", capsize=2, label=v, ms=4)
     ax.axhline(0, color="black", lw=0.5)
-    ax.set_xticks(np.arange(len(configs)))
-    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(f"{measure} with human labels")
-    ax.set_title("No prompt wins: correlation with humans per variant")
-    ax.legend(fontsize=7, ncol=min(5, len(variants)))
+    _category_axis(
+        ax,
+        [_short(c) for c in configs],
+        ylabel=f"{measure} with human labels",
+        title="No prompt wins: correlation with humans per variant",
+    )
+    ax.legend(fontsize=7, ncol=min(5, len(series)))
     return _save(fig, path)
 
 
@@ -227,27 +233,16 @@ def plot_aggregation(agg: pd.DataFrame, path, *, measure: str = "kendall") -> Pa
     """Correlation with humans of P1 alone and of each aggregate of the variants."""
     if agg is None or agg.empty or not np.isfinite(_num(agg[measure])).any():
         return None
-    configs = list(dict.fromkeys(agg["config_id"]))
-    methods = list(dict.fromkeys(agg["method"]))
+    configs, series = _config_series(agg, "method", measure)
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
-    width = 0.8 / len(methods)
-    for i, m in enumerate(methods):
-        sub = agg[agg["method"] == m].set_index("config_id").reindex(configs)
-        est = _num(sub[measure])
-        x = np.arange(len(configs)) + (i - (len(methods) - 1) / 2) * width
-        ax.bar(
-            x,
-            np.nan_to_num(est),
-            width,
-            label=m,
-            yerr=_err(est, _num(sub[f"{measure}_lo"]), _num(sub[f"{measure}_hi"])),
-            capsize=2,
-        )
+    _grouped_bars(ax, series, len(configs))
     ax.axhline(0, color="black", lw=0.5)
-    ax.set_xticks(np.arange(len(configs)))
-    ax.set_xticklabels([_short(c) for c in configs], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(f"{measure} with human labels")
-    ax.set_title("Aggregating the variants vs the single prompt P1")
+    _category_axis(
+        ax,
+        [_short(c) for c in configs],
+        ylabel=f"{measure} with human labels",
+        title="Aggregating the variants vs the single prompt P1",
+    )
     ax.legend(fontsize=7)
     return _save(fig, path)
 
@@ -266,23 +261,14 @@ def plot_convergence(conv: pd.DataFrame, path) -> Path | None:
         ("p1_match", "P1 matches"),
     ]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(sub) + 2), 4.2))
-    width = 0.8 / len(cols)
-    for i, (c, name) in enumerate(cols):
-        est = _num(sub[c])
-        x = np.arange(len(sub)) + (i - (len(cols) - 1) / 2) * width
-        ax.bar(
-            x,
-            np.nan_to_num(est),
-            width,
-            label=name,
-            yerr=_err(est, _num(sub[f"{c}_lo"]), _num(sub[f"{c}_hi"])),
-            capsize=2,
-        )
-    ax.set_xticks(np.arange(len(sub)))
-    ax.set_xticklabels([_short(g) for g in sub["group"]], rotation=30, ha="right", fontsize=8)
+    _grouped_bars(ax, [(name, *_ci(sub, c)) for c, name in cols], len(sub))
+    _category_axis(
+        ax,
+        [_short(g) for g in sub["group"]],
+        ylabel="share of items",
+        title="Convergence of the plurality (judges in the recorded order)",
+    )
     ax.set_ylim(0, 1.05)
-    ax.set_ylabel("share of items")
-    ax.set_title("Convergence of the plurality (judges in the recorded order)")
     ax.legend(fontsize=7)
     return _save(fig, path)
 

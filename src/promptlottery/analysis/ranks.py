@@ -18,12 +18,10 @@ import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.data import (
-    configurations,
     judge_matrix,
     natural_key,
-    paraphrase_rows,
+    paraphrase_configurations,
     system_vector,
-    variant_order,
 )
 
 
@@ -120,9 +118,7 @@ def rank_reversals(
     """
     summary, pairs, systems, traj = [], [], [], []
     dists: dict[tuple[str, str], np.ndarray] = {}
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
+    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         x = judge_matrix(para, score, order=order)
         sys = system_vector(para, x.index)
         has = np.array([s is not None and not pd.isna(s) for s in sys])

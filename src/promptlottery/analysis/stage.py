@@ -448,6 +448,13 @@ _COLLAPSE_COLS = {
 }
 
 
+def _config_notes(R: rp.Report, table: pd.DataFrame, by: str) -> None:
+    """The ``notes`` of ``table``, each keyed ``"<config_id> | <by>"``."""
+    R.notes(
+        table.assign(key=table["config_id"] + " | " + table[by]) if not table.empty else table, "key", "notes"
+    )
+
+
 def write_outputs(
     result: dict, df: pd.DataFrame, opts: LotteryOptions, out_dir: str | Path, files: list[str]
 ) -> dict[str, Any]:
@@ -567,9 +574,7 @@ def render_report(
     R.h("1. Agreement collapse: five paraphrases vs a fixed prompt")
     col = t["agreement_collapse"]
     R.table(rp.with_ci_columns(col, list(AGREEMENT_MEASURES)), _COLLAPSE_COLS, empty="no configuration")
-    R.notes(
-        col.assign(key=col["config_id"] + " | " + col["setting"]) if not col.empty else col, "key", "notes"
-    )
+    _config_notes(R, col, "setting")
     R.figure(figures.get("agreement_collapse"), out_dir, "agreement collapse", missing="no agreement rows")
 
     R.h("2. By task type and backbone")
@@ -614,11 +619,7 @@ def render_report(
         },
         empty="no variant",
     )
-    R.notes(
-        corr.assign(key=corr["config_id"] + " | " + corr["variant"]) if not corr.empty else corr,
-        "key",
-        "notes",
-    )
+    _config_notes(R, corr, "variant")
     R.p(
         f"Best variant per configuration (highest {opts.best_by} tau/r on verdict scores; ties count for each tied "
         "variant); significant Williams tests (p < 0.05) against P1:"
@@ -749,7 +750,7 @@ def render_report(
         },
         empty="no configuration",
     )
-    R.notes(ag.assign(key=ag["config_id"] + " | " + ag["method"]) if not ag.empty else ag, "key", "notes")
+    _config_notes(R, ag, "method")
     R.figure(
         figures.get("aggregation"), out_dir, "aggregation", missing="no defined correlation with human labels"
     )
@@ -864,6 +865,21 @@ def run_lottery(
     return {**record, "files": files, "written": written}
 
 
+def make_analysis_tracker(logger_cfg, config: dict, opts: LotteryOptions):
+    """The W&B (or no-op) tracker of one lottery analysis, from the ``logger`` config group."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.tracking.wandb_logger import make_tracker
+
+    return make_tracker(
+        OmegaConf.to_container(logger_cfg, resolve=True),
+        config=config,
+        name=opts.name,
+        group="analysis",
+        job_type="analysis",
+    )
+
+
 def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     """Flat headline numbers (finite ones only) for results.json, W&B summaries and ``compare``."""
     out: dict[str, float] = {}
@@ -880,7 +896,6 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from promptlottery.tracking.records import write_results
-    from promptlottery.tracking.wandb_logger import make_tracker
 
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     if a.get("runs") in (None, "", []) and _in_multirun():
@@ -891,13 +906,7 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     opts = LotteryOptions.from_dict(a)
     config = OmegaConf.to_container(cfg, resolve=True)
     root = cfg.paths.root_dir if cfg.get("paths") else "."
-    tracker = make_tracker(
-        OmegaConf.to_container(cfg.logger, resolve=True),
-        config=config,
-        name=opts.name,
-        group="analysis",
-        job_type="analysis",
-    )
+    tracker = make_analysis_tracker(cfg.logger, config, opts)
     try:
         res = run_lottery(opts, output_dir, tracker=tracker, config=config, root=root)
     except Exception as exc:

@@ -92,11 +92,16 @@ def kendall_tau(x: Any, y: Any, *, variant: str = "b") -> float:
     0.75
     """
     check_choice("variant", variant, _TAU_VARIANTS)
+    return _scipy_statistic(x, y, "Kendall's tau", lambda a, b: stats.kendalltau(a, b, variant=variant))
+
+
+def _scipy_statistic(x: Any, y: Any, name: str, test) -> float:
+    """``test(x, y).statistic`` on the complete pairs; NaN (with a warning) where ``name`` is undefined."""
     xa, ya = _paired(x, y)
     reason = _undefined_reason(xa, ya)
     if reason:
-        return warn_undefined(f"Kendall's tau is undefined: {reason}")
-    return float(stats.kendalltau(xa, ya, variant=variant).statistic)
+        return warn_undefined(f"{name} is undefined: {reason}")
+    return float(test(xa, ya).statistic)
 
 
 def _kendall_tau_batch(indices: np.ndarray, x: Any, y: Any, *, variant: str = "b") -> np.ndarray | None:
@@ -120,11 +125,7 @@ def pearson(x: Any, y: Any) -> float:
     >>> round(pearson([1, 2, 3, 4], [2, 4, 5, 9]), 6)
     0.964764
     """
-    xa, ya = _paired(x, y)
-    reason = _undefined_reason(xa, ya)
-    if reason:
-        return warn_undefined(f"Pearson's r is undefined: {reason}")
-    return float(stats.pearsonr(xa, ya).statistic)
+    return _scipy_statistic(x, y, "Pearson's r", stats.pearsonr)
 
 
 def _pearson_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -141,34 +142,8 @@ def _pearson_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return r
 
 
-def _pearson_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
-    """Pearson's r on each resample; None (use the loop) when there are missing values."""
-    xa, ya = to_numeric_1d(x, "x"), to_numeric_1d(y, "y")
-    check_same_length([xa, ya], ["x", "y"])
-    if np.isnan(xa).any() or np.isnan(ya).any():
-        return None
-    out = np.empty(len(indices))
-    step = max(1, 2**20 // max(1, indices.shape[1]))
-    for s in range(0, len(indices), step):
-        out[s : s + step] = _pearson_rows(*_resample_stack(indices[s : s + step], xa, ya))
-    return out
-
-
-def spearman(x: Any, y: Any) -> float:
-    """Spearman's rho between paired scores (``scipy.stats.spearmanr``); NaN pairs dropped.
-
-    >>> round(spearman([1, 2, 3, 4], [2, 4, 5, 9]), 6)
-    1.0
-    """
-    xa, ya = _paired(x, y)
-    reason = _undefined_reason(xa, ya)
-    if reason:
-        return warn_undefined(f"Spearman's rho is undefined: {reason}")
-    return float(stats.spearmanr(xa, ya).statistic)
-
-
-def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
-    """Spearman's rho on each resample; None (use the loop) when there are missing values."""
+def _pearson_rows_batch(indices: np.ndarray, x: Any, y: Any, transform=None) -> np.ndarray | None:
+    """Pearson's r of each resample (after ``transform``, if given); None when there are missing values."""
     xa, ya = to_numeric_1d(x, "x"), to_numeric_1d(y, "y")
     check_same_length([xa, ya], ["x", "y"])
     if np.isnan(xa).any() or np.isnan(ya).any():
@@ -177,8 +152,29 @@ def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
     step = max(1, 2**20 // max(1, indices.shape[1]))
     for s in range(0, len(indices), step):
         xs, ys = _resample_stack(indices[s : s + step], xa, ya)
-        out[s : s + step] = _pearson_rows(stats.rankdata(xs, axis=1), stats.rankdata(ys, axis=1))
+        if transform is not None:
+            xs, ys = transform(xs), transform(ys)
+        out[s : s + step] = _pearson_rows(xs, ys)
     return out
+
+
+def _pearson_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
+    """Pearson's r on each resample; None (use the loop) when there are missing values."""
+    return _pearson_rows_batch(indices, x, y)
+
+
+def spearman(x: Any, y: Any) -> float:
+    """Spearman's rho between paired scores (``scipy.stats.spearmanr``); NaN pairs dropped.
+
+    >>> round(spearman([1, 2, 3, 4], [2, 4, 5, 9]), 6)
+    1.0
+    """
+    return _scipy_statistic(x, y, "Spearman's rho", stats.spearmanr)
+
+
+def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
+    """Spearman's rho on each resample; None (use the loop) when there are missing values."""
+    return _pearson_rows_batch(indices, x, y, lambda m: stats.rankdata(m, axis=1))
 
 
 kendall_tau.batch = _kendall_tau_batch  # type: ignore[attr-defined]

@@ -324,6 +324,7 @@ def block_cells(
     defined = [k for k in usable if cells[k].estimate is not None]
     for a, b in itertools.combinations(defined, 2):
         ca, cb = conds[a][0], conds[b][0]
+        pair = {"table": table, "block": block, "column": column, "a": ca.name, "b": cb.name}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             try:
@@ -341,16 +342,7 @@ def block_cells(
                 cells[a].marks += UNTESTED
                 cells[b].marks += UNTESTED
                 if tests is not None:
-                    tests.append(
-                        {
-                            "table": table,
-                            "block": block,
-                            "column": column,
-                            "a": ca.name,
-                            "b": cb.name,
-                            "error": str(exc),
-                        }
-                    )
+                    tests.append({**pair, "error": str(exc)})
                 continue
         if res.significant:
             cells[a].marks += cb.mark
@@ -358,11 +350,7 @@ def block_cells(
         if tests is not None:
             tests.append(
                 {
-                    "table": table,
-                    "block": block,
-                    "column": column,
-                    "a": ca.name,
-                    "b": cb.name,
+                    **pair,
                     "difference": res.difference,
                     "low": res.low,
                     "high": res.high,
@@ -384,6 +372,15 @@ def _cond_rows(conds: list[RubricCondition], values: Callable[[RubricCondition],
 def _marks_footer(conds: list[RubricCondition], scope: str) -> str:
     marks = ", ".join(f"{c.mark} = differs significantly from {c.display}" for c in conds if c.mark)
     return f"{scope}: {marks}."
+
+
+def _block_footers(d: StudyData, s: Settings) -> list[str]:
+    """The marks of the holistic and the analytic blocks, then the statistics footer."""
+    return [
+        _marks_footer(d.holistic_conditions(), "Holistic blocks"),
+        _marks_footer(d.analytic_conditions(), "Analytic blocks"),
+        _stats_footer(s),
+    ]
 
 
 def _stats_footer(s: Settings) -> str:
@@ -437,11 +434,7 @@ def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 note=note,
                 tests=tests,
             )
-    t.footer = [
-        _marks_footer(d.holistic_conditions(), "Holistic blocks"),
-        _marks_footer(d.analytic_conditions(), "Analytic blocks"),
-        _stats_footer(s),
-    ]
+    t.footer = _block_footers(d, s)
     return t
 
 
@@ -563,9 +556,7 @@ def table3(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 tests=tests,
             )
     t.footer = [
-        _marks_footer(d.holistic_conditions(), "Holistic blocks"),
-        _marks_footer(d.analytic_conditions(), "Analytic blocks"),
-        _stats_footer(s),
+        *_block_footers(d, s),
         "Model vs model: tau-b between the two backbones' scores of the same items.",
     ]
     return t
@@ -624,9 +615,7 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
             )
         t.footer.append(f"{label}: {n} items in the sample.")
     t.footer = [
-        _marks_footer(d.holistic_conditions(), "Holistic blocks"),
-        _marks_footer(d.analytic_conditions(), "Analytic blocks"),
-        _stats_footer(s),
+        *_block_footers(d, s),
         "Strata: the two raters' holistic scores are equal (full), adjacent (partial) or 2+ apart (none); "
         f"a stratum with fewer than {s.min_items} items is n/a.",
         *t.footer,
@@ -676,9 +665,7 @@ def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
             complete=_answered,
         )
     t.footer = [
-        _marks_footer(d.holistic_conditions(), "Holistic blocks"),
-        _marks_footer(d.analytic_conditions(), "Analytic blocks"),
-        _stats_footer(s),
+        *_block_footers(d, s),
         f"{ref}: GPT-4's answers to the decomposed questions shipped with the data - model output, NOT "
         "human labels. Model holistic vs model yes-ratio (Delta rubric) is in Table 2; model vs model in "
         "Table 3.",

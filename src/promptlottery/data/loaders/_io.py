@@ -16,10 +16,45 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from promptlottery.data.schema import DatasetError
+from promptlottery.data.schema import DatasetError, Item
 
 #: csv's default field limit (128 KiB) is too small for a few long documents
 csv.field_size_limit(2**31 - 1)
+
+
+def load_ppairs_means(
+    path: Path,
+    dataset: str,
+    criteria: Sequence[str],
+    *,
+    group: str,
+    unit: str,
+    source: str,
+    response: str,
+) -> list[Item]:
+    """Items of a PPairS-packaged JSONL file: one line per judged text with the MEAN rating (1-5).
+
+    Each line carries the ``group`` id (the prompt / article), the ``unit`` id (the system's text,
+    also used as ``system``), the ``source`` and ``response`` texts and one number per criterion.
+    Ids are ``"{dataset}-{group}-{unit}"``; every error names ``path:LINE``.
+    """
+    items = []
+    for lineno, row in iter_jsonl(path, dataset):
+        where = f"{path}:{lineno}"
+        group_id = field(row, group, where)
+        unit_id = field(row, unit, where)
+        items.append(
+            Item(
+                id=f"{dataset}-{group_id}-{unit_id}",
+                dataset=dataset,
+                system=unit_id,
+                inputs={"source": field(row, source, where), "response": field(row, response, where)},
+                human={c: number(field(row, c, where, None), where, c, 1.0, 5.0) for c in criteria},
+                human_kind="mean",
+                meta={group: group_id, "line": lineno},
+            )
+        )
+    return items
 
 
 def require_file(path: Path, dataset: str) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptlottery.data.loaders._io import field, iter_jsonl, number
+from promptlottery.data.loaders._io import load_ppairs_means
 from promptlottery.data.registry import register_loader
 from promptlottery.data.schema import Item
 
@@ -20,20 +20,6 @@ CRITERIA = ("relevance", "coherence", "empathy", "surprise", "engagement", "comp
 @register_loader("hanna")
 def load_hanna(data_dir: Path) -> list[Item]:
     path = Path(data_dir) / "hanna" / "hanna_ppairs.jsonl"
-    items = []
-    for lineno, row in iter_jsonl(path, "hanna"):
-        where = f"{path}:{lineno}"
-        prompt_id = field(row, "prompt_id", where)
-        story_id = field(row, "story_id", where)
-        items.append(
-            Item(
-                id=f"hanna-{prompt_id}-{story_id}",
-                dataset="hanna",
-                system=story_id,
-                inputs={"source": field(row, "prompt", where), "response": field(row, "story", where)},
-                human={c: number(field(row, c, where, None), where, c, 1.0, 5.0) for c in CRITERIA},
-                human_kind="mean",
-                meta={"prompt_id": prompt_id, "line": lineno},
-            )
-        )
-    return items
+    return load_ppairs_means(
+        path, "hanna", CRITERIA, group="prompt_id", unit="story_id", source="prompt", response="story"
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from promptlottery.data.loaders._io import field, iter_jsonl, load_json, number, numbers
+from promptlottery.data.loaders._io import field, load_json, load_ppairs_means, numbers
 from promptlottery.data.registry import register_loader
 from promptlottery.data.schema import DatasetError, Item
 
@@ -35,23 +35,15 @@ def load_newsroom(data_dir: Path, *, source: str = "ppairs") -> list[Item]:
 
 def _ppairs(data_dir: Path) -> list[Item]:
     path = data_dir / "newsroom" / "newsroom_ppairs.jsonl"
-    items = []
-    for lineno, row in iter_jsonl(path, "newsroom"):
-        where = f"{path}:{lineno}"
-        article_id = field(row, "article_id", where)
-        summary_id = field(row, "summary_id", where)
-        items.append(
-            Item(
-                id=f"newsroom-{article_id}-{summary_id}",
-                dataset="newsroom",
-                system=summary_id,
-                inputs={"source": field(row, "article", where), "response": field(row, "summary", where)},
-                human={c: number(field(row, c, where, None), where, c, 1.0, 5.0) for c in CRITERIA},
-                human_kind="mean",
-                meta={"article_id": article_id, "line": lineno},
-            )
-        )
-    return items
+    return load_ppairs_means(
+        path,
+        "newsroom",
+        CRITERIA,
+        group="article_id",
+        unit="summary_id",
+        source="article",
+        response="summary",
+    )
 
 
 def _judge_bench(data_dir: Path) -> list[Item]:

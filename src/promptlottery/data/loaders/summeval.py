@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptlottery.data.loaders._io import field, iter_jsonl, number
+from promptlottery.data.loaders._io import load_ppairs_means
 from promptlottery.data.registry import register_loader
 from promptlottery.data.schema import Item
 
@@ -21,21 +21,12 @@ CRITERIA = ("coherence", "consistency", "fluency", "relevance")
 @register_loader("summeval")
 def load_summeval(data_dir: Path) -> list[Item]:
     path = Path(data_dir) / "summeval" / "summeval_ppairs.jsonl"
-    items = []
-    for lineno, row in iter_jsonl(path, "summeval"):
-        where = f"{path}:{lineno}"
-        article_id = field(row, "article_id", where)
-        summary_id = field(row, "summary_id", where)
-        human = {c: number(field(row, c, where, None), where, c, 1.0, 5.0) for c in CRITERIA}
-        items.append(
-            Item(
-                id=f"summeval-{article_id}-{summary_id}",
-                dataset="summeval",
-                system=summary_id,
-                inputs={"source": field(row, "article", where), "response": field(row, "summary", where)},
-                human=human,
-                human_kind="mean",
-                meta={"article_id": article_id, "line": lineno},
-            )
-        )
-    return items
+    return load_ppairs_means(
+        path,
+        "summeval",
+        CRITERIA,
+        group="article_id",
+        unit="summary_id",
+        source="article",
+        response="summary",
+    )

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.backends.base import Decoding, JudgeResponse
+from promptlottery.backends.base import BackendError, Decoding, JudgeResponse
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.gating.baselines import (
     LLMBaselineConfig,
@@ -64,3 +64,47 @@ def test_yes_probability():
     assert yes_probability(JudgeResponse("yes", {"yes": 0.3, "no": 0.1}, 1, 1, 0.0)) == pytest.approx(0.75)
     assert yes_probability(JudgeResponse("No.", None, 1, 1, 0.0)) == 0.0
     assert yes_probability(JudgeResponse("maybe", None, 1, 1, 0.0)) == 0.5
+
+
+class RecordingBackend(FakeBackend):
+    """A fake backend with a context length (in whitespace words, as FakeBackend counts tokens)."""
+
+    def __init__(self, max_length: int):
+        super().__init__()
+        self.max_length = max_length
+        self.seen: list = []
+
+    def count_tokens(self, request):  # like the transformers backend: an over-long prompt raises
+        n = super().count_tokens(request)
+        if n >= self.max_length:
+            raise BackendError(f"prompt of {n} tokens exceeds max_length={self.max_length}")
+        return n
+
+    def generate(self, requests, decoding):
+        for r in requests:
+            assert self.count_tokens(r) < self.max_length
+        self.seen += list(requests)
+        return super().generate(requests, decoding)
+
+
+def test_llm_prompt_classifier_fits_the_context_middle_cut_then_fewer_shots(tmp_path):
+    from promptlottery.gating.baselines import cut_middle
+
+    assert cut_middle("abcdefghij", 20) == "abcdefghij"
+    assert cut_middle("abcdefghijklmnopqrstuvwxyz", 9) == "abc [...] uvwxyz"
+    df = frame(4)
+    long_q = "INSTRUCTIONS " + " ".join(["shot"] * 2000) + " JUDGED-ITEM"
+    df["query"] = [long_q, long_q, "short cat", "short dog"]
+    cfg = LLMBaselineConfig(n_shot=2, seed=0, max_query_chars=12000, min_query_chars=400)
+    backend = RecordingBackend(max_length=400)
+    p = llm_prompt_classifier(df, df, backend, CallCache(tmp_path / "c.sqlite"), Decoding(), cfg)
+    assert len(p) == 4 and len(backend.seen) == 4
+    for r in backend.seen:
+        last = r.messages[-1]["content"]
+        if "INSTRUCTIONS" in last:  # a long query keeps its start and the judged item at its end
+            assert "JUDGED-ITEM" in last and "[...]" in last
+    # nothing is cut or dropped where the prompt fits
+    roomy = RecordingBackend(max_length=100_000)
+    llm_prompt_classifier(df, df, roomy, CallCache(tmp_path / "d.sqlite"), Decoding(), cfg)
+    assert all(len(r.messages) == 5 for r in roomy.seen)
+    assert not any("[...]" in m["content"] for r in roomy.seen for m in r.messages)

@@ -52,7 +52,7 @@ def test_minilm_lora_trains_and_loss_goes_down():
         warmup_ratio=0.0,
         eval_batch_size=8,
     )
-    assert cfg.source == "minilm" and cfg.max_length == 512
+    assert cfg.source == "minilm" and cfg.max_length == 256 and cfg.query_truncation == "middle"
     data = tiny_data()
     tok = load_tokenizer(cfg)
     before = make_module(cfg, tok, data["in_cluster"].to_numpy())  # same seed: the initial weights
@@ -62,15 +62,40 @@ def test_minilm_lora_trains_and_loss_goes_down():
     assert loss_after < loss_before - 0.05, (loss_before, loss_after)
     # only LoRA adapters on query/key/value and the head are trained
     names = [n for n, p in res.module.model.named_parameters() if p.requires_grad]
-    assert names and all("lora_" in n or "classifier" in n for n in names)
+    assert names and all("lora_" in n or "classifier" in n or "pooler" in n for n in names)
+    assert any("pooler" in n for n in names)  # modules_to_save: [pooler]
     assert {"query", "key", "value"} <= {n.split(".")[-4] for n in names if "lora_A" in n}
-    assert res.trainable_params < 0.01 * res.total_params
+    assert res.trainable_params < 0.02 * res.total_params  # adapters + pooler + head: 1.1%
     assert len(res.history) == 4 and {"val/mcc", "val/balanced_accuracy", "val/tpr", "val/tnr"} <= set(
         res.history[0]
     )
     p = predict_proba(res, data)
     assert p.shape == (8,) and ((p >= 0) & (p <= 1)).all()
     assert p[data["in_cluster"] == 1].mean() > p[data["in_cluster"] == 0].mean()
+
+
+def test_middle_truncation_keeps_instructions_and_the_judged_item():
+    from promptlottery.gating.model import encode
+
+    tok = load_tokenizer(classifier_cfg("minilm"))
+    shots = " ".join(f"Example {k}: the sky is green. Answer: no." for k in range(60))
+    query = f"INSTRUCTIONS rate the response. {shots} JUDGED ITEM the cat sat. Answer:"
+    answer = "Verdict: yes. Answer: yes"
+    short = "INSTRUCTIONS rate. JUDGED ITEM the cat sat. Answer:"
+    for mode, keeps_item in (("middle", True), ("right", False)):
+        rows = encode(tok, [answer, answer], [query, short], max_length=64, query_truncation=mode)
+        assert len(rows[0]["input_ids"]) <= 64
+        text = tok.decode(rows[0]["input_ids"], skip_special_tokens=True).lower()
+        assert text.startswith("verdict : yes. answer : yes instructions rate the response")
+        assert ("judged item the cat sat. answer :" in text) is keeps_item, text
+        # a query that fits is left as it is
+        assert (
+            tok.decode(rows[1]["input_ids"], skip_special_tokens=True)
+            .lower()
+            .endswith("instructions rate. judged item the cat sat. answer :")
+        )
+    with pytest.raises(ValueError, match="query_truncation"):
+        classifier_cfg("minilm", query_truncation="left")
 
 
 def test_tiny_deberta_v2_path_runs(tmp_path):

@@ -63,6 +63,8 @@ def test_gate_stage_end_to_end(grid, tmp_path):
         "paper_comparison",
         "transfer_operating_points",
         "transfer_classifier_metrics",
+        "savings_at_recovery",
+        "transfer_savings_at_recovery",
     ):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists(), name
     assert (out / "cost_curve.png").stat().st_size > 1000
@@ -89,6 +91,12 @@ def test_gate_stage_end_to_end(grid, tmp_path):
     saved = json.loads((out / "results.json").read_text())
     assert saved["metrics"]["transfer"]["mean_calls"] >= 1
     assert (out / "adapter" / "adapter_config.json").exists()
+    matched = pd.read_csv(out / "savings_at_recovery.csv")
+    assert (
+        set(matched["target"]) == {0.86, 0.95, 1.0}
+        and (matched["recovered"] >= matched["target"] - 1e-9).all()
+    )
+    assert "Calls saved at matched recovery" in report and saved["metrics"]["llm_baseline_error"] is None
 
 
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
@@ -150,3 +158,21 @@ def test_tune_gate_study_runs_and_saves_best_params(grid, tmp_path, monkeypatch)
             {"runs": "x", "classifier": {"lr": 1.0}, "best_params": str(out / "best_params.json")}
         )
         assert g.classifier.lr == pytest.approx(best["params_by_path"]["gate.classifier.lr"])
+
+
+def test_savings_at_recovery_hand_example():
+    from promptlottery.gating.stage import savings_at_recovery
+
+    curves = pd.DataFrame(
+        {
+            "policy": ["g"] * 3,
+            "threshold": [0.0, 0.5, 1.1],
+            "calls_saved": [0.8, 0.4, 0.0],
+            "recovered": [0.90, 0.97, 1.0],
+        }
+    )
+    points = pd.DataFrame({"policy": ["first_2_agree"], "calls_saved": [0.5], "recovered": [0.96]})
+    m = savings_at_recovery(curves, points, [0.86, 0.95, 1.0]).set_index(["target", "policy"])
+    assert m.loc[(0.86, "g"), "calls_saved"] == 0.8 and m.loc[(0.95, "g"), "threshold"] == 0.5
+    assert m.loc[(1.0, "g"), "calls_saved"] == 0.0
+    assert (0.95, "first_2_agree") in m.index and (1.0, "first_2_agree") not in m.index

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from promptlottery.backends.base import Backend, Decoding, JudgeRequest
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
 from promptlottery.judging.cache import CallCache, cache_key
 from promptlottery.judging.runner import CallStats, run_calls
 
@@ -90,10 +90,23 @@ class LLMBaselineConfig:
     max_rows: int | None = 400
     seed: int = 0
     max_new_tokens: int = 2
+    #: queries are cut (75% per step, down to this many characters) and then shots dropped until a
+    #: prompt fits the backend's context (``max_length`` / ``max_model_len``)
+    min_query_chars: int = 400
+
+
+def cut_middle(text: str, max_chars: int) -> str:
+    """``text`` within ``max_chars``: its first third and its end, joined by " [...] ".
+
+    The end is kept because a few-shot judge prompt ends with the judged item."""
+    if len(text) <= max_chars:
+        return text
+    head = max_chars // 3
+    return text[:head] + " [...] " + text[len(text) - (max_chars - head) :]
 
 
 def _user_turn(query: str, answer: str, *, n_total: int, max_chars: int) -> str:
-    q = query if len(query) <= max_chars else query[:max_chars] + " [...]"
+    q = cut_middle(query, max_chars)
     return QUESTION.format(query=q, answer=answer, n_others=n_total - 1, n_total=n_total)
 
 
@@ -125,6 +138,23 @@ def pick_shots(train_df: pd.DataFrame, n_shot: int, seed: int) -> list:
         src = pos if (len(out) % 2 == 0 and pos) or not neg else neg
         out.append(src.pop())
     return out
+
+
+def context_limit(backend) -> int | None:
+    """The backend's context length in tokens, where it says (transformers / vLLM), else None."""
+    for attr in ("max_length", "max_model_len"):
+        v = getattr(backend, attr, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def _fits(backend, request: JudgeRequest, limit: int) -> bool:
+    """Whether ``request``'s prompt is under ``limit`` tokens (a backend may raise on an over-long one)."""
+    try:
+        return backend.count_tokens(request) < limit
+    except BackendError:
+        return False
 
 
 def yes_probability(resp) -> float:
@@ -166,9 +196,8 @@ def llm_prompt_classifier(
         top_logprobs=decoding.top_logprobs,
         stop_at_label=True,
     )
-    requests = []
-    for row in rows.itertuples(index=False):
-        messages = llm_messages(row, shots, n_total=n_total, max_chars=cfg.max_query_chars)
+
+    def request(messages: list[dict[str, str]]) -> JudgeRequest:
         key = cache_key(
             {
                 "backend": ident,
@@ -181,6 +210,22 @@ def llm_prompt_classifier(
                 "sample_index": 0,
             }
         )
-        requests.append(JudgeRequest(key=key, labels=LABELS, messages=messages))
+        return JudgeRequest(key=key, labels=LABELS, messages=messages)
+
+    limit = context_limit(backend)
+    requests = []
+    for row in rows.itertuples(index=False):
+        max_chars, use = int(cfg.max_query_chars), list(shots)
+        while True:
+            req = request(llm_messages(row, use, n_total=n_total, max_chars=max_chars))
+            if limit is None or _fits(backend, req, limit - cfg.max_new_tokens):
+                break
+            if max_chars > cfg.min_query_chars:
+                max_chars = max(int(cfg.min_query_chars), int(max_chars * 0.75))
+            elif use:
+                use = use[:-1]
+            else:
+                break  # does not fit even alone: the backend's error names the request
+        requests.append(req)
     answers = run_calls(requests, backend, cache, dec, stats=stats, desc="gate llm baseline")
     return np.array([yes_probability(answers[r.key]) for r in requests], dtype=float)

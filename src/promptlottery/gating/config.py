@@ -37,6 +37,8 @@ class GateConfig:
     allow_missing_query: bool = False
     threshold: Any = "auto"
     target_recovery: float = 0.86
+    #: the report also gives each threshold policy's largest saving at these recovery levels
+    recovery_targets: list[float] = field(default_factory=lambda: [0.86, 0.95, 1.0])
     first_k: list[int] = field(default_factory=lambda: [2, 3])
     best_params: str | None = None
     save_adapter: bool = True

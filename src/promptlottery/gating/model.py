@@ -1,7 +1,9 @@
 """The learned gate: a LoRA-tuned sequence classifier, trained with PyTorch Lightning.
 
 It reads a judge's answer and the judge's rendered query as a sentence pair (answer first, query
-truncated so the pair fits ``max_length`` tokens: the answer always survives truncation) and
+truncated so the pair fits ``max_length`` tokens: the answer always survives truncation; by default
+the query loses its middle, so both the judge's instructions at its start and the judged item at its
+end, after any few-shot examples, are seen) and
 predicts whether the verdict falls in the five-judge plurality cluster. LoRA adapters go on the
 attention's query/key/value projections (PEFT); only the adapters and the classification head
 (and, for DeBERTa, its pooler) are trained. Validation reports MCC, balanced accuracy, TPR and TNR
@@ -59,6 +61,9 @@ class ClassifierConfig:
     model_config: dict[str, Any] = field(default_factory=dict)  # source=random: model_type + kwargs
     lora: LoraSettings = field(default_factory=LoraSettings)
     max_length: int = 512
+    #: how an over-long query is cut: "middle" keeps its first third and its end (the instructions and
+    #: the judged item, which follows any few-shot examples); "right" keeps its start only
+    query_truncation: str = "middle"
     batch_size: int = 4
     eval_batch_size: int = 32
     accumulate_grad_batches: int = 8
@@ -99,6 +104,10 @@ class ClassifierConfig:
             )
         if cfg.source in ("hub", "path") and not cfg.model_name:
             raise ValueError(f"gate.classifier.source={cfg.source} needs model_name")
+        if cfg.query_truncation not in ("middle", "right"):
+            raise ValueError(
+                f"gate.classifier.query_truncation must be middle or right, got {cfg.query_truncation!r}"
+            )
         if cfg.monitor_mode not in ("max", "min"):
             raise ValueError(f"gate.classifier.monitor_mode must be max or min, got {cfg.monitor_mode!r}")
         return cfg
@@ -168,10 +177,47 @@ def count_parameters(model) -> tuple[int, int]:
 # -- data -----------------------------------------------------------------------------------------
 
 
+def _cut_middle(tokenizer, answers: list[str], queries: list[str], max_length: int) -> list[str]:
+    """``queries`` with their middle replaced by " ... " where the (answer, query) pair is too long.
+
+    The cut is made on token boundaries of the query (offsets of a fast tokenizer): the first third of
+    the query's token budget is kept from its start and the rest from its end. A few tokens are left
+    spare because re-tokenising at the cut may merge differently; the pair tokenisation after this
+    still truncates (``only_second``) as a last resort.
+    """
+    n_special = tokenizer.num_special_tokens_to_add(pair=True)
+    a_len = [len(x) for x in tokenizer(list(answers), add_special_tokens=False)["input_ids"]]
+    try:
+        q_enc = tokenizer(list(queries), add_special_tokens=False, return_offsets_mapping=True)
+    except NotImplementedError as e:  # a slow (Python) tokenizer has no offsets
+        raise ValueError(
+            f"gate.classifier.query_truncation=middle needs a fast tokenizer ({type(tokenizer).__name__} "
+            "gives no offsets); set gate.classifier.query_truncation=right"
+        ) from e
+    out = []
+    for q, alen, offsets in zip(queries, a_len, q_enc["offset_mapping"]):
+        budget = max_length - n_special - alen - 4  # 4: " ... " and re-tokenisation slack
+        if len(offsets) <= budget + 4 or budget < 8:
+            out.append(q)
+            continue
+        head = budget // 3
+        tail = budget - head
+        out.append(q[: offsets[head - 1][1]] + " ... " + q[offsets[len(offsets) - tail][0] :])
+    return out
+
+
 def encode(
-    tokenizer, answers: list[str], queries: list[str], labels=None, *, max_length: int = 512
+    tokenizer,
+    answers: list[str],
+    queries: list[str],
+    labels=None,
+    *,
+    max_length: int = 512,
+    query_truncation: str = "middle",
 ) -> list[dict]:
     """Tokenised (answer, query) pairs; the query is truncated so the pair fits ``max_length``."""
+    if query_truncation == "middle":
+        queries = _cut_middle(tokenizer, answers, queries, max_length)
     enc = tokenizer(list(answers), list(queries), truncation="only_second", max_length=max_length)
     keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
     out = []
@@ -212,7 +258,14 @@ def frame_encode(
     tokenizer, df: pd.DataFrame, cfg: ClassifierConfig, *, with_labels: bool = True
 ) -> list[dict]:
     labels = df["in_cluster"].to_numpy() if with_labels else None
-    return encode(tokenizer, df["answer"].tolist(), df["query"].tolist(), labels, max_length=cfg.max_length)
+    return encode(
+        tokenizer,
+        df["answer"].tolist(),
+        df["query"].tolist(),
+        labels,
+        max_length=cfg.max_length,
+        query_truncation=cfg.query_truncation,
+    )
 
 
 # -- the Lightning module -------------------------------------------------------------------------
@@ -320,6 +373,12 @@ def _module_class():
             if not self.trainer.sanity_checking:
                 self.history.append(
                     {"epoch": int(self.current_epoch), "step": int(self.global_step), **values}
+                )
+                logger.info(
+                    "gate validation epoch=%d step=%d %s",
+                    self.current_epoch,
+                    self.global_step,
+                    " ".join(f"{k}={v:.4f}" for k, v in values.items()),
                 )
 
         def configure_optimizers(self):

@@ -35,6 +35,8 @@ def fmt(v: Any, digits: int = 3) -> str:
             return "n/a"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
+        if v != 0 and abs(v) < 10 ** (-digits + 1):  # e.g. a learning rate: significant digits
+            return f"{v:.{digits}g}"
         return f"{v:.{digits}f}"
     return str(v).replace("|", "\\|")
 
@@ -168,6 +170,7 @@ def write_report(
     comparison: pd.DataFrame,
     transfer: dict[str, Any],
     notes: list[str],
+    matched: pd.DataFrame | None = None,
 ) -> None:
     s = summary
     lines = [
@@ -201,6 +204,18 @@ def write_report(
         to_markdown(operating[[c for c in OP_COLUMNS if c in operating.columns]]),
         "![cost curve](cost_curve.png)",
         "",
+    ]
+    if matched is not None and len(matched):
+        lines += [
+            "## Calls saved at matched recovery",
+            "",
+            "For each recovery level: every threshold policy's largest saving that recovers at least that "
+            "share of the full-aggregation decisions (threshold chosen on these same items), and the fixed "
+            "baselines that reach it.",
+            "",
+            to_markdown(matched),
+        ]
+    lines += [
         "## Classifiers on the held-out examples",
         "",
         "Will the judge's verdict fall in the five-judge plurality cluster? (positive = yes; cut at 0.5)",
@@ -216,6 +231,12 @@ def write_report(
             to_markdown(transfer["operating"][[c for c in OP_COLUMNS if c in transfer["operating"].columns]]),
             to_markdown(transfer["classifiers"]),
         ]
+        if transfer.get("matched") is not None and len(transfer["matched"]):
+            lines += [
+                "At the thresholds chosen for each recovery level on the held-out items of the training groups:",
+                "",
+                to_markdown(transfer["matched"]),
+            ]
     else:
         lines += [transfer["note"], ""]
     lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]

@@ -185,6 +185,58 @@ def _operating_points(
     return curves_df, pd.concat([chosen_df, points], ignore_index=True)
 
 
+def savings_at_recovery(curves: pd.DataFrame, points: pd.DataFrame, targets) -> pd.DataFrame:
+    """Each threshold policy's largest call saving with at least ``t`` of the decisions recovered, per
+    target ``t`` (the thresholds are chosen on the same items), beside the fixed baselines' points."""
+    rows = []
+    for t in targets:
+        for policy, curve in curves.groupby("policy", sort=False) if len(curves) else []:
+            best = choose_operating_point(curve, float(t))
+            rows.append(
+                {
+                    "target": float(t),
+                    "policy": policy,
+                    "threshold": float(best["threshold"]),
+                    "calls_saved": float(best["calls_saved"]),
+                    "recovered": float(best["recovered"]),
+                }
+            )
+        for p in points.itertuples(index=False):
+            if p.recovered >= float(t) - 1e-12:
+                rows.append(
+                    {
+                        "target": float(t),
+                        "policy": p.policy,
+                        "threshold": float("nan"),
+                        "calls_saved": float(p.calls_saved),
+                        "recovered": float(p.recovered),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["target", "policy", "threshold", "calls_saved", "recovered"])
+
+
+def transfer_at_matched(
+    block, df: pd.DataFrame, scorers: dict[str, str], matched: pd.DataFrame
+) -> pd.DataFrame:
+    """The threshold policies on the transfer items at the thresholds ``matched`` chose per recovery
+    level on the held-out items (nothing is re-chosen on the transfer items)."""
+    rows = []
+    for r in matched.itertuples(index=False):
+        if r.policy not in scorers:
+            continue
+        pt = point_at_threshold(block, block.scores(df, scorers[r.policy]), r.policy, r.threshold)
+        rows.append(
+            {
+                "target": r.target,
+                "policy": r.policy,
+                "threshold": r.threshold,
+                "calls_saved": float(pt["calls_saved"]),
+                "recovered": float(pt["recovered"]),
+            }
+        )
+    return pd.DataFrame(rows, columns=["target", "policy", "threshold", "calls_saved", "recovered"])
+
+
 def _clf_rows(
     df: pd.DataFrame,
     scorers: dict[str, str],
@@ -240,6 +292,9 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
     if g.save_adapter:
         save_adapter(res, out / "adapter")
     history = pd.DataFrame(res.history)
+    # kept at once, before the baselines run: rewritten with their columns at the end
+    rep.write_table(history, out, "training_history")
+    val.drop(columns=["query"]).to_parquet(out / "heldout_predictions.parquet", index=False)
 
     # 2. classifier baselines on the same split
     scorers = {"learned_gate": "p_gate", "confidence": "confidence"}
@@ -255,8 +310,18 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         scorers["embedding_lr_gate"] = "p_embed"
     llm_stats = CallStats()
     llm_only: dict[str, pd.Series] = {}
+    llm_error = None
     if g.llm_baseline.enabled:
-        probs, mask = _run_llm_baseline(cfg, g, data, llm_stats)
+        try:
+            probs, mask = _run_llm_baseline(cfg, g, data, llm_stats)
+        except Exception as e:  # noqa: BLE001 - the gate and the other baselines are kept
+            llm_error = f"{type(e).__name__}: {e}"
+            logger.error("gate llm baseline failed (the rest of the gate stage goes on): %s", llm_error)
+            notes.append(
+                f"n/a: the LLM prompt classifier failed ({llm_error}); its calls made so far are cached, "
+                "a re-run completes it."
+            )
+    if g.llm_baseline.enabled and llm_error is None:
         val["p_llm"] = np.nan
         val.loc[mask.to_numpy(), "p_llm"] = probs
         llm_only["llm_prompt_gate"] = mask
@@ -272,6 +337,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
     block = item_block(val, data.variants)
     curves, operating = _operating_points(block, val, scorers, g)
     ref = full_reference(block)
+    matched = savings_at_recovery(curves, operating[~operating["policy"].isin(scorers)], g.recovery_targets)
     learned = operating[operating["policy"] == "learned_gate"].iloc[0]
     chosen_thresholds = {
         row.policy: float(row.threshold) for row in operating.itertuples(index=False) if row.policy in scorers
@@ -297,16 +363,19 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         t_block = item_block(transfer, data.variants)
         _, t_operating = _operating_points(t_block, transfer, t_scorers, g, thresholds=chosen_thresholds)
         t_clf = _clf_rows(transfer, t_scorers)
+        t_matched = transfer_at_matched(t_block, transfer, t_scorers, matched)
         transfer_out = {
             "evaluated": True,
             "note": data.transfer_note + " Thresholds as chosen on the held-out "
             "items of the training groups.",
             "operating": t_operating,
             "classifiers": t_clf,
+            "matched": t_matched,
             **{f"reference_{k}": v for k, v in full_reference(t_block).items()},
         }
         rep.write_table(t_operating, out, "transfer_operating_points")
         rep.write_table(t_clf, out, "transfer_classifier_metrics")
+        rep.write_table(t_matched, out, "transfer_savings_at_recovery")
 
     # 5. tables, figure, report
     rep.write_table(clf_table, out, "classifier_metrics")
@@ -323,6 +392,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         out / "cost_curve.png",
         title=title,
     )
+    rep.write_table(matched, out, "savings_at_recovery")
     comparison = rep.comparison_table(learned, learned_clf, learned_clf_op)
     rep.write_table(comparison, out, "paper_comparison")
     rule = (
@@ -331,6 +401,13 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         if g.threshold == "auto"
         else "fixed in advance"
     )
+    p1 = operating[operating["policy"] == "P1_only"]
+    if g.threshold == "auto" and len(p1) and float(p1["recovered"].iloc[0]) >= g.target_recovery:
+        notes.append(
+            f"P1 alone already recovers {rep.pct(float(p1['recovered'].iloc[0]))} of the decisions on these "
+            f"items (>= the {rep.pct(g.target_recovery)} target), so every threshold policy can stop after one "
+            "call at that target; compare the policies at the higher recovery levels of `savings_at_recovery`."
+        )
     notes += [
         f"The learned gate's threshold was {rule}; the baselines' thresholds were chosen by the same rule.",
         "After the last judge every verdict is in hand, so a gate that never stops returns the full plurality.",
@@ -373,6 +450,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         clf_table=clf_table,
         operating=operating,
         comparison=comparison,
+        matched=matched,
         transfer=transfer_out,
         notes=notes,
     )
@@ -393,6 +471,11 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         },
         "reference": ref,
         "best_validation": res.best,
+        "llm_baseline_error": llm_error,
+        "savings_at_recovery": [
+            {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+            for r in matched.to_dict("records")
+        ],
     }
     if transfer_out["evaluated"]:
         t_learned = transfer_out["operating"][transfer_out["operating"]["policy"] == "learned_gate"].iloc[0]
@@ -422,6 +505,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         ("cost_curve", curves),
         ("training_history", history),
         ("paper_comparison", comparison),
+        ("savings_at_recovery", matched),
     ):
         tracker.log_table(name, df)
     if transfer_out["evaluated"]:

@@ -120,6 +120,35 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
     assert not (tmp_path / "gate" / "transfer_operating_points.csv").exists()
 
 
+def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):
+    from promptlottery.gating import stage
+    from promptlottery.judging.runner import JudgingError
+
+    def fail(*args, **kwargs):
+        raise JudgingError("gate llm baseline: 1 batch(es) failed; first error: prompt too long")
+
+    monkeypatch.setattr(stage, "_run_llm_baseline", fail)
+    cfg = compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            "classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.embedding_baseline.enabled=false",
+            "gate.save_adapter=false",
+        ],
+        tmp_path=grid,
+    )
+    out = tmp_path / "gate"
+    rec = stage.run(cfg, out)
+    assert rec["status"] == "ok"
+    assert "prompt too long" in rec["metrics"]["llm_baseline_error"]
+    assert "n/a: the LLM prompt classifier failed" in (out / "report.md").read_text()
+    ops = pd.read_csv(out / "operating_points.csv")
+    assert "learned_gate" in set(ops["policy"]) and "llm_prompt_gate" not in set(ops["policy"])
+    assert pd.read_parquet(out / "heldout_predictions.parquet")["p_gate"].between(0, 1).all()
+
+
 def test_tune_gate_study_runs_and_saves_best_params(grid, tmp_path, monkeypatch):
     from promptlottery.gating import tune
 

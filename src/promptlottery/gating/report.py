@@ -108,6 +108,16 @@ def plot_cost_curves(
             markersize=10,
             label="paper's learned gate",
         )
+        if suffix and not (curves[f"recovered{suffix}"].notna().any() if len(curves) else False):
+            ax.text(
+                0.5,
+                0.5,
+                "no held-out item without a strict majority:\nthese curves are undefined",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                color="gray",
+            )
         ax.set_xlabel("judge calls saved vs five-prompt aggregation (%)")
         ax.set_title(sub)
         ax.set_xlim(-3, 83)

@@ -142,12 +142,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         raise
     df.to_parquet(output_dir / "judgments.parquet", index=False)
     metrics = condition_metrics(df)
-    calls = {
-        "total": stats.total,
-        "cache_hits": stats.cache_hits,
-        "cache_misses": stats.cache_misses,
-        "parse_failures": stats.parse_failures,
-    }
+    calls = {**stats.counts(), "parse_failures": stats.parse_failures}
     record = write_results(
         results_path,
         config=config,

@@ -36,6 +36,15 @@ def cpu_supports_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def resolve_dtype(name: str, device: str) -> str:
+    """``name`` unless "auto": bfloat16 on CUDA or a CPU with bf16 instructions, else float32."""
+    if name != "auto":
+        return name
+    if device.startswith("cuda"):
+        return "bfloat16"
+    return "bfloat16" if cpu_supports_bf16() else "float32"
+
+
 class TransformersBackend:
     #: chat requests may carry ``assistant_prefix`` (see backends.base.JudgeRequest)
     supports_assistant_prefix = True
@@ -80,11 +89,7 @@ class TransformersBackend:
 
     @cached_property
     def resolved_dtype(self) -> str:
-        if self.dtype_name != "auto":
-            return self.dtype_name
-        if self.device.startswith("cuda"):
-            return "bfloat16"
-        return "bfloat16" if cpu_supports_bf16() else "float32"
+        return resolve_dtype(self.dtype_name, self.device)
 
     @cached_property
     def tokenizer(self):

@@ -35,7 +35,7 @@ from promptlottery.backends.openai_compat import (
     label_token_ids,
     load_tokenizer,
 )
-from promptlottery.backends.transformers_local import _seed, cpu_supports_bf16
+from promptlottery.backends.transformers_local import _seed, resolve_dtype
 from promptlottery.backends.weights import materialize, source_revision
 
 logger = logging.getLogger(__name__)
@@ -127,11 +127,7 @@ class VLLMBackend:
     # -- identity -----------------------------------------------------------------------------
     @cached_property
     def resolved_dtype(self) -> str:
-        if self.dtype_name != "auto":
-            return self.dtype_name
-        if self.device.startswith("cuda"):
-            return "bfloat16"
-        return "bfloat16" if cpu_supports_bf16() else "float32"
+        return resolve_dtype(self.dtype_name, self.device)
 
     @cached_property
     def batch_invariant(self) -> bool:

@@ -482,11 +482,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
         metrics["transfer"] = {
             k: t_learned[k] for k in ("calls_saved", "recovered", "recovered_nc", "mean_calls")
         }
-    calls = {
-        "total": llm_stats.total,
-        "cache_hits": llm_stats.cache_hits,
-        "cache_misses": llm_stats.cache_misses,
-    }
+    calls = llm_stats.counts()
     record = write_results(
         out / "results.json",
         config=config,

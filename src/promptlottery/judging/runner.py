@@ -48,6 +48,10 @@ class CallStats:
     parse_failures: int = 0
     errors: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict[str, int]:
+        """``total``, ``cache_hits`` and ``cache_misses``: the ``calls`` record of results.json."""
+        return {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+
 
 class JudgingError(RuntimeError):
     """The runner stopped; every judgment computed before the failure is in the cache."""

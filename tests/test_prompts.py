@@ -1,4 +1,4 @@
-"""Prompt groups G1-G15, rendering safety, scale parsing and the paraphrase-validation stage."""
+"""Prompt groups G1-G16, rendering safety, scale parsing and the paraphrase-validation stage."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from promptlottery.prompts.validation import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-GROUP_IDS = [f"G{i}" for i in range(1, 16)]
+GROUP_IDS = [f"G{i}" for i in range(1, 17)]
 
 # the fixed group -> (family, scale) mapping other modules rely on
 FAMILY = {
@@ -40,8 +40,9 @@ FAMILY = {
     "G13": "domain_evaluation",
     "G14": "domain_evaluation",
     "G15": "qa_correctness",
+    "G16": "general_quality",  # MT-Bench single-answer grading
 }
-SCALE = {"dialogue_quality": "binary_yes_no"}  # every other family: likert_1_5
+SCALE = {g: "binary_yes_no" for g in ("G1", "G2", "G3", "G4")} | {"G16": "likert_1_10"}  # others: likert_1_5
 
 # the `inputs` keys each family's loaders provide
 FAMILY_INPUTS = {
@@ -53,6 +54,10 @@ FAMILY_INPUTS = {
     "general_quality": {
         "source": "The council approved the new bike lanes on Monday.",
         "response": "Bike lanes were approved.",
+    },
+    "mt_bench": {
+        "question": "Suggest a name for a bakery.",
+        "response": "Rise & Shine.",
     },
     "qa_correctness": {
         "question": "What is the capital of France?",
@@ -75,6 +80,7 @@ FAMILY_INPUTS = {
 }
 
 JUDGE_CONFIGS = {
+    "mt_bench_quality": ("G16", "quality"),
     "dialogue_engaging": ("G1", "engaging"),
     "dialogue_understandable": ("G2", "understandable"),
     "dialogue_context_specific": ("G3", "maintains_context"),
@@ -93,6 +99,9 @@ JUDGE_CONFIGS = {
 }
 
 
+INPUTS_OF_GROUP = {"G16": "mt_bench"}  # groups whose inputs differ from their family's
+
+
 def make_item(family: str, **overrides: str) -> Item:
     inputs = {**FAMILY_INPUTS[family], **overrides}
     return Item(id=f"{family}-item-7", dataset="fake", inputs=inputs)
@@ -101,7 +110,7 @@ def make_item(family: str, **overrides: str) -> Item:
 # -- group files -------------------------------------------------------------------------------
 
 
-def test_all_fifteen_groups_are_listed():
+def test_all_sixteen_groups_are_listed():
     assert list_groups() == GROUP_IDS
 
 
@@ -110,7 +119,7 @@ def test_group_loads_with_five_tagged_variants(gid):
     g = load_group(gid)
     assert g.id == gid
     assert g.judge_family == FAMILY[gid]
-    assert g.scale.name == SCALE.get(g.judge_family, "likert_1_5")
+    assert g.scale.name == SCALE.get(gid, "likert_1_5")
     assert list(g.variants) == ["P1", "P2", "P3", "P4", "P5"]
     assert g.description
     for v in g.variants.values():
@@ -152,7 +161,7 @@ def test_judge_configs_match_groups():
 @pytest.mark.parametrize("gid", GROUP_IDS)
 def test_every_variant_renders_and_asks_for_the_label(gid):
     g = load_group(gid)
-    item = make_item(g.judge_family)
+    item = make_item(INPUTS_OF_GROUP.get(gid, g.judge_family))
     for vid in g.variants:
         messages = render_chat(g, vid, item)
         user = messages[-1]["content"]
@@ -164,7 +173,7 @@ def test_every_variant_renders_and_asks_for_the_label(gid):
         if g.scale.binary:
             assert "yes" in tail and "no" in tail, (gid, vid, tail)
         else:
-            assert "1" in tail and "5" in tail, (gid, vid, tail)
+            assert g.scale.labels[0] in tail and g.scale.labels[-1] in tail, (gid, vid, tail)
         assert render_completion(g, vid, item).endswith("Answer:")
 
 
@@ -346,7 +355,7 @@ def test_validate_prompts_experiment_composes_and_runs(tmp_path):
     assert get_stage(cfg.stage) is run_validation
 
     record = run_validation(cfg, tmp_path)
-    assert record["status"] == "ok" and record["n_groups"] == 15
+    assert record["status"] == "ok" and record["n_groups"] == len(GROUP_IDS)
     table = (tmp_path / "validation.md").read_text()
     for gid in GROUP_IDS:
         assert f"| {gid} " in table

@@ -26,6 +26,8 @@ class DatasetConfig:
     name: str = MISSING
     limit: int | None = None
     seed: int = 0
+    #: "item": ``limit`` items; "group": ``limit`` articles / questions with every system's response
+    sample_by: str = "item"
     #: human labels live on this range; used to label few-shot examples for base models
     human_range: list[float] = field(default_factory=lambda: [1.0, 5.0])
     #: passed to the loader (split, subset, hub=true, ...)

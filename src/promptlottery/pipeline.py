@@ -99,7 +99,9 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
             )
         )
     all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
-    items = sample_items(all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed)
+    items = sample_items(
+        all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
+    )
     examples = few_shot_examples(
         all_items,
         items,

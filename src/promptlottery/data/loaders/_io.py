@@ -51,7 +51,7 @@ def load_ppairs_means(
                 inputs={"source": field(row, source, where), "response": field(row, response, where)},
                 human={c: number(field(row, c, where, None), where, c, 1.0, 5.0) for c in criteria},
                 human_kind="mean",
-                meta={group: group_id, "line": lineno},
+                meta={group: group_id, "group": group_id, "line": lineno},
             )
         )
     return items

@@ -141,7 +141,7 @@ def _with_predictions(base: list[Item], path: Path) -> list[Item]:
                 inputs={**it.inputs, "response": response or ""},
                 human=dict(it.human),
                 human_kind=it.human_kind,
-                meta={**it.meta, "base_id": it.id},
+                meta={**it.meta, "base_id": it.id, "group": it.id},
             )
         )
     return items

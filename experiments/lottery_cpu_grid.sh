@@ -7,8 +7,9 @@
 #   bash experiments/lottery_cpu_grid.sh                       # the real grid (smollm2, gemma3_270m)
 #   BACKBONES=fake SQUAD=0 LIMIT=16 OUT=/tmp/grid bash experiments/lottery_cpu_grid.sh   # rehearsal
 #
-# Environment: BACKBONES (comma list, default smollm2,gemma3_270m), LIMIT (items per dataset,
-# default 40), SQUAD (1 = also the SQuAD v2 experiment: 5 candidate systems answer 20 questions,
+# Environment: BACKBONES (comma list, default smollm2,gemma3_270m), LIMIT (dataset.limit for every
+# configuration: items, or groups where the dataset config says sample_by: group; default: each
+# dataset config's own sample), SQUAD (1 = also the SQuAD v2 experiment: 5 candidate systems answer 20 questions,
 # then every judge judges the 100 answers; default 1), OUT (default outputs/lottery_cpu_grid),
 # LOGGER (none | wandb, default none), EXTRA (more Hydra overrides for every judging job),
 # PY (default .venv/bin/python). Every call is cached: re-running resumes where it stopped.
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 BACKBONES=${BACKBONES:-smollm2,gemma3_270m}
-LIMIT=${LIMIT:-40}
+LIMIT=${LIMIT:+dataset.limit=$LIMIT}
 SQUAD=${SQUAD:-1}
 OUT=${OUT:-outputs/lottery_cpu_grid}
 LOGGER=${LOGGER:-none}
@@ -29,11 +30,11 @@ EXPERIMENTS=(tc_usr_engaging stsb_alignment summeval_coherence)
 for exp in "${EXPERIMENTS[@]}"; do
   # 1) the five paraphrases (P1-P5, from the experiment config) on every backbone, T = 1e-5
   # shellcheck disable=SC2086
-  $PY -m run -m +experiment="$exp" dataset.limit="$LIMIT" backbone="$BACKBONES" logger="$LOGGER" $EXTRA \
+  $PY -m run -m +experiment="$exp" $LIMIT backbone="$BACKBONES" logger="$LOGGER" $EXTRA \
     hydra.sweep.dir="$OUT/grid/$exp/paraphrases"
   # 2) the fixed-prompt baselines: P1 sampled 5 times at T = 1e-5 and at T = 0.7
   # shellcheck disable=SC2086
-  $PY -m run -m +experiment="$exp" dataset.limit="$LIMIT" backbone="$BACKBONES" logger="$LOGGER" $EXTRA \
+  $PY -m run -m +experiment="$exp" $LIMIT backbone="$BACKBONES" logger="$LOGGER" $EXTRA \
     judge.variant=P1 n_samples=5 decoding.temperature=1e-5,0.7 \
     hydra.sweep.dir="$OUT/grid/$exp/fixed"
 done

@@ -62,7 +62,10 @@ def test_sweep_params_cover_five_variants_and_cpu_backbones():
             "config", overrides=["+experiment=summeval_coherence", "grid=gpu"], return_hydra_config=True
         )
     params = cfg.hydra.sweeper.params
-    assert params["judge.variant"] == "P1,P2,P3,P4,P5" and params["backbone"] == "smollm2,gemma3_270m"
+    assert (
+        params["judge.variant"] == "P1,P2,P3,P4,P5"
+        and params["backbone"] == "smollm2,gemma3_270m,qwen25_coder_05b,qwen25_coder_15b"
+    )
     assert len(gpu.hydra.sweeper.params["backbone"].split(",")) == 5 and gpu.dataset.limit is None
 
 

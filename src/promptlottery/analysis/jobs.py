@@ -71,6 +71,16 @@ def config_parts(cfg: dict) -> dict[str, str]:
     }
 
 
+def _parquet_parts(path: Path) -> dict[str, str]:
+    """The configuration of a parquet whose job left no config (killed before results.json)."""
+    try:
+        row = pd.read_parquet(path).iloc[0]
+    except Exception:  # noqa: BLE001 - unreadable or empty: nothing to attribute it to
+        return config_parts({})
+    keys = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone", "variant")
+    return {k: "" if k not in row or pd.isna(row[k]) else str(row[k]) for k in keys}
+
+
 def _ids(parts: dict[str, str]) -> tuple[str, str]:
     base = [parts[k] for k in ("dataset", "judge_family", "prompt_group", "criterion", "rubric")]
     return "/".join(p for p in [*base, parts["backbone"]] if p), "/".join(p for p in base if p)
@@ -182,7 +192,8 @@ def scan_jobs(runs: str | Iterable[str]) -> JobScan:
             frames.append(df)
             files.append(str(d / JUDGMENTS))
         else:
-            problems.append({**config_parts(cfg), "job": str(d), "reason": reason})
+            parts = config_parts(cfg) if cfg else _parquet_parts(d / JUDGMENTS)
+            problems.append({**parts, "job": str(d), "reason": reason})
     for s in sweeps:
         for p in _planned_missing(s, configs):
             if "sweep" not in p:

@@ -112,8 +112,14 @@ def plan_jobs(config: DictConfig) -> list[dict[str, Any]] | None:
     target = str(config.hydra.sweeper.get("_target_", ""))
     if not target.endswith("BasicSweeper"):
         return None
-    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    params += list(config.hydra.overrides.task)
+    from omegaconf import OmegaConf
+
+    # unresolved, like the overrides.yaml Hydra writes (an ${oc.env:...} stays a reference)
+    params = [
+        f"{k}={v}"
+        for k, v in (OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}).items()
+    ]
+    params += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     overrides = OverridesParser.create().parse_overrides(params)
     batches = BasicSweeper.split_arguments(overrides, None)
     return [{"num": i, "overrides": sorted(o)} for i, o in enumerate(batches[0])]

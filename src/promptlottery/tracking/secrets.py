@@ -20,7 +20,8 @@ from typing import Any
 REDACTED = "***"
 _SECRET_NAME = re.compile(r"key|token|secret|passw|authorization|credential|cookie", re.IGNORECASE)
 _NOT_SECRET = re.compile(r"(_env|tokens|token_count|cache_key|sort_keys?)$|^tokenizer", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s@'\"]+)@")
+# Hydra escapes ':' as '\:' in the override strings it records
+_URL_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*\\?://)([^/\s@'\"]+)@")
 _URL_QUERY = re.compile(r"([?&][\w.-]*(?:key|token|secret|passw|signature)[\w.-]*=)[^&\s'\"]+", re.IGNORECASE)
 _BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 _ASSIGN = re.compile(r"([\"']?)([\w.+~-]+)\1(\s*[:=]\s*)([\"']?)([^\s\"',}\]]+)")

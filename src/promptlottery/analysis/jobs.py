@@ -97,6 +97,8 @@ def find_job_dirs(runs: str | Iterable[str]) -> tuple[list[Path], list[Path]]:
             if p.is_file():
                 if p.name.endswith(".parquet"):
                     jobs.add(p.parent)
+                elif p.name == "sweep_plan.json":  # a glob over a sweep's entries (`sweep/*`)
+                    sweeps.add(p.parent)
                 continue
             for marker in ("judgments.parquet", "results.json", ".hydra"):
                 jobs.update(q.parent for q in p.rglob(marker) if q.parent.name != ".hydra")
@@ -150,12 +152,12 @@ def _is_variant(override: str) -> bool:
 
 def _planned_missing(sweep: Path, configs: dict[Path, dict]) -> list[dict[str, str]]:
     """Problems for planned jobs of ``sweep`` that have no job dir at all."""
-    from promptlottery.tracking.callbacks import _job_overrides, _read_plan, redact_overrides
+    from promptlottery.tracking.callbacks import job_overrides, read_plan, redact_overrides
 
-    plan = _read_plan(sweep) or []
+    plan = read_plan(sweep) or []
     have = {}
     for d in sweep.iterdir():
-        ov = _job_overrides(d) if d.is_dir() else None
+        ov = job_overrides(d) if d.is_dir() else None
         if ov is not None:
             have[redact_overrides(ov)] = d
     out = []

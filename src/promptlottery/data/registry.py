@@ -61,6 +61,10 @@ def load_items(
 
 def sample_items(items: list[Item], *, limit: int | None, seed: int = 0) -> list[Item]:
     """A seeded sample of ``limit`` items in the loader's order (all of them when limit is None)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise DatasetError(
+            f"dataset.limit={limit}: must be a positive number of items, or null for all of them"
+        )
     if limit is None or limit >= len(items):
         return items
     idx = sorted(random.Random(seed).sample(range(len(items)), limit))

@@ -36,7 +36,7 @@ PLAN_FILE = "sweep_plan.json"
 MISSING_ERROR = "no results.json: the job never started, was killed or died"
 
 
-def _job_overrides(job_dir: Path) -> tuple[str, ...] | None:
+def job_overrides(job_dir: Path) -> tuple[str, ...] | None:
     import yaml
 
     try:
@@ -49,11 +49,11 @@ def summarize_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     sweep_dir = Path(sweep_dir)
     jobs = []
     estimates = []
-    plan = _read_plan(sweep_dir)
+    plan = read_plan(sweep_dir)
     seen: set[tuple[str, ...]] = set()
     for job_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").exists()):
         res = job_dir / "results.json"
-        ov = _job_overrides(job_dir)
+        ov = job_overrides(job_dir)
         if ov is not None:
             seen.add(redact_overrides(ov))
         if not res.exists():
@@ -125,7 +125,7 @@ def plan_jobs(config: DictConfig) -> list[dict[str, Any]] | None:
     return [{"num": i, "overrides": sorted(o)} for i, o in enumerate(batches[0])]
 
 
-def _read_plan(sweep_dir: Path) -> list[dict[str, Any]] | None:
+def read_plan(sweep_dir: Path) -> list[dict[str, Any]] | None:
     try:
         return json.loads((sweep_dir / PLAN_FILE).read_text())["jobs"]
     except (OSError, ValueError, KeyError):
@@ -187,8 +187,11 @@ class SweepSummary(Callback):
         except Exception:  # noqa: BLE001 - never let the summary break a job
             return
         status = getattr(getattr(job_return, "status", None), "name", None)
-        if status == "FAILED" and not (job_dir / "results.json").exists():
+        exc = getattr(job_return, "_return_value", None)
+        foreign = type(exc).__name__ == "OutputDirError"  # the dir is another job's: write nothing there
+        if status == "FAILED" and not foreign and not (job_dir / "results.json").exists():
             self._record_failure(job_dir, job_return, config)
+        redact_yaml_files([sweep_dir / "multirun.yaml"])
         try:
             write_summary(sweep_dir)
         except OSError as exc:

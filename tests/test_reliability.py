@@ -109,6 +109,13 @@ def test_a_job_refuses_a_dir_that_holds_another_jobs_outputs(tmp_path):
     claim_output_dir(d, {"judge": {"variant": "P1"}})  # the same job re-run: a resume
     assert not (d / "results.json").exists()  # its stale outputs are gone before it writes
     release_output_dir(d)
+    legacy = tmp_path / "legacy"  # written before claims existed: its results.json names the job
+    legacy.mkdir()
+    (legacy / "results.json").write_text(json.dumps({"status": "ok", "config": {"judge": {"variant": "P1"}}}))
+    with pytest.raises(OutputDirError, match="did not record its config"):
+        claim_output_dir(legacy, {"judge": {"variant": "P2"}})
+    claim_output_dir(legacy, {"judge": {"variant": "P1"}})
+    release_output_dir(legacy)
     with open(d / ".job.lock", "a+") as held:  # another process holds the dir
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(OutputDirError, match="in use by another running job"):

@@ -41,7 +41,10 @@ def unique_suffix() -> str:
 
 def config_hash(config: dict) -> str:
     """sha256 of a job's resolved config, without the parts that do not define the job."""
-    keep = {k: v for k, v in config.items() if k not in ("hydra", "logger")}
+    from promptlottery.tracking.secrets import redact
+
+    # redacted, so a results.json's (redacted) config hashes the same as the job's own
+    keep = redact({k: v for k, v in config.items() if k not in ("hydra", "logger")})
     blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -91,7 +94,7 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
             f"output dir {out} holds another job's outputs (started {old.get('started')}, pid {old.get('pid')} "
             f"on {old.get('host')}, another config); give this job its own hydra.run.dir / hydra.sweep.dir"
         )
-    if old is None and any((out / f).exists() for f in OUTPUT_FILES):
+    if old is None and any((out / f).exists() for f in OUTPUT_FILES) and not _same_job_results(out, mine):
         lock.close()
         raise OutputDirError(
             f"output dir {out} holds outputs of a job that did not record its config (.job.json); "
@@ -132,6 +135,12 @@ def _lock(path: Path):
     except OSError:  # a filesystem without flock (some NFS mounts): the manifest check still holds
         pass
     return f
+
+
+def _same_job_results(out: Path, mine: str) -> bool:
+    """A dir written before job claims existed: its results.json's config is this job's."""
+    rec = _read_json(out / "results.json")
+    return bool(rec and isinstance(rec.get("config"), dict) and config_hash(rec["config"]) == mine)
 
 
 def _read_json(path: Path) -> dict | None:

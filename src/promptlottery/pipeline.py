@@ -22,10 +22,13 @@ from promptlottery.judging.cache import CallCache
 from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
 from promptlottery.prompts import load_group
 from promptlottery.prompts.requests import to_scale_label
+from promptlottery.tracking.jobdir import atomic_write, file_sha256
 from promptlottery.tracking.records import write_results
 from promptlottery.tracking.wandb_logger import make_tracker
 
 logger = logging.getLogger(__name__)
+
+JUDGMENTS = "judgments.parquet"
 
 
 def few_shot_examples(
@@ -65,7 +68,10 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``output_dir``."""
     from hydra.utils import instantiate
 
+    from promptlottery.config import check_config
+
     t0 = time.perf_counter()
+    check_config(cfg)  # before anything is written
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
@@ -142,9 +148,11 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         )
         tracker.finish(exit_code=1)
         raise
-    df.to_parquet(output_dir / "judgments.parquet", index=False)
     metrics = condition_metrics(df)
     calls = {**stats.counts(), "parse_failures": stats.parse_failures}
+    # judgments first, results.json last, each atomically: a results.json saying `ok` always
+    # describes the parquet next to it (its hash is recorded, see analysis.jobs)
+    parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
     record = write_results(
         results_path,
         config=config,
@@ -152,6 +160,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         root=root,
         condition=condition.id,
         backend=backend.identity(),
+        judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
         metrics=metrics,
         calls=calls,
         seconds=round(time.perf_counter() - t0, 3),

@@ -60,7 +60,24 @@ def _numeric(d: dict[str, Any]) -> dict[str, float]:
 
 
 def load_results_json(path: Path) -> Run:
-    rec = json.loads(path.read_text())
+    """A finished run's record; a failed, dry-run or unfinished one is refused (its numbers are not results)."""
+    try:
+        rec = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{path}: unreadable results.json ({exc})") from None
+    if rec.get("status") != "ok":
+        raise ValueError(
+            f"{path}: status={rec.get('status')!r}"
+            + (f" ({rec['error']})" if rec.get("error") else "")
+            + "; compare reads only runs whose results.json says ok"
+        )
+    want = (rec.get("judgments") or {}).get("sha256")
+    if want:
+        from promptlottery.tracking.jobdir import file_sha256
+
+        parquet = path.parent / rec["judgments"].get("file", "judgments.parquet")
+        if not parquet.exists() or file_sha256(parquet) != want:
+            raise ValueError(f"{path}: {parquet.name} is missing or not the one results.json describes")
     metrics = {
         **_numeric(flatten(rec.get("metrics") or {}, "metrics", "/")),
         **_numeric(flatten(rec.get("calls") or {}, "calls", "/")),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.prompts.scales import get_scale
+
+logger = logging.getLogger(__name__)
 
 #: columns that identify a configuration (in this order)
 CONFIG_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone")
@@ -87,23 +90,42 @@ def find_judgment_files(runs: str | Iterable[str]) -> list[Path]:
     return sorted(found)
 
 
-def load_judgments(runs: str | Iterable[str] | pd.DataFrame) -> pd.DataFrame:
-    """All judgments under ``runs`` in one table (a DataFrame passes through), duplicates dropped.
+def load_judgments(
+    runs: str | Iterable[str] | pd.DataFrame,
+    *,
+    allow_partial: bool = False,
+    allow_mixed_dtypes: bool = False,
+    problems: list | None = None,
+) -> pd.DataFrame:
+    """The judgments of every finished job under ``runs`` in one table (a DataFrame passes through).
 
-    Adds ``run_dir`` (the job directory) and ``model`` (the backend's model id from the job's
-    results.json, else the backbone name). Duplicate judgments (the same item, variant, backbone,
-    temperature, seed and sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the
-    fixed-prompt baseline) are kept once.
+    Only jobs whose results.json says ``ok`` and vouches for their parquet are read
+    (:mod:`promptlottery.analysis.jobs`); an incomplete configuration (a failed, killed or never
+    run job) is left out with the other backbones of its dataset and judge, unless
+    ``allow_partial``. ``problems``, when given, receives ``{config_id: "n/a: P2 missing: ..."}``
+    (what was left out; ``partial: ...`` for what was analysed anyway). One backbone name must mean one backend identity (dtypes may differ only with
+    ``allow_mixed_dtypes``). Adds ``run_dir``, ``model`` (the backend's model id), ``backend_identity``
+    and ``dtype``. Duplicate judgments (the same item, variant, backend, temperature, seed and
+    sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the fixed-prompt
+    baseline) are kept once.
     """
+    from promptlottery.analysis import jobs
+
+    table = pd.DataFrame(columns=list(jobs.PROBLEM_COLUMNS))
     if isinstance(runs, pd.DataFrame):
         frames = [runs.copy()]
     else:
-        frames = []
-        for path in find_judgment_files(runs):
-            df = pd.read_parquet(path)
-            df["run_dir"] = str(path.parent)
-            df["model"] = _model_name(path.parent)
-            frames.append(df)
+        scan = jobs.scan_jobs(runs)
+        table = scan.problems
+        frames = scan.frames
+        if not frames:
+            if not scan.files and table.empty:
+                raise AnalysisError(f"no judgments.parquet found under {_patterns(runs)}")
+            first = table.iloc[0] if len(table) else None
+            raise AnalysisError(
+                f"no finished judging job under {_patterns(runs)}"
+                + (f"; e.g. {first['job']}: {first['reason']}" if first is not None else "")
+            )
     df = pd.concat(frames, ignore_index=True)
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
@@ -111,8 +133,9 @@ def load_judgments(runs: str | Iterable[str] | pd.DataFrame) -> pd.DataFrame:
     for col, default in _DEFAULTS.items():
         if col not in df.columns:
             df[col] = default
-    if "run_dir" not in df.columns:
-        df["run_dir"] = ""
+    for col, default in (("run_dir", ""), ("backend_identity", ""), ("dtype", "")):
+        if col not in df.columns:
+            df[col] = default
     if "model" not in df.columns:
         df["model"] = df["backbone"]
     df["model"] = df["model"].fillna(df["backbone"])
@@ -122,18 +145,38 @@ def load_judgments(runs: str | Iterable[str] | pd.DataFrame) -> pd.DataFrame:
     df["sample_index"] = df["sample_index"].astype(int)
     df["seed"] = df["seed"].fillna(0).astype(int)
     df["item_id"] = df["item_id"].astype(str)
-    key = [*CONFIG_KEYS, "variant", "temperature", "seed", "sample_index", "item_id"]
+    jobs.check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
+    notes: dict[str, str] = {}
+    if not table.empty:
+        ids = pd.Series(config_ids(df), index=df.index)
+        if allow_partial:
+            logger.warning("analysing a partial grid (allow_partial): %d problem(s)", len(table))
+            notes = jobs.problem_notes(table, partial=True)
+        else:
+            notes = jobs.excluded_configs(ids.unique(), table)
+            df = df[~ids.isin(list(notes))]
+            if df.empty:
+                raise AnalysisError(
+                    "every configuration is incomplete: "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
+                    + " (analysis.allow_partial=true analyses what there is)"
+                )
+    if problems is not None:
+        problems.append(notes)
+    # one backbone name is one backend identity (checked above): identity, not name, de-duplicates
+    ident = df["backend_identity"] if not allow_mixed_dtypes else df["backend_identity"].map(_without_dtype)
+    df = df.assign(_ident=ident)
+    key = [*CONFIG_KEYS, "_ident", "variant", "temperature", "seed", "sample_index", "item_id"]
     df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
-    return df.reset_index(drop=True)
+    return df.drop(columns="_ident").reset_index(drop=True)
 
 
-def _model_name(job_dir: Path) -> str | None:
-    try:
-        r = json.loads((job_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        return None
-    b = r.get("backend") or {}
-    return b.get("model") or b.get("name") or None
+def _without_dtype(identity: str) -> str:
+    if not identity:
+        return identity
+    d = json.loads(identity)
+    d.pop("dtype", None)
+    return json.dumps(d, sort_keys=True)
 
 
 def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "parsed") -> pd.DataFrame:

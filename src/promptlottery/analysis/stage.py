@@ -79,6 +79,10 @@ class LotteryOptions:
     tables_dir: str = "tables"
     figures_dir: str = "figures"
     name: str = "lottery"
+    #: analyse configurations with failed / killed / never-run jobs (the report says so)
+    allow_partial: bool = False
+    #: analyse one backbone's judgments in different dtypes together
+    allow_mixed_dtypes: bool = False
 
     @classmethod
     def from_dict(cls, d: dict | None) -> LotteryOptions:
@@ -522,6 +526,7 @@ def render_report(
         },
         empty="no configurations",
     )
+    _incomplete_section(R, t.get("incomplete_configurations"), opts)
 
     R.h("Headlines: the paper vs ours")
     hl = t["headlines"].copy()
@@ -825,14 +830,21 @@ def run_lottery(
     :func:`promptlottery.tracking.wandb_logger.make_tracker`) receives the headline metrics, every
     table and every figure. Returns the results.json record plus ``written`` (the paths).
     """
-    from promptlottery.analysis.data import find_judgment_files
     from promptlottery.tracking.records import write_results
 
     t0 = time.perf_counter()
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of sweep / job directories")
-    files = [str(p) for p in find_judgment_files(opts.runs)]
-    df = add_verdicts(load_judgments(opts.runs), opts.verdict, sampled=opts.sampled_verdict)
+    problems: list[dict[str, str]] = []
+    loaded = load_judgments(
+        opts.runs,
+        allow_partial=opts.allow_partial,
+        allow_mixed_dtypes=opts.allow_mixed_dtypes,
+        problems=problems,
+    )
+    files = sorted({str(Path(d) / "judgments.parquet") for d in loaded["run_dir"].unique() if d})
+    df = add_verdicts(loaded, opts.verdict, sampled=opts.sampled_verdict)
+    incomplete = problems[0] if problems else {}
     logger.info(
         "lottery analysis files=%d judgments=%d configurations=%d",
         len(files),
@@ -840,6 +852,9 @@ def run_lottery(
         df["config_id"].nunique(),
     )
     result = analyse(df, opts, encode=encode)
+    result["tables"]["incomplete_configurations"] = pd.DataFrame(
+        sorted(incomplete.items()), columns=["config_id", "status"]
+    )
     written = write_outputs(result, df, opts, output_dir, files)
     metrics = summary_metrics(result["tables"])
     if tracker is not None:
@@ -858,6 +873,8 @@ def run_lottery(
         metrics=metrics,
         n_judgments=len(df),
         n_files=len(files),
+        partial=bool(opts.allow_partial and incomplete),
+        incomplete_configurations=incomplete,
         report=str(written["report"]),
         seconds=round(time.perf_counter() - t0, 3),
     )
@@ -878,6 +895,21 @@ def make_analysis_tracker(logger_cfg, config: dict, opts: LotteryOptions):
         group="analysis",
         job_type="analysis",
     )
+
+
+def _incomplete_section(R: rp.Report, table: pd.DataFrame | None, opts: LotteryOptions) -> None:
+    """Configurations with failed, killed or never-run jobs: left out, or analysed as partial."""
+    if table is None or table.empty:
+        return
+    R.h("Incomplete configurations")
+    R.p(
+        "PARTIAL GRID: analysed with `analysis.allow_partial=true`; the numbers below include these "
+        "configurations with the judges they have."
+        if opts.allow_partial
+        else "Left out of every table below (with the other backbones of the same dataset and judge); "
+        "`analysis.allow_partial=true` analyses them with the judges they have."
+    )
+    R.bullets([f"{r.config_id}: {r.status}" for r in table.itertuples()])
 
 
 def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:

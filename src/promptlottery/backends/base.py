@@ -23,6 +23,16 @@ class Decoding:
     #: stop a row's raw text once it emits a scale label token (the verdict is already there)
     stop_at_label: bool = True
 
+    def __post_init__(self) -> None:
+        checks = (
+            ("temperature", self.temperature >= 0, ">= 0 (below 1e-3 is greedy)"),
+            ("max_new_tokens", self.max_new_tokens >= 0, "an integer >= 0"),
+            ("top_logprobs", self.top_logprobs >= 0, "an integer >= 0"),
+        )
+        for name, ok, valid in checks:
+            if not ok:
+                raise ValueError(f"decoding.{name}={getattr(self, name)}: must be {valid}")
+
     @property
     def greedy(self) -> bool:
         # T = 1e-5 is the paper's "near zero": numerically the argmax.

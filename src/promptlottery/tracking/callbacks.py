@@ -7,32 +7,57 @@ Hydra calls ``on_multirun_end`` only when every job succeeded, so the summary is
 after each job (``on_job_end``, in the job's own process): a sweep with a failed job still
 leaves a ``sweep_summary.json`` that lists it as failed. A dry-run sweep adds ``dry_run_total``,
 the sum of the jobs' estimates (conditions, calls, prompt tokens, cached calls, cost).
+
+The summary lists the jobs the sweep *planned*: ``on_multirun_start`` expands the sweep's overrides
+(``hydra.sweeper.params`` + the command line) the way Hydra's basic sweeper does and writes them to
+``sweep_plan.json``; a planned job that never wrote a final results.json is ``missing`` (never
+started, killed, or died), so a killed sweep never looks complete.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from promptlottery.tracking.jobdir import atomic_write_text
+from promptlottery.tracking.secrets import redact, redact_yaml_files
+
 logger = logging.getLogger(__name__)
 
 _SUM_KEYS = ("conditions", "calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
+
+
+PLAN_FILE = "sweep_plan.json"
+MISSING_ERROR = "no results.json: the job never started, was killed or died"
+
+
+def job_overrides(job_dir: Path) -> tuple[str, ...] | None:
+    import yaml
+
+    try:
+        return tuple(sorted(yaml.safe_load((job_dir / ".hydra" / "overrides.yaml").read_text()) or []))
+    except (OSError, ValueError, TypeError, yaml.YAMLError):
+        return None
 
 
 def summarize_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     sweep_dir = Path(sweep_dir)
     jobs = []
     estimates = []
+    plan = read_plan(sweep_dir)
+    seen: set[tuple[str, ...]] = set()
     for job_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").exists()):
         res = job_dir / "results.json"
+        ov = job_overrides(job_dir)
+        if ov is not None:
+            seen.add(redact_overrides(ov))
         if not res.exists():
-            jobs.append({"job": job_dir.name, "status": "failed", "error": "no results.json (job died)"})
+            jobs.append({"job": job_dir.name, "status": "missing", "error": MISSING_ERROR})
             continue
         try:
             r = json.loads(res.read_text())
@@ -51,13 +76,60 @@ def summarize_sweep(sweep_dir: str | Path) -> dict[str, Any]:
         if r.get("status") == "dry_run" and r.get("estimate"):
             estimates.append(r["estimate"])
             jobs[-1]["estimate"] = r["estimate"]
+    for planned in plan or []:
+        if redact_overrides(planned["overrides"]) not in seen:
+            jobs.append(
+                {"job": f"#{planned['num']}", "status": "missing", "overrides": planned["overrides"]}
+                | {"error": "never started (no job dir)"}
+            )
     counts: dict[str, int] = {}
     for j in jobs:
         counts[j["status"]] = counts.get(j["status"], 0) + 1
-    summary = {"sweep_dir": str(sweep_dir), "n_jobs": len(jobs), "status_counts": counts, "jobs": jobs}
+    summary = {
+        "sweep_dir": str(sweep_dir),
+        "n_jobs": len(jobs),
+        "n_planned": len(plan) if plan is not None else None,
+        "status_counts": counts,
+        "jobs": jobs,
+    }
     if estimates:
         summary["dry_run_total"] = dry_run_total(estimates)
-    return summary
+    return redact(summary)
+
+
+def redact_overrides(overrides) -> tuple[str, ...]:
+    return tuple(sorted(redact(list(overrides))))
+
+
+def plan_jobs(config: DictConfig) -> list[dict[str, Any]] | None:
+    """The jobs a sweep will launch (``num`` + ``overrides``), as Hydra's basic sweeper expands them.
+
+    None for other sweepers (their jobs are not known in advance).
+    """
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    target = str(config.hydra.sweeper.get("_target_", ""))
+    if not target.endswith("BasicSweeper"):
+        return None
+    from omegaconf import OmegaConf
+
+    # unresolved, like the overrides.yaml Hydra writes (an ${oc.env:...} stays a reference)
+    params = [
+        f"{k}={v}"
+        for k, v in (OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}).items()
+    ]
+    params += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    overrides = OverridesParser.create().parse_overrides(params)
+    batches = BasicSweeper.split_arguments(overrides, None)
+    return [{"num": i, "overrides": sorted(o)} for i, o in enumerate(batches[0])]
+
+
+def read_plan(sweep_dir: Path) -> list[dict[str, Any]] | None:
+    try:
+        return json.loads((sweep_dir / PLAN_FILE).read_text())["jobs"]
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def dry_run_total(estimates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -83,14 +155,25 @@ def format_dry_run_total(total: dict[str, Any]) -> str:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = summarize_sweep(sweep_dir)
-    out = sweep_dir / "sweep_summary.json"
-    tmp = out.with_name(f".sweep_summary.{os.getpid()}.tmp")  # parallel jobs: atomic replace
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    tmp.replace(out)
+    atomic_write_text(sweep_dir / "sweep_summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
 class SweepSummary(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Write the plan (and a first summary, all ``missing``) before any job runs."""
+        try:
+            sweep_dir = Path(str(config.hydra.sweep.dir))
+            jobs = plan_jobs(config)
+        except Exception as exc:  # noqa: BLE001 - never let the summary break a sweep
+            logger.warning("sweep plan not written error=%s", exc)
+            return
+        if jobs is None:
+            return
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(sweep_dir / PLAN_FILE, json.dumps({"jobs": redact(jobs)}, indent=2) + "\n")
+        write_summary(sweep_dir)
+
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         try:
             from hydra.core.hydra_config import HydraConfig
@@ -104,8 +187,11 @@ class SweepSummary(Callback):
         except Exception:  # noqa: BLE001 - never let the summary break a job
             return
         status = getattr(getattr(job_return, "status", None), "name", None)
-        if status == "FAILED" and not (job_dir / "results.json").exists():
+        exc = getattr(job_return, "_return_value", None)
+        foreign = type(exc).__name__ == "OutputDirError"  # the dir is another job's: write nothing there
+        if status == "FAILED" and not foreign and not (job_dir / "results.json").exists():
             self._record_failure(job_dir, job_return, config)
+        redact_yaml_files([sweep_dir / "multirun.yaml"])
         try:
             write_summary(sweep_dir)
         except OSError as exc:
@@ -143,6 +229,7 @@ class SweepSummary(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.exists():
             return
+        redact_yaml_files([sweep_dir / "multirun.yaml"])
         summary = write_summary(sweep_dir)
         failed = [j for j in summary["jobs"] if j["status"] != "ok" and j["status"] != "dry_run"]
         logger.info(

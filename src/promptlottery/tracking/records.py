@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from promptlottery import SCHEMA_VERSION
+from promptlottery.tracking.jobdir import atomic_write_text
+from promptlottery.tracking.secrets import redact
 
-_SECRET = re.compile(r"(api_?key|secret|password|authorization|(^|_)token$)", re.IGNORECASE)
-
-
-def redact(obj: Any) -> Any:
-    """Replace the value of every secret-looking key with '***' (recursively)."""
-    if isinstance(obj, dict):
-        return {
-            k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v))
-            for k, v in obj.items()
-        }
-    if isinstance(obj, list):
-        return [redact(v) for v in obj]
-    return obj
+__all__ = ["git_commit", "redact", "write_results"]
 
 
 def git_commit(root: str | Path = ".") -> str:
@@ -59,16 +48,14 @@ def _clean(x: Any) -> Any:
 
 
 def write_results(path: str | Path, *, config: dict, status: str, root: str | Path = ".", **fields) -> dict:
+    """Write results.json atomically, every field redacted (secrets by key name, URL userinfo)."""
     record = {
         "schema_version": SCHEMA_VERSION,
         "status": status,
         "git_commit": git_commit(root),
-        "config": redact(config),
+        "config": config,
         **fields,
     }
-    record = _clean(record)
-    path = Path(path)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
+    record = redact(_clean(record))
+    atomic_write_text(path, json.dumps(record, indent=2, sort_keys=False) + "\n")
     return record

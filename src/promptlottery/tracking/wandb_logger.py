@@ -92,11 +92,13 @@ def make_tracker(
         return NullTracker()
     if logger_cfg["name"] != "wandb":
         raise ValueError(f"logger.name must be 'wandb' or 'none', got {logger_cfg['name']!r}")
+    from promptlottery.tracking.secrets import redact
+
     return WandbTracker(
         project=logger_cfg.get("project", "promptlottery"),
         mode=logger_cfg.get("mode", "offline"),
         dir=logger_cfg.get("dir"),
-        config=config,
+        config=redact(config),
         name=name,
         group=group,
         job_type=job_type,

@@ -67,10 +67,12 @@ def require_file(path: Path, dataset: str) -> Path:
 
 def read_text(path: Path, dataset: str, encoding: str = "utf-8") -> str:
     path = require_file(path, dataset)
+    data = path.read_bytes()
     try:
-        return path.read_text(encoding=encoding)
+        return data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise DatasetError(f"{path}: not valid {encoding} text at byte {e.start}") from None
+        line = data[: e.start].count(b"\n") + 1
+        raise DatasetError(f"{path}:{line}: not valid {encoding} text (byte {e.start})") from None
 
 
 def load_json(path: Path, dataset: str) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from promptlottery.data.loaders._io import read_text
 from promptlottery.data.registry import register_loader
 from promptlottery.data.schema import DatasetError, Item
 
@@ -30,26 +31,27 @@ def load_stsb(data_dir: Path, *, split: str = "dev", hub: bool = False) -> list[
     if not path.exists():
         raise DatasetError(f"stsb: file not found: {path}")
     items = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            row = line.rstrip("\n").split("\t")
-            if len(row) < 7:
-                raise DatasetError(f"{path}:{lineno}: expected 7 tab-separated columns, got {len(row)}")
-            genre, source, year, sid, score, s1, s2 = row[:7]
-            try:
-                value = float(score)
-            except ValueError:
-                raise DatasetError(f"{path}:{lineno}: score {score!r} is not a number") from None
-            if not 0.0 <= value <= 5.0:
-                raise DatasetError(f"{path}:{lineno}: score {value} outside 0-5")
-            items.append(
-                Item(
-                    id=f"stsb-{split}-{lineno}",
-                    dataset="stsb",
-                    inputs={"prediction": s1, "reference": s2},
-                    human={"similarity": value},
-                    human_kind="mean",
-                    meta={"genre": genre, "source": source, "year": year, "sid": sid},
-                )
+    # read_text: a non-UTF-8 byte is an error naming the file and line
+    lines = read_text(path, "stsb").replace("\r\n", "\n").split("\n")
+    for lineno, line in enumerate(lines[:-1] if lines and lines[-1] == "" else lines, start=1):
+        row = line.split("\t")
+        if len(row) < 7:
+            raise DatasetError(f"{path}:{lineno}: expected 7 tab-separated columns, got {len(row)}")
+        genre, source, year, sid, score, s1, s2 = row[:7]
+        try:
+            value = float(score)
+        except ValueError:
+            raise DatasetError(f"{path}:{lineno}: score {score!r} is not a number") from None
+        if not 0.0 <= value <= 5.0:
+            raise DatasetError(f"{path}:{lineno}: score {value} outside 0-5")
+        items.append(
+            Item(
+                id=f"stsb-{split}-{lineno}",
+                dataset="stsb",
+                inputs={"prediction": s1, "reference": s2},
+                human={"similarity": value},
+                human_kind="mean",
+                meta={"genre": genre, "source": source, "year": year, "sid": sid},
             )
+        )
     return items

@@ -1,0 +1,150 @@
+"""One job, one output directory: unique directory names, a claim on the directory, atomic writes.
+
+* ``${unique:}`` (an OmegaConf resolver, registered by ``promptlottery.config``) gives each process
+  its own suffix (process id + 4 random hex digits), so two runs started in the same microsecond
+  still get two directories (``conf/hydra/default.yaml``).
+* :func:`claim_output_dir` is called before a job writes anything: it refuses a directory that a
+  running job holds (an exclusive ``flock`` on ``.job.lock``) or that holds the outputs of a job
+  with another configuration (``.job.json`` records the owner's config hash). The same
+  configuration re-run into its own directory (a resume) is allowed; its stale ``results.json``
+  and ``judgments.parquet`` are removed first, so a crash of the re-run leaves no old ``ok``.
+* :func:`atomic_write` writes through a temporary file in the same directory and ``os.replace``:
+  a reader sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: files a job writes whose presence means "this directory holds a job's outputs"
+OUTPUT_FILES = ("results.json", "judgments.parquet")
+_SUFFIX = f"{os.getpid()}-{secrets.token_hex(2)}"
+_HELD: dict[str, Any] = {}  # path -> open lock file, kept for the life of the process
+
+
+class OutputDirError(RuntimeError):
+    """The output directory belongs to another job."""
+
+
+def unique_suffix() -> str:
+    """This process's suffix for run / sweep directory names: ``<pid>-<4 hex digits>``."""
+    return _SUFFIX
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of a job's resolved config, without the parts that do not define the job."""
+    from promptlottery.tracking.secrets import redact
+
+    # redacted, so a results.json's (redacted) config hashes the same as the job's own
+    keep = redact({k: v for k, v in config.items() if k not in ("hydra", "logger")})
+    blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp_path)`` and move the result onto ``path`` in one ``os.replace``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(2)}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True) -> dict:
+    """Take ``output_dir`` for this job or raise :class:`OutputDirError` saying whose it is.
+
+    ``fresh`` removes the stale outputs of an earlier run of the same configuration. Returns the
+    manifest written to ``.job.json``.
+    """
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    key = str(out.resolve())
+    mine = config_hash(config)
+    if key in _HELD:  # already claimed by this process (a stage that calls another stage)
+        return _HELD[key]["manifest"]
+    lock = _lock(out / ".job.lock")
+    manifest_path = out / ".job.json"
+    old = _read_json(manifest_path)
+    if old is not None and old.get("config_hash") != mine:
+        lock.close()
+        raise OutputDirError(
+            f"output dir {out} holds another job's outputs (started {old.get('started')}, pid {old.get('pid')} "
+            f"on {old.get('host')}, another config); give this job its own hydra.run.dir / hydra.sweep.dir"
+        )
+    if old is None and any((out / f).exists() for f in OUTPUT_FILES) and not _same_job_results(out, mine):
+        lock.close()
+        raise OutputDirError(
+            f"output dir {out} holds outputs of a job that did not record its config (.job.json); "
+            "give this job its own hydra.run.dir / hydra.sweep.dir"
+        )
+    if fresh:
+        for f in OUTPUT_FILES:
+            (out / f).unlink(missing_ok=True)
+    manifest = {
+        "config_hash": mine,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    _HELD[key] = {"lock": lock, "manifest": manifest}
+    return manifest
+
+
+def release_output_dir(output_dir: str | Path) -> None:
+    held = _HELD.pop(str(Path(output_dir).resolve()), None)
+    if held is not None:
+        held["lock"].close()
+
+
+def _lock(path: Path):
+    import fcntl
+
+    f = open(path, "a+")  # noqa: SIM115 - held open until the job ends
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise OutputDirError(
+            f"output dir {path.parent} is in use by another running job; give this job its own "
+            "hydra.run.dir / hydra.sweep.dir"
+        ) from None
+    except OSError:  # a filesystem without flock (some NFS mounts): the manifest check still holds
+        pass
+    return f
+
+
+def _same_job_results(out: Path, mine: str) -> bool:
+    """A dir written before job claims existed: its results.json's config is this job's."""
+    rec = _read_json(out / "results.json")
+    return bool(rec and isinstance(rec.get("config"), dict) and config_hash(rec["config"]) == mine)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

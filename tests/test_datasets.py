@@ -99,6 +99,8 @@ CASES = [
     ("asap", {"essay_set": "all"}, 12975, {"holistic": (0, 30)}, "per_rater", {"essay", "response", "prompt", "source"}),
     ("infobench", {}, 500, {}, "none", {"question", "instruction", "input", "response", "decomposed_questions"}),
     ("infobench", {"level": "question"}, 2250, {}, "none", {"question", "response", "decomposed_question"}),
+    # the five general categories (50 questions) x 31 models' first-turn answers
+    ("mt_bench", {}, 1550, {}, "none", {"question", "response"}),
 ]  # fmt: skip
 
 
@@ -470,11 +472,16 @@ def test_dataset_config_composes_and_loads(config):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"dataset={config}", "logger=none", "backbone=fake"])
     ds = cfg.dataset
-    assert set(ds) == {"name", "limit", "seed", "human_range", "options"}
+    assert set(ds) == {"name", "limit", "seed", "sample_by", "human_range", "options"}
     lo, hi = ds.human_range
     assert lo < hi
-    items = load_items(ds.name, data_dir=DATA, limit=ds.limit, seed=ds.seed, **ds.options)
-    assert len(items) == ds.limit
+    items = load_items(
+        ds.name, data_dir=DATA, limit=ds.limit, seed=ds.seed, sample_by=ds.sample_by, **ds.options
+    )
+    if ds.sample_by == "group":  # `limit` groups, each with every system's response
+        assert len({it.meta["group"] for it in items}) == ds.limit and len(items) > ds.limit
+    else:
+        assert len(items) == ds.limit
     main = MAIN_CRITERION[ds.name]
     if main is not None:
         values = [v for it in items for v in _as_list(it.human[main]) if v is not None]
@@ -487,7 +494,7 @@ MAIN_CRITERION = {
     "qa_eval_nq301": "correct", "evouna_qa_eval": "correct", "begin_groundedness": "attributable",
     "qags": "consistent", "stsb": "similarity", "newsroom": "coherence", "hanna": "coherence",
     "unieval_data2text": "overall", "pandalm": "preference", "llmbar": "preference", "asap": "holistic",
-    "infobench": None,
+    "infobench": None, "mt_bench": None,
 }  # fmt: skip
 
 

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.aggregation import AGGREGATORS, convergence, convergence_summary
-from promptlottery.analysis.agreement import _MeanKappa, estimate_with_ci
+from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.data import (
     configurations,
     human_vector,
@@ -30,7 +31,13 @@ from promptlottery.analysis.data import (
     variant_order,
 )
 from promptlottery.analysis.humans import correlate_with_human
-from promptlottery.metrics import UndefinedMetricWarning, kendall_tau, paired_bootstrap_test
+from promptlottery.metrics import (
+    UndefinedMetricWarning,
+    item_mean,
+    kendall_tau,
+    mean_pairwise_cohen_kappa,
+    paired_bootstrap_test,
+)
 from promptlottery.prompts.scales import get_scale
 
 TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
@@ -171,7 +178,7 @@ def ensemble_designs(
             }
             notes = []
             e = estimate_with_ci(
-                _MeanKappa(sorted(scale.scores)), m, n_resamples=n_resamples, seed=seed, level=level
+                partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)), m, n_resamples=n_resamples, seed=seed, level=level
             )
             rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
             if e.note:
@@ -274,7 +281,7 @@ def convergence_analysis(
                 why = f"fewer than {key[-1]} judges" if key.startswith("by_") else "fewer than 2 items"
                 notes.append(f"{key}: n/a: {why}")
                 continue
-            e = estimate_with_ci(np.mean, ind, n_resamples=n_resamples, seed=seed, level=level)
+            e = estimate_with_ci(item_mean, ind, n_resamples=n_resamples, seed=seed, level=level)
             rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
         rec["mean_converged_at"] = s.get("mean_converged_at")
         rec["note"] = "; ".join(notes)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._resampled import resample_counts
 from ._validation import (
     UndefinedMetricWarning,
     check_min_items,
@@ -32,6 +33,7 @@ __all__ = [
     "resample_indices",
     "bootstrap_ci",
     "paired_bootstrap_test",
+    "item_mean",
 ]
 
 Seed = int | np.random.Generator | None
@@ -85,6 +87,31 @@ def resample_indices(n: int, n_resamples: int = 1000, *, seed: Seed = 0) -> np.n
     return rng.integers(0, n, size=(n_resamples, n))
 
 
+def item_mean(values: Any) -> float:
+    """The mean of one value per item: for 0/1 indicators, the share of items where it holds.
+
+    Unlike ``np.mean`` it carries a vectorised ``batch`` form, so :func:`bootstrap_ci` computes all
+    resamples at once (the means of the resample counts times the values).
+
+    >>> item_mean([1, 0, 1, 1])
+    0.75
+    """
+    arr = to_array(values, "values")
+    if arr.ndim != 1:
+        raise ValueError(f"values must be one value per item (1-D), got shape {arr.shape}")
+    return float(np.mean(arr.astype(np.float64)))
+
+
+def _item_mean_batch(indices: np.ndarray, values: Any) -> np.ndarray | None:
+    arr = to_array(values, "values").astype(np.float64)
+    if np.isnan(arr).any():  # NaN times a zero count is NaN: leave missing values to the loop
+        return None
+    return (resample_counts(indices, len(arr)) @ arr) / indices.shape[1]
+
+
+item_mean.batch = _item_mean_batch  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -112,8 +139,18 @@ def _prepare(arrays: Sequence[Any], names: Sequence[str]) -> tuple[list[np.ndarr
     return arrs, n
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The draw of an integer seed, shared (read-only) by the many bootstraps of one matrix."""
+    idx = resample_indices(n, n_resamples, seed=seed)
+    idx.setflags(write=False)
+    return idx
+
+
 def _get_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarray:
     if indices is None:
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            return _cached_indices(n, n_resamples, int(seed))
         return resample_indices(n, n_resamples, seed=seed)
     idx = np.asarray(indices)
     if idx.ndim != 2 or idx.shape[0] < 1 or idx.shape[1] < 1:

@@ -118,7 +118,9 @@ def test_fleiss_kappa_batch_leaves_incomplete_matrices_to_the_loop_error():
         bootstrap_ci(fleiss_kappa, x, n_resamples=10)
 
 
-@pytest.mark.parametrize("stat", [overlap, cohen_kappa, partial(cohen_kappa, weights="linear", labels=[1, 2, 3, 4])])
+@pytest.mark.parametrize(
+    "stat", [overlap, cohen_kappa, partial(cohen_kappa, weights="linear", labels=[1, 2, 3, 4])]
+)
 def test_two_rater_measures_equal_the_loop(stat):
     rng = np.random.default_rng(7)
     x = _labels(rng, 30, 2, 4, missing=0.2)
@@ -169,7 +171,10 @@ def test_pareto_dominance_tau_equals_the_loop():
     human[5] = np.nan
     analytic[7, 1] = np.nan
     idx = _draws(30, 6, 200)
-    _same(_batch(pareto_dominance_tau, [human, analytic], idx), _loop(pareto_dominance_tau, [human, analytic], idx))
+    _same(
+        _batch(pareto_dominance_tau, [human, analytic], idx),
+        _loop(pareto_dominance_tau, [human, analytic], idx),
+    )
 
 
 def test_ratio_tau_equals_the_loop():
@@ -192,7 +197,9 @@ def test_paired_test_vectorised_equals_loop(stat):
     if stat is kendall_tau:
         a, b = a[:, 0], b[:, 0]
     fast = paired_bootstrap_test(stat, a, b, human, n_resamples=300, n_comparisons=3, seed=1)
-    slow = paired_bootstrap_test(stat, a, b, human, n_resamples=300, n_comparisons=3, seed=1, vectorized=False)
+    slow = paired_bootstrap_test(
+        stat, a, b, human, n_resamples=300, n_comparisons=3, seed=1, vectorized=False
+    )
     _same(fast.distribution, slow.distribution)
     assert abs(fast.low - slow.low) <= TOL and abs(fast.high - slow.high) <= TOL
     assert fast.significant == slow.significant
@@ -224,3 +231,17 @@ def test_alpha_with_many_distinct_values_equals_the_package(level):
     ours = krippendorff_alpha(x, level=level)  # items x values^2 too large: the per-item route
     assert len(np.unique(x[~np.isnan(x)])) > 200
     assert ours == pytest.approx(krippendorff.alpha(x.T, level_of_measurement=level), abs=TOL)
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_kappa_is_sklearns(weights):
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(13)
+    for _ in range(20):
+        a, b = rng.integers(0, 5, 30), rng.integers(0, 5, 30)
+        b[:15] = a[:15]
+        ours = cohen_kappa(a, b, weights=weights, labels=[0, 1, 2, 3, 4])
+        assert ours == pytest.approx(
+            cohen_kappa_score(a, b, labels=[0, 1, 2, 3, 4], weights=weights), abs=1e-12
+        )

@@ -237,10 +237,15 @@ def agreement_collapse(
             rows_out.append(rec)
     table = pd.DataFrame(rows_out)
     if len(table):
-        table = table.sort_values(["config_id", "setting"], key=_setting_key, kind="mergesort").reset_index(
-            drop=True
-        )
+        table = sort_collapse(table)
     return (table, dists) if return_distributions else table
+
+
+def sort_collapse(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by configuration, then the paraphrase setting before the fixed ones by temperature."""
+    return table.sort_values(["config_id", "setting"], key=_setting_key, kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def _setting_key(s: pd.Series) -> pd.Series:

@@ -110,8 +110,10 @@ def aggregation_vs_humans(
     return pd.DataFrame(out)
 
 
-def _task_id(row: pd.Series) -> str:
-    return "/".join(str(row[k]) for k in TASK_KEYS if str(row[k]))
+def _task_ids(df: pd.DataFrame) -> pd.Series:
+    """Each row's task: its non-empty TASK_KEYS joined by '/'."""
+    cols = [df[k].astype(str) for k in TASK_KEYS]
+    return pd.Series(["/".join(p for p in row if p) for row in zip(*cols)], index=df.index, dtype=object)
 
 
 def ensemble_designs(
@@ -136,7 +138,7 @@ def ensemble_designs(
     """
     out = []
     work = paraphrase_rows_all(df, temperature)
-    for task, rows in sorted(work.groupby(work.apply(_task_id, axis=1)), key=lambda t: natural_key(t[0])):
+    for task, rows in sorted(work.groupby(_task_ids(work)), key=lambda t: natural_key(t[0])):
         variants = variant_order(rows["variant"], reference)
         backbones = sorted(rows["backbone"].unique(), key=natural_key)
         k = min(len(variants), len(backbones), max_judges)
@@ -178,7 +180,11 @@ def ensemble_designs(
             }
             notes = []
             e = estimate_with_ci(
-                partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)), m, n_resamples=n_resamples, seed=seed, level=level
+                partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)),
+                m,
+                n_resamples=n_resamples,
+                seed=seed,
+                level=level,
             )
             rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
             if e.note:

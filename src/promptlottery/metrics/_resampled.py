@@ -79,7 +79,7 @@ def pairwise_overlap_resampled(w: np.ndarray, codes: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- Cohen's kappa
 
 
-def _kappa_weights(n_labels: int, weights: str | None) -> np.ndarray:
+def kappa_weights(n_labels: int, weights: str | None) -> np.ndarray:
     """scikit-learn's disagreement weights: 1 off the diagonal, or |i - j|, or (i - j)^2."""
     pos = np.arange(n_labels)
     if weights is None:
@@ -88,7 +88,9 @@ def _kappa_weights(n_labels: int, weights: str | None) -> np.ndarray:
     return np.abs(diff).astype(float) if weights == "linear" else (diff**2).astype(float)
 
 
-def pairwise_kappa_resampled(w: np.ndarray, codes: np.ndarray, n_labels: int, weights: str | None) -> np.ndarray:
+def pairwise_kappa_resampled(
+    w: np.ndarray, codes: np.ndarray, n_labels: int, weights: str | None
+) -> np.ndarray:
     """``(R, pairs)``: Cohen's kappa of each pair of rater columns on each resample.
 
     The contingency tables of every pair on every resample come from one product: each item puts
@@ -104,7 +106,7 @@ def pairwise_kappa_resampled(w: np.ndarray, codes: np.ndarray, n_labels: int, we
         keep = (codes[:, j] >= 0) & (codes[:, k] >= 0)
         onehot[np.arange(n_items), p, np.where(keep, codes[:, j] * n_labels + codes[:, k], n_cells)] = 1.0
     onehot = onehot[:, :, :n_cells].reshape(n_items, -1)
-    wmat = _kappa_weights(n_labels, weights)
+    wmat = kappa_weights(n_labels, weights)
     out = np.empty((w.shape[0], len(pairs)))
     for rows in _row_chunks(w.shape[0], len(pairs) * n_cells):
         conf = (w[rows] @ onehot).reshape(-1, len(pairs), n_labels, n_labels)
@@ -220,7 +222,9 @@ def _alpha_general(w, counts_p, m, n_v, n_tot, domain, level) -> np.ndarray:
     if level == "ratio":
         total = domain[:, None] + domain[None, :]
         with np.errstate(invalid="ignore", divide="ignore"):
-            fixed = np.where(total != 0, (domain[:, None] - domain[None, :]) / np.where(total != 0, total, 1.0), 0.0)
+            fixed = np.where(
+                total != 0, (domain[:, None] - domain[None, :]) / np.where(total != 0, total, 1.0), 0.0
+            )
         fixed = fixed**2
     out = np.empty(w.shape[0])
     for rows in _row_chunks(w.shape[0], n_cat * n_cat):
@@ -228,8 +232,9 @@ def _alpha_general(w, counts_p, m, n_v, n_tot, domain, level) -> np.ndarray:
         nv = n_v[rows]
         if level == "ordinal":  # (sum of n_g from c to k - (n_c + n_k) / 2)^2, c <= k
             cum = np.cumsum(nv, axis=1)
-            lo, hi = np.minimum.outer(np.arange(n_cat), np.arange(n_cat)), np.maximum.outer(
-                np.arange(n_cat), np.arange(n_cat)
+            lo, hi = (
+                np.minimum.outer(np.arange(n_cat), np.arange(n_cat)),
+                np.maximum.outer(np.arange(n_cat), np.arange(n_cat)),
             )
             between = cum[:, hi] - cum[:, lo] + nv[:, lo]
             d = (between - (nv[:, lo] + nv[:, hi]) / 2) ** 2

@@ -10,6 +10,7 @@ measures of this package do) all resamples are computed at once; any other calla
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -180,15 +181,43 @@ def _batch_form(stat: Callable) -> tuple[Callable | None, dict]:
     return getattr(func, "batch", None), kwargs
 
 
+_REPLICATES_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (indices kept alive, replicates)
+
+
+def _replicates_key(batch: Callable, kwargs: dict, arrays: list[np.ndarray], idx: np.ndarray) -> tuple | None:
+    """What the replicates of a batch form depend on; None (no caching) for non-numeric data or
+    caller-supplied (writable) resamples."""
+    if idx.flags.writeable or any(a.dtype.kind not in "biuf" for a in arrays):
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return (batch, repr(sorted(kwargs.items())), id(idx), digest.hexdigest())
+
+
 def _replicates(stat: Callable, arrays: list[np.ndarray], idx: np.ndarray, vectorized: bool) -> np.ndarray:
-    """The statistic on every resample; NaN where it is undefined (warnings kept quiet)."""
+    """The statistic on every resample; NaN where it is undefined (warnings kept quiet).
+
+    The batch replicates of the last few (statistic, data, resamples) are kept: one configuration's
+    analyses bootstrap the same data more than once (P1 against the humans in each paired test).
+    """
     batch, kwargs = _batch_form(stat) if vectorized else (None, {})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         if batch is not None:
+            key = _replicates_key(batch, kwargs, arrays, idx)
+            hit = _REPLICATES_CACHE.get(key) if key is not None else None
+            if hit is not None and hit[0] is idx:
+                return hit[1].copy()
             out = batch(idx, *arrays, **kwargs)
             if out is not None:
-                return np.asarray(out, dtype=np.float64)
+                out = np.asarray(out, dtype=np.float64)
+                if key is not None:
+                    if len(_REPLICATES_CACHE) >= 32:
+                        _REPLICATES_CACHE.pop(next(iter(_REPLICATES_CACHE)))
+                    _REPLICATES_CACHE[key] = (idx, out.copy())
+                return out
         return np.array([_scalar(stat(*(a[row] for a in arrays))) for row in idx], dtype=np.float64)
 
 

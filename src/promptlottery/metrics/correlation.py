@@ -274,7 +274,9 @@ def pareto_dominance_tau(human_holistic: Any, model_analytic_matrix: Any) -> flo
     return float(num / math.sqrt(n_h) / math.sqrt(n_m))
 
 
-def _pareto_dominance_tau_batch(indices: np.ndarray, human_holistic: Any, model_analytic_matrix: Any) -> np.ndarray:
+def _pareto_dominance_tau_batch(
+    indices: np.ndarray, human_holistic: Any, model_analytic_matrix: Any
+) -> np.ndarray:
     """Pareto-dominance tau on each resample, from the resample counts ``w``.
 
     The loop's sums over ordered pairs of resampled items are quadratic forms in the counts of the
@@ -353,9 +355,13 @@ def _yes_shares(human_holistic: Any, model_binary_matrix: Any, variant: str) -> 
         return h, np.nanmean(b, axis=1)
 
 
-def _ratio_tau_batch(indices: np.ndarray, human_holistic: Any, model_binary_matrix: Any, *, variant: str = "b"):
+def _ratio_tau_batch(
+    indices: np.ndarray, human_holistic: Any, model_binary_matrix: Any, *, variant: str = "b"
+):
     """Each item's YES share does not depend on the resample: Kendall's batch form on the shares."""
-    return _kendall_tau_batch(indices, *_yes_shares(human_holistic, model_binary_matrix, variant), variant=variant)
+    return _kendall_tau_batch(
+        indices, *_yes_shares(human_holistic, model_binary_matrix, variant), variant=variant
+    )
 
 
 ratio_tau.batch = _ratio_tau_batch  # type: ignore[attr-defined]

@@ -26,8 +26,9 @@ _COUNTS_CACHE: list[tuple[np.ndarray, int, np.ndarray]] = []
 def resample_counts(indices: np.ndarray, n: int) -> np.ndarray:
     """``(R, n)`` float64: how many times each item is drawn in each resample (row) of ``indices``.
 
-    The last few results are kept (keyed by the identity of ``indices``): the measures of one
-    matrix are bootstrapped on the same resamples, which are then counted once.
+    The last few results (of up to ``2**22`` cells) are kept, keyed by the identity of
+    ``indices``: the measures of one matrix are bootstrapped on the same resamples, which are
+    then counted once.
 
     >>> resample_counts(np.array([[3, 2, 2, 1], [1, 0, 0, 0]]), 4).tolist()
     [[0.0, 1.0, 2.0, 1.0], [3.0, 1.0, 0.0, 0.0]]
@@ -39,8 +40,9 @@ def resample_counts(indices: np.ndarray, n: int) -> np.ndarray:
     flat = (np.arange(n_res, dtype=np.int64)[:, None] * n + indices).ravel()
     w = np.bincount(flat, minlength=n_res * n).reshape(n_res, n).astype(np.float64)
     w.setflags(write=False)
-    _COUNTS_CACHE.insert(0, (indices, n, w))
-    del _COUNTS_CACHE[4:]
+    if w.size <= _CHUNK_ELEMENTS:  # a pooled analysis of every item is not worth keeping
+        _COUNTS_CACHE.insert(0, (indices, n, w))
+        del _COUNTS_CACHE[4:]
     return w
 
 

@@ -3,8 +3,9 @@
 Resampling is over items (rows): paired arrays, and the rows of an items x raters matrix, are
 resampled together. ``bootstrap_ci(..., seed=s)`` draws exactly
 ``resample_indices(n, n_resamples, seed=s)``, so a caller can reproduce (or replace, via
-``indices=``) the resamples. When the statistic has a vectorised ``batch`` form (the correlation
-measures of this package do) all resamples are computed at once; any other callable is looped.
+``indices=``) the resamples. When the statistic has a vectorised ``batch`` form (every statistic
+of this package has one, and :func:`item_mean` for plain means) all resamples are computed at
+once, equal to the loop to rounding; any other callable is looped.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ._resampled import resample_counts
 from ._validation import (
     UndefinedMetricWarning,
     check_min_items,
@@ -92,7 +92,7 @@ def item_mean(values: Any) -> float:
     """The mean of one value per item: for 0/1 indicators, the share of items where it holds.
 
     Unlike ``np.mean`` it carries a vectorised ``batch`` form, so :func:`bootstrap_ci` computes all
-    resamples at once (the means of the resample counts times the values).
+    resamples at once (row means of the resampled values, in chunks of rows).
 
     >>> item_mean([1, 0, 1, 1])
     0.75
@@ -107,7 +107,11 @@ def _item_mean_batch(indices: np.ndarray, values: Any) -> np.ndarray | None:
     arr = to_array(values, "values").astype(np.float64)
     if np.isnan(arr).any():  # NaN times a zero count is NaN: leave missing values to the loop
         return None
-    return (resample_counts(indices, len(arr)) @ arr) / indices.shape[1]
+    out = np.empty(len(indices))
+    step = max(1, 2**22 // max(1, indices.shape[1]))  # pooled shares resample many items: in chunks
+    for s in range(0, len(indices), step):
+        out[s : s + step] = arr[indices[s : s + step]].mean(axis=1)
+    return out
 
 
 item_mean.batch = _item_mean_batch  # type: ignore[attr-defined]
@@ -150,7 +154,7 @@ def _cached_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
 
 def _get_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarray:
     if indices is None:
-        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and n * n_resamples <= 2**22:
             return _cached_indices(n, n_resamples, int(seed))
         return resample_indices(n, n_resamples, seed=seed)
     idx = np.asarray(indices)

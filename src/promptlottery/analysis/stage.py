@@ -88,12 +88,8 @@ class LotteryOptions:
             raise AnalysisError(f"analysis.embeddings must be 'minilm' or 'none', got {opts.embeddings!r}")
         if opts.rank_score not in ("value", "cont"):
             raise AnalysisError(f"analysis.rank_score must be 'value' or 'cont', got {opts.rank_score!r}")
-        if (
-            isinstance(opts.n_jobs, bool)
-            or not isinstance(opts.n_jobs, int)
-            or opts.n_jobs == 0
-            or opts.n_jobs < -1
-        ):
+        n_jobs = opts.n_jobs
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1 and n_jobs != -1):
             raise AnalysisError(
                 f"analysis.n_jobs must be a positive integer or -1 (all cores), got {opts.n_jobs!r}"
             )

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from promptlottery.analysis.agreement import (
-    _MeanKappa,
     agreement_by_task_type,
     agreement_collapse,
     agreement_measures,
@@ -121,7 +120,7 @@ def test_mean_kappa_batch_equals_metrics():
     rng = np.random.default_rng(0)
     x = rng.integers(1, 4, size=(12, 4)).astype(float)
     idx = resample_indices(12, 40, seed=1)
-    fast = _MeanKappa([1.0, 2.0, 3.0, 4.0, 5.0]).batch(idx, x)
+    fast = mean_pairwise_cohen_kappa.batch(idx, x, labels=[1.0, 2.0, 3.0, 4.0, 5.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = np.array([mean_pairwise_cohen_kappa(x[i], labels=[1.0, 2.0, 3.0, 4.0, 5.0]) for i in idx])

@@ -9,7 +9,6 @@ measures are not computed: the table says why, with the label distribution.
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -58,47 +57,10 @@ AGREEMENT_MEASURES = {
 CONT_DECIMALS = 2  # continuous scores are rounded to 0.01 before interval alpha (bounds its value domain)
 
 
-class _MeanKappa:
-    """:func:`mean_pairwise_cohen_kappa` with a vectorised ``batch`` form for the bootstrap.
-
-    ``__call__`` is the metrics function itself; ``batch`` computes the same mean of Cohen's kappa
-    over rater pairs on every resample at once (complete matrices only), so 1000 resamples do not
-    cost 1000 x pairs scikit-learn calls. Pairs where kappa is undefined (chance agreement 1) are
-    left out of the mean, as in the metrics function.
-    """
-
-    def __init__(self, labels: list[float]):
-        self.labels = labels
-
-    def __call__(self, x: np.ndarray) -> float:
-        return mean_pairwise_cohen_kappa(x, labels=self.labels)
-
-    def batch(self, idx: np.ndarray, x: np.ndarray) -> np.ndarray:
-        lab = np.asarray(self.labels, dtype=float)
-        codes = np.searchsorted(lab, x)  # complete matrices on the declared scale
-        n_r, n = idx.shape
-        n_lab = len(lab)
-        rows = np.arange(n_r)[:, None] * n_lab
-        kappas = []
-        for j, k in itertools.combinations(range(x.shape[1]), 2):
-            a, b = codes[idx, j], codes[idx, k]
-            p_o = (a == b).mean(axis=1)
-            ca = np.bincount((rows + a).ravel(), minlength=n_r * n_lab).reshape(n_r, n_lab)
-            cb = np.bincount((rows + b).ravel(), minlength=n_r * n_lab).reshape(n_r, n_lab)
-            p_e = (ca * cb).sum(axis=1) / float(n * n)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                kap = np.where(np.isclose(p_e, 1.0, rtol=0, atol=1e-15), np.nan, (p_o - p_e) / (1.0 - p_e))
-            kappas.append(kap)
-        stack = np.vstack(kappas)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(stack, axis=0)
-
-
 def _measure(name: str, labels: list[float]):
     return {
         "overlap": partial(mean_pairwise_overlap, labels=labels),
-        "mean_kappa": _MeanKappa(labels),
+        "mean_kappa": partial(mean_pairwise_cohen_kappa, labels=labels),
         "fleiss_kappa": partial(fleiss_kappa, labels=labels),
         "alpha_nominal": partial(krippendorff_alpha, level="nominal", labels=labels),
         "alpha_interval": partial(krippendorff_alpha, level="interval", labels=labels),
@@ -275,10 +237,15 @@ def agreement_collapse(
             rows_out.append(rec)
     table = pd.DataFrame(rows_out)
     if len(table):
-        table = table.sort_values(["config_id", "setting"], key=_setting_key, kind="mergesort").reset_index(
-            drop=True
-        )
+        table = sort_collapse(table)
     return (table, dists) if return_distributions else table
+
+
+def sort_collapse(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by configuration, then the paraphrase setting before the fixed ones by temperature."""
+    return table.sort_values(["config_id", "setting"], key=_setting_key, kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def _setting_key(s: pd.Series) -> pd.Series:

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.aggregation import AGGREGATORS, convergence, convergence_summary
-from promptlottery.analysis.agreement import _MeanKappa, estimate_with_ci
+from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.data import (
     configurations,
     human_vector,
@@ -30,7 +31,13 @@ from promptlottery.analysis.data import (
     variant_order,
 )
 from promptlottery.analysis.humans import correlate_with_human
-from promptlottery.metrics import UndefinedMetricWarning, kendall_tau, paired_bootstrap_test
+from promptlottery.metrics import (
+    UndefinedMetricWarning,
+    item_mean,
+    kendall_tau,
+    mean_pairwise_cohen_kappa,
+    paired_bootstrap_test,
+)
 from promptlottery.prompts.scales import get_scale
 
 TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
@@ -103,8 +110,10 @@ def aggregation_vs_humans(
     return pd.DataFrame(out)
 
 
-def _task_id(row: pd.Series) -> str:
-    return "/".join(str(row[k]) for k in TASK_KEYS if str(row[k]))
+def _task_ids(df: pd.DataFrame) -> pd.Series:
+    """Each row's task: its non-empty TASK_KEYS joined by '/'."""
+    cols = [df[k].astype(str) for k in TASK_KEYS]
+    return pd.Series(["/".join(p for p in row if p) for row in zip(*cols)], index=df.index, dtype=object)
 
 
 def ensemble_designs(
@@ -129,7 +138,7 @@ def ensemble_designs(
     """
     out = []
     work = paraphrase_rows_all(df, temperature)
-    for task, rows in sorted(work.groupby(work.apply(_task_id, axis=1)), key=lambda t: natural_key(t[0])):
+    for task, rows in sorted(work.groupby(_task_ids(work)), key=lambda t: natural_key(t[0])):
         variants = variant_order(rows["variant"], reference)
         backbones = sorted(rows["backbone"].unique(), key=natural_key)
         k = min(len(variants), len(backbones), max_judges)
@@ -171,7 +180,11 @@ def ensemble_designs(
             }
             notes = []
             e = estimate_with_ci(
-                _MeanKappa(sorted(scale.scores)), m, n_resamples=n_resamples, seed=seed, level=level
+                partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)),
+                m,
+                n_resamples=n_resamples,
+                seed=seed,
+                level=level,
             )
             rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
             if e.note:
@@ -274,7 +287,7 @@ def convergence_analysis(
                 why = f"fewer than {key[-1]} judges" if key.startswith("by_") else "fewer than 2 items"
                 notes.append(f"{key}: n/a: {why}")
                 continue
-            e = estimate_with_ci(np.mean, ind, n_resamples=n_resamples, seed=seed, level=level)
+            e = estimate_with_ci(item_mean, ind, n_resamples=n_resamples, seed=seed, level=level)
             rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
         rec["mean_converged_at"] = s.get("mean_converged_at")
         rec["note"] = "; ".join(notes)

@@ -22,13 +22,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.analysis.agreement import (
-    AGREEMENT_MEASURES,
-    DEFAULT_THRESHOLDS,
-    agreement_by_task_type,
-    agreement_collapse,
-    variant_agreement,
-)
+from promptlottery.analysis.agreement import AGREEMENT_MEASURES, DEFAULT_THRESHOLDS, agreement_by_task_type
 from promptlottery.analysis.data import (
     OBJECTIVE_FAMILIES,
     SUBJECTIVE_FAMILIES,
@@ -42,9 +36,9 @@ from promptlottery.analysis.data import (
     paraphrase_rows,
     variant_order,
 )
-from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis, ensemble_designs
-from promptlottery.analysis.humans import best_variant_counts, variant_human_correlation
-from promptlottery.analysis.ranks import rank_reversals
+from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
+from promptlottery.analysis.humans import best_variant_counts
+from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.wording import (
     prompt_similarities,
     similarity_vs_stability,
@@ -83,6 +77,7 @@ class LotteryOptions:
     allow_partial: bool = False
     #: analyse one backbone's judgments in different dtypes together
     allow_mixed_dtypes: bool = False
+    n_jobs: int = 1
 
     @classmethod
     def from_dict(cls, d: dict | None) -> LotteryOptions:
@@ -97,6 +92,11 @@ class LotteryOptions:
             raise AnalysisError(f"analysis.embeddings must be 'minilm' or 'none', got {opts.embeddings!r}")
         if opts.rank_score not in ("value", "cont"):
             raise AnalysisError(f"analysis.rank_score must be 'value' or 'cont', got {opts.rank_score!r}")
+        n_jobs = opts.n_jobs
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1 and n_jobs != -1):
+            raise AnalysisError(
+                f"analysis.n_jobs must be a positive integer or -1 (all cores), got {opts.n_jobs!r}"
+            )
         if opts.best_by not in ("kendall", "pearson"):
             raise AnalysisError(f"analysis.best_by must be 'kendall' or 'pearson', got {opts.best_by!r}")
         return opts
@@ -117,16 +117,17 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["label_distributions"] = label_table(
             df, collapse_share=opts.thresholds["collapse_share"], **kw
         )
-        collapse, dists = agreement_collapse(
-            df, thresholds=opts.thresholds, return_distributions=True, **kw, **boot
+        per = analyse_configurations(
+            df, opts.n_jobs, thresholds=opts.thresholds, rank_score=opts.rank_score, kw=kw, boot=boot
         )
+        collapse, dists = per["tables"]["agreement_collapse"], per["distributions"]
         tables["agreement_collapse"] = collapse
         extra["distributions"] = dists
         tables["agreement_by_task_type"] = agreement_by_task_type(collapse, dists, level=opts.level)
-        corr = variant_human_correlation(df, **kw, **boot)
+        corr = per["tables"]["variant_human_correlation"]
         tables["variant_human_correlation"] = corr
         tables["best_variant_counts"] = best_variant_counts(corr, by=opts.best_by, reference=opts.reference)
-        va = variant_agreement(df, **kw)
+        va = per["tables"]["variant_agreement"]
         tables["variant_agreement"] = va
         texts = variant_texts(df["prompt_group"].unique())
         try:
@@ -147,11 +148,10 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["wording_dimensions"] = wording_dimensions(
             va, texts, n_permutations=opts.n_permutations, seed=opts.seed, level=opts.level
         )
-        ranks, rank_dists = rank_reversals(df, score=opts.rank_score, return_distributions=True, **kw, **boot)
-        for k, v in ranks.items():
-            tables[f"rank_{k}"] = v
-        extra["rank_distributions"] = rank_dists
-        tables["aggregation_vs_humans"] = aggregation_vs_humans(df, **kw, **boot)
+        for k in ("summary", "pairs", "systems", "trajectories"):
+            tables[f"rank_{k}"] = per["tables"][f"rank_{k}"]
+        rank_dists = extra["rank_distributions"] = per["rank_distributions"]
+        tables["aggregation_vs_humans"] = per["tables"]["aggregation_vs_humans"]
         tables["ensemble_designs"] = ensemble_designs(df, max_judges=opts.max_ensemble_judges, **kw, **boot)
         conv_summary, conv_items = convergence_analysis(df, **kw, **boot)
         tables["convergence_summary"] = conv_summary

@@ -9,6 +9,7 @@ returns ``nan`` with an :class:`UndefinedMetricWarning`.
   :func:`fleiss_kappa`, :func:`krippendorff_alpha`
 * correlation: :func:`kendall_tau`, :func:`pearson`, :func:`spearman`, and for analytic rubrics
   :func:`pareto_dominance_tau`, :func:`ratio_tau`
+* the mean over items (a share, for 0/1 indicators): :func:`item_mean`
 * inference: :func:`bootstrap_ci`, :func:`paired_bootstrap_test`,
   :func:`dependent_correlation_test` (Williams / Steiger), :func:`compare_dependent_correlations`
 """
@@ -26,6 +27,7 @@ from .bootstrap import (
     BootstrapResult,
     PairedBootstrapResult,
     bootstrap_ci,
+    item_mean,
     paired_bootstrap_test,
     resample_indices,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "BootstrapResult",
     "PairedBootstrapResult",
     "resample_indices",
+    "item_mean",
     "bootstrap_ci",
     "paired_bootstrap_test",
 ]

@@ -2,11 +2,16 @@
 
 Inputs are plain arrays: two 1-D label vectors for the two-rater measures, an ``items x raters``
 matrix for the many-rater ones (the same orientation for every function here). Missing ratings are
-``NaN`` / ``None`` / ``pd.NA``. The computations are delegated to scikit-learn
-(:func:`sklearn.metrics.cohen_kappa_score`), statsmodels
+``NaN`` / ``None`` / ``pd.NA``. The computations are those of scikit-learn
+(:func:`sklearn.metrics.cohen_kappa_score`, its formula applied to the contingency table here),
+statsmodels
 (:func:`statsmodels.stats.inter_rater.fleiss_kappa`) and the ``krippendorff`` package; this module
 adds input checking, a declared label scale (``labels=``) and ``nan`` plus an
 :class:`UndefinedMetricWarning` where a measure is undefined.
+
+Each function also carries a ``batch(indices, *arrays, **options)`` form that computes it on many
+bootstrap resamples at once from the resample counts (see :mod:`._resampled`), which
+:func:`~promptlottery.metrics.bootstrap_ci` uses; equal to the loop to rounding.
 """
 
 from __future__ import annotations
@@ -18,9 +23,16 @@ from typing import Any
 
 import krippendorff as _krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score as _sk_cohen_kappa
-from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss_kappa
 
+from ._resampled import (
+    fleiss_kappa_resampled,
+    kappa_weights,
+    krippendorff_alpha_resampled,
+    mean_defined,
+    pairwise_kappa_resampled,
+    pairwise_overlap_resampled,
+    resample_counts,
+)
 from ._validation import (
     UndefinedMetricWarning,
     check_choice,
@@ -46,6 +58,7 @@ __all__ = [
 
 _KAPPA_WEIGHTS = (None, "linear", "quadratic")
 _ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+_PACKAGE_MAX_CELLS = 2**22  # above this many items x values^2, alpha is not handed to the package
 
 
 # --------------------------------------------------------------------------- helpers
@@ -53,6 +66,13 @@ _ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 def _pair_codes(a: Any, b: Any, labels: Sequence[Any] | None) -> tuple[np.ndarray, np.ndarray, int]:
     """Codes of two paired label vectors on one shared scale, with pairs having a missing value dropped."""
+    codes, n_labels = _pair_matrix(a, b, labels)
+    keep = (codes >= 0).all(axis=1)
+    return codes[keep, 0], codes[keep, 1], n_labels
+
+
+def _pair_matrix(a: Any, b: Any, labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
+    """``(n, 2)`` codes of two paired label vectors on one shared scale (``-1``: missing)."""
     a_arr, b_arr = to_1d(a, "a"), to_1d(b, "b")
     n = check_same_length([a_arr, b_arr], ["a", "b"])
     check_min_items(n)
@@ -61,9 +81,7 @@ def _pair_codes(a: Any, b: Any, labels: Sequence[Any] | None) -> tuple[np.ndarra
     else:  # keep labels as they are: no silent promotion of 1 to "1"
         both = np.concatenate([a_arr.astype(object), b_arr.astype(object)])
     codes, scale = encode_labels(both, labels, "a/b")
-    ca, cb = codes[:n], codes[n:]
-    keep = (ca >= 0) & (cb >= 0)
-    return ca[keep], cb[keep], len(scale)
+    return np.stack([codes[:n], codes[n:]], axis=1), len(scale)
 
 
 def _matrix_codes(ratings: Any, labels: Sequence[Any] | None) -> tuple[np.ndarray, list[Any]]:
@@ -77,12 +95,20 @@ def _matrix_codes(ratings: Any, labels: Sequence[Any] | None) -> tuple[np.ndarra
 
 
 def _kappa_from_codes(ca: np.ndarray, cb: np.ndarray, n_labels: int, weights: str | None) -> float | None:
-    """sklearn's kappa on integer codes; None where it is undefined."""
+    """scikit-learn's ``cohen_kappa_score`` on integer codes; None where it is undefined.
+
+    sklearn's formula, ``1 - sum(W * observed) / sum(W * expected)``, on the contingency table
+    (tested equal to ``cohen_kappa_score``): calling sklearn costs milliseconds of argument checks
+    per pair, which the analysis of a large grid pays thousands of times.
+    """
     if ca.size < 2:
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        k = _sk_cohen_kappa(ca, cb, labels=np.arange(n_labels), weights=weights)
+    table = np.bincount(ca * n_labels + cb, minlength=n_labels * n_labels).reshape(n_labels, n_labels)
+    sum0, sum1 = table.sum(axis=0), table.sum(axis=1)
+    expected = np.outer(sum0, sum1) / sum0.sum()
+    wmat = kappa_weights(n_labels, weights)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = 1.0 - np.sum(wmat * table) / np.sum(wmat * expected)
     return float(k) if np.isfinite(k) else None
 
 
@@ -208,6 +234,8 @@ def fleiss_kappa(ratings: Any, *, labels: Sequence[Any] | None = None) -> float:
     p_cat = table.sum(axis=0) / table.sum()
     if np.isclose((p_cat**2).sum(), 1.0, rtol=0, atol=1e-15):
         return warn_undefined("Fleiss' kappa is undefined: every rating is the same category")
+    from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss_kappa  # slow to import
+
     return float(_sm_fleiss_kappa(table, method="fleiss"))
 
 
@@ -227,19 +255,8 @@ def krippendorff_alpha(ratings: Any, *, level: str = "nominal", labels: Sequence
     >>> round(krippendorff_alpha(data, level="interval"), 6)
     0.677419
     """
-    check_choice("level", level, _ALPHA_LEVELS)
-    arr = to_array(ratings, "ratings")
-    if level in ("interval", "ratio"):
-        if arr.dtype.kind not in "biuf":
-            arr = to_numeric_2d(arr, "ratings")
-        if labels is not None and not all(_is_real(v) for v in labels):
-            raise ValueError(f"level={level!r} needs numeric labels, got {list(labels)!r}")
-    codes, scale = _matrix_codes(arr, labels)
-    if level in ("interval", "ratio"):
-        domain = np.asarray(scale, dtype=np.float64)
-    else:
-        domain = np.arange(len(scale))
-    n_items, n_cat = codes.shape[0], len(scale)
+    codes, domain = _alpha_codes(ratings, level, labels)
+    n_items, n_cat = codes.shape[0], len(domain)
     present = codes >= 0
     rows = np.repeat(np.arange(n_items), codes.shape[1])[present.ravel()]
     counts = np.bincount(rows * n_cat + codes[present], minlength=n_items * n_cat).reshape(n_items, n_cat)
@@ -250,8 +267,91 @@ def krippendorff_alpha(ratings: Any, *, level: str = "nominal", labels: Sequence
         return warn_undefined("Krippendorff's alpha is undefined: all pairable ratings are the same value")
     if len(domain) < 2:  # unreachable given the check above; kept for the package's own precondition
         return warn_undefined("Krippendorff's alpha is undefined: a single value on the scale")
+    if n_items * n_cat * n_cat > _PACKAGE_MAX_CELLS:
+        # the package builds an items x V x V array: many distinct values (unrounded scores) take the
+        # per-item route of the batch form instead (same value to rounding, tested)
+        return float(krippendorff_alpha_resampled(np.ones((1, n_items)), codes, domain, level)[0])
     return float(_krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level))
+
+
+def _alpha_codes(ratings: Any, level: str, labels: Sequence[Any] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the ratings and the value of each code (its position for nominal / ordinal data)."""
+    check_choice("level", level, _ALPHA_LEVELS)
+    arr = to_array(ratings, "ratings")
+    if level in ("interval", "ratio"):
+        if arr.dtype.kind not in "biuf":
+            arr = to_numeric_2d(arr, "ratings")
+        if labels is not None and not all(_is_real(v) for v in labels):
+            raise ValueError(f"level={level!r} needs numeric labels, got {list(labels)!r}")
+    codes, scale = _matrix_codes(arr, labels)
+    if level in ("interval", "ratio"):
+        return codes, np.asarray(scale, dtype=np.float64)
+    return codes, np.arange(len(scale))
 
 
 def _is_real(v: Any) -> bool:
     return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+
+
+# --------------------------------------------------------------------------- every resample at once
+# ``f.batch(indices, *arrays, **options)`` = ``[f(*(a[idx] for a in arrays), **options) for idx in
+# indices]`` (NaN where undefined), computed from the resample counts (see ``_resampled``); used by
+# ``bootstrap_ci``. None means "use the loop": weighted kappa without a declared scale (the
+# positions of the labels would change with the labels a resample happens to contain).
+
+
+def _overlap_batch(indices: np.ndarray, a: Any, b: Any, *, labels: Sequence[Any] | None = None) -> np.ndarray:
+    codes, _ = _pair_matrix(a, b, labels)
+    return pairwise_overlap_resampled(resample_counts(indices, len(codes)), codes)[:, 0]
+
+
+def _mean_pairwise_overlap_batch(
+    indices: np.ndarray, ratings: Any, *, labels: Sequence[Any] | None = None
+) -> np.ndarray:
+    codes, _ = _matrix_codes(ratings, labels)
+    return mean_defined(pairwise_overlap_resampled(resample_counts(indices, len(codes)), codes))
+
+
+def _cohen_kappa_batch(
+    indices: np.ndarray, a: Any, b: Any, *, weights: str | None = None, labels: Sequence[Any] | None = None
+) -> np.ndarray | None:
+    check_choice("weights", weights, _KAPPA_WEIGHTS)
+    if weights is not None and labels is None:
+        return None
+    codes, n_labels = _pair_matrix(a, b, labels)
+    return pairwise_kappa_resampled(resample_counts(indices, len(codes)), codes, n_labels, weights)[:, 0]
+
+
+def _mean_pairwise_cohen_kappa_batch(
+    indices: np.ndarray, ratings: Any, *, weights: str | None = None, labels: Sequence[Any] | None = None
+) -> np.ndarray | None:
+    check_choice("weights", weights, _KAPPA_WEIGHTS)
+    if weights is not None and labels is None:
+        return None
+    codes, scale = _matrix_codes(ratings, labels)
+    w = resample_counts(indices, len(codes))
+    return mean_defined(pairwise_kappa_resampled(w, codes, len(scale), weights))
+
+
+def _fleiss_kappa_batch(
+    indices: np.ndarray, ratings: Any, *, labels: Sequence[Any] | None = None
+) -> np.ndarray | None:
+    codes, scale = _matrix_codes(ratings, labels)
+    if (codes < 0).any():  # the loop raises the ValueError that explains it
+        return None
+    return fleiss_kappa_resampled(resample_counts(indices, len(codes)), codes, len(scale))
+
+
+def _krippendorff_alpha_batch(
+    indices: np.ndarray, ratings: Any, *, level: str = "nominal", labels: Sequence[Any] | None = None
+) -> np.ndarray:
+    codes, domain = _alpha_codes(ratings, level, labels)
+    return krippendorff_alpha_resampled(resample_counts(indices, len(codes)), codes, domain, level)
+
+
+overlap.batch = _overlap_batch  # type: ignore[attr-defined]
+mean_pairwise_overlap.batch = _mean_pairwise_overlap_batch  # type: ignore[attr-defined]
+cohen_kappa.batch = _cohen_kappa_batch  # type: ignore[attr-defined]
+mean_pairwise_cohen_kappa.batch = _mean_pairwise_cohen_kappa_batch  # type: ignore[attr-defined]
+fleiss_kappa.batch = _fleiss_kappa_batch  # type: ignore[attr-defined]
+krippendorff_alpha.batch = _krippendorff_alpha_batch  # type: ignore[attr-defined]

@@ -3,13 +3,15 @@
 Resampling is over items (rows): paired arrays, and the rows of an items x raters matrix, are
 resampled together. ``bootstrap_ci(..., seed=s)`` draws exactly
 ``resample_indices(n, n_resamples, seed=s)``, so a caller can reproduce (or replace, via
-``indices=``) the resamples. When the statistic has a vectorised ``batch`` form (the correlation
-measures of this package do) all resamples are computed at once; any other callable is looped.
+``indices=``) the resamples. When the statistic has a vectorised ``batch`` form (every statistic
+of this package has one, and :func:`item_mean` for plain means) all resamples are computed at
+once, equal to the loop to rounding; any other callable is looped.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -32,6 +34,7 @@ __all__ = [
     "resample_indices",
     "bootstrap_ci",
     "paired_bootstrap_test",
+    "item_mean",
 ]
 
 Seed = int | np.random.Generator | None
@@ -85,6 +88,35 @@ def resample_indices(n: int, n_resamples: int = 1000, *, seed: Seed = 0) -> np.n
     return rng.integers(0, n, size=(n_resamples, n))
 
 
+def item_mean(values: Any) -> float:
+    """The mean of one value per item: for 0/1 indicators, the share of items where it holds.
+
+    Unlike ``np.mean`` it carries a vectorised ``batch`` form, so :func:`bootstrap_ci` computes all
+    resamples at once (row means of the resampled values, in chunks of rows).
+
+    >>> item_mean([1, 0, 1, 1])
+    0.75
+    """
+    arr = to_array(values, "values")
+    if arr.ndim != 1:
+        raise ValueError(f"values must be one value per item (1-D), got shape {arr.shape}")
+    return float(np.mean(arr.astype(np.float64)))
+
+
+def _item_mean_batch(indices: np.ndarray, values: Any) -> np.ndarray | None:
+    arr = to_array(values, "values").astype(np.float64)
+    if np.isnan(arr).any():  # NaN times a zero count is NaN: leave missing values to the loop
+        return None
+    out = np.empty(len(indices))
+    step = max(1, 2**22 // max(1, indices.shape[1]))  # pooled shares resample many items: in chunks
+    for s in range(0, len(indices), step):
+        out[s : s + step] = arr[indices[s : s + step]].mean(axis=1)
+    return out
+
+
+item_mean.batch = _item_mean_batch  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -112,8 +144,18 @@ def _prepare(arrays: Sequence[Any], names: Sequence[str]) -> tuple[list[np.ndarr
     return arrs, n
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The draw of an integer seed, shared (read-only) by the many bootstraps of one matrix."""
+    idx = resample_indices(n, n_resamples, seed=seed)
+    idx.setflags(write=False)
+    return idx
+
+
 def _get_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarray:
     if indices is None:
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and n * n_resamples <= 2**22:
+            return _cached_indices(n, n_resamples, int(seed))
         return resample_indices(n, n_resamples, seed=seed)
     idx = np.asarray(indices)
     if idx.ndim != 2 or idx.shape[0] < 1 or idx.shape[1] < 1:
@@ -143,15 +185,43 @@ def _batch_form(stat: Callable) -> tuple[Callable | None, dict]:
     return getattr(func, "batch", None), kwargs
 
 
+_REPLICATES_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (indices kept alive, replicates)
+
+
+def _replicates_key(batch: Callable, kwargs: dict, arrays: list[np.ndarray], idx: np.ndarray) -> tuple | None:
+    """What the replicates of a batch form depend on; None (no caching) for non-numeric data or
+    caller-supplied (writable) resamples."""
+    if idx.flags.writeable or any(a.dtype.kind not in "biuf" for a in arrays):
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return (batch, repr(sorted(kwargs.items())), id(idx), digest.hexdigest())
+
+
 def _replicates(stat: Callable, arrays: list[np.ndarray], idx: np.ndarray, vectorized: bool) -> np.ndarray:
-    """The statistic on every resample; NaN where it is undefined (warnings kept quiet)."""
+    """The statistic on every resample; NaN where it is undefined (warnings kept quiet).
+
+    The batch replicates of the last few (statistic, data, resamples) are kept: one configuration's
+    analyses bootstrap the same data more than once (P1 against the humans in each paired test).
+    """
     batch, kwargs = _batch_form(stat) if vectorized else (None, {})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         if batch is not None:
+            key = _replicates_key(batch, kwargs, arrays, idx)
+            hit = _REPLICATES_CACHE.get(key) if key is not None else None
+            if hit is not None and hit[0] is idx:
+                return hit[1].copy()
             out = batch(idx, *arrays, **kwargs)
             if out is not None:
-                return np.asarray(out, dtype=np.float64)
+                out = np.asarray(out, dtype=np.float64)
+                if key is not None:
+                    if len(_REPLICATES_CACHE) >= 32:
+                        _REPLICATES_CACHE.pop(next(iter(_REPLICATES_CACHE)))
+                    _REPLICATES_CACHE[key] = (idx, out.copy())
+                return out
         return np.array([_scalar(stat(*(a[row] for a in arrays))) for row in idx], dtype=np.float64)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ._fast_kendall import kendall_tau_resampled
+from ._resampled import resample_counts
 from ._validation import (
     UndefinedMetricWarning,
     check_choice,
@@ -128,38 +129,48 @@ def pearson(x: Any, y: Any) -> float:
     return _scipy_statistic(x, y, "Pearson's r", stats.pearsonr)
 
 
-def _pearson_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row pair of two (R, n) matrices without missing values."""
-    xm = xs - xs.mean(axis=1, keepdims=True)
-    ym = ys - ys.mean(axis=1, keepdims=True)
+def _pearson_rows(xs: np.ndarray, ys: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Pearson's r of each row pair of two (R, n) matrices, on the entries where ``keep`` holds.
+
+    NaN where fewer than two entries are kept or a side is constant on them (as the loop form).
+    """
+    if keep is None:
+        keep = np.ones(xs.shape, dtype=bool)
+    n_kept = keep.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
+        xm = np.where(keep, xs - np.where(keep, xs, 0.0).sum(axis=1, keepdims=True) / n_kept[:, None], 0.0)
+        ym = np.where(keep, ys - np.where(keep, ys, 0.0).sum(axis=1, keepdims=True) / n_kept[:, None], 0.0)
         r = np.einsum("ij,ij->i", xm, ym) / np.sqrt(
             np.einsum("ij,ij->i", xm, xm) * np.einsum("ij,ij->i", ym, ym)
         )
-    constant = (xs == xs[:, :1]).all(axis=1) | (ys == ys[:, :1]).all(axis=1)
+    constant = _constant_rows(xs, keep) | _constant_rows(ys, keep)
     r = np.clip(r, -1.0, 1.0)
-    r[constant] = np.nan
+    r[constant | (n_kept < 2)] = np.nan
     return r
 
 
-def _pearson_rows_batch(indices: np.ndarray, x: Any, y: Any, transform=None) -> np.ndarray | None:
-    """Pearson's r of each resample (after ``transform``, if given); None when there are missing values."""
+def _constant_rows(m: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, m, np.inf).min(axis=1) == np.where(keep, m, -np.inf).max(axis=1)
+
+
+def _pearson_rows_batch(indices: np.ndarray, x: Any, y: Any, transform=None) -> np.ndarray:
+    """Pearson's r of each resample (after ``transform`` of the kept values, if given); NaN pairs dropped."""
     xa, ya = to_numeric_1d(x, "x"), to_numeric_1d(y, "y")
     check_same_length([xa, ya], ["x", "y"])
-    if np.isnan(xa).any() or np.isnan(ya).any():
-        return None
+    valid = ~(np.isnan(xa) | np.isnan(ya))
     out = np.empty(len(indices))
     step = max(1, 2**20 // max(1, indices.shape[1]))
     for s in range(0, len(indices), step):
         xs, ys = _resample_stack(indices[s : s + step], xa, ya)
+        keep = valid[indices[s : s + step]]
         if transform is not None:
-            xs, ys = transform(xs), transform(ys)
-        out[s : s + step] = _pearson_rows(xs, ys)
+            xs, ys = transform(xs, keep), transform(ys, keep)
+        out[s : s + step] = _pearson_rows(xs, ys, None if valid.all() else keep)
     return out
 
 
-def _pearson_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
-    """Pearson's r on each resample; None (use the loop) when there are missing values."""
+def _pearson_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray:
+    """Pearson's r on each resample (pairs with a missing value dropped, as in the loop)."""
     return _pearson_rows_batch(indices, x, y)
 
 
@@ -172,9 +183,14 @@ def spearman(x: Any, y: Any) -> float:
     return _scipy_statistic(x, y, "Spearman's rho", stats.spearmanr)
 
 
-def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray | None:
-    """Spearman's rho on each resample; None (use the loop) when there are missing values."""
-    return _pearson_rows_batch(indices, x, y, lambda m: stats.rankdata(m, axis=1))
+def _ranks_of_kept(m: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Average ranks within each row among the kept entries (the dropped ones rank last, unused)."""
+    return stats.rankdata(np.where(keep, m, np.inf), axis=1)
+
+
+def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray:
+    """Spearman's rho on each resample: Pearson's r of the ranks of the complete pairs."""
+    return _pearson_rows_batch(indices, x, y, _ranks_of_kept)
 
 
 kendall_tau.batch = _kendall_tau_batch  # type: ignore[attr-defined]
@@ -210,6 +226,20 @@ def _tau_from_signs(h_sign_rows, m_sign_rows) -> tuple[float, int, int]:
     return num / 2, nh // 2, nm // 2
 
 
+def _sign_rows(h: np.ndarray, step: int):
+    for s in range(0, len(h), step):
+        yield np.sign(h[s : s + step, None] - h[None, :]).astype(np.int8)
+
+
+def _dominance_rows(a: np.ndarray, step: int):
+    """Row blocks of d(A, B): +1 when A Pareto-dominates B, -1 when B dominates A, else 0."""
+    for s in range(0, len(a), step):
+        diff = a[s : s + step, None, :] - a[None, :, :]
+        ge, le = (diff >= 0).all(axis=2), (diff <= 0).all(axis=2)
+        gt, lt = (diff > 0).any(axis=2), (diff < 0).any(axis=2)
+        yield (ge & gt).astype(np.int8) - (le & lt).astype(np.int8)
+
+
 def pareto_dominance_tau(human_holistic: Any, model_analytic_matrix: Any) -> float:
     """Kendall's tau between holistic human scores and the Pareto order of analytic judge scores.
 
@@ -237,23 +267,42 @@ def pareto_dominance_tau(human_holistic: Any, model_analytic_matrix: Any) -> flo
         return warn_undefined(f"pareto_dominance_tau is undefined: {n} complete item(s)")
     step = max(1, 2**22 // max(1, n * k))
 
-    def h_rows():
-        for s in range(0, n, step):
-            yield np.sign(h[s : s + step, None] - h[None, :]).astype(np.int8)
-
-    def m_rows():
-        for s in range(0, n, step):
-            diff = a[s : s + step, None, :] - a[None, :, :]
-            ge, le = (diff >= 0).all(axis=2), (diff <= 0).all(axis=2)
-            gt, lt = (diff > 0).any(axis=2), (diff < 0).any(axis=2)
-            yield (ge & gt).astype(np.int8) - (le & lt).astype(np.int8)
-
-    num, n_h, n_m = _tau_from_signs(h_rows(), m_rows())
+    num, n_h, n_m = _tau_from_signs(_sign_rows(h, step), _dominance_rows(a, step))
     if n_h == 0 or n_m == 0:
         side = "human scores" if n_h == 0 else "the analytic scores (no item dominates another)"
         return warn_undefined(f"pareto_dominance_tau is undefined: no untied pair in {side}")
     return float(num / math.sqrt(n_h) / math.sqrt(n_m))
 
+
+def _pareto_dominance_tau_batch(
+    indices: np.ndarray, human_holistic: Any, model_analytic_matrix: Any
+) -> np.ndarray:
+    """Pareto-dominance tau on each resample, from the resample counts ``w``.
+
+    The loop's sums over ordered pairs of resampled items are quadratic forms in the counts of the
+    complete items: ``S = w^T (H * D) w / 2`` and the untied-pair counts ``w^T |H| w / 2``,
+    ``w^T |D| w / 2`` (copies of one item tie with each other: zero diagonal). The same integers
+    as the loop, hence the same final formula and value.
+    """
+    h, a = _human_and_matrix(human_holistic, model_analytic_matrix, "model_analytic_matrix")
+    a = to_numeric_2d(a, "model_analytic_matrix")
+    keep = ~(np.isnan(h) | np.isnan(a).any(axis=1))
+    h, a = h[keep], a[keep]
+    w = resample_counts(np.asarray(indices), len(keep))[:, keep]
+    n, k = a.shape
+    step = max(1, 2**22 // max(1, n * k))
+    num, n_h, n_m = np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w))
+    for s, (hs, ds) in enumerate(zip(_sign_rows(h, step), _dominance_rows(a, step), strict=True)):
+        rows = slice(s * step, s * step + len(hs))
+        for acc, mat in ((num, hs * ds), (n_h, np.abs(hs)), (n_m, np.abs(ds))):
+            acc += ((w @ mat.T.astype(np.float64)) * w[:, rows]).sum(axis=1)
+    num, n_h, n_m = num / 2, n_h / 2, n_m / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = num / np.sqrt(n_h) / np.sqrt(n_m)
+    return np.where((w.sum(axis=1) >= 2) & (n_h > 0) & (n_m > 0), tau, np.nan)
+
+
+pareto_dominance_tau.batch = _pareto_dominance_tau_batch  # type: ignore[attr-defined]
 
 _YES = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0}
 
@@ -291,6 +340,11 @@ def ratio_tau(human_holistic: Any, model_binary_matrix: Any, *, variant: str = "
     >>> round(ratio_tau([2, 3, 4, 1], answers), 6)
     1.0
     """
+    return kendall_tau(*_yes_shares(human_holistic, model_binary_matrix, variant), variant=variant)
+
+
+def _yes_shares(human_holistic: Any, model_binary_matrix: Any, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """The human scores and each item's share of YES answers (NaN: no answer)."""
     check_choice("variant", variant, _TAU_VARIANTS)
     h, arr = _human_and_matrix(human_holistic, model_binary_matrix, "model_binary_matrix")
     b = arr.astype(np.float64) if arr.dtype.kind in "biuf" else None
@@ -298,8 +352,19 @@ def ratio_tau(human_holistic: Any, model_binary_matrix: Any, *, variant: str = "
         b = _binary_matrix(arr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        share = np.nanmean(b, axis=1)
-    return kendall_tau(h, share, variant=variant)
+        return h, np.nanmean(b, axis=1)
+
+
+def _ratio_tau_batch(
+    indices: np.ndarray, human_holistic: Any, model_binary_matrix: Any, *, variant: str = "b"
+):
+    """Each item's YES share does not depend on the resample: Kendall's batch form on the shares."""
+    return _kendall_tau_batch(
+        indices, *_yes_shares(human_holistic, model_binary_matrix, variant), variant=variant
+    )
+
+
+ratio_tau.batch = _ratio_tau_batch  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- dependent correlations

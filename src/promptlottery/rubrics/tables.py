@@ -239,6 +239,9 @@ def _flip(stat: Callable) -> Callable:
     def flipped(ref, cond):
         return stat(cond, ref)
 
+    batch = getattr(stat, "batch", None)
+    if batch is not None:  # keep the vectorised bootstrap of ``stat``
+        flipped.batch = lambda idx, ref, cond: batch(idx, cond, ref)  # type: ignore[attr-defined]
     return flipped
 
 

@@ -1,18 +1,20 @@
-"""The call cache: every model answer, keyed by everything that changes it, in SQLite (WAL).
+"""The call cache: every model answer, keyed by everything that changes it.
 
-One database file lives in a cache dir outside Hydra's per-run output dirs and is shared by every
-sweep (and every parallel job) on the machine. Rows are written as each batch of calls completes,
-so a killed job loses at most the batch in flight. Errors are never cached.
+One store is shared by every sweep and every parallel job: by default a SQLite file
+(``<paths.cache_dir>/calls.sqlite``, WAL) that many processes on one machine write at once;
+``paths.cache_url=postgresql://...`` puts the same table on a PostgreSQL server, for jobs on many
+nodes (SQLite's WAL needs shared memory between its writers, so not a file shared over NFS). Rows
+are written as each batch of calls completes, so a killed job loses at most the batch in flight.
+Errors are never cached.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from promptlottery.backends.base import JudgeResponse
 
@@ -23,41 +25,48 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+class CallStore(Protocol):
+    """A table ``calls(key, response, request, created)`` of JSON text, wherever it lives."""
+
+    def get_many(self, keys: list[str]) -> dict[str, str]: ...  # key -> response JSON
+    def put_many(self, rows: list[tuple[str, str, str | None, float]]) -> None: ...  # one transaction
+    def count(self) -> int: ...
+    def close(self) -> None: ...
+
+
+def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
+    """A ``postgresql://`` URL opens the server store; anything else is a SQLite file path."""
+    if str(location).startswith(("postgresql://", "postgres://")):
+        from promptlottery.judging.cache_postgres import PostgresStore
+
+        return PostgresStore(str(location), timeout_s=timeout_s)
+    from promptlottery.judging.cache_sqlite import SqliteStore
+
+    return SqliteStore(Path(location), timeout_s=timeout_s)
+
+
+def cache_location(paths: Any) -> str | Path:
+    """Where a run's cache lives: ``paths.cache_url`` if set, else ``<paths.cache_dir>/calls.sqlite``."""
+    url = paths.get("cache_url") if hasattr(paths, "get") else getattr(paths, "cache_url", None)
+    return url or Path(paths.cache_dir) / "calls.sqlite"
+
+
 class CallCache:
-    def __init__(self, path: str | Path, *, timeout_s: float = 60.0):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL,"
-            " request TEXT, created REAL NOT NULL)"
-        )
+    def __init__(self, location: str | Path, *, timeout_s: float = 60.0):
+        self.location = location
+        self._store = open_store(location, timeout_s=timeout_s)
 
     def get_many(self, keys: list[str]) -> dict[str, JudgeResponse]:
-        found: dict[str, JudgeResponse] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, resp in self._conn.execute(
-                f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk
-            ):
-                found[key] = JudgeResponse.from_json(json.loads(resp))
-        return found
+        return {k: JudgeResponse.from_json(json.loads(v)) for k, v in self._store.get_many(keys).items()}
 
     def put_many(self, rows: list[tuple[str, JudgeResponse, dict | None]]) -> None:
         now = time.time()
-        with self._conn:  # one transaction per batch: all of it lands or none of it
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO calls (key, response, request, created) VALUES (?, ?, ?, ?)",
-                [(k, json.dumps(r.to_json()), json.dumps(req) if req else None, now) for k, r, req in rows],
-            )
+        self._store.put_many(
+            [(k, json.dumps(r.to_json()), json.dumps(req) if req else None, now) for k, r, req in rows]
+        )
 
     def __len__(self) -> int:
-        return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        return self._store.count()
 
     def close(self) -> None:
-        self._conn.close()
+        self._store.close()

@@ -65,9 +65,9 @@ def postgres_url():
     """A fresh database on a throwaway server: postgresql://postgres@127.0.0.1:15432/promptlottery."""
     _require("runuser")
     try:
-        import psycopg2  # noqa: F401
+        import psycopg  # noqa: F401
     except ImportError:
-        pytest.fail("psycopg2 is missing: pip install -e '.[postgres]' (`make setup-cluster`)")
+        pytest.fail("psycopg is missing: pip install -e '.[postgres]' (`make setup-cluster`)")
     _script("local_postgres.sh", "stop", PG_ENV)
     out = _script("local_postgres.sh", "start", PG_ENV)
     yield out.strip().splitlines()[-1]

@@ -106,17 +106,26 @@ def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retr
     starts a trial on the study, and re-queued with the same parameters up to ``retries`` times
     (Optuna's ``RetryFailedTrialCallback``): a killed worker loses its trial's time, not the trial.
     """
-    if not heartbeat_s:
-        return url
     import optuna
+    import sqlalchemy.exc
 
-    return optuna.storages.RDBStorage(
-        url,
-        engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else None,
-        heartbeat_interval=int(heartbeat_s),
-        grace_period=int(grace_s or 2 * heartbeat_s),
-        heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=retries),
-    )
+    kwargs: dict[str, Any] = {}
+    if heartbeat_s:
+        kwargs = {
+            "heartbeat_interval": int(heartbeat_s),
+            "grace_period": int(grace_s or 2 * heartbeat_s),
+            "heartbeat_stale_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=retries),
+        }
+    engine = None if url.startswith("sqlite") else {"pool_pre_ping": True}
+    for attempt in range(3):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine, **kwargs)
+        except sqlalchemy.exc.IntegrityError:
+            # workers started together on an empty database race to create Optuna's tables (a
+            # duplicate CREATE TYPE on PostgreSQL): the loser finds them made on its next try
+            if attempt == 2:
+                raise
+            time.sleep(1.0 + attempt)
 
 
 def with_gate(overrides: list[str]) -> list[str]:

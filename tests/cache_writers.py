@@ -17,8 +17,13 @@ BATCH = 10
 
 
 def response(key: str) -> JudgeResponse:
-    return JudgeResponse(raw_text=key, label_probs={"1": 0.25, "2": 0.75}, prompt_tokens=len(key),
-                         completion_tokens=1, latency_s=0.0)
+    return JudgeResponse(
+        raw_text=key,
+        label_probs={"1": 0.25, "2": 0.75},
+        prompt_tokens=len(key),
+        completion_tokens=1,
+        latency_s=0.0,
+    )
 
 
 def keys_of(writer: int) -> list[str]:

@@ -56,7 +56,13 @@ def slurm():
     conf = next(line.split("=", 1)[1] for line in out.splitlines() if line.startswith("export SLURM_CONF="))
     # the jobs run this checkout's code with this interpreter (submitit uses sys.executable)
     path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH")) if p)
-    yield {**os.environ, "SLURM_CONF": conf, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline"}
+    yield {
+        **os.environ,
+        "SLURM_CONF": conf,
+        "PYTHONPATH": path,
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "offline",
+    }
     _script("local_slurm.sh", "stop", SLURM_ENV)
 
 

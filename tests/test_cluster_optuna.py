@@ -57,7 +57,9 @@ def worker(url: str, grid: Path, study: str, n_trials: int, out: Path) -> subpro
         f"gate.tune.grace_s={GRACE_S}",
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def finish(proc: subprocess.Popen) -> str:
@@ -88,7 +90,7 @@ def test_two_workers_share_one_study(postgres_url, grid, tmp_path):  # noqa: F81
 
 
 def test_a_killed_workers_trial_is_failed_and_rerun(postgres_url, grid, tmp_path):  # noqa: F811
-    from optuna.storages import RetryFailedTrialCallback
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
 
     study = "killed"
     a = worker(postgres_url, grid, study, 3, tmp_path / "a")
@@ -99,7 +101,11 @@ def test_a_killed_workers_trial_is_failed_and_rerun(postgres_url, grid, tmp_path
         assert b.poll() is None and time.time() < end, "worker b ended before it was killed"
         ts = trials(postgres_url, study)
         victim = next(
-            (t for t in ts if t.state.name == "RUNNING" and t.user_attrs.get("worker", "").endswith(f":{b.pid}")),
+            (
+                t
+                for t in ts
+                if t.state.name == "RUNNING" and t.user_attrs.get("worker", "").endswith(f":{b.pid}")
+            ),
             None,
         )
         time.sleep(0.5)
@@ -112,7 +118,9 @@ def test_a_killed_workers_trial_is_failed_and_rerun(postgres_url, grid, tmp_path
 
     ts = {t.number: t for t in trials(postgres_url, study)}
     assert ts[victim.number].state.name == "FAIL"
-    reruns = [t for t in ts.values() if RetryFailedTrialCallback.retried_trial_number(t) == victim.number]
+    reruns = [
+        t for t in ts.values() if RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == victim.number
+    ]
     assert len(reruns) == 1 and reruns[0].state.name in FINISHED
     assert reruns[0].params == victim.params
     finished = [t for t in ts.values() if t.state.name in FINISHED]

@@ -49,7 +49,9 @@ def sweep(env: dict, tmp: Path, *extra: str) -> subprocess.Popen:
         "hydra.launcher.array_parallelism=2",
         *extra,
     ]
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
@@ -103,7 +105,12 @@ def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the f
     assert {k: j["status"] for k, j in jobs.items()} == {"0": "ok", "1": "ok", "2": "ok", "3": "ok"}
     assert jobs["1"]["calls"]["cache_misses"] == N_ITEMS  # cancelled in its sleep: nothing was cached
     for k in ("0", "2", "3"):
-        assert jobs[k]["calls"] == {"total": N_ITEMS, "cache_hits": N_ITEMS, "cache_misses": 0, "parse_failures": 0}
+        assert jobs[k]["calls"] == {
+            "total": N_ITEMS,
+            "cache_hits": N_ITEMS,
+            "cache_misses": 0,
+            "parse_failures": 0,
+        }
 
     # 3. a re-run of the whole sweep is all cache hits
     rc, out = finish(sweep(env, tmp_path))

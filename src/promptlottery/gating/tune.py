@@ -104,7 +104,7 @@ def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retr
 
     A trial whose worker died (no beat for ``grace_s``) is marked FAIL by the next worker that
     starts a trial on the study, and re-queued with the same parameters up to ``retries`` times
-    (Optuna's ``RetryFailedTrialCallback``): a killed worker loses its trial's time, not the trial.
+    (Optuna's ``RetryHeartbeatStaleTrialCallback``): a killed worker loses its trial's time, not the trial.
     """
     import optuna
     import sqlalchemy.exc
@@ -114,7 +114,9 @@ def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retr
         kwargs = {
             "heartbeat_interval": int(heartbeat_s),
             "grace_period": int(grace_s or 2 * heartbeat_s),
-            "heartbeat_stale_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=retries),
+            "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(
+                max_retry=retries
+            ),
         }
     engine = None if url.startswith("sqlite") else {"pool_pre_ping": True}
     for attempt in range(3):

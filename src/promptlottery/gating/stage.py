@@ -139,10 +139,10 @@ def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> 
 
     from promptlottery.backends.base import Decoding
     from promptlottery.gating.baselines import llm_prompt_classifier
-    from promptlottery.judging.cache import CallCache
+    from promptlottery.judging.cache import CallCache, cache_location
 
     backend = instantiate(cfg.backbone.backend)
-    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    cache = CallCache(cache_location(cfg.paths))
     decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     mask = _llm_subset(data.val, g.llm_baseline.max_rows, len(data.variants), g.llm_baseline.seed)
     probs = llm_prompt_classifier(

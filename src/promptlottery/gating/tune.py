@@ -2,8 +2,9 @@
 
 TPE sampler, median pruner fed by Lightning's validation epochs, objective the validation metric
 (``gate.tune.metric``: ``val/mcc`` or ``val/balanced_accuracy``), storage a URL (SQLite file by
-default; a PostgreSQL URL lets many workers share one study). Each trial's config is composed
-with Hydra's compose API from ``conf/`` with the sampled values as overrides, so a trial is exactly
+default; a PostgreSQL URL lets many workers share one study, each running ``gate.tune.n_trials``;
+``make_storage``). Each trial's config is composed with Hydra's compose API from ``conf/`` with
+the sampled values as overrides, so a trial is exactly
 ``python -m run +gate=selective <overrides> <trial overrides>``. The data (examples, texts, split)
 is prepared once and shared by the trials.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -97,6 +100,38 @@ def compose(overrides: list[str]):
         return hydra_compose("config", overrides=list(overrides))
 
 
+def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retries: int | None):
+    """The study's storage; with ``heartbeat_s`` every running trial beats a heartbeat.
+
+    A trial whose worker died (no beat for ``grace_s``) is marked FAIL by the next worker that
+    starts a trial on the study, and re-queued with the same parameters up to ``retries`` times
+    (Optuna's ``RetryHeartbeatStaleTrialCallback``): a killed worker loses its trial's time, not
+    the trial.
+    """
+    import optuna
+    import sqlalchemy.exc
+
+    kwargs: dict[str, Any] = {}
+    if heartbeat_s:
+        kwargs = {
+            "heartbeat_interval": int(heartbeat_s),
+            "grace_period": int(grace_s or 2 * heartbeat_s),
+            "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(
+                max_retry=retries
+            ),
+        }
+    engine = None if url.startswith("sqlite") else {"pool_pre_ping": True}
+    for attempt in range(3):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine, **kwargs)
+        except sqlalchemy.exc.IntegrityError:
+            # workers started together on an empty database race to create Optuna's tables (a
+            # duplicate CREATE TYPE on PostgreSQL): the loser finds them made on its next try
+            if attempt == 2:
+                raise
+            time.sleep(1.0 + attempt)
+
+
 def with_gate(overrides: list[str]) -> list[str]:
     """Add ``+gate=selective`` unless the overrides pick a gate preset themselves."""
     if any(o.lstrip("+~").startswith("gate=") for o in overrides):
@@ -129,7 +164,12 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     study_name = tune.get("study_name") or f"gate_{g.classifier.name}"
     pr = tune.get("pruner") or {}
     study = optuna.create_study(
-        storage=storage,
+        storage=make_storage(
+            storage,
+            heartbeat_s=tune.get("heartbeat_s"),
+            grace_s=tune.get("grace_s"),
+            retries=tune.get("failed_trial_retries"),
+        ),
         study_name=study_name,
         direction=direction,
         load_if_exists=True,
@@ -151,11 +191,14 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         f"gate.classifier.monitor_mode={'min' if direction == 'minimize' else 'max'}",
     ]
 
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+
     def objective(trial) -> float:
         trial_overrides, by_path = sample_overrides(trial, space)
         tcfg = compose([*overrides, *fixed, *trial_overrides])
         ccfg = ClassifierConfig.from_dict(OmegaConf.to_container(tcfg.gate.classifier, resolve=True))
         trial.set_user_attr("overrides", trial_overrides)
+        trial.set_user_attr("worker", worker)  # which process ran it, when many share the study
         res = train_classifier(
             ccfg, data.train, data.val, callbacks=[pruning_callback(trial, metric)], tokenizer=tokenizer
         )

@@ -108,7 +108,7 @@ def predict(
 
 
 def ensure_predictions(
-    predict_cfg, *, dataset: str, data_dir: str, cache_dir: str, decoding: Decoding
+    predict_cfg, *, dataset: str, data_dir: str, cache: str | Path, decoding: Decoding
 ) -> Path:
     """Write (or refresh from the cache) the predictions file the dataset loader will read."""
     from hydra.utils import instantiate
@@ -134,7 +134,7 @@ def ensure_predictions(
     df, stats = predict(
         items,
         systems,
-        CallCache(Path(cache_dir) / "calls.sqlite"),
+        CallCache(cache),
         gen,
         seed=predict_cfg.seed,
         pool=base_items,

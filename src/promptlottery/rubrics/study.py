@@ -30,7 +30,7 @@ from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
+from promptlottery.judging.cache import CallCache, cache_location
 from promptlottery.judging.runner import CallStats, JudgingError, run_calls
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.scales import Scale
@@ -287,7 +287,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
         "infobench": load_text("infobench")["version"],
     }
     decoding = Decoding(**config["decoding"])
-    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    cache = CallCache(cache_location(cfg.paths))
     logger.info(
         "rubric study dataset=%s n=%d pool=%d conditions=%s backbones=%s",
         cfg.dataset.name,

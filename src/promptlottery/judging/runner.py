@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -145,7 +146,7 @@ def run_calls(
         from promptlottery.judging.cache import CacheError
 
         raise CacheError(
-            f"call cache dir {cache.path.parent} is read-only and {misses} calls are not cached; make it "
+            f"call cache dir {Path(cache.location).parent} is read-only and {misses} calls are not cached; make it "
             "writable or set paths.cache_dir to a writable directory"
         )
     failures: list[str] = []

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -22,6 +22,19 @@ class PathsConfig:
 
 
 @dataclass
+class FieldMap:
+    """dataset=table: the column of each role (None = the table has no such column)."""
+
+    id: str | None = None
+    response: str | None = None
+    context: str | None = None
+    reference: str | None = None
+    system: str | None = None
+    group: str | None = None
+    human: str | None = None
+
+
+@dataclass
 class DatasetConfig:
     name: str = MISSING
     limit: int | None = None
@@ -30,6 +43,9 @@ class DatasetConfig:
     human_range: list[float] = field(default_factory=lambda: [1.0, 5.0])
     #: passed to the loader (split, subset, hub=true, ...)
     options: dict[str, Any] = field(default_factory=dict)
+    #: dataset=table: the file (JSONL, CSV, Parquet; hf:<name> for a Hub table) and its column map
+    path: str | None = None
+    fields: FieldMap = field(default_factory=FieldMap)
 
 
 @dataclass
@@ -39,6 +55,10 @@ class JudgeConfig:
     variant: str = "P1"
     #: which human label the verdicts are compared with
     criterion: str = MISSING
+    #: a prompt-group YAML from anywhere (overrides prompt_group), or one template file + its scale
+    group_file: str | None = None
+    template: str | None = None
+    scale: str | None = None
 
 
 @dataclass
@@ -94,5 +114,16 @@ class RunConfig:
     predict: Any = None
 
 
+def group_variants(group_file: str | None) -> str:
+    """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
+    (``judge.variant: ${group_variants:${judge.group_file}}`` in hydra.sweeper.params)."""
+    from promptlottery.prompts.groups import PromptError, load_group_file
+
+    if not group_file:
+        raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
+    return ",".join(load_group_file(group_file).variants)
+
+
 def register_configs() -> None:
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)

@@ -15,7 +15,7 @@ from promptlottery.pipeline import build_condition
 from promptlottery.prompts import load_group
 from tests.conftest import DATA_DIR, REPO, compose
 
-NOT_GRID = {"smoke", "validate_prompts", "heldout_g15_evouna_nq"}
+NOT_GRID = {"smoke", "validate_prompts", "heldout_g15_evouna_nq", "own_judge", "demo"}
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 GRID = [e for e in EXPERIMENTS if e not in NOT_GRID and not e.startswith("rubric_")]
 

@@ -193,7 +193,7 @@ def sentence(rec: dict, opts) -> str:
             "below usable": f"below the {th['usable']:.2f} usable threshold",
             "inconclusive": f"its CI straddles the {th['usable']:.2f} / {th['robust']:.2f} thresholds",
         }[rec["band"]]
-        agree = f"agreement across the {rec['n_variants']} paraphrases is kappa = {kappa}, {rel}"
+        agree = f"agreement across the {rec['n_variants']} variants is kappa = {kappa}, {rel}"
     parts = [
         f"{rec['config_id']}: {_LEAD[rec['band']]}. {agree[0].upper()}{agree[1:]}",
         f"{rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "

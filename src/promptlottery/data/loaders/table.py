@@ -95,7 +95,9 @@ def _read(path: str, split: str) -> tuple[Iterator[tuple[str, dict]], set[str]]:
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         rows = [(f"{p}:{lineno}", obj) for lineno, obj in iter_jsonl(p, "table")]
-        return iter(rows), set().union(*(r.keys() for _, r in rows)) if rows else set()
+        if not rows:
+            raise DatasetError(f"{p}: empty file, no rows")
+        return iter(rows), set().union(*(r.keys() for _, r in rows))
     if suffix in (".csv", ".tsv"):
         rows = list(iter_csv_rows(p, "table", delimiter="\t" if suffix == ".tsv" else ","))
         if not rows:
@@ -105,6 +107,8 @@ def _read(path: str, split: str) -> tuple[Iterator[tuple[str, dict]], set[str]]:
         import pandas as pd
 
         df = pd.read_parquet(p)
+        if df.empty:
+            raise DatasetError(f"{p}: empty file, no rows")
         recs = df.to_dict(orient="records")
         return iter((f"{p} row {i}", r) for i, r in enumerate(recs, start=1)), set(df.columns)
     raise DatasetError(f"dataset.path={p}: unknown file type {suffix!r}; valid: .jsonl .csv .tsv .parquet")
@@ -130,5 +134,5 @@ def _blank(v: Any) -> bool:
 def _text(row: dict, column: str, where: str) -> str:
     v = row.get(column)
     if _blank(v):
-        raise DatasetError(f"{where}: column {column!r} is empty")
+        raise DatasetError(f"{where}: column {column!r} is missing or empty")
     return v if isinstance(v, str) else str(v)

@@ -282,7 +282,7 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
         head.startswith("Verdict: would a rewording")
         and "agreement across the 2 variants is kappa" in head.lower()
     )
-    assert "of 6 items get a different verdict" in head and "(2 systems)" in head
+    assert "of 6 items get a different verdict" in head and "of the 2 systems change rank" in head
     unstable = pd.read_csv(tmp_path / "sweep" / "lottery" / "unstable_items.csv")
     assert len(unstable) == 6 and unstable["modal_share"].is_monotonic_increasing
     df = pd.read_parquet(tmp_path / "sweep" / "0_P1_fake" / "judgments.parquet")

@@ -112,6 +112,7 @@ class RunConfig:
     rubric: Any = None
     gate: Any = None
     predict: Any = None
+    paraphrase: Any = None
 
 
 def group_variants(group_file: str | None) -> str:

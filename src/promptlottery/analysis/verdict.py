@@ -20,6 +20,7 @@ setting (each variant once, at the main temperature), with ``label`` as the verd
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -175,7 +176,7 @@ _LEAD = {
     "usable": "usable, but the wording matters for some items",
     "inconclusive": "not established: agreement across the wordings is too uncertain to call",
     "below usable": "do not trust a single wording",
-    "n/a": "agreement across the wordings is undefined",
+    "n/a": "cannot tell from agreement",
 }
 
 
@@ -185,7 +186,7 @@ def sentence(rec: dict, opts) -> str:
     ref = opts.reference
     kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
     if rec["band"] == "n/a":
-        agree = f"agreement across the paraphrases is undefined ({rec['kappa_note'] or 'kappa n/a'})"
+        agree = f"kappa across the {rec['n_variants']} variants is undefined ({rec['kappa_note'] or 'n/a'})"
     else:
         rel = {
             "robust": f"above the {th['robust']:.2f} robust threshold",
@@ -204,8 +205,8 @@ def sentence(rec: dict, opts) -> str:
     ]
     if rec["n_systems"] >= 2 and np.isfinite(rec["flip_share"]):
         parts.append(
-            f"{rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of system pairs swap order "
-            f"between two variants ({rec['n_systems']} systems)"
+            f"between two variants {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
+            f"system pairs swap order and {rec['rank_change_share']:.0%} of the {rec['n_systems']} systems change rank"
         )
     km = rec["k_most"]
     parts.append(
@@ -229,3 +230,34 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
         "`label` column (see below); CIs: percentile bootstrap over items. Items by instability: "
         "`unstable_items.csv`."
     )
+
+
+def show(lottery_dir: str | Path) -> str:
+    """The headline table, the verdict sentences and the report's path of a written analysis."""
+    d = Path(lottery_dir)
+    hl = pd.read_csv(d / "tables" / "headlines.csv")
+    hl["ours"] = [
+        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+        for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
+    ]
+    hl["note"] = hl["note"].fillna("")
+    lines = ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(hl, HEADLINE_COLUMNS), ""]
+    v = d / "tables" / "verdict.csv"
+    sentences = pd.read_csv(v)["sentence"].tolist() if v.stat().st_size > 1 else []
+    lines += [
+        "Verdict:",
+        *[f"- {s_}" for s_ in sentences or ["n/a: no configuration with paraphrase verdicts"]],
+    ]
+    lines += ["", f"Report: {d / 'report.md'}", f"Items by instability: {d / 'unstable_items.csv'}"]
+    return "\n".join(lines)
+
+
+HEADLINE_COLUMNS = {"finding": "finding", "paper": "paper", "ours": "ours [95% CI]", "n": "n", "note": "note"}
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m promptlottery.analysis.verdict <lottery output dir>")
+    print(show(sys.argv[1]))

@@ -151,13 +151,15 @@ def group_from_template(path: str | Path, scale: str, *, judge_family: str = "cu
     )
 
 
-def dump_group(group: PromptGroup, path: str | Path, **extra) -> Path:
-    """Write ``group`` in the group-file schema (``extra`` keys are added at the top level)."""
+def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None = None, **extra) -> Path:
+    """Write ``group`` in the group-file schema (``extra`` keys are added at the top level,
+    ``variant_extra[vid]`` keys to a variant; the loader ignores both)."""
     variants = {}
     for vid, v in group.variants.items():
         variants[vid] = {
             k: val for k, val in (("tags", v.tags), ("system", v.system), ("user", v.user)) if val
         }
+        variants[vid].update((variant_extra or {}).get(vid, {}))
     raw = {
         "id": group.id,
         "judge_family": group.judge_family,
@@ -172,13 +174,18 @@ def dump_group(group: PromptGroup, path: str | Path, **extra) -> Path:
     return path
 
 
+def text_variables(template: str) -> set[str]:
+    """The variables one template references (raises TemplateSyntaxError on a malformed one)."""
+    return meta.find_undeclared_variables(_ENV.parse(template))
+
+
 def template_variables(group: PromptGroup, variant_id: str | None = None) -> set[str]:
     """The variables the group's templates (or one variant's) reference."""
     names: set[str] = set()
     for vid, v in group.variants.items():
         if variant_id is None or vid == variant_id:
             for t in (v.user, v.system or ""):
-                names |= meta.find_undeclared_variables(_ENV.parse(t))
+                names |= text_variables(t)
     return names
 
 

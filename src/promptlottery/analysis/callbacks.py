@@ -44,10 +44,8 @@ class LotteryAnalysis(Callback):
             tracker.finish(exit_code=1)
             return
         tracker.finish()
-        verdict = out / opts.tables_dir / "verdict.csv"
-        if verdict.stat().st_size > 1:
-            import pandas as pd
+        from promptlottery.analysis.verdict import verdict_sentences
 
-            for sentence in pd.read_csv(verdict)["sentence"]:
-                logger.info("verdict %s", sentence)
+        for sentence in verdict_sentences(out):
+            logger.info("verdict %s", sentence)
         logger.info("lottery analysis written report=%s", res["written"]["report"])

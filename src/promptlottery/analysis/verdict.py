@@ -232,6 +232,15 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
     )
 
 
+def verdict_sentences(lottery_dir: str | Path) -> list[str]:
+    """The verdict sentences of a written analysis (``tables/verdict.csv``), one per configuration."""
+    try:
+        t = pd.read_csv(Path(lottery_dir) / "tables" / "verdict.csv")
+    except (OSError, pd.errors.EmptyDataError):
+        return []
+    return t["sentence"].tolist() if "sentence" in t.columns else []
+
+
 def show(lottery_dir: str | Path) -> str:
     """The headline table, the verdict sentences and the report's path of a written analysis."""
     d = Path(lottery_dir)
@@ -242,12 +251,8 @@ def show(lottery_dir: str | Path) -> str:
     ]
     hl["note"] = hl["note"].fillna("")
     lines = ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(hl, HEADLINE_COLUMNS), ""]
-    v = d / "tables" / "verdict.csv"
-    sentences = pd.read_csv(v)["sentence"].tolist() if v.stat().st_size > 1 else []
-    lines += [
-        "Verdict:",
-        *[f"- {s_}" for s_ in sentences or ["n/a: no configuration with paraphrase verdicts"]],
-    ]
+    sentences = verdict_sentences(d) or ["n/a: no configuration with paraphrase verdicts"]
+    lines += ["Verdict:", *[f"- {s_}" for s_ in sentences]]
     lines += ["", f"Report: {d / 'report.md'}", f"Items by instability: {d / 'unstable_items.csv'}"]
     return "\n".join(lines)
 

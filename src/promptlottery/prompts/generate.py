@@ -275,7 +275,7 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
         raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
     items = _extreme_items(cfg, opts, original)
     if items is not None:
-        check_variables(original, set.intersection(*(set(it.inputs) for it in items)), where=opts.template)
+        check_variables(original, set().union(*(it.inputs for it in items)), where=opts.template)
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
     gen = Decoding(

@@ -192,7 +192,7 @@ def text_checks(
         "g",
         scale,
         0,
-        {"P1": Variant("P1", original), **{f"C{c.index}": Variant("x", c.text) for c in ok}},
+        {"P1": Variant("P1", original), **{f"C{c.index}": Variant(f"C{c.index}", c.text) for c in ok}},
     )
     texts = variant_texts(group)
     emb = np.asarray(encode(list(texts.values())), dtype=np.float64)

@@ -185,6 +185,9 @@ def text_checks(
         c.checks["variables"] = check_same_variables(original, c.text)
         c.checks["scale"] = check_scale(original, c.text, scale)
     ok = [c for c in cands if c.checks["variables"]["passed"]]
+    for c in cands:
+        if c not in ok:
+            c.checks["similarity"] = {"passed": False, "reason": "not measured: variables differ"}
     if not ok:
         return
     group = PromptGroup(
@@ -206,8 +209,6 @@ def text_checks(
             "overlap": round(float(lex), 4),
             "thresholds": f"similarity >= {opts.min_similarity}, overlap <= {opts.max_overlap}",
         }
-    for c in cands:
-        c.checks.setdefault("similarity", {"passed": False, "reason": "not measured: variables differ"})
 
 
 def generate_group(
@@ -409,6 +410,6 @@ def _reasons(rejected: list[Candidate]) -> str:
     counts: dict[str, int] = {}
     for c in rejected:
         for name, chk in c.checks.items():
-            if not chk.get("passed", False) and "not run" not in str(chk.get("reason", "")):
+            if not chk.get("passed", False) and not str(chk.get("reason", "")).startswith("not "):
                 counts[name] = counts.get(name, 0) + 1
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"

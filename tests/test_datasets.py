@@ -127,7 +127,8 @@ def test_counts_and_ranges(name, options, count, criteria, kind, keys):
 @needs_data
 def test_every_registered_loader_is_covered():
     _import_all()
-    assert {c[0] for c in CASES} == set(LOADERS)
+    # `table` reads the user's own file: tested on files written in tests/test_own_judge.py
+    assert {c[0] for c in CASES} == set(LOADERS) - {"table"}
 
 
 # --- facts from SOURCE.md beyond the counts -------------------------------------------------------
@@ -456,7 +457,7 @@ def test_unknown_subset_is_an_error(tmp_path):
 
 # --- every dataset config composes and loads `limit` items --------------------------------------------
 
-CONFIGS = sorted(p.stem for p in (REPO / "conf" / "dataset").glob("*.yaml"))
+CONFIGS = sorted(p.stem for p in (REPO / "conf" / "dataset").glob("*.yaml") if p.stem != "table")
 
 
 @needs_data
@@ -472,7 +473,7 @@ def test_dataset_config_composes_and_loads(config):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"dataset={config}", "logger=none", "backbone=fake"])
     ds = cfg.dataset
-    assert set(ds) == {"name", "limit", "seed", "sample_by", "human_range", "options"}
+    assert set(ds) == {"name", "limit", "seed", "sample_by", "human_range", "options", "path", "fields"}
     lo, hi = ds.human_range
     assert lo < hi
     items = load_items(

@@ -25,6 +25,19 @@ class PathsConfig:
 
 
 @dataclass
+class FieldMap:
+    """dataset=table: the column of each role (None = the table has no such column)."""
+
+    id: str | None = None
+    response: str | None = None
+    context: str | None = None
+    reference: str | None = None
+    system: str | None = None
+    group: str | None = None
+    human: str | None = None
+
+
+@dataclass
 class DatasetConfig:
     name: str = MISSING
     limit: int | None = None
@@ -35,6 +48,9 @@ class DatasetConfig:
     human_range: list[float] = field(default_factory=lambda: [1.0, 5.0])
     #: passed to the loader (split, subset, hub=true, ...)
     options: dict[str, Any] = field(default_factory=dict)
+    #: dataset=table: the file (JSONL, CSV, Parquet; hf:<name> for a Hub table) and its column map
+    path: str | None = None
+    fields: FieldMap = field(default_factory=FieldMap)
 
 
 @dataclass
@@ -44,6 +60,10 @@ class JudgeConfig:
     variant: str = "P1"
     #: which human label the verdicts are compared with
     criterion: str = MISSING
+    #: a prompt-group YAML from anywhere (overrides prompt_group), or one template file + its scale
+    group_file: str | None = None
+    template: str | None = None
+    scale: str | None = None
 
 
 @dataclass
@@ -97,6 +117,17 @@ class RunConfig:
     rubric: Any = None
     gate: Any = None
     predict: Any = None
+    paraphrase: Any = None
+
+
+def group_variants(group_file: str | None) -> str:
+    """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
+    (``judge.variant: ${group_variants:${judge.group_file}}`` in hydra.sweeper.params)."""
+    from promptlottery.prompts.groups import PromptError, load_group_file
+
+    if not group_file:
+        raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
+    return ",".join(load_group_file(group_file).variants)
 
 
 class ConfigError(ValueError):
@@ -109,6 +140,7 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
+    OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

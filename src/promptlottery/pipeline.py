@@ -20,7 +20,7 @@ from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
 from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
-from promptlottery.prompts import load_group
+from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.jobdir import atomic_write, file_sha256
 from promptlottery.tracking.records import write_results
@@ -52,16 +52,22 @@ def few_shot_examples(
     return [(it, to_scale_label(it.human_score(criterion), tuple(human_range), scale)) for it in chosen]
 
 
-def build_condition(cfg: DictConfig) -> Condition:
+def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condition:
+    """The grid cell; a prompt group loaded from a file (judge.group_file / template) names itself."""
     return Condition(
         dataset=cfg.dataset.name,
-        judge_family=cfg.judge.family,
-        prompt_group=cfg.judge.prompt_group,
+        judge_family=group.judge_family if group is not None else cfg.judge.family,
+        prompt_group=group.id if group is not None else cfg.judge.prompt_group,
         variant=cfg.judge.variant,
         backbone=cfg.backbone.name,
         criterion=cfg.judge.criterion,
         prompt_format=cfg.backbone.prompt_format,
     )
+
+
+def _group_where(cfg: DictConfig, group: PromptGroup) -> str:
+    src = cfg.judge.get("group_file") or cfg.judge.get("template")
+    return f"{src} (prompt group {group.id})" if src else f"prompt group {group.id}"
 
 
 def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, Any]:
@@ -75,10 +81,11 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
-    condition = build_condition(cfg)
     results_path = output_dir / "results.json"
-    group = load_group(cfg.judge.prompt_group)
-    if group.judge_family != cfg.judge.family:
+    group = resolve_group(cfg.judge)
+    from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
+    condition = build_condition(cfg, group)
+    if not from_file and group.judge_family != cfg.judge.family:
         raise ValueError(
             f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
         )
@@ -108,6 +115,8 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     items = sample_items(
         all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
     )
+    if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
+        check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
     examples = few_shot_examples(
         all_items,
         items,
@@ -148,6 +157,8 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         )
         tracker.finish(exit_code=1)
         raise
+    if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
+        df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
     metrics = condition_metrics(df)
     calls = {**stats.counts(), "parse_failures": stats.parse_failures}
     # judgments first, results.json last, each atomically: a results.json saying `ok` always

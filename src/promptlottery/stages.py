@@ -10,6 +10,7 @@ STAGES: dict[str, str] = {
     "gate": "promptlottery.gating.stage:run",
     "judge": "promptlottery.pipeline:run",
     "lottery": "promptlottery.analysis.stage:run",
+    "paraphrase": "promptlottery.prompts.generate:run",
     "rubric": "promptlottery.rubrics.study:run",
     "validate_prompts": "promptlottery.prompts.validation:run_validation",
 }

@@ -44,4 +44,8 @@ class LotteryAnalysis(Callback):
             tracker.finish(exit_code=1)
             return
         tracker.finish()
+        from promptlottery.analysis.verdict import verdict_sentences
+
+        for sentence in verdict_sentences(out):
+            logger.info("verdict %s", sentence)
         logger.info("lottery analysis written report=%s", res["written"]["report"])

@@ -232,6 +232,13 @@ def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "p
     return out
 
 
+def group_files(df: pd.DataFrame) -> dict[str, str]:
+    """``{prompt_group: group file}`` for groups judged from a file (column ``group_file``)."""
+    if "group_file" not in df.columns:
+        return {}
+    return {str(g): f for g, f in zip(df["prompt_group"], df["group_file"]) if isinstance(f, str) and f}
+
+
 def config_ids(df: pd.DataFrame) -> list[str]:
     parts = [df[k].astype(str) for k in CONFIG_KEYS]
     return ["/".join(p for p in row if p) for row in zip(*parts)]

@@ -30,6 +30,7 @@ from promptlottery.analysis.data import (
     add_verdicts,
     configurations,
     fixed_settings,
+    group_files,
     label_table,
     load_judgments,
     main_temperature,
@@ -39,6 +40,7 @@ from promptlottery.analysis.data import (
 from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.parallel import analyse_configurations
+from promptlottery.analysis.verdict import item_table, render_verdict, verdict_summary
 from promptlottery.analysis.wording import (
     prompt_similarities,
     similarity_vs_stability,
@@ -129,7 +131,7 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["best_variant_counts"] = best_variant_counts(corr, by=opts.best_by, reference=opts.reference)
         va = per["tables"]["variant_agreement"]
         tables["variant_agreement"] = va
-        texts = variant_texts(df["prompt_group"].unique())
+        texts = variant_texts(df["prompt_group"].unique(), files=group_files(df))
         try:
             if opts.embeddings == "none":
                 raise AnalysisError("analysis.embeddings=none")
@@ -156,6 +158,8 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         conv_summary, conv_items = convergence_analysis(df, **kw, **boot)
         tables["convergence_summary"] = conv_summary
         tables["convergence_items"] = conv_items
+        tables["unstable_items"] = item_table(df, **kw)
+        tables["verdict"] = verdict_summary(tables["unstable_items"], tables, opts)
         tables["headlines"] = headlines(tables, dists, opts, rank_dists)
     return {"tables": tables, **extra}
 
@@ -467,6 +471,7 @@ def write_outputs(
     tables = result["tables"]
     tdir = out_dir / opts.tables_dir
     written = {name: rp.write_table(t, name, tdir) for name, t in tables.items()}
+    tables["unstable_items"].to_csv(out_dir / "unstable_items.csv", index=False, float_format=rp.CSV_FLOAT)
     figures = {}
     if opts.plots:
         from promptlottery.analysis.plots import draw_all
@@ -482,6 +487,7 @@ def render_report(
 ) -> str:
     t = result["tables"]
     R = rp.Report("Prompt lottery report")
+    render_verdict(R, t["verdict"])
     verdict = {
         "argmax": "the argmax label (the most probable scale label; the paper's near-greedy setting)",
         "weighted": "the logprob-weighted score rounded to the nearest scale label",

@@ -6,7 +6,7 @@ agreement (Cohen's kappa, or raw overlap) with the other variants of its configu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -14,16 +14,21 @@ import pandas as pd
 from scipy import stats
 
 from promptlottery.metrics import pearson
-from promptlottery.prompts.groups import WORDING_DIMENSIONS, load_group
+from promptlottery.prompts.groups import WORDING_DIMENSIONS, load_group, load_group_file
 
 AGREEMENT_COLUMNS = {"kappa": "kappa_with_others", "overlap": "overlap_with_others"}
 
 
-def variant_texts(groups: Iterable[str]) -> pd.DataFrame:
-    """The text of each variant (system + user template) with its wording tags, per prompt group."""
+def variant_texts(groups: Iterable[str], files: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The text of each variant (system + user template) with its wording tags, per prompt group.
+
+    ``files`` maps a group id to its group file (groups judged with ``judge.group_file``); the
+    others are built-in groups.
+    """
+    files = files or {}
     rows = []
     for gid in sorted(set(groups)):
-        group = load_group(gid)
+        group = load_group_file(files[gid]) if gid in files else load_group(gid)
         for vid, v in group.variants.items():
             rows.append(
                 {

@@ -15,7 +15,9 @@ class FakeBackend:
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
     substrings that make ``generate`` raise, to test error paths; ``calls`` counts requests
-    answered, so tests can assert cache behaviour.
+    answered, so tests can assert cache behaviour. A request without scale labels (free text, e.g.
+    a paraphrase to generate) is answered with ``replies[sample_index % len(replies)]``; the
+    replies are given inline or as ``replies_file`` (a YAML list of strings).
     """
 
     def __init__(
@@ -28,6 +30,8 @@ class FakeBackend:
         delay_s: float = 0.0,
         base_url: str | None = None,
         extra_body: dict | None = None,
+        replies: tuple[str, ...] = (),
+        replies_file: str | None = None,
     ):
         self.model = model
         self.sharpness = sharpness
@@ -39,9 +43,16 @@ class FakeBackend:
         # the OpenAI-compatible backends' connection fields, so tests can plant secrets in them
         self.base_url = base_url
         self.extra_body = dict(extra_body or {})
+        if replies_file:
+            import yaml
+
+            replies = tuple(yaml.safe_load(open(replies_file, encoding="utf-8")))
+        self.replies = tuple(str(r) for r in replies)
 
     def identity(self) -> dict:
         ident = {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
+        if self.replies:  # canned free-text answers change the output: they enter the cache key
+            ident["replies"] = hashlib.sha256("\0".join(self.replies).encode()).hexdigest()[:16]
         return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
 
     def _text(self, r: JudgeRequest) -> str:
@@ -59,6 +70,11 @@ class FakeBackend:
             for bad in self.fail_on:
                 if bad in text:
                     raise BackendError(f"fake backend: refused request containing {bad!r}")
+            if not r.labels:
+                reply = self.replies[r.sample_index % len(self.replies)] if self.replies else "fake reply"
+                self.calls += 1
+                out.append(JudgeResponse(reply, None, len(text.split()), len(reply.split()), 0.0))
+                continue
             h = hashlib.sha256(f"{text}\0{r.sample_index}\0{decoding.seed}".encode()).digest()
             logits = np.frombuffer(h[: 4 * len(r.labels)], dtype=np.uint32).astype(float) / 2**32
             p = np.exp(self.sharpness * 5 * logits)

@@ -16,10 +16,10 @@ from importlib.resources import files
 from pathlib import Path
 
 import yaml
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
+from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
 from jinja2.sandbox import SandboxedEnvironment
 
-from promptlottery.prompts.scales import Scale, get_scale
+from promptlottery.prompts.scales import SCALES, Scale, get_scale
 
 WORDING_DIMENSIONS = (
     "role_framing",
@@ -83,14 +83,29 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
     if not path.exists():
         known = sorted(p.stem for p in Path(groups_dir or GROUPS_DIR).glob("*.yaml"))
         raise PromptError(f"prompt group {group_id!r} not found at {path}; known: {known}")
+    group = load_group_file(path)
+    if group.id != group_id:
+        raise PromptError(f"{path}: id {group.id!r} does not match file name")
+    return group
+
+
+def load_group_file(path: str | Path) -> PromptGroup:
+    """A prompt group from a YAML file anywhere (the schema of ``prompts/groups/G*.yaml``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PromptError(f"judge.group_file: no file at {path}")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or not raw.get("variants"):
+            raise KeyError("variants")
         variants = {
-            vid: Variant(id=vid, user=v["user"], system=v.get("system"), tags=dict(v.get("tags", {})))
+            str(vid): Variant(
+                id=str(vid), user=v["user"], system=v.get("system"), tags=dict(v.get("tags") or {})
+            )
             for vid, v in raw["variants"].items()
         }
         group = PromptGroup(
-            id=raw["id"],
+            id=str(raw["id"]),
             judge_family=raw["judge_family"],
             scale=get_scale(raw["scale"]),
             version=int(raw["version"]),
@@ -98,10 +113,8 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
             description=raw.get("description", ""),
             held_out=bool(raw.get("held_out", False)),
         )
-    except (KeyError, TypeError, yaml.YAMLError) as e:
+    except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
-    if group.id != group_id:
-        raise PromptError(f"{path}: id {group.id!r} does not match file name")
     for v in variants.values():
         for t in (v.user, v.system or ""):
             try:
@@ -109,6 +122,97 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
     return group
+
+
+def group_from_template(path: str | Path, scale: str, *, judge_family: str = "custom") -> PromptGroup:
+    """A one-variant group (``P1``) from a single Jinja2 template file and a scale name.
+
+    The group id is the file's stem and its ``version`` a hash of the text, so editing the file
+    invalidates cached judgments.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise PromptError(f"judge.template: no file at {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        _ENV.parse(text)
+        sc = get_scale(scale)
+    except TemplateSyntaxError as e:
+        raise PromptError(f"{path}: template syntax error at line {e.lineno}: {e.message}") from None
+    except ValueError as e:
+        raise PromptError(f"judge.scale: {e}") from None
+    version = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+    return PromptGroup(
+        id=path.stem,
+        judge_family=judge_family,
+        scale=sc,
+        version=version,
+        variants={"P1": Variant("P1", text)},
+    )
+
+
+def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None = None, **extra) -> Path:
+    """Write ``group`` in the group-file schema (``extra`` keys are added at the top level,
+    ``variant_extra[vid]`` keys to a variant; the loader ignores both)."""
+    variants = {}
+    for vid, v in group.variants.items():
+        variants[vid] = {
+            k: val for k, val in (("tags", v.tags), ("system", v.system), ("user", v.user)) if val
+        }
+        variants[vid].update((variant_extra or {}).get(vid, {}))
+    raw = {
+        "id": group.id,
+        "judge_family": group.judge_family,
+        "scale": group.scale.name,
+        "version": group.version,
+        "description": group.description,
+        **extra,
+        "variants": variants,
+    }
+    path = Path(path)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
+    return path
+
+
+def text_variables(template: str) -> set[str]:
+    """The variables one template references (raises TemplateSyntaxError on a malformed one)."""
+    return meta.find_undeclared_variables(_ENV.parse(template))
+
+
+def template_variables(group: PromptGroup, variant_id: str | None = None) -> set[str]:
+    """The variables the group's templates (or one variant's) reference."""
+    names: set[str] = set()
+    for vid, v in group.variants.items():
+        if variant_id is None or vid == variant_id:
+            for t in (v.user, v.system or ""):
+                names |= text_variables(t)
+    return names
+
+
+def check_variables(group: PromptGroup, available: set[str], *, where: str) -> None:
+    """Raise before any model call when a template names a variable the items do not provide."""
+    for vid in group.variants:
+        unknown = sorted(template_variables(group, vid) - set(available))
+        if unknown:
+            raise PromptError(
+                f"{where} variant {vid}: unknown template variable(s) {unknown}; the items provide "
+                f"{sorted(available)}"
+            )
+
+
+def resolve_group(judge) -> PromptGroup:
+    """The judge config's prompt group: ``judge.group_file``, ``judge.template`` (+ ``judge.scale``) or
+    ``judge.prompt_group`` (a built-in group id), in that order."""
+    group_file, template = judge.get("group_file"), judge.get("template")
+    if group_file and template:
+        raise PromptError("give judge.group_file or judge.template, not both")
+    if group_file:
+        return load_group_file(group_file)
+    if template:
+        if not judge.get("scale"):
+            raise PromptError(f"judge.template={template} needs judge.scale=<one of {sorted(SCALES)}>")
+        return group_from_template(template, judge.scale, judge_family=judge.get("family") or "custom")
+    return load_group(judge.prompt_group)
 
 
 def list_groups(groups_dir: str | None = None) -> list[str]:

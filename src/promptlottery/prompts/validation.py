@@ -27,10 +27,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from jinja2 import meta
-from jinja2.sandbox import SandboxedEnvironment
 
-from promptlottery.prompts.groups import PromptGroup, list_groups, load_group, render
+from promptlottery.prompts.groups import PromptGroup, list_groups, load_group, render, template_variables
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +38,6 @@ TARGET_SIMILARITY = 0.90
 TARGET_MAX_OVERLAP = 0.5
 TEXT_MODE = "rendered with placeholder values ([RESPONSE], ...), system + user"
 _WORD = re.compile(r"\w+")
-_PARSER = SandboxedEnvironment()
 
 Encoder = Callable[[list[str]], np.ndarray]
 
@@ -67,15 +64,6 @@ def length_ratio(text: str, original: str) -> float:
     if n == 0:
         raise ValueError("the original text has no words")
     return len(word_tokens(text)) / n
-
-
-def template_variables(group: PromptGroup) -> set[str]:
-    """Every variable referenced by any template of the group."""
-    names: set[str] = set()
-    for v in group.variants.values():
-        for t in (v.user, v.system or ""):
-            names |= meta.find_undeclared_variables(_PARSER.parse(t))
-    return names
 
 
 def placeholder_values(group: PromptGroup) -> dict[str, str]:

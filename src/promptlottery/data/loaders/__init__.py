@@ -16,6 +16,7 @@ from promptlottery.data.loaders import (  # noqa: F401
     squad_v2,
     stsb,
     summeval,
+    table,
     topical_chat_usr,
     unieval_data2text,
 )

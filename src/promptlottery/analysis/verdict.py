@@ -1,0 +1,268 @@
+"""The plain-words verdict that opens report.md: would a rewording of the prompt change the results?
+
+Our own summary (not a number of the prompt-lottery paper), per configuration, on the paraphrase
+setting (each variant once, at the main temperature), with ``label`` as the verdict:
+
+* agreement across the paraphrases: the mean pairwise Cohen's kappa of analysis 1 and its bootstrap
+  CI, placed against the ``usable`` (0.61) and ``robust`` (0.80) thresholds;
+* ``changed``: the share of items (with >= 2 verdicts) on which at least two variants disagree;
+* ``majority``: the *strict majority cluster* of the J variants: a label given by at least
+  ceil((J + 1) / 2) of them (3 of 5, 2 of 3, 2 of 2); an item without one has *no consensus*. A
+  missing verdict is no vote. This is not the tie-to-P1 plurality of analyses 7-8;
+* ``majority_differs``: among items with a majority and a reference (P1) verdict, the share whose
+  majority differs from P1's verdict;
+* ``k_needed``: judges in the recorded order (P1 first), the smallest k from which the strict
+  majority of the first k' variants (>= ceil((k' + 1) / 2) of k') equals the final one for every
+  k' >= k; NaN (never) without a final majority. ``k_most`` = the median over items (never = inf);
+* rank flips: the mean share of system pairs in opposite order between two variants (analysis 6).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis import report as rp
+from promptlottery.analysis.data import judge_matrix, paraphrase_configurations
+from promptlottery.metrics.bootstrap import bootstrap_ci
+
+NO_CONSENSUS = "no consensus"
+
+
+def strict_majority(labels: list[Any], n_judges: int) -> Any | None:
+    """The label given by >= ceil((J + 1) / 2) of ``n_judges`` judges, else None (missing = no vote).
+
+    >>> strict_majority(["1", "1", "2", "1", "3"], 5), strict_majority(["1", "1", "2", "2", "3"], 5)
+    ('1', None)
+    """
+    votes = pd.Series([x for x in labels if not pd.isna(x)], dtype=object).value_counts()
+    need = math.ceil((n_judges + 1) / 2)
+    return votes.index[0] if len(votes) and votes.iloc[0] >= need else None
+
+
+def k_needed(labels: list[Any]) -> float:
+    """Smallest k from which the running strict majority equals the final one (NaN: no final majority).
+
+    >>> k_needed(["1", "1", "1"]), k_needed(["2", "1", "1"]), k_needed(["1", "2", "3"])
+    (1.0, 3.0, nan)
+    """
+    final = strict_majority(labels, len(labels))
+    if final is None:
+        return float("nan")
+    k = len(labels)
+    for j in range(len(labels), 0, -1):
+        if strict_majority(labels[:j], j) != final:
+            break
+        k = j
+    return float(k)
+
+
+def item_table(df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None) -> pd.DataFrame:
+    """One row per configuration x item, sorted within a configuration by how much its verdict varies."""
+    out = []
+    for cid, _rows, para, order in paraphrase_configurations(df, reference, temperature):
+        lab = judge_matrix(para, "label", order=order)
+        val = judge_matrix(para, "value", order=order)
+        first = para.drop_duplicates("item_id").set_index("item_id")
+        for item in lab.index:
+            labels = lab.loc[item].tolist()
+            given = [x for x in labels if not pd.isna(x)]
+            counts = pd.Series(given, dtype=object).value_counts()
+            maj = strict_majority(labels, len(order))
+            ref = lab.loc[item, reference] if reference in lab.columns else None
+            v = val.loc[item].to_numpy(dtype=float)
+            out.append(
+                {
+                    "config_id": cid,
+                    "item_id": item,
+                    "system": first.loc[item, "system"],
+                    "human": first.loc[item, "human"],
+                    "n_variants": len(order),
+                    "n_verdicts": len(given),
+                    "n_distinct": int(counts.size),
+                    "modal_share": float(counts.iloc[0] / len(order)) if len(given) else np.nan,
+                    "value_range": float(np.nanmax(v) - np.nanmin(v)) if np.isfinite(v).any() else np.nan,
+                    "majority": NO_CONSENSUS if maj is None else maj,
+                    "reference_label": None if pd.isna(ref) else ref,
+                    "changed": bool(counts.size > 1) if len(given) >= 2 else None,
+                    "majority_differs": None if maj is None or pd.isna(ref) else bool(maj != ref),
+                    "k_needed": k_needed(labels),
+                    "labels": " ".join(f"{j}:{'-' if pd.isna(x) else x}" for j, x in zip(order, labels)),
+                }
+            )
+    t = pd.DataFrame(out)
+    if t.empty:
+        return t
+    t = t.sort_values(
+        ["config_id", "modal_share", "n_distinct", "value_range", "item_id"],
+        ascending=[True, True, False, False, True],
+        kind="mergesort",
+    )
+    return t.reset_index(drop=True)
+
+
+def _share(x: pd.Series, *, n_resamples: int, seed: int, level: float) -> tuple[float, float, float, int]:
+    """Share of True among the defined values, with a percentile bootstrap CI over items."""
+    x = x.dropna().astype(float).to_numpy()
+    if x.size == 0:
+        return np.nan, np.nan, np.nan, 0
+    if x.size == 1:
+        return float(x[0]), np.nan, np.nan, 1
+    r = bootstrap_ci(np.mean, x, n_resamples=n_resamples, seed=seed, level=level, vectorized=False)
+    return r.estimate, r.low, r.high, int(x.size)
+
+
+def agreement_band(est: float, lo: float, hi: float, thresholds: dict) -> str:
+    """``robust`` / ``usable`` when the whole CI clears the threshold, ``below usable`` when it lies
+    under 0.61, else ``inconclusive`` (the CI straddles a threshold); ``n/a`` when undefined."""
+    usable, robust = thresholds["usable"], thresholds["robust"]
+    if not np.isfinite(est):
+        return "n/a"
+    lo = est if not np.isfinite(lo) else lo
+    hi = est if not np.isfinite(hi) else hi
+    if lo >= robust:
+        return "robust"
+    if lo >= usable:
+        return "usable"
+    if hi < usable:
+        return "below usable"
+    return "inconclusive"
+
+
+def verdict_summary(items: pd.DataFrame, tables: dict[str, pd.DataFrame], opts) -> pd.DataFrame:
+    """One row per configuration: the numbers of the plain-words verdict, and the sentence itself."""
+    if items.empty:
+        return pd.DataFrame()
+    boot = dict(n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level)
+    col = tables.get("agreement_collapse", pd.DataFrame())
+    ranks = tables.get("rank_summary", pd.DataFrame())
+    rows = []
+    for cid, g in items.groupby("config_id", sort=True):
+        rec: dict[str, Any] = {
+            "config_id": cid,
+            "n_items": len(g),
+            "n_variants": int(g["n_variants"].iloc[0]),
+        }
+        para = col[(col["config_id"] == cid) & (col["setting"] == "paraphrases")] if not col.empty else col
+        k = para.iloc[0] if len(para) else {}
+        rec["kappa"], rec["kappa_lo"], rec["kappa_hi"] = (
+            float(k.get(c, np.nan)) for c in ("mean_kappa", "mean_kappa_lo", "mean_kappa_hi")
+        )
+        rec["kappa_note"] = str(k.get("notes", "") or "") if len(para) else "no agreement row"
+        rec["band"] = agreement_band(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"], opts.thresholds)
+        for name in ("changed", "majority_differs"):
+            rec[name], rec[f"{name}_lo"], rec[f"{name}_hi"], rec[f"{name}_n"] = _share(g[name], **boot)
+        rec["no_consensus"] = float((g["majority"] == NO_CONSENSUS).mean())
+        kn = g["k_needed"].fillna(np.inf).to_numpy(float)
+        rec["k_most"] = float(np.median(kn))
+        for k_ in (1, 3, 5):
+            rec[f"settled_by_{k_}"] = float((kn <= k_).mean())
+        r = ranks[ranks["config_id"] == cid] if "config_id" in ranks.columns else ranks.iloc[0:0]
+        r = r.iloc[0] if len(r) else {}
+        rec["n_systems"] = int(r.get("n_systems", 0) or 0) if len(r) else 0
+        for c in ("flip_share", "flip_share_lo", "flip_share_hi", "rank_change_share"):
+            rec[c] = float(r.get(c, np.nan)) if len(r) else np.nan
+        rec["sentence"] = sentence(rec, opts)
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+_LEAD = {
+    "robust": "the verdicts do not depend on the wording",
+    "usable": "usable, but the wording matters for some items",
+    "inconclusive": "not established: agreement across the wordings is too uncertain to call",
+    "below usable": "do not trust a single wording",
+    "n/a": "cannot tell from agreement",
+}
+
+
+def sentence(rec: dict, opts) -> str:
+    """The plain-words verdict of one configuration (numbers from :func:`verdict_summary`)."""
+    th = opts.thresholds
+    ref = opts.reference
+    kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
+    if rec["band"] == "n/a":
+        agree = f"kappa across the {rec['n_variants']} variants is undefined ({rec['kappa_note'] or 'n/a'})"
+    else:
+        rel = {
+            "robust": f"above the {th['robust']:.2f} robust threshold",
+            "usable": f"above the {th['usable']:.2f} usable threshold but not shown above {th['robust']:.2f}",
+            "below usable": f"below the {th['usable']:.2f} usable threshold",
+            "inconclusive": f"its CI straddles the {th['usable']:.2f} / {th['robust']:.2f} thresholds",
+        }[rec["band"]]
+        agree = f"agreement across the {rec['n_variants']} variants is kappa = {kappa}, {rel}"
+    parts = [
+        f"{rec['config_id']}: {_LEAD[rec['band']]}. {agree[0].upper()}{agree[1:]}",
+        f"{rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "
+        "different verdict from at least one paraphrase",
+        f"the majority of the variants overrides the original prompt ({ref}) on "
+        f"{rp.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])} "
+        f"of the items with a majority ({rec['no_consensus']:.0%} have none)",
+    ]
+    if rec["n_systems"] >= 2 and np.isfinite(rec["flip_share"]):
+        parts.append(
+            f"between two variants {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
+            f"system pairs swap order and {rec['rank_change_share']:.0%} of the {rec['n_systems']} systems change rank"
+        )
+    km = rec["k_most"]
+    parts.append(
+        f"most items need {int(km)} variant{'s' if km != 1 else ''} for a stable majority"
+        if np.isfinite(km)
+        else "most items never reach a stable majority"
+    )
+    return "; ".join(parts) + "."
+
+
+def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
+    """The opening section of report.md."""
+    R.h("Verdict: would a rewording of the prompt change the results?")
+    if summary.empty:
+        R.p(rp.na_paragraph("no configuration with paraphrase verdicts"))
+        return
+    R.bullets(summary["sentence"].tolist())
+    R.p(
+        "Majority = a label given by >= ceil((J+1)/2) of the J variants (3 of 5); items without one have no "
+        "consensus (a different definition from the tie-to-P1 plurality of sections 7-8). Verdict = the "
+        "`label` column (see below); CIs: percentile bootstrap over items. Items by instability: "
+        "`unstable_items.csv`."
+    )
+
+
+def verdict_sentences(lottery_dir: str | Path) -> list[str]:
+    """The verdict sentences of a written analysis (``tables/verdict.csv``), one per configuration."""
+    try:
+        t = pd.read_csv(Path(lottery_dir) / "tables" / "verdict.csv")
+    except (OSError, pd.errors.EmptyDataError):
+        return []
+    return t["sentence"].tolist() if "sentence" in t.columns else []
+
+
+def show(lottery_dir: str | Path) -> str:
+    """The headline table, the verdict sentences and the report's path of a written analysis."""
+    d = Path(lottery_dir)
+    hl = pd.read_csv(d / "tables" / "headlines.csv")
+    hl["ours"] = [
+        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+        for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
+    ]
+    hl["note"] = hl["note"].fillna("")
+    lines = ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(hl, HEADLINE_COLUMNS), ""]
+    sentences = verdict_sentences(d) or ["n/a: no configuration with paraphrase verdicts"]
+    lines += ["Verdict:", *[f"- {s_}" for s_ in sentences]]
+    lines += ["", f"Report: {d / 'report.md'}", f"Items by instability: {d / 'unstable_items.csv'}"]
+    return "\n".join(lines)
+
+
+HEADLINE_COLUMNS = {"finding": "finding", "paper": "paper", "ours": "ours [95% CI]", "n": "n", "note": "note"}
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m promptlottery.analysis.verdict <lottery output dir>")
+    print(show(sys.argv[1]))

@@ -95,7 +95,8 @@ def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the f
     assert "UncompletedJobError" in out or "CANCELLED" in out, out[-3000:]
     wait_idle(env)
     jobs = summary(tmp_path)
-    assert jobs["1"]["status"] == "failed" and "no results.json" in jobs["1"]["error"]
+    # a job that wrote no final results.json is `missing`, whether it never started or was killed
+    assert jobs["1"]["status"] == "missing" and "no results.json" in jobs["1"]["error"], jobs
     assert [jobs[k]["status"] for k in ("0", "2", "3")] == ["ok", "ok", "ok"], jobs
     assert not (job_dir / "results.json").exists()
 

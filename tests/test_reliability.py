@@ -418,3 +418,10 @@ def test_two_checkpoints_in_one_path_never_share_cache_keys(tmp_path):
     second = TransformersBackend(str(ckpt))
     assert second.identity()["revision"] != ident["revision"] and key(second) != key(first)
     assert TransformersBackend(str(ckpt), revision="v2").identity()["revision"] == "v2"
+
+
+def test_a_user_name_in_a_url_is_no_credential_but_a_password_is():
+    from promptlottery.tracking.secrets import secret_override
+
+    assert secret_override("paths.cache_url=postgresql://postgres@127.0.0.1:5432/db") is None
+    assert "credentials in a URL" in secret_override("paths.cache_url=postgresql://postgres:pw@127.0.0.1/db")

@@ -22,6 +22,8 @@ _SECRET_NAME = re.compile(r"key|token|secret|passw|authorization|credential|cook
 _NOT_SECRET = re.compile(r"(_env|tokens|token_count|cache_key|sort_keys?)$|^tokenizer", re.IGNORECASE)
 # Hydra escapes ':' as '\:' in the override strings it records
 _URL_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*\\?://)([^/\s@'\"]+)@")
+# on the command line a user name alone (postgresql://postgres@host/db) is no credential; a password is
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s@'\":]*:[^/\s@'\"]+@")
 _URL_QUERY = re.compile(r"([?&][\w.-]*(?:key|token|secret|passw|signature)[\w.-]*=)[^&\s'\"]+", re.IGNORECASE)
 _BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 _ASSIGN = re.compile(r"([\"']?)([\w.+~-]+)\1(\s*[:=]\s*)([\"']?)([^\s\"',}\]]+)")
@@ -75,7 +77,7 @@ def secret_override(arg: str) -> str | None:
         return None
     if is_secret_key(key) and value.strip() not in ("", "null"):
         return f"override {key}=... puts a secret on the command line"
-    if _URL_USERINFO.search(value) or _URL_QUERY.search(value):
+    if _URL_PASSWORD.search(value) or _URL_QUERY.search(value):
         return f"override {key}=... has credentials in a URL"
     return None
 

@@ -81,7 +81,10 @@ def summary(tmp: Path) -> dict[str, dict]:
 def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the fixture
     env = slurm
     # 1. every generate() sleeps 8 s, so task 1 can be cancelled while it runs
-    first = sweep(env, tmp_path, "+backbone.backend.delay_s=8")
+    # the fake judge sleeps 8 s per batch, so task 1 is still running when it is cancelled; every re-run
+    # is the same command (a job dir refuses a job of another config, see tracking.jobdir)
+    slow = "+backbone.backend.delay_s=8"
+    first = sweep(env, tmp_path, slow)
     job_dir = tmp_path / "sweep" / "1"
     end = time.time() + 300
     while not (job_dir / ".hydra").exists():
@@ -101,7 +104,7 @@ def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the f
     assert not (job_dir / "results.json").exists()
 
     # 2. the re-run completes the cancelled condition; the others come from the shared cache
-    rc, out = finish(sweep(env, tmp_path))
+    rc, out = finish(sweep(env, tmp_path, slow))
     assert rc == 0, out[-3000:]
     jobs = summary(tmp_path)
     assert {k: j["status"] for k, j in jobs.items()} == {"0": "ok", "1": "ok", "2": "ok", "3": "ok"}
@@ -115,7 +118,7 @@ def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the f
         }
 
     # 3. a re-run of the whole sweep is all cache hits
-    rc, out = finish(sweep(env, tmp_path))
+    rc, out = finish(sweep(env, tmp_path, slow))
     assert rc == 0, out[-3000:]
     for j in summary(tmp_path).values():
         assert j["status"] == "ok" and j["calls"]["cache_hits"] == N_ITEMS and j["calls"]["cache_misses"] == 0

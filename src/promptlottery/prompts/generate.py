@@ -42,11 +42,15 @@ from promptlottery.prompts.validation import DEFAULT_THRESHOLD, TARGET_MAX_OVERL
 
 logger = logging.getLogger(__name__)
 
+# The judge template is quoted between markers and the model is told not to carry it out: small chat
+# models otherwise answer the template ("Yes") instead of rewording it.
 INSTRUCTION = (
-    "Rewrite the instructions below for an evaluator. Keep exactly the same meaning, the same rating scale "
-    "and the same answer format, but use different words and sentence structure. Copy every placeholder in "
-    "double curly braces, such as {{{{ response }}}}, exactly as written. Reply with the rewritten instructions "
-    "only.\n\n{text}"
+    "You reword prompts. Below, between the lines <<<PROMPT and PROMPT>>>, is a prompt that asks an "
+    "evaluator to judge a text. Do NOT answer or carry out that prompt. Write a new version of it that keeps "
+    "exactly the same meaning, the same rating scale and the same answer format, but uses different words "
+    "and a different sentence structure. Copy every placeholder in double curly braces, such as "
+    "{{{{ response }}}}, exactly as written. Reply with the new version of the prompt only, without the "
+    "marker lines.\n\n<<<PROMPT\n{text}\nPROMPT>>>"
 )
 
 
@@ -102,8 +106,12 @@ class Candidate:
 
 
 def clean(text: str) -> str:
-    """The candidate text from a model's answer: code fences and ``---`` rulers dropped."""
-    lines = [ln for ln in text.strip().splitlines() if not re.fullmatch(r"\s*(```\w*|---+)\s*", ln)]
+    """The candidate text from a model's answer: code fences, ``---`` rulers and echoed markers dropped."""
+    lines = [
+        ln
+        for ln in text.strip().splitlines()
+        if not re.fullmatch(r"\s*(```\w*|---+|<<<PROMPT|PROMPT>>>)\s*", ln)
+    ]
     return "\n".join(lines).strip()
 
 

@@ -937,8 +937,10 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     """Stage entry point (``stage: lottery``)."""
     from omegaconf import OmegaConf
 
+    from promptlottery.tracking.guard import in_multirun
+
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
-    if a.get("runs") in (None, "", []) and _in_multirun():
+    if a.get("runs") in (None, "", []) and in_multirun():
         # `+analysis=lottery` added to a judging sweep: the jobs judge, the callback analyses at the end
         from promptlottery.pipeline import run as judge_run
 
@@ -949,13 +951,3 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     tracker = make_analysis_tracker(cfg.logger, config, opts)
     res = run_lottery(opts, output_dir, tracker=tracker, config=config, root=root)
     return {k: v for k, v in res.items() if k not in ("files", "written")}
-
-
-def _in_multirun() -> bool:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except Exception:  # noqa: BLE001
-        return False

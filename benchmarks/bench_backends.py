@@ -141,7 +141,7 @@ def part_vllm(items, variants) -> dict:
 
 def part_openai(items, variants) -> dict:
     from promptlottery.backends.openai_backend import VLLMServerBackend
-    from promptlottery.backends.vllm_backend import VLLMServer
+    from promptlottery.backends.serve import VLLMServer
     from promptlottery.backends.weights import materialize
 
     path = str(materialize(SOURCE, MODEL_DIR))

@@ -67,7 +67,7 @@ def model_path() -> str:
 
 @pytest.fixture(scope="module")
 def server(model_path, tmp_path_factory):
-    from promptlottery.backends.vllm_backend import VLLMServer
+    from promptlottery.backends.serve import VLLMServer
 
     log = tmp_path_factory.mktemp("serve") / "vllm_serve.log"
     srv = VLLMServer(
@@ -131,48 +131,6 @@ def test_inprocess_vllm_judges_and_writes_the_default_schema(tmp_path):
         assert json.loads((tmp_path / variant / "results.json").read_text())["status"] == "ok"
 
 
-def test_continuation_logprobs_score_a_given_answer(tmp_path):
-    from hydra.utils import instantiate
-
-    from promptlottery.backends.base import JudgeRequest
-
-    b = instantiate(compose(["backbone=smollm2_vllm"], tmp_path=tmp_path).backbone.backend)
-    req = JudgeRequest(
-        key="k",
-        labels=("1", "2", "3", "4", "5"),
-        messages=[{"role": "user", "content": "Answer with a single number from 1 to 5: 2 + 2 = ?"}],
-    )
-    first = (
-        b.llm.generate(
-            [{"prompt_token_ids": b.encode(req)}],
-            [b._sampling_params(req, Decoding(max_new_tokens=1, top_logprobs=20))],
-            use_tqdm=False,
-        )[0]
-        .outputs[0]
-        .logprobs[0]
-    )
-    # the answer is read from the tokens vLLM put in its top-20 at the answer position: "4" is not
-    # always among them (on an AVX2 CPU the model starts with other tokens), so take the most probable
-    # token that is one token on its own as the given answer
-    tok = b.tokenizer
-    ranked = sorted(first.items(), key=lambda kv: -kv[1].logprob)
-    answer = next(
-        (
-            (tid, text)
-            for tid, _ in ranked
-            if (text := tok.decode([tid])).strip() and tok.encode(text, add_special_tokens=False) == [tid]
-        ),
-        None,
-    )
-    if answer is None:
-        pytest.skip("no top-20 token at the answer position round-trips as a single token")
-    tid, text = answer
-    scores = b.continuation_logprobs([req, req, req], [text, text + " because", "1"])
-    # a one-token continuation's log-probability is that token's log-probability at the answer position
-    assert scores[0] == pytest.approx(first[tid].logprob, abs=0.05)  # bf16, different batch
-    assert scores[1] < scores[0] and all(s < 0 for s in scores)
-
-
 # -- behind `vllm serve` ----------------------------------------------------------------------------
 def _rows(cache: Path) -> int:
     db = cache / "calls.sqlite"
@@ -213,7 +171,7 @@ def _sweep(tmp_path: Path, name: str, base_url: str, cache: Path) -> subprocess.
 
 
 def test_openai_backend_against_vllm_serve_survives_a_killed_server(model_path, tmp_path):
-    from promptlottery.backends.vllm_backend import VLLMServer
+    from promptlottery.backends.serve import VLLMServer
 
     cache = tmp_path / "cache"
     srv = VLLMServer(

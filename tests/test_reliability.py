@@ -136,12 +136,13 @@ from pathlib import Path
 sys.path.insert(0, {repo!r})
 from tests.conftest import compose
 import promptlottery.pipeline as pipeline
-real = pipeline.write_results
+import promptlottery.stages as stages  # every stage writes its results.json through stages.StageJob
+real = stages.write_results
 def killed(path, **kw):
     if kw.get("status") == "ok":
         os.kill(os.getpid(), signal.SIGKILL)  # the parquet is written, results.json is not
     return real(path, **kw)
-pipeline.write_results = killed
+stages.write_results = killed
 pipeline.run(compose(["backbone=fake", "dataset.limit={limit}", "judge.variant=P2"], tmp_path=Path({tmp!r})), {out!r})
 """
 

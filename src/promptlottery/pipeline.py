@@ -19,12 +19,11 @@ from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
-from promptlottery.judging.runner import Condition, JudgingError, build_requests, condition_metrics, judge
+from promptlottery.judging.runner import Condition, build_requests, condition_metrics, judge
 from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
 from promptlottery.prompts.requests import to_scale_label
+from promptlottery.stages import StageJob, run_stage
 from promptlottery.tracking.jobdir import atomic_write, file_sha256
-from promptlottery.tracking.records import write_results
-from promptlottery.tracking.wandb_logger import make_tracker
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +80,6 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
-    results_path = output_dir / "results.json"
     group = resolve_group(cfg.judge)
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
     condition = build_condition(cfg, group)
@@ -128,16 +126,22 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(cache_location(cfg.paths))
-    root = cfg.paths.root_dir
-    if cfg.dry_run:
-        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config)
-    tracker = make_tracker(
-        OmegaConf.to_container(cfg.logger, resolve=True),
+    job = StageJob(
+        "judge",
+        output_dir,
         config=config,
-        name=condition.id,
-        group=f"{cfg.dataset.name}/{cfg.judge.family}",
+        root=cfg.paths.root_dir,
+        tracker={"name": condition.id, "group": f"{cfg.dataset.name}/{cfg.judge.family}"},
+        fields={"condition": condition.id},
+        t0=t0,
     )
-    try:
+    if cfg.dry_run:
+        return run_stage(
+            job, lambda job: dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
+        )
+
+    def body(job: StageJob) -> dict[str, Any]:
+        job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
         df, stats = judge(
             items,
             condition,
@@ -150,47 +154,33 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
             max_retries=cfg.max_retries,
             backoff_s=cfg.backoff_s,
         )
-    except JudgingError as exc:
-        logger.error("condition failed condition=%s error=%s", condition.id, exc)
-        write_results(
-            results_path, config=config, status="failed", root=root, condition=condition.id, error=str(exc)
+        if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
+            df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
+        metrics = condition_metrics(df)
+        calls = {**stats.counts(), "parse_failures": stats.parse_failures}
+        # judgments first, results.json last, each atomically: a results.json saying `ok` always
+        # describes the parquet next to it (its hash is recorded, see analysis.jobs)
+        parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
+        record = job.ok(
+            backend=backend.identity(),
+            judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
+            metrics=metrics,
+            calls=calls,
         )
-        tracker.finish(exit_code=1)
-        raise
-    if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
-        df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
-    metrics = condition_metrics(df)
-    calls = {**stats.counts(), "parse_failures": stats.parse_failures}
-    # judgments first, results.json last, each atomically: a results.json saying `ok` always
-    # describes the parquet next to it (its hash is recorded, see analysis.jobs)
-    parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
-    record = write_results(
-        results_path,
-        config=config,
-        status="ok",
-        root=root,
-        condition=condition.id,
-        backend=backend.identity(),
-        judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
-        metrics=metrics,
-        calls=calls,
-        seconds=round(time.perf_counter() - t0, 3),
-    )
-    tracker.log_metrics({"metrics": metrics, "calls": calls})
-    tracker.log_table("judgments", df.drop(columns=["cache_key"]))
-    tracker.finish()
-    logger.info(
-        "condition done condition=%s n=%d cache_hits=%d cache_misses=%d parse_failures=%d",
-        condition.id,
-        len(df),
-        stats.cache_hits,
-        stats.cache_misses,
-        stats.parse_failures,
-    )
-    return record
+        job.tracker.log_metrics({"metrics": metrics, "calls": calls})
+        job.tracker.log_table("judgments", df.drop(columns=["cache_key"]))
+        job.note(
+            n=len(df),
+            cache_hits=stats.cache_hits,
+            cache_misses=stats.cache_misses,
+            parse_failures=stats.parse_failures,
+        )
+        return record
+
+    return run_stage(job, body, name="condition")
 
 
-def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, results_path, config) -> dict:
+def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
     pairs = build_requests(
         items, condition, group, backend, decoding, n_samples=cfg.n_samples, examples=examples
@@ -211,11 +201,4 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, re
         "token_count": getattr(backend, "token_count_method", "tokenizer"),
     }
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
-    return write_results(
-        results_path,
-        config=config,
-        status="dry_run",
-        root=cfg.paths.root_dir,
-        condition=condition.id,
-        estimate=estimate,
-    )
+    return job.write("dry_run", estimate=estimate)

@@ -37,13 +37,11 @@ class LotteryAnalysis(Callback):
         cfg = OmegaConf.to_container(config, resolve=False)
         cfg.pop("hydra", None)
         tracker = make_analysis_tracker(config.logger, cfg, opts)
-        try:
+        try:  # run_lottery records the failure and finishes the tracker
             res = run_lottery(opts, out, tracker=tracker, config=cfg, root=config.paths.root_dir)
         except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep
             logger.error("lottery analysis failed sweep_dir=%s error=%s", sweep_dir, exc)
-            tracker.finish(exit_code=1)
             return
-        tracker.finish()
         from promptlottery.analysis.verdict import verdict_sentences
 
         for sentence in verdict_sentences(out):

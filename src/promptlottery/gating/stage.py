@@ -39,8 +39,7 @@ from promptlottery.gating.simulate import (
     point_at_threshold,
     threshold_curve,
 )
-from promptlottery.tracking.records import write_results
-from promptlottery.tracking.wandb_logger import make_tracker
+from promptlottery.stages import StageJob, run_stage
 
 logger = logging.getLogger(__name__)
 
@@ -261,26 +260,16 @@ def run(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
     g = GateConfig.from_dict(config.get("gate"))
-    tracker = make_tracker(
-        config["logger"], config=config, name=f"gate/{g.classifier.name}", group="gate", job_type="gate"
-    )
-    try:
-        record = _run(cfg, g, out, config, tracker)
-    except Exception as e:
-        write_results(
-            out / "results.json", config=config, status="failed", root=cfg.paths.root_dir, error=str(e)
-        )
-        tracker.finish(exit_code=1)
-        raise
-    tracker.finish()
-    return record
+    tracker = {"name": f"gate/{g.classifier.name}", "group": "gate", "job_type": "gate"}
+    job = StageJob("gate", out, config=config, root=cfg.paths.root_dir, tracker=tracker)
+    return run_stage(job, lambda job: _run(cfg, g, job))
 
 
-def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> dict[str, Any]:
+def _run(cfg: DictConfig, g: GateConfig, job: StageJob) -> dict[str, Any]:
     from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
     from promptlottery.judging.runner import CallStats
 
-    t0 = time.perf_counter()
+    out, tracker = job.output_dir, job.tracker
     data = prepare(g)
     train, val, transfer = data.train, data.val.copy(), data.transfer.copy()
 
@@ -483,17 +472,7 @@ def _run(cfg: DictConfig, g: GateConfig, out: Path, config: dict, tracker) -> di
             k: t_learned[k] for k in ("calls_saved", "recovered", "recovered_nc", "mean_calls")
         }
     calls = llm_stats.counts()
-    record = write_results(
-        out / "results.json",
-        config=config,
-        status="ok",
-        root=cfg.paths.root_dir,
-        metrics=metrics,
-        calls=calls,
-        summary=summary,
-        transfer_note=transfer_out["note"],
-        seconds=round(time.perf_counter() - t0, 2),
-    )
+    record = job.ok(metrics=metrics, calls=calls, summary=summary, transfer_note=transfer_out["note"])
     tracker.log_metrics({"gate": metrics})
     for name, df in (
         ("classifier_metrics", clf_table),

@@ -276,7 +276,7 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
     from promptlottery.backends.base import Decoding
     from promptlottery.judging.cache import CallCache
     from promptlottery.prompts.groups import check_variables, group_from_template
-    from promptlottery.tracking.records import write_results
+    from promptlottery.stages import StageJob, run_stage
 
     opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
     original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
@@ -293,46 +293,53 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
     judge_decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     if encode is None:
         from promptlottery.embeddings import encode
-    passing, rejected, tried = generate_group(
-        original,
-        opts,
-        ask=lambda text, idx: _ask(backend, cache, gen, text, idx),
-        score=None if items is None else lambda g: _score(cfg, backend, cache, judge_decoding, g, items),
-        encode=encode,
+    job = StageJob(
+        "paraphrase",
+        output_dir,
+        config=OmegaConf.to_container(cfg, resolve=True),
+        root=cfg.paths.root_dir,
+        fields={"stage": "paraphrase"},
     )
-    out = Path(opts.out)
-    kept, spare = passing[: opts.n], passing[opts.n :]
-    meta = {
-        "reviewed": False,
-        "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
-        "candidates_tried": tried,
-        "checks": f"(a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} and overlap <= "
-        f"{opts.max_overlap} (validate_prompts), (d) polarity on {len(items or [])} extreme items",
-        "spare": [_record(c) for c in spare],
-        "rejected": [_record(c) for c in rejected],
-    }
-    record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
-    if len(kept) < opts.n:
-        path = dump_group(
-            _group(original, out, kept), out.with_suffix(".rejected.yaml"), _extras(kept), **meta
+
+    def body(job: StageJob) -> dict[str, Any]:
+        passing, rejected, tried = generate_group(
+            original,
+            opts,
+            ask=lambda text, idx: _ask(backend, cache, gen, text, idx),
+            score=None if items is None else lambda g: _score(cfg, backend, cache, judge_decoding, g, items),
+            encode=encode,
         )
-        reasons = _reasons(rejected)
-        write_results(Path(output_dir) / "results.json", config=OmegaConf.to_container(cfg, resolve=True),
-                      status="failed", root=cfg.paths.root_dir, stage="paraphrase", **record)  # fmt: skip
-        raise PromptError(
-            f"paraphrase: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
-            f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
-            "or lower paraphrase.n"
-        )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    dump_group(_group(original, out, kept), out, _extras(kept), **meta)
-    msg = (
-        f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
-    )
-    print(msg)
-    logger.info(msg)
-    return write_results(Path(output_dir) / "results.json", config=OmegaConf.to_container(cfg, resolve=True),
-                         status="ok", root=cfg.paths.root_dir, stage="paraphrase", **record)  # fmt: skip
+        out = Path(opts.out)
+        kept, spare = passing[: opts.n], passing[opts.n :]
+        meta = {
+            "reviewed": False,
+            "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
+            "candidates_tried": tried,
+            "checks": f"(a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} and overlap <= "
+            f"{opts.max_overlap} (validate_prompts), (d) polarity on {len(items or [])} extreme items",
+            "spare": [_record(c) for c in spare],
+            "rejected": [_record(c) for c in rejected],
+        }
+        record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
+        if len(kept) < opts.n:
+            path = dump_group(
+                _group(original, out, kept), out.with_suffix(".rejected.yaml"), _extras(kept), **meta
+            )
+            reasons = _reasons(rejected)
+            job.write("failed", **record)
+            raise PromptError(
+                f"paraphrase: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
+                f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
+                "or lower paraphrase.n"
+            )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        dump_group(_group(original, out, kept), out, _extras(kept), **meta)
+        msg = f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
+        print(msg)
+        job.note(out=out, kept=len(kept), tried=tried, passed=len(passing), rejected=len(rejected))
+        return job.write("ok", **record)
+
+    return run_stage(job, body, name="paraphrase")
 
 
 def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):

@@ -31,14 +31,13 @@ from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
-from promptlottery.judging.runner import CallStats, JudgingError, run_calls
+from promptlottery.judging.runner import CallStats, run_calls
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.scales import Scale
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition, to_request
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.tasks import Criterion, RubricTask, load_text, make_task
-from promptlottery.tracking.records import write_results
-from promptlottery.tracking.wandb_logger import make_tracker
+from promptlottery.stages import StageJob, run_stage
 
 logger = logging.getLogger(__name__)
 
@@ -296,30 +295,43 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
         [c.name for c in conditions],
         list(backbones),
     )
-    stats = CallStats()
-    rows: list[dict] = []
-    identities, seconds, estimate = {}, {}, {}
-    for name, bcfg in backbones.items():
-        tb = time.perf_counter()
-        backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
-        judge = Judge(
-            task,
-            builder,
-            backbone=name,
-            backend=backend,
-            prompt_format=bcfg.get("prompt_format", "chat"),
-            cache=cache,
-            decoding=decoding,
-            stats=stats,
-            texts_version=texts_version,
-            max_retries=cfg.max_retries,
-            backoff_s=cfg.backoff_s,
-        )
-        identities[name] = judge.identity
-        if cfg.dry_run:
-            estimate[name] = {c.name: judge.dry_run(sample, c) for c in conditions}
-            continue
-        try:
+    job = StageJob(
+        "rubric",
+        output_dir,
+        config=config,
+        root=cfg.paths.root_dir,
+        tracker={
+            "name": f"rubric/{cfg.dataset.name}",
+            "group": f"rubric/{cfg.dataset.name}",
+            "job_type": "rubric",
+        },
+        t0=t0,
+    )
+
+    def body(job: StageJob) -> dict[str, Any]:
+        stats = CallStats()
+        rows: list[dict] = []
+        identities, seconds, estimate = {}, {}, {}
+        for name, bcfg in backbones.items():
+            tb = time.perf_counter()
+            backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
+            judge = Judge(
+                task,
+                builder,
+                backbone=name,
+                backend=backend,
+                prompt_format=bcfg.get("prompt_format", "chat"),
+                cache=cache,
+                decoding=decoding,
+                stats=stats,
+                texts_version=texts_version,
+                max_retries=cfg.max_retries,
+                backoff_s=cfg.backoff_s,
+            )
+            identities[name] = judge.identity
+            if cfg.dry_run:
+                estimate[name] = {c.name: judge.dry_run(sample, c) for c in conditions}
+                continue
             for cond in conditions:
                 rows += judge.condition(sample, cond)
                 logger.info(
@@ -329,76 +341,50 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
                     stats.total,
                     stats.cache_misses,
                 )
-        except JudgingError as exc:
-            write_results(
-                output_dir / "results.json",
-                config=config,
-                status="failed",
-                root=cfg.paths.root_dir,
-                error=str(exc),
-            )
-            raise
-        seconds[name] = round(time.perf_counter() - tb, 1)
-        del backend, judge
-        gc.collect()
-    if cfg.dry_run:
-        for name, per in estimate.items():
-            tot = {
-                k: sum(v[k] for v in per.values())
-                for k in ("calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
-            }
-            print(f"dry_run backbone={name} " + " ".join(f"{k}={v}" for k, v in tot.items()))
-        return write_results(
-            output_dir / "results.json",
-            config=config,
-            status="dry_run",
-            root=cfg.paths.root_dir,
-            n_items=len(sample),
-            estimate=estimate,
+            seconds[name] = round(time.perf_counter() - tb, 1)
+            del backend, judge
+            gc.collect()
+        if cfg.dry_run:
+            for name, per in estimate.items():
+                tot = {
+                    k: sum(v[k] for v in per.values())
+                    for k in ("calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
+                }
+                print(f"dry_run backbone={name} " + " ".join(f"{k}={v}" for k, v in tot.items()))
+            return job.write("dry_run", n_items=len(sample), estimate=estimate)
+        scores = pd.DataFrame(rows)
+        scores.to_parquet(output_dir / "scores.parquet", index=False)
+        data = StudyData(task, sample, scores, conditions, list(backbones))
+        tables, tests = build_tables(data, stats_cfg)
+        write_tables(
+            output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
         )
-    scores = pd.DataFrame(rows)
-    scores.to_parquet(output_dir / "scores.parquet", index=False)
-    data = StudyData(task, sample, scores, conditions, list(backbones))
-    tables, tests = build_tables(data, stats_cfg)
-    write_tables(
-        output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
-    )
-    calls = {**stats.counts(), "unscored": stats.parse_failures}
-    summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
-    strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
-    record = write_results(
-        output_dir / "results.json",
-        config=config,
-        status="ok",
-        root=cfg.paths.root_dir,
-        backends=identities,
-        calls=calls,
-        seconds=round(time.perf_counter() - t0, 1),
-        seconds_by_backbone=seconds,
-        sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
-        tables=summary,
-        n_significant=int(tests["significant"].fillna(False).sum()) if "significant" in tests else 0,
-    )
-    tracker = make_tracker(
-        config["logger"],
-        config=config,
-        name=f"rubric/{cfg.dataset.name}",
-        group=f"rubric/{cfg.dataset.name}",
-        job_type="rubric",
-    )
-    tracker.log_metrics(
-        {
-            "calls": calls,
-            **{t: {k: v for k, v in cells.items() if v is not None} for t, cells in summary.items()},
-        }
-    )
-    for t in tables:
-        tracker.log_table(t.id, t.wide())
-    tracker.log_table("significance", tests)
-    tracker.log_table("scores", scores.drop(columns=["cache_key"]))
-    tracker.finish()
-    logger.info("rubric study done n=%d calls=%s seconds=%s", len(sample), calls, record["seconds"])
-    return record
+        calls = {**stats.counts(), "unscored": stats.parse_failures}
+        summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
+        strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
+        record = job.ok(
+            backends=identities,
+            calls=calls,
+            seconds_by_backbone=seconds,
+            sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
+            tables=summary,
+            n_significant=int(tests["significant"].fillna(False).sum()) if "significant" in tests else 0,
+        )
+        tracker = job.tracker
+        tracker.log_metrics(
+            {
+                "calls": calls,
+                **{t: {k: v for k, v in cells.items() if v is not None} for t, cells in summary.items()},
+            }
+        )
+        for t in tables:
+            tracker.log_table(t.id, t.wide())
+        tracker.log_table("significance", tests)
+        tracker.log_table("scores", scores.drop(columns=["cache_key"]))
+        job.note(n=len(sample), calls=calls)
+        return record
+
+    return run_stage(job, body, name="rubric study")
 
 
 def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, settings) -> str:

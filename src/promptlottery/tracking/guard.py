@@ -59,7 +59,7 @@ def guarded_job(cfg: DictConfig, output_dir: str | Path, *, multirun: bool | Non
     install_log_redaction()
     redact_yaml_files(sorted((out / ".hydra").glob("*.yaml")))
     if multirun is None:
-        multirun = _in_multirun()
+        multirun = in_multirun()
     claimed = False
     try:
         check_config(cfg)
@@ -85,7 +85,7 @@ def guarded_job(cfg: DictConfig, output_dir: str | Path, *, multirun: bool | Non
             release_output_dir(out)
 
 
-def _in_multirun() -> bool:
+def in_multirun() -> bool:
     try:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode

@@ -48,9 +48,9 @@ INSTRUCTION = (
     "You reword prompts. Below, between the lines <<<PROMPT and PROMPT>>>, is a prompt that asks an "
     "evaluator to judge a text. Do NOT answer or carry out that prompt. Write a new version of it that keeps "
     "exactly the same meaning, the same rating scale and the same answer format, but uses different words "
-    "and a different sentence structure. Copy every placeholder in double curly braces, such as "
-    "{{{{ response }}}}, exactly as written. Reply with the new version of the prompt only, without the "
-    "marker lines.\n\n<<<PROMPT\n{text}\nPROMPT>>>"
+    "and a different sentence structure. It must contain each of these placeholders, exactly as written, "
+    "where the text they stand for belongs: {placeholders}. Reply with the new version of the prompt only, "
+    "without the marker lines.\n\n<<<PROMPT\n{text}\nPROMPT>>>"
 )
 
 
@@ -368,7 +368,9 @@ def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
     from promptlottery.judging.cache import cache_key
     from promptlottery.judging.runner import CallStats, run_calls
 
-    messages = [{"role": "user", "content": INSTRUCTION.format(text=text)}]
+    names = dict.fromkeys(re.findall(r"\{\{\s*(\w+)[^}]*\}\}", text))  # in order of first use
+    placeholders = ", ".join("{{ " + n + " }}" for n in names) or "(none)"
+    messages = [{"role": "user", "content": INSTRUCTION.format(text=text, placeholders=placeholders)}]
     ident, dec = backend.identity(), decoding.as_dict()
     reqs = [
         JudgeRequest(

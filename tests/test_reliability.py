@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from promptlottery.analysis.data import AnalysisError, load_judgments
+from promptlottery.judging.table import AnalysisError, load_judgments
 from tests.conftest import DATA_DIR, MODEL_CACHE, REPO, compose
 
 LIMIT = 3

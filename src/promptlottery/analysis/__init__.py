@@ -4,12 +4,12 @@ Reads the judgments of one or many sweeps and never calls a judge model. Each an
 function of a judgments table with verdicts (:func:`add_verdicts`); the ``lottery`` stage
 (:mod:`promptlottery.analysis.stage`) runs them all and writes tables, figures and report.md.
 
-Aggregation across judges (:mod:`promptlottery.analysis.aggregation`: :func:`plurality`,
+Aggregation across judges (:mod:`promptlottery.judging.aggregate`: :func:`plurality`,
 :func:`majority`, :func:`mean_score`, :func:`median_score`, :func:`convergence`) takes plain
 items x judges matrices and is importable without the rest.
 """
 
-from promptlottery.analysis.aggregation import (
+from promptlottery.judging.aggregate import (
     AGGREGATORS,
     aggregate,
     convergence,
@@ -27,13 +27,13 @@ _LAZY = {
     "agreement_collapse": "agreement",
     "agreement_measures": "agreement",
     "variant_agreement": "agreement",
-    "OBJECTIVE_FAMILIES": "data",
-    "SUBJECTIVE_FAMILIES": "data",
-    "AnalysisError": "data",
-    "add_verdicts": "data",
-    "family_type": "data",
-    "label_table": "data",
-    "load_judgments": "data",
+    "OBJECTIVE_FAMILIES": "promptlottery.judging.table",
+    "SUBJECTIVE_FAMILIES": "promptlottery.judging.table",
+    "AnalysisError": "promptlottery.judging.table",
+    "add_verdicts": "promptlottery.judging.table",
+    "family_type": "promptlottery.judging.table",
+    "label_table": "labels",
+    "load_judgments": "promptlottery.judging.table",
     "aggregation_vs_humans": "ensembles",
     "convergence_analysis": "ensembles",
     "ensemble_designs": "ensembles",
@@ -51,7 +51,8 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"promptlottery.analysis.{_LAZY[name]}"), name)
+        module = _LAZY[name] if "." in _LAZY[name] else f"promptlottery.analysis.{_LAZY[name]}"
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module 'promptlottery.analysis' has no attribute {name!r}")
 
 

@@ -17,13 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.data import (
-    collapse_reason,
+from promptlottery.analysis.labels import collapse_reason, format_distribution, label_distribution
+from promptlottery.judging.table import (
     configurations,
     fixed_settings,
-    format_distribution,
     judge_matrix,
-    label_distribution,
     paraphrase_configurations,
     paraphrase_rows,
     variant_order,
@@ -172,7 +170,7 @@ def agreement_collapse(
 ):
     """Analysis 1: agreement among the variants next to the fixed-prompt baselines, per configuration.
 
-    ``df`` is a judgments table with verdicts (:func:`~promptlottery.analysis.data.add_verdicts`).
+    ``df`` is a judgments table with verdicts (:func:`~promptlottery.judging.table.add_verdicts`).
     One row per configuration and setting: ``paraphrases`` (the variants at the main temperature)
     and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``). Columns:
     each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the mean
@@ -283,7 +281,7 @@ def agreement_by_task_type(
     """Analysis 2: mean agreement across configurations by task type, family type and backbone.
 
     Binary vs Likert (the scale), objective vs subjective (the judge family, see
-    :data:`~promptlottery.analysis.data.OBJECTIVE_FAMILIES`), per backbone; raw overlap next to the
+    :data:`~promptlottery.judging.table.OBJECTIVE_FAMILIES`), per backbone; raw overlap next to the
     chance-corrected measures and their gap. The CI of a group mean averages the configurations'
     bootstrap replicates (items resampled within each configuration); configurations where a
     measure is undefined are left out of that measure's mean (``<measure>_n`` counts the others).

@@ -1,7 +1,7 @@
 """Analyses 7-8: aggregating the variants' verdicts, and how fast the plurality settles.
 
 7. Plurality (modal label; ties broken by the P1 label, see
-   :mod:`promptlottery.analysis.aggregation`), majority (strictly more than half of the judges with
+   :mod:`promptlottery.judging.aggregate`), majority (strictly more than half of the judges with
    a verdict), mean and median across the variants, each correlated with the human labels next to
    the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
    backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.aggregation import AGGREGATORS, convergence, convergence_summary
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.data import (
+from promptlottery.analysis.humans import correlate_with_human
+from promptlottery.judging.aggregate import AGGREGATORS, convergence, convergence_summary
+from promptlottery.judging.table import (
     configurations,
     human_vector,
     judge_matrix,
@@ -30,7 +31,6 @@ from promptlottery.analysis.data import (
     paraphrase_rows,
     variant_order,
 )
-from promptlottery.analysis.humans import correlate_with_human
 from promptlottery.metrics import (
     UndefinedMetricWarning,
     item_mean,
@@ -229,7 +229,7 @@ def convergence_analysis(
 
     The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
     order). ``items``: per configuration and item, the plurality, whether it is unique, the first
-    judge's (P1's) label and ``converged_at`` (see :func:`~promptlottery.analysis.aggregation.convergence`,
+    judge's (P1's) label and ``converged_at`` (see :func:`~promptlottery.judging.aggregate.convergence`,
     strict: a tied final plurality never converges). ``summary``: per configuration and pooled over
     binary / non-binary / all configurations, the shares converged by the 3rd and the 5th judge and
     never, and P1's match rate with the plurality (ties broken by P1 count as matches;

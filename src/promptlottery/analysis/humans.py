@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.data import human_vector, judge_matrix, paraphrase_configurations
+from promptlottery.judging.table import human_vector, judge_matrix, paraphrase_configurations
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
 
 CORRELATIONS = {"pearson": pearson, "kendall": kendall_tau}

@@ -1,7 +1,7 @@
 """The per-configuration analyses, run for many configurations in parallel (``analysis.n_jobs``).
 
 Analyses 1, 3, 4's agreement table, 6 and 7a look at one configuration at a time: each worker
-runs them on one configuration's rows (the rows :func:`~promptlottery.analysis.data.configurations`
+runs them on one configuration's rows (the rows :func:`~promptlottery.judging.table.configurations`
 gives, with the same bootstrap seed), and the tables are rebuilt from the workers' rows in
 configuration order, so that they equal -- and are written byte for byte as -- the tables of a
 serial run (tested). The analyses that pool configurations (2, 4-5 summaries, 7b, 8, headlines)
@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from promptlottery.analysis.agreement import agreement_collapse, sort_collapse, variant_agreement
-from promptlottery.analysis.data import configurations
 from promptlottery.analysis.ensembles import aggregation_vs_humans
 from promptlottery.analysis.humans import variant_human_correlation
 from promptlottery.analysis.ranks import rank_reversals
+from promptlottery.judging.table import configurations
 from promptlottery.metrics import UndefinedMetricWarning
 
 #: the tables computed per configuration (rank_* are analysis 6's four tables)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.data import (
+from promptlottery.judging.table import (
     judge_matrix,
     natural_key,
     paraphrase_configurations,

@@ -22,22 +22,9 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.agreement import AGREEMENT_MEASURES, DEFAULT_THRESHOLDS, agreement_by_task_type
-from promptlottery.analysis.data import (
-    OBJECTIVE_FAMILIES,
-    SUBJECTIVE_FAMILIES,
-    AnalysisError,
-    add_verdicts,
-    configurations,
-    fixed_settings,
-    group_files,
-    label_table,
-    load_judgments,
-    main_temperature,
-    paraphrase_rows,
-    variant_order,
-)
 from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
 from promptlottery.analysis.humans import best_variant_counts
+from promptlottery.analysis.labels import label_table
 from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.verdict import item_table, render_verdict, verdict_summary
 from promptlottery.analysis.wording import (
@@ -45,6 +32,19 @@ from promptlottery.analysis.wording import (
     similarity_vs_stability,
     variant_texts,
     wording_dimensions,
+)
+from promptlottery.judging.table import (
+    OBJECTIVE_FAMILIES,
+    SUBJECTIVE_FAMILIES,
+    AnalysisError,
+    add_verdicts,
+    configurations,
+    fixed_settings,
+    group_files,
+    load_judgments,
+    main_temperature,
+    paraphrase_rows,
+    variant_order,
 )
 from promptlottery.metrics import UndefinedMetricWarning
 from promptlottery.stages import StageJob, run_stage

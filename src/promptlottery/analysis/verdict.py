@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.analysis.data import judge_matrix, paraphrase_configurations
+from promptlottery.judging.table import judge_matrix, paraphrase_configurations
 from promptlottery.metrics.bootstrap import bootstrap_ci
 
 NO_CONSENSUS = "no consensus"

@@ -3,7 +3,7 @@
 For each configuration (dataset x judge family x prompt group x criterion x backbone) the
 paraphrase setting's verdicts form an ``items x variants`` matrix, variants in the recorded order
 (P1 first). The five-judge plurality of each item comes from
-:func:`promptlottery.analysis.aggregation.plurality` (ties broken by the earliest judge, P1), and
+:func:`promptlottery.judging.aggregate.plurality` (ties broken by the earliest judge, P1), and
 a judge's example is positive (``in_cluster = 1``) when its verdict equals that plurality label. A
 missing verdict is never in the cluster.
 
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.aggregation import plurality_details
-from promptlottery.analysis.data import (
+from promptlottery.judging.aggregate import plurality_details
+from promptlottery.judging.table import (
     add_verdicts,
     configurations,
     judge_matrix,

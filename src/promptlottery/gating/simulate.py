@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.aggregation import plurality
+from promptlottery.judging.aggregate import plurality
 
 #: the paper's operating point for the learned gate (DeBERTa-v3-large, 35 trials x 2 epochs)
 PAPER_REFERENCE = {

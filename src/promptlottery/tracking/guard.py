@@ -31,7 +31,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     errors: list[type[BaseException]] = [ConfigError, DatasetError, CacheError, JudgingError, OutputDirError]
     try:
-        from promptlottery.analysis.data import AnalysisError
+        from promptlottery.judging.table import AnalysisError
 
         errors.append(AnalysisError)
     except ImportError:  # pragma: no cover

@@ -253,7 +253,7 @@ def check_identities(df: pd.DataFrame, *, allow_mixed_dtypes: bool = False) -> N
 
     Raises AnalysisError naming both identities (and a run dir of each).
     """
-    from promptlottery.analysis.data import AnalysisError
+    from promptlottery.judging.table import AnalysisError
 
     if "backend_identity" not in df.columns:
         return

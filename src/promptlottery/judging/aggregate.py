@@ -1,5 +1,13 @@
 """Aggregating several judges' verdicts on the same items, and how fast the plurality settles.
 
+Two notions of "the plurality" live here, each under its own name:
+
+* the **plurality cluster** (:func:`plurality_cluster`, :func:`online_convergence`): the prompt-lottery
+  paper's definition, a label given by at least ``ceil((J + 1) / 2)`` of the ``J`` judges (3 of 5);
+  an item without one is *no-consensus*. Every row printed beside the paper uses it.
+* the **tie-broken plurality** (:func:`plurality`, :func:`convergence`): the modal label with ties
+  going to the earliest judge (``ties_to_P1``): our own extension, named as such wherever it is shown.
+
 Every function takes an ``items x judges`` matrix (a NumPy array, a nested list or a DataFrame):
 one row per item, one column per judge (a prompt variant, a backbone, a sample), the judge order
 being the column order. A missing verdict is ``NaN`` / ``None``. Labels may be numbers or strings
@@ -24,12 +32,17 @@ import pandas as pd
 __all__ = [
     "AGGREGATORS",
     "aggregate",
+    "cluster_match",
+    "cluster_threshold",
     "convergence",
+    "convergence_shares",
     "convergence_summary",
     "majority",
     "mean_score",
     "median_score",
+    "online_convergence",
     "plurality",
+    "plurality_cluster",
     "plurality_details",
 ]
 
@@ -257,3 +270,96 @@ def convergence_summary(conv: pd.DataFrame, *, checkpoints: tuple[int, ...] = (3
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([(not pd.isna(x)) and (not pd.isna(y)) and x == y for x, y in zip(a, b)], dtype=bool)
+
+
+# --- the paper's plurality cluster ---------------------------------------------------------------
+
+
+def cluster_threshold(n_judges: int) -> int:
+    """Votes a label needs to form the plurality cluster of ``n_judges`` judges: ``ceil((J + 1) / 2)``.
+
+    The prompt-lottery paper's numbers fit "at least 3 of the 5" judges: strict plurality is reached in
+    58.73% of cases = 37.68% (by the third call) + 21.05% (by the fifth call), 41.27% "require more than
+    five calls"; its agreement classifier (§F.2) "predicts whether a judge's score matches at least
+    three of five" judges.
+
+    >>> [cluster_threshold(j) for j in (2, 3, 4, 5, 7)]
+    [2, 2, 3, 3, 4]
+    """
+    if n_judges < 1:
+        raise ValueError(f"n_judges must be >= 1, got {n_judges}")
+    return n_judges // 2 + 1
+
+
+def _cluster_codes(codes: np.ndarray, n_labels: int, need: int) -> np.ndarray:
+    counts = _onehot(codes, n_labels).sum(axis=1)
+    top = counts.max(axis=1) if n_labels else np.zeros(len(codes), dtype=int)
+    # at most one label can reach a strict majority, so argmax is that label
+    return np.where(top >= need, counts.argmax(axis=1) if n_labels else -1, -1)
+
+
+def plurality_cluster(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
+    """The paper's plurality cluster per item: the label given by >= ``ceil((J + 1) / 2)`` judges.
+
+    ``J`` is the number of judges in the design (``n_judges``, default the number of columns): a
+    missing verdict is a judge that did not vote for any label, not a smaller panel. Items without
+    such a label are *no-consensus* (NaN / None).
+
+    >>> plurality_cluster([[1, 2, 2, 3, 3], [4, 4, 3, 4, 1], [2, 2, 2, None, None]]).tolist()
+    [nan, 4.0, 2.0]
+    """
+    codes, uniques, numeric = _encode(matrix)
+    j = codes.shape[1] if n_judges is None else n_judges
+    return _decode(_cluster_codes(codes, len(uniques), cluster_threshold(j)), uniques, numeric)
+
+
+def online_convergence(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
+    """The call at which each item's plurality cluster is reached online (1-based; NaN = never).
+
+    The earliest ``k`` at which some label has ``ceil((J + 1) / 2)`` votes among the first ``k`` judges
+    in column order: the stop a user could make after ``k`` calls without seeing the later judges (the
+    paper's "reached by the third call" / "by the fifth call"). The label reached is the item's
+    :func:`plurality_cluster`, since no other label can also reach a strict majority of ``J``.
+
+    >>> online_convergence([[4, 4, 3, 4, 1], [4, 3, 4, 2, 1], [5, 5, 5, 1, 1], [1, 2, 2, 3, 3]]).tolist()
+    [4.0, nan, 3.0, nan]
+    """
+    codes, uniques, _ = _encode(matrix)
+    n, j = codes.shape
+    need = cluster_threshold(j if n_judges is None else n_judges)
+    cum = np.cumsum(_onehot(codes, len(uniques)), axis=1)  # n x k x labels
+    reached = (cum.max(axis=2) >= need) if len(uniques) else np.zeros((n, j), dtype=bool)
+    return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, np.nan).astype(float)
+
+
+def convergence_shares(
+    converged_at: Any, *, n_judges: int, checkpoints: tuple[int, ...] = (3, 5)
+) -> dict[str, float | None]:
+    """Incremental shares of items converging by each checkpoint call, and never (they sum to 1).
+
+    As the paper reports them: 37.68% "by the third call", 21.05% more "by the fifth call" and
+    41.27% that "require more than five calls". ``converged_by_<k>`` is the share converging after the
+    previous checkpoint and at or before call ``k``; ``never_converged`` the share never converging
+    within ``n_judges`` calls. A checkpoint beyond ``n_judges`` is None.
+
+    >>> convergence_shares([3, 4, float("nan"), 5], n_judges=5)
+    {'converged_by_3': 0.25, 'converged_by_5': 0.5, 'never_converged': 0.25}
+    """
+    at = np.asarray(converged_at, dtype=float)
+    out: dict[str, float | None] = {}
+    previous = 0
+    for k in checkpoints:
+        ok = at.size and k <= n_judges
+        out[f"converged_by_{k}"] = float(np.mean((at > previous) & (at <= k))) if ok else None
+        previous = k
+    out["never_converged"] = float(np.mean(np.isnan(at) | (at > previous))) if at.size else None
+    return out
+
+
+def cluster_match(labels: Any, cluster: Any) -> np.ndarray:
+    """Whether each judge's label equals the item's plurality cluster label (no cluster: False).
+
+    >>> cluster_match([1, 2, 3, None], [1.0, 1.0, float("nan"), 1.0]).tolist()
+    [True, False, False, False]
+    """
+    return _same(np.asarray(labels, dtype=object), np.asarray(cluster, dtype=object))

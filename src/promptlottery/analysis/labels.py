@@ -1,0 +1,79 @@
+"""The verdicts' label distributions per configuration, and when kappa-type measures collapse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.judging.table import configurations, fixed_settings, natural_key, paraphrase_rows
+
+
+def label_distribution(values: Iterable[Any]) -> dict[str, float]:
+    """Share of each label among the non-missing verdicts, labels sorted."""
+    s = pd.Series([v for v in values if not pd.isna(v)], dtype=object)
+    if s.empty:
+        return {}
+    counts = s.astype(str).value_counts()
+    total = counts.sum()
+    return {k: float(counts[k] / total) for k in sorted(counts.index, key=natural_key)}
+
+
+def format_distribution(dist: dict[str, float]) -> str:
+    return " ".join(f"{k}:{v:.2f}" for k, v in dist.items()) if dist else "no verdicts"
+
+
+def collapse_reason(values: Iterable[Any], share: float) -> str | None:
+    """Why kappa-type measures are meaningless on these verdicts, or None if they are not."""
+    dist = label_distribution(values)
+    if not dist:
+        return "no verdicts"
+    top_label, top = max(dist.items(), key=lambda kv: (kv[1], kv[0]))
+    if len(dist) == 1:
+        return f"labels collapsed: every verdict is {top_label!r}"
+    if top >= share:
+        return f"labels collapsed: {top:.1%} of verdicts are {top_label!r} (>= {share:.0%}; {format_distribution(dist)})"
+    return None
+
+
+def label_table(
+    df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None, collapse_share: float = 0.95
+) -> pd.DataFrame:
+    """The verdicts' label distribution per configuration and setting, and whether they collapse.
+
+    ``per_judge`` gives each judge's (variant's, or sample's) modal label and its share; ``collapsed``
+    says why kappa-type measures are meaningless there (empty if they are not); ``sources`` counts
+    where the verdicts came from (``argmax``, ``weighted_rounded``, ``parsed_fallback``,
+    ``sampled_parsed``; ``missing`` = no verdict).
+    """
+    out = []
+    for cid, rows in configurations(df):
+        settings = [("paraphrases", paraphrase_rows(rows, temperature), "variant")]
+        settings += [(f"fixed T={t:g}", g, "sample_index") for t, g in fixed_settings(rows, reference)]
+        for setting, g, by in settings:
+            dist = label_distribution(g["label"])
+            per_judge = []
+            for j, gj in sorted(g.groupby(by), key=lambda t: natural_key(t[0])):
+                d = label_distribution(gj["label"])
+                if d:
+                    lab, share = max(d.items(), key=lambda kv: (kv[1], kv[0]))
+                    per_judge.append(f"{j} {lab}:{share:.2f}")
+                else:
+                    per_judge.append(f"{j} none")
+            src = g["verdict_source"].fillna("missing").value_counts()
+            out.append(
+                {
+                    "config_id": cid,
+                    "setting": setting,
+                    "n_verdicts": int(g["label"].notna().sum()),
+                    "n_missing": int(g["label"].isna().sum()),
+                    "distribution": format_distribution(dist),
+                    "modal_share": max(dist.values()) if dist else np.nan,
+                    "per_judge_modal": "; ".join(per_judge),
+                    "sources": " ".join(f"{k}:{int(src[k])}" for k in sorted(src.index)),
+                    "collapsed": collapse_reason(g["label"], collapse_share) or "",
+                }
+            )
+    return pd.DataFrame(out)

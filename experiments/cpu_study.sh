@@ -6,11 +6,11 @@
 #
 #   family / purpose                 experiment            sample (default)
 #   Likert, objective                stsb_alignment        STSB=24 pairs
-#   binary, subjective               tc_usr_engaging       TC=24 responses
-#   binary, objective + ranks        squad_v2              SQUAD=6 questions x 4 candidate systems
+#   binary, subjective               tc_usr_engaging       TC=12 responses
+#   binary, objective + ranks        squad_v2              SQUAD=4 questions x 4 candidate systems
 #   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=1 article x 16 systems
-#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=2 questions x 8 models
-#   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7
+#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=1 question x 8 models
+#   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7 (FIXED_BACKBONES=qwen25_coder_15b)
 #
 #   make setup-panel && bash experiments/cpu_study.sh            # the study (wall time: experiments/README.md)
 #   BACKBONES=fake OUT=/tmp/study bash experiments/cpu_study.sh  # rehearsal in about a minute
@@ -18,20 +18,21 @@
 # Cost grows linearly with every size above (and with the number of backbones); the 1.5B judge is
 # about 60% of it. Every call is cached: re-running resumes where it stopped. Environment: the sizes
 # above, BACKBONES (comma list, default the panel), OUT (default outputs/cpu_study), LOGGER (none |
-# wandb, default none), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
+# wandb, default none), FIXED_BACKBONES (the backbones of the fixed-prompt baseline), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 BACKBONES=${BACKBONES:-smollm2,gemma3_270m,qwen25_coder_05b,qwen25_coder_15b}
 STSB=${STSB:-24}
-TC=${TC:-24}
-SQUAD=${SQUAD:-6}
+TC=${TC:-12}
+SQUAD=${SQUAD:-4}
 SUMMEVAL=${SUMMEVAL:-1}
-MTBENCH=${MTBENCH:-2}
+MTBENCH=${MTBENCH:-1}
 OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}
+FIXED_BACKBONES=${FIXED_BACKBONES:-qwen25_coder_15b}
 start=$(date +%s)
 
 sweep() {  # sweep <name> <hydra overrides...>: one multirun of the judging stage into $OUT/grid/<name>
@@ -42,12 +43,12 @@ sweep() {  # sweep <name> <hydra overrides...>: one multirun of the judging stag
 }
 
 sweep stsb_alignment/paraphrases +experiment=stsb_alignment dataset.limit="$STSB"
-sweep stsb_alignment/fixed_t07 +experiment=stsb_alignment dataset.limit="$STSB" \
-  judge.variant=P1 n_samples=5 decoding.temperature=0.7
 sweep tc_usr_engaging/paraphrases +experiment=tc_usr_engaging dataset.limit="$TC"
 sweep squad_v2/paraphrases +experiment=squad_v2 predict.limit="$SQUAD"
 sweep summeval_coherence/paraphrases +experiment=summeval_coherence dataset.limit="$SUMMEVAL"
 sweep mt_bench_quality/paraphrases +experiment=mt_bench_quality dataset.limit="$MTBENCH"
+BACKBONES=$FIXED_BACKBONES sweep stsb_alignment/fixed_t07 +experiment=stsb_alignment dataset.limit="$STSB" \
+  judge.variant=P1 n_samples=5 decoding.temperature=0.7
 
 echo "== judging done ($(( $(date +%s) - start )) s); analysis"
 $PY -m run +analysis=lottery analysis.runs="$OUT/grid/*/*" logger="$LOGGER" hydra.run.dir="$OUT/analysis"

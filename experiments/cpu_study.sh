@@ -8,9 +8,9 @@
 #   Likert, objective                stsb_alignment        STSB=24 pairs
 #   binary, subjective               tc_usr_engaging       TC=12 responses
 #   binary, objective + ranks        squad_v2              SQUAD=4 questions x 4 candidate systems
-#   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=1 article x 16 systems
-#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=1 question x 8 models
-#   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7 (FIXED_BACKBONES=qwen25_coder_15b)
+#   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=1 article x 16 systems (RANK_BACKBONES)
+#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=1 question x 6 models (RANK_BACKBONES)
+#   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7 (FIXED_BACKBONES=qwen25_coder_05b)
 #
 #   make setup-panel && bash experiments/cpu_study.sh            # the study (wall time: experiments/README.md)
 #   BACKBONES=fake OUT=/tmp/study bash experiments/cpu_study.sh  # rehearsal in about a minute
@@ -18,7 +18,8 @@
 # Cost grows linearly with every size above (and with the number of backbones); the 1.5B judge is
 # about 60% of it. Every call is cached: re-running resumes where it stopped. Environment: the sizes
 # above, BACKBONES (comma list, default the panel), OUT (default outputs/cpu_study), LOGGER (none |
-# wandb, default none), FIXED_BACKBONES (the backbones of the fixed-prompt baseline), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
+# wandb, default none), FIXED_BACKBONES (the backbones of the fixed-prompt baseline), RANK_BACKBONES and
+# MT_SYSTEMS (the two rank configurations), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +33,11 @@ MTBENCH=${MTBENCH:-1}
 OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}
-FIXED_BACKBONES=${FIXED_BACKBONES:-qwen25_coder_15b}
+FIXED_BACKBONES=${FIXED_BACKBONES:-qwen25_coder_05b}
+# gemma-3-270m base reads three solved examples before each item: with a full article or an MT-Bench
+# answer that is 3,000+ tokens an item, so it sits out the two rank configurations
+RANK_BACKBONES=${RANK_BACKBONES:-smollm2,qwen25_coder_05b,qwen25_coder_15b}
+MT_SYSTEMS=${MT_SYSTEMS:-[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]}
 start=$(date +%s)
 
 sweep() {  # sweep <name> <hydra overrides...>: one multirun of the judging stage into $OUT/grid/<name>
@@ -45,8 +50,9 @@ sweep() {  # sweep <name> <hydra overrides...>: one multirun of the judging stag
 sweep stsb_alignment/paraphrases +experiment=stsb_alignment dataset.limit="$STSB"
 sweep tc_usr_engaging/paraphrases +experiment=tc_usr_engaging dataset.limit="$TC"
 sweep squad_v2/paraphrases +experiment=squad_v2 predict.limit="$SQUAD"
-sweep summeval_coherence/paraphrases +experiment=summeval_coherence dataset.limit="$SUMMEVAL"
-sweep mt_bench_quality/paraphrases +experiment=mt_bench_quality dataset.limit="$MTBENCH"
+BACKBONES=$RANK_BACKBONES sweep summeval_coherence/paraphrases +experiment=summeval_coherence dataset.limit="$SUMMEVAL"
+BACKBONES=$RANK_BACKBONES sweep mt_bench_quality/paraphrases +experiment=mt_bench_quality dataset.limit="$MTBENCH" \
+  "dataset.options.systems=$MT_SYSTEMS"
 BACKBONES=$FIXED_BACKBONES sweep stsb_alignment/fixed_t07 +experiment=stsb_alignment dataset.limit="$STSB" \
   judge.variant=P1 n_samples=5 decoding.temperature=0.7
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from promptlottery.data.loaders.asap import ASAP_PP, HOLISTIC
+from promptlottery.data.loaders.asap import ASAP_PP, HOLISTIC, RESOLVED
 from promptlottery.data.schema import Item
 from promptlottery.prompts.scales import Scale, get_scale
 
@@ -101,12 +101,30 @@ class RubricTask:
     #: criteria are the same for every item (ASAP traits) or differ per item (InFoBench questions)
     fixed_criteria = True
     response_noun = "essay"
+    #: the definitions of the human holistic label a task offers (``rubric.human_holistic``)
+    HUMAN_HOLISTIC: tuple[str, ...] = ()
 
-    def __init__(self, data_dir: str | Path, options: dict[str, Any], settings: dict[str, Any]):
+    def __init__(
+        self,
+        data_dir: str | Path,
+        options: dict[str, Any],
+        settings: dict[str, Any],
+        human_holistic: str | None = None,
+    ):
         self.data_dir = Path(data_dir)
         self.options = dict(options)
         self.settings = dict(settings)
         self.example_max_words = settings.get("example_max_words")
+        self.human_holistic_source = human_holistic
+        if human_holistic is not None and not self.HUMAN_HOLISTIC:
+            raise ValueError(
+                f"rubric.human_holistic={human_holistic!r}: the {type(self).__name__} task has no human "
+                "holistic labels to choose from; leave it null"
+            )
+        if human_holistic is not None and human_holistic not in self.HUMAN_HOLISTIC:
+            raise ValueError(
+                f"rubric.human_holistic must be one of {self.HUMAN_HOLISTIC} or null, got {human_holistic!r}"
+            )
 
     # -- what the judge sees -------------------------------------------------------------------
     def eligible(self, items: list[Item]) -> list[Item]:
@@ -201,15 +219,41 @@ def _choose(items: list[Item], seed: int, salt: str) -> Item:
 
 # ============================================================================================ ASAP
 class AsapTask(RubricTask):
-    """ASAP essays with ASAP++ traits (sets 1-6): holistic = the two raters' domain-1 scores."""
+    """ASAP essays with ASAP++ traits (sets 1-6).
+
+    **Human holistic label** (``rubric.human_holistic``). Issue 12 reads the rubric paper as: on
+    sets 4 and 6 "the human holistic score is a single rater's (or the third, expert rater's)
+    score as the paper states, not the mean of two raters". ASAP ships that score as
+    ``domain1_score``, the resolved score, on the rater scale for sets 3-6; its adjudication rules
+    (``asap/rubrics/set{4,6}_info_and_adjudication.txt``): set 4, "If Reader-1 Score and Reader-2
+    Score are not adjacent or exact, then adjudication by a third reader is required" (in the data
+    the adjacent cases take the higher score); set 6, "if there was a difference between scorer 1
+    and scorer 2, the FINAL SCORE was always the higher of the two". So:
+
+    - ``"resolved"`` (the paper's; default for sets 3-6): ``domain1_score``, one rater's score
+      (the higher one when the two differ by one) or the third, expert reader's;
+    - ``"rater_mean"`` (ours, the old definition; default for sets 1-2): the mean of the two
+      raters' scores. On set 1 the resolved score is the two raters' sum (2-12), so the mean ranks
+      the essays exactly as the resolved score does and every Kendall tau is the same.
+
+    Agreement strata and solved examples still read the two raters' scores.
+    """
 
     aggregate = "pareto"
+    HUMAN_HOLISTIC = ("resolved", "rater_mean")
 
-    def __init__(self, data_dir, options, settings):
-        super().__init__(data_dir, options, settings)
+    def __init__(self, data_dir, options, settings, human_holistic=None):
+        super().__init__(data_dir, options, settings, human_holistic)
         self.essay_set = int(options.get("essay_set", 1))
         if self.essay_set not in ASAP_PP:
             raise ValueError(f"rubric study: ASAP set {self.essay_set} has no ASAP++ traits; use sets 1-6")
+        on_rater_scale = RESOLVED[self.essay_set] == HOLISTIC[self.essay_set]
+        self.human_holistic_source = human_holistic or ("resolved" if on_rater_scale else "rater_mean")
+        if self.human_holistic_source == "resolved" and not on_rater_scale:
+            raise ValueError(
+                f"rubric.human_holistic=resolved: ASAP set {self.essay_set}'s resolved score is on "
+                f"{RESOLVED[self.essay_set]}, not the rater scale {HOLISTIC[self.essay_set]}; use rater_mean"
+            )
         lo, hi = HOLISTIC[self.essay_set]
         self.holistic_scale = get_scale(f"likert_{lo}_{hi}")
         names, (tlo, thi) = ASAP_PP[self.essay_set]
@@ -273,6 +317,8 @@ class AsapTask(RubricTask):
         return f"Context: {self.essay_facts} {criterion.context} {self.edited_preamble}"
 
     def human_holistic(self, item):
+        if self.human_holistic_source == "resolved":
+            return item.meta["domain1_score"]
         return item.human_score("holistic")
 
     def human_criterion(self, item, criterion_id):
@@ -299,15 +345,15 @@ class AsapTask(RubricTask):
         ]
 
     def criterion_examples(self, pool, criterion, seed):
-        by_level: dict[str, list[Item]] = {}
-        for it in pool:
-            v = it.human_score(criterion.id)
+        # as in the paper, the same three essays (high / medium / low) serve every criterion: the
+        # holistic three-example essays, each shown with its score on this criterion
+        by_id = {it.id: it for it in pool}
+        out = []
+        for ex in self.holistic_examples(pool, "three", seed):
+            v = by_id[ex.item_id].human_score(criterion.id)
             if v is not None:
-                by_level.setdefault(criterion.scale.nearest_label(v), []).append(it)
-        return [
-            self._example(_choose(by_level[lab], seed, f"{criterion.id}:{lab}"), lab)
-            for lab in _pick_levels(by_level, criterion.scale, "three")
-        ]
+                out.append(self._example(by_id[ex.item_id], criterion.scale.nearest_label(v)))
+        return out
 
 
 def _read_first(path: Path, readme: Path, start: str | None, stop: tuple[str, ...]) -> str:
@@ -334,8 +380,8 @@ class InfoBenchTask(RubricTask):
     response_noun = "response"
     holistic_name = "Rating"
 
-    def __init__(self, data_dir, options, settings):
-        super().__init__(data_dir, options, settings)
+    def __init__(self, data_dir, options, settings, human_holistic=None):
+        super().__init__(data_dir, options, settings, human_holistic)
         if options.get("level", "instruction") != "instruction":
             raise ValueError("rubric study: load InFoBench with level=instruction (one item per instruction)")
         texts = load_text("infobench")
@@ -438,8 +484,15 @@ TASKS: dict[str, type[RubricTask]] = {"asap": AsapTask, "infobench": InfoBenchTa
 
 
 def make_task(
-    dataset: str, data_dir: str | Path, options: dict[str, Any], settings: dict[str, Any]
+    dataset: str,
+    data_dir: str | Path,
+    options: dict[str, Any],
+    settings: dict[str, Any],
+    *,
+    human_holistic: str | None = None,
 ) -> RubricTask:
+    """The rubric task of ``dataset``; ``human_holistic`` picks the human holistic label's definition
+    (``RubricTask.HUMAN_HOLISTIC``; None: the task's default)."""
     if dataset not in TASKS:
         raise ValueError(f"rubric study: no rubric task for dataset {dataset!r}; valid: {sorted(TASKS)}")
-    return TASKS[dataset](data_dir, options, settings)
+    return TASKS[dataset](data_dir, options, settings, human_holistic)

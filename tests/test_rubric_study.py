@@ -299,6 +299,8 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     # marks: exactly the significant paired tests, both ways
     sig = pd.read_csv(job / "significance.csv")
     ran = sig[sig.error.isna()] if "error" in sig else sig
+    strata_tests = ran[ran.test == "unpaired strata"]
+    ran = ran[ran.test == "paired"]
     # Bonferroni by block size: three conditions -> 3 comparisons; Table 7's batch vs separate -> 1
     assert set(ran.n_resamples) == {120} and len(ran) > 60
     assert set(ran[ran.table == "table7"].n_comparisons) == {1}
@@ -342,6 +344,16 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     diff = cell(df, "table4", block, "holistic, no examples", "smollm2: agree - disagree")
     assert float(diff.estimate) == pytest.approx(float(agree.estimate) - float(disagree.estimate))
     assert diff.marks in ("", "°") and float(diff.low) <= float(diff.estimate) <= float(diff.high)
+    (test,) = strata_tests[
+        (strata_tests.block == block)
+        & (strata_tests.column == "smollm2: agree - disagree")
+        & (strata_tests.condition == "holistic_none")
+    ].itertuples()
+    assert (test.low, test.high, bool(test.significant)) == (
+        float(diff.low),
+        float(diff.high),
+        diff.marks == "°",
+    )
 
     # Table 7: one block per batch position, human vs batch and vs separate, for each backbone
     t7 = df[df.table == "table7"]

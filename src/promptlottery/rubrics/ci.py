@@ -224,7 +224,14 @@ def block_cells(
     n_comparisons = s.n_comparisons or comparisons_in_block(max(len(defined), 1))
     for a, b in itertools.combinations(defined, 2):
         ca, cb = conds[a][0], conds[b][0]
-        pair = {"table": table, "block": block, "column": column, "a": ca.name, "b": cb.name}
+        pair = {
+            "test": "paired",
+            "table": table,
+            "block": block,
+            "column": column,
+            "a": ca.name,
+            "b": cb.name,
+        }
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             try:

@@ -29,7 +29,7 @@ from promptlottery.metrics.bootstrap import _order_statistic
 from promptlottery.rubrics.cells import HUMAN, STRATA_DIFFER, TITLES, Cell, Settings, Table
 from promptlottery.rubrics.ci import _complete, _undefined_reason, block_cells, block_footers, ranks_text
 from promptlottery.rubrics.study_data import StudyData
-from promptlottery.rubrics.tasks import STRATA
+from promptlottery.rubrics.task_base import STRATA
 
 AGREE, DISAGREE = "agree", "disagree"
 
@@ -111,9 +111,21 @@ def compare_strata(
 
 
 def _stratum_cells(
-    block: str, row: str, column: str, stat: Callable, ref, values, agree, known, s: Settings, condition=""
+    block: str,
+    row: str,
+    column: str,
+    stat: Callable,
+    ref,
+    values,
+    agree,
+    known,
+    s: Settings,
+    *,
+    tests: list[dict],
+    condition: str = "",
 ) -> list[Cell]:
-    """Three cells of one comparison: tau on agree items, on disagree items, and the difference."""
+    """Three cells of one comparison: tau on agree items, on disagree items, and the difference
+    (its test goes to ``tests``, beside the paired ones)."""
     cols = [f"{column}: {AGREE}", f"{column}: {DISAGREE}", f"{column}: {AGREE} - {DISAGREE}"]
     out = [Cell("table4", block, row, c, condition=condition) for c in cols]
     if values is None:
@@ -155,6 +167,24 @@ def _stratum_cells(
     else:
         out[2].estimate, out[2].low, out[2].high = res.difference, res.low, res.high
         out[2].marks = STRATA_DIFFER if res.significant else ""
+    record = {"test": "unpaired strata", "table": "table4", "block": block, "column": out[2].column}
+    record.update(a=AGREE, b=DISAGREE, condition=condition or row)
+    if out[2].estimate is None:
+        tests.append({**record, "error": out[2].note})
+    else:
+        tests.append(
+            {
+                **record,
+                "difference": res.difference,
+                "low": res.low,
+                "high": res.high,
+                "significant": res.significant,
+                "n": sum(counts),
+                "n_comparisons": 1,
+                "n_resamples": res.n_defined,
+                "interval_ranks": ranks_text(res.n_defined, 1, s.level),
+            }
+        )
     return out
 
 
@@ -187,6 +217,7 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
         agree,
         known,
         s,
+        tests=tests,
     )
     for b in d.backbones:
         for c in d.holistic_conditions():
@@ -200,7 +231,8 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 agree,
                 known,
                 s,
-                c.name,
+                tests=tests,
+                condition=c.name,
             )
         for c in d.analytic_conditions():
             t.cells += _stratum_cells(
@@ -213,7 +245,8 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 agree,
                 known,
                 s,
-                c.name,
+                tests=tests,
+                condition=c.name,
             )
     t.footer = [
         f"Strata: agree = the two raters' holistic scores are equal ({int(agree.sum())} items of the sample), "

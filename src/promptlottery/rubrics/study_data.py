@@ -12,7 +12,7 @@ import pandas as pd
 from promptlottery.data.schema import Item
 from promptlottery.metrics import kendall_tau, pareto_dominance_tau
 from promptlottery.rubrics.prompts import RubricCondition
-from promptlottery.rubrics.tasks import RubricTask
+from promptlottery.rubrics.task_base import RubricTask
 
 
 class StudyData:

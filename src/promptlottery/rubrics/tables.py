@@ -377,7 +377,7 @@ def build_tables(d: StudyData, s: Settings) -> tuple[list[Table], pd.DataFrame]:
             continue
         ran = [x for x in tests[before:] if "error" not in x]
         t.footer.append(
-            f"Paired tests behind this table's marks: {len(ran)} run, "
+            f"Tests behind this table's marks: {len(ran)} run, "
             f"{sum(bool(x['significant']) for x in ran)} significant, "
             f"{len(tests) - before - len(ran)} could not run (significance.csv has each one)."
         )

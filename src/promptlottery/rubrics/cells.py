@@ -67,6 +67,7 @@ class Table:
     title: str
     cells: list[Cell] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)
+    n_in_column_order: bool = False  # the n column lists a row's item counts by column, not sorted
 
     def long(self) -> pd.DataFrame:
         return pd.DataFrame([asdict(c) for c in self.cells])
@@ -80,7 +81,12 @@ class Table:
         grid = {(c.block, c.row, c.column): c for c in self.cells}
         out = []
         for block, row in rows:
-            ns = sorted({grid[(block, row, col)].n for col in cols if (block, row, col) in grid} - {0})
+            found = [grid[(block, row, col)].n for col in cols if (block, row, col) in grid]
+            ns = (
+                list(dict.fromkeys(n for n in found if n))
+                if self.n_in_column_order
+                else sorted(set(found) - {0})
+            )
             rec = {"block": block, "row": row, "n": "/".join(map(str, ns)) if ns else ""}
             for col in cols:
                 cell = grid.get((block, row, col))

@@ -200,7 +200,7 @@ def _finite(v: float) -> float | None:
 
 def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
     """The paper's Table 4: each human comparison on agree vs disagree items, and the difference."""
-    t = Table("table4", TITLES["table4"])
+    t = Table("table4", TITLES["table4"], n_in_column_order=True)
     if not any(d.strata):
         _no_strata(t, d)
         return t
@@ -250,7 +250,7 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
             )
     t.footer = [
         f"Strata: agree = the two raters' holistic scores are equal ({int(agree.sum())} items of the sample), "
-        f"disagree = they differ ({int((known & ~agree).sum())} items); each stratum needs {s.min_items} items.",
+        f"disagree = they differ ({int((known & ~agree).sum())} items); each stratum needs {s.min_items} items; n = agree / disagree / both.",
         f"Cells: Kendall tau-b [95% bootstrap CI] on each stratum; agree - disagree: the difference with an "
         f"unpaired bootstrap interval (each stratum resampled on its own, {s.n_resamples} resamples, the "
         f"{ranks_text(s.n_resamples, 1, s.level)} sorted differences); {STRATA_DIFFER} = 0 lies "

@@ -27,15 +27,16 @@ class AsapTask(RubricTask):
     **Human holistic label** (``rubric.human_holistic``). Issue 12 reads the rubric paper as: on
     sets 4 and 6 "the human holistic score is a single rater's (or the third, expert rater's)
     score as the paper states, not the mean of two raters". ASAP ships that score as
-    ``domain1_score``, the resolved score, on the rater scale for sets 3-6; its adjudication rules
+    ``domain1_score``, the resolved score, on the rater scale for sets 2-6; its adjudication rules
     (``asap/rubrics/set{4,6}_info_and_adjudication.txt``): set 4, "If Reader-1 Score and Reader-2
     Score are not adjacent or exact, then adjudication by a third reader is required" (in the data
     the adjacent cases take the higher score); set 6, "if there was a difference between scorer 1
     and scorer 2, the FINAL SCORE was always the higher of the two". So:
 
-    - ``"resolved"`` (the paper's; default for sets 3-6): ``domain1_score``, one rater's score
-      (the higher one when the two differ by one) or the third, expert reader's;
-    - ``"rater_mean"`` (ours, the old definition; default for sets 1-2): the mean of the two
+    - ``"resolved"`` (the paper's; the default where it is on the rater scale, sets 2-6):
+      ``domain1_score``, one rater's score (the higher one when the two differ by one) or the
+      third, expert reader's;
+    - ``"rater_mean"`` (ours, the old definition; the default for set 1): the mean of the two
       raters' scores. On set 1 the resolved score is the two raters' sum (2-12), so the mean ranks
       the essays exactly as the resolved score does and every Kendall tau is the same.
 

@@ -29,6 +29,7 @@ from promptlottery.metrics import (
 )
 from promptlottery.rubrics.cells import NOT_APPLICABLE, UNTESTED, Cell, Settings
 from promptlottery.rubrics.prompts import RubricCondition
+from promptlottery.rubrics.study_data import StudyData
 
 
 def comparisons_in_block(n_conditions: int) -> int:
@@ -69,8 +70,8 @@ def marks_footer(conds: list[RubricCondition], scope: str) -> str:
     return f"{scope}: {marks}."
 
 
-def block_footers(d, s: Settings) -> list[str]:
-    """The marks of the holistic and the analytic blocks of ``d`` (a StudyData), then the statistics."""
+def block_footers(d: StudyData, s: Settings) -> list[str]:
+    """The marks of the holistic and the analytic blocks, then the statistics footer."""
     return [
         marks_footer(d.holistic_conditions(), "Holistic blocks"),
         marks_footer(d.analytic_conditions(), "Analytic blocks"),
@@ -84,7 +85,7 @@ def _ordinal(k: int) -> str:
 
 
 def ranks_text(n_resamples: int, n_comparisons: int, level: float = 0.95) -> str:
-    """ "8th/9th and 991st/992nd" (means of two values) or "25th and 975th"."""
+    """The interval's ranks as words: "8th/9th and 991st/992nd" (means of two values), "25th and 975th"."""
     return " and ".join(
         "/".join(_ordinal(k) for k in side) for side in interval_ranks(n_resamples, n_comparisons, level)
     )

@@ -35,8 +35,8 @@ AGREE, DISAGREE = "agree", "disagree"
 
 
 def two_strata(levels: list[str | None]) -> np.ndarray:
-    """ "agree" where the raters' scores are equal (level "full"), "disagree" where they are not,
-    "" where unknown."""
+    """Each item's stratum: "agree" where the raters' scores are equal (level "full"), "disagree"
+    where they are not, "" where unknown."""
     return np.array(["" if x is None else AGREE if x == STRATA[0] else DISAGREE for x in levels])
 
 

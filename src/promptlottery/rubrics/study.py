@@ -5,8 +5,9 @@
 files, instantiated one after the other inside this job, since the tables need them together),
 ``rubric.settings`` (CPU sizing: words kept of examples / source texts / responses),
 ``rubric.stats`` (bootstrap) and ``rubric.human_holistic`` (the human holistic label's definition,
-``RubricTask.HUMAN_HOLISTIC``; null: the task's default). The sample is ``dataset.limit`` eligible items drawn with
-``dataset.seed``; solved examples come from the other eligible items, never from the sample.
+``RubricTask.HUMAN_HOLISTIC``; null: the task's default). The sample is ``dataset.limit``
+eligible items drawn with ``dataset.seed``; solved examples come from the other eligible items,
+never from the sample.
 
 Every model call goes through the call cache (``paths.cache_dir``), so a re-run makes no call.
 Writes to ``output_dir``: ``scores.parquet`` (one row per judged item x criterion x condition x
@@ -374,7 +375,8 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
             sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
             human_holistic=task.human_holistic_source,
             tables=summary,
-            n_significant=int(tests["significant"].fillna(False).sum()) if "significant" in tests else 0,
+            n_significant=_significant(tests, "paired"),
+            n_strata_significant=_significant(tests, "unpaired strata"),
         )
         tracker = job.tracker
         tracker.log_metrics(
@@ -391,6 +393,13 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
         return record
 
     return run_stage(job, body, name="rubric study")
+
+
+def _significant(tests: pd.DataFrame, kind: str) -> int:
+    """Significant tests of one kind (paired between conditions / unpaired between strata)."""
+    if "significant" not in tests:
+        return 0
+    return int(tests.loc[tests["test"] == kind, "significant"].fillna(False).astype(bool).sum())
 
 
 def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, settings) -> str:

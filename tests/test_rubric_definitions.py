@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from promptlottery.data import load_items
@@ -116,8 +117,6 @@ def test_human_holistic_option_is_checked(tmp_path):
 
 
 def _no_scores():
-    import pandas as pd
-
     return pd.DataFrame(columns=["backbone", "condition", "item_id", "position", "score"])
 
 

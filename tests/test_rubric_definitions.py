@@ -18,7 +18,7 @@ from promptlottery.metrics import kendall_tau
 from promptlottery.rubrics import RubricCondition, make_task
 from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks
 from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.strata import compare_strata, two_strata
+from promptlottery.rubrics.strata import compare_strata, table4, two_strata
 from promptlottery.rubrics.tables import Settings, StudyData
 from tests.test_rubric_study import make_asap
 
@@ -183,3 +183,27 @@ def test_every_criterion_is_shown_the_same_high_medium_low_essays(tmp_path):
         assert [(e.item_id, e.label) for e in got] == expected
     holistic = RubricCondition(name="h3", kind="holistic", examples="three")
     assert [e.item_id for e in builder.examples(holistic, None)] == ["high", "mid", "low"]
+
+
+def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small(tmp_path):
+    # essays A (2, 3 -> 3), B (3, 3 -> 3), C (1, 3 -> 2): B agrees (1 item), A and C disagree (2).
+    # The model scores A 1 and C 3, the resolved human scores 3 and 2: one discordant pair, tau -1
+    data = _asap_set6(tmp_path / "data", [(2, 3, 3), (3, 3, 3), (1, 3, 2)])
+    items = load_items("asap", data_dir=data, essay_set=6)
+    task = make_task("asap", data, {"essay_set": 6}, {})
+    cond = RubricCondition(name="h", kind="holistic", label="holistic")
+    scores = pd.DataFrame(
+        {
+            "backbone": "m",
+            "condition": "h",
+            "item_id": [it.id for it in items],
+            "position": 0,
+            "score": [1.0, 2.0, 3.0],
+        }
+    )
+    d = StudyData(task, items, scores, [cond], ["m"])
+    t = table4(d, Settings(min_items=2, n_resamples=50), [])
+    got = {c.column: c for c in t.cells if c.block.startswith("Delta rater:")}
+    assert got["m: disagree"].estimate == pytest.approx(-1.0) and got["m: disagree"].n == 2
+    assert got["m: agree"].estimate is None and got["m: agree"].note.startswith("n/a: n=1 agree / 2 disagree")
+    assert got["m: agree - disagree"].estimate is None

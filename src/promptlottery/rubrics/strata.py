@@ -135,9 +135,14 @@ def _stratum_cells(
     keep = known & _complete(ref) & _complete(values)
     counts = (int((keep & agree).sum()), int((keep & ~agree).sum()))
     out[0].n, out[1].n, out[2].n = counts[0], counts[1], sum(counts)
-    if min(counts) < s.min_items:
-        for c in out:
-            c.note = f"n/a: n={counts[0]} agree / {counts[1]} disagree items, need {s.min_items} in each"
+    if min(counts) < s.min_items:  # a stratum that is large enough still gets its own tau
+        why = f"n/a: n={counts[0]} agree / {counts[1]} disagree items, need {s.min_items} in each"
+        for k, (c, mask) in enumerate(zip(out, (keep & agree, keep & ~agree))):
+            if counts[k] >= s.min_items:
+                _one_stratum(c, stat, ref[mask], values[mask], s, seed=s.seed + k)
+            else:
+                c.note = why
+        out[2].note = why
         return out
     res = compare_strata(
         stat,
@@ -186,6 +191,17 @@ def _stratum_cells(
             }
         )
     return out
+
+
+def _one_stratum(cell: Cell, stat: Callable, ref, values, s: Settings, *, seed: int) -> None:
+    """Tau and its CI on one stratum alone, resampled as ``compare_strata`` resamples it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ci = bootstrap_ci(stat, ref, values, n_resamples=s.n_resamples, level=s.level, seed=seed)
+    if np.isfinite(ci.estimate):
+        cell.estimate, cell.low, cell.high = ci.estimate, _finite(ci.low), _finite(ci.high)
+    else:
+        cell.note = _undefined_reason(caught)
 
 
 def _drop(values: np.ndarray, keep: np.ndarray) -> np.ndarray:

@@ -299,7 +299,12 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     # marks: exactly the significant paired tests, both ways
     sig = pd.read_csv(job / "significance.csv")
     ran = sig[sig.error.isna()] if "error" in sig else sig
-    assert set(ran.n_comparisons) == {3} and set(ran.n_resamples) == {120} and len(ran) > 60
+    strata_tests = ran[ran.test == "unpaired strata"]
+    ran = ran[ran.test == "paired"]
+    # Bonferroni by block size: three conditions -> 3 comparisons; Table 7's batch vs separate -> 1
+    assert set(ran.n_resamples) == {120} and len(ran) > 60
+    assert set(ran[ran.table == "table7"].n_comparisons) == {1}
+    assert set(ran[ran.table.isin(["table1", "table2"])].n_comparisons) == {3}
     marks = {
         "holistic_none": "*",
         "holistic_three": "†",
@@ -316,19 +321,39 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     oracle = ran[ran.column == "smollm2"]  # identical oracle scores in every condition: no difference
     assert len(oracle) and not oracle.significant.astype(bool).any()
 
-    # Table 4: strata counts of the sample, and n/a below min_items
-    t4 = df[df.table == "table4"]
+    # Table 4 (extra, three levels): strata counts of the sample, and n/a below min_items
+    t4 = df[df.table == "table4_levels"]
     strata = record["sample"]["strata"]
-    assert sum(strata.values()) == n
+    assert strata["full"] + strata["partial"] + strata["none"] == n
+    assert strata["agree"] == strata["full"] and strata["disagree"] == n - strata["full"]
     full = cell(
         df,
-        "table4",
+        "table4_levels",
         "Full agreement (raters equal): Delta rater, holistic",
         "holistic, no examples",
         "smollm2",
     )
     assert int(full.n) == strata["full"]
     assert (t4.note.str.startswith("n/a") | (t4.estimate != "")).all()
+    # Table 4 (the paper's): agree vs disagree items. Where the raters agree, the human score is the
+    # hidden quality the oracle reports, so tau is 1 there
+    block = "Delta rater: human holistic vs model holistic"
+    agree = cell(df, "table4", block, "holistic, no examples", "smollm2: agree")
+    assert int(agree.n) == strata["agree"] and float(agree.estimate) == pytest.approx(1.0)
+    disagree = cell(df, "table4", block, "holistic, no examples", "smollm2: disagree")
+    diff = cell(df, "table4", block, "holistic, no examples", "smollm2: agree - disagree")
+    assert float(diff.estimate) == pytest.approx(float(agree.estimate) - float(disagree.estimate))
+    assert diff.marks in ("", "°") and float(diff.low) <= float(diff.estimate) <= float(diff.high)
+    (test,) = strata_tests[
+        (strata_tests.block == block)
+        & (strata_tests.column == "smollm2: agree - disagree")
+        & (strata_tests.condition == "holistic_none")
+    ].itertuples()
+    assert (test.low, test.high, bool(test.significant)) == (
+        float(diff.low),
+        float(diff.high),
+        diff.marks == "°",
+    )
 
     # Table 7: one block per batch position, human vs batch and vs separate, for each backbone
     t7 = df[df.table == "table7"]
@@ -345,7 +370,7 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     )
     assert float(shift.estimate) == 0.0
     md = (job / "rubric_tables.md").read_text()
-    assert "### Table 1." in md and "### Table 7." in md and "Bonferroni over 3 comparisons" in md
+    assert "### Table 1." in md and "### Table 7." in md and "three conditions -> alpha = 0.0167" in md
     assert (job / "tables" / "table1.csv").is_file() and (job / "tables" / "table4.md").is_file()
 
     # a re-run answers everything from the cache and writes the same numbers

@@ -28,7 +28,7 @@ from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import cache_key
 from promptlottery.prompts.groups import render
-from promptlottery.rubrics.tasks import Criterion, Example, RubricTask, load_text
+from promptlottery.rubrics.task_base import Criterion, Example, RubricTask, load_text
 
 KINDS = ("holistic", "analytic")
 MODES = ("separate", "batch")

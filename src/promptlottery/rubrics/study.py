@@ -3,9 +3,11 @@
 ``run(cfg, output_dir) -> dict`` reads the composed config (an ``experiment=rubric_*`` overlay):
 ``rubric.conditions`` (``conf/rubric/*.yaml`` files), ``rubric.backbones`` (``conf/backbone/*.yaml``
 files, instantiated one after the other inside this job, since the tables need them together),
-``rubric.settings`` (CPU sizing: words kept of examples / source texts / responses) and
-``rubric.stats`` (bootstrap). The sample is ``dataset.limit`` eligible items drawn with
-``dataset.seed``; solved examples come from the other eligible items, never from the sample.
+``rubric.settings`` (CPU sizing: words kept of examples / source texts / responses),
+``rubric.stats`` (bootstrap) and ``rubric.human_holistic`` (the human holistic label's definition,
+``RubricTask.HUMAN_HOLISTIC``; null: the task's default). The sample is ``dataset.limit``
+eligible items drawn with ``dataset.seed``; solved examples come from the other eligible items,
+never from the sample.
 
 Every model call goes through the call cache (``paths.cache_dir``), so a re-run makes no call.
 Writes to ``output_dir``: ``scores.parquet`` (one row per judged item x criterion x condition x
@@ -35,6 +37,7 @@ from promptlottery.judging.runner import CallStats, run_calls
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.scales import Scale
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition, to_request
+from promptlottery.rubrics.strata import two_strata
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.tasks import Criterion, RubricTask, load_text, make_task
 from promptlottery.stages import StageJob, run_stage
@@ -275,7 +278,9 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
     if not backbones:
         raise ValueError("rubric study: rubric.backbones is empty; compose conf/backbone/*.yaml into it")
     options = config["dataset"]["options"]
-    task = make_task(cfg.dataset.name, cfg.paths.data_dir, options, settings)
+    task = make_task(
+        cfg.dataset.name, cfg.paths.data_dir, options, settings, human_holistic=rc.get("human_holistic")
+    )
     all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
     sample, pool = draw_sample(task, all_items, cfg.dataset.limit, cfg.dataset.seed)
     builder = PromptBuilder(task, cfg.dataset.name, pool, cfg.dataset.seed)
@@ -362,13 +367,16 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
         calls = {**stats.counts(), "unscored": stats.parse_failures}
         summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
         strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
+        strata.update(pd.Series([s for s in two_strata(data.strata) if s]).value_counts().to_dict())
         record = job.ok(
             backends=identities,
             calls=calls,
             seconds_by_backbone=seconds,
             sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
+            human_holistic=task.human_holistic_source,
             tables=summary,
-            n_significant=int(tests["significant"].fillna(False).sum()) if "significant" in tests else 0,
+            n_significant=_significant(tests, "paired"),
+            n_strata_significant=_significant(tests, "unpaired strata"),
         )
         tracker = job.tracker
         tracker.log_metrics(
@@ -387,6 +395,13 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
     return run_stage(job, body, name="rubric study")
 
 
+def _significant(tests: pd.DataFrame, kind: str) -> int:
+    """Significant tests of one kind (paired between conditions / unpaired between strata)."""
+    if "significant" not in tests:
+        return 0
+    return int(tests.loc[tests["test"] == kind, "significant"].fillna(False).astype(bool).sum())
+
+
 def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, settings) -> str:
     return "\n".join(
         [
@@ -398,7 +413,8 @@ def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, se
             f"- settings: {json.dumps(settings)}",
             "- scores: logprob-weighted rating r = sum_i p_i s_i / sum_j p_j over the scale labels"
             + (" (yes = 1, no = 0)" if task.aggregate == "ratio" else ""),
-            f"- human labels: {task.human_note or 'yes'}",
+            f"- human labels: {task.human_note or 'yes'}"
+            + (f"; holistic = {task.human_holistic_source}" if task.human_holistic_source else ""),
             "",
         ]
     )

@@ -1,0 +1,112 @@
+"""The rubric tables' building blocks: statistics settings, one cell, one table and its layouts.
+
+A cell that cannot be computed says why ("n/a: ..."); "—" marks a cell that does not apply to
+its row (a human-only row in a backbone column, or the reverse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+HUMAN = "human"
+NOT_APPLICABLE = "—"
+UNTESTED = "§"  # a paired test of this cell could not run (too few resamples with a defined tau)
+STRATA_DIFFER = "°"  # the two rater-agreement strata differ significantly (Table 4)
+TITLES = {
+    "table1": "Table 1. Delta rater: human vs model agreement (Kendall tau-b)",
+    "table2": "Table 2. Delta rubric: holistic vs analytic agreement within a rater",
+    "table3": "Table 3. Delta rater + rubric, and model-vs-model agreement",
+    "table4": "Table 4. Human comparisons: items where the two raters agree vs disagree",
+    "table4_levels": "Table 4, extra (ours): human comparisons by rater agreement level (full / partial / none)",
+    "table6": "Table 6. Instruction following: model-only comparisons and the non-human reference",
+    "table7": "Table 7. Positional bias in batch mode: agreement by criterion position",
+}
+
+
+@dataclass
+class Settings:
+    """``rubric.stats``: bootstrap resamples, CI level, items needed for a cell, seed.
+
+    ``n_comparisons`` None (the default) sets the Bonferroni correction per block from the number
+    of conditions it compares (``ci.comparisons_in_block``); an integer forces it for every block.
+    """
+
+    n_resamples: int = 1000
+    level: float = 0.95
+    n_comparisons: int | None = None
+    min_items: int = 5
+    seed: int = 0
+
+
+@dataclass
+class Cell:
+    table: str
+    block: str
+    row: str
+    column: str
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    marks: str = ""
+    note: str = ""  # why there is no number ("n/a: ...") or what the number is
+    condition: str = ""
+
+    def text(self) -> str:
+        if self.estimate is None:
+            return self.note or NOT_APPLICABLE
+        ci = "" if self.low is None or self.high is None else f" [{self.low:.3f}, {self.high:.3f}]"
+        return f"{self.estimate:.3f}{ci}{self.marks}"
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    cells: list[Cell] = field(default_factory=list)
+    footer: list[str] = field(default_factory=list)
+    n_in_column_order: bool = False  # the n column lists a row's item counts by column, not sorted
+
+    def long(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(c) for c in self.cells])
+
+    def wide(self) -> pd.DataFrame:
+        """Rows (block, row) x columns, each cell its text; rows and columns in insertion order."""
+        if not self.cells:
+            return pd.DataFrame()
+        rows = list(dict.fromkeys((c.block, c.row) for c in self.cells))
+        cols = list(dict.fromkeys(c.column for c in self.cells))
+        grid = {(c.block, c.row, c.column): c for c in self.cells}
+        out = []
+        for block, row in rows:
+            found = [grid[(block, row, col)].n for col in cols if (block, row, col) in grid]
+            ns = (
+                list(dict.fromkeys(n for n in found if n))
+                if self.n_in_column_order
+                else sorted(set(found) - {0})
+            )
+            rec = {"block": block, "row": row, "n": "/".join(map(str, ns)) if ns else ""}
+            for col in cols:
+                cell = grid.get((block, row, col))
+                rec[col] = cell.text() if cell is not None else NOT_APPLICABLE
+            out.append(rec)
+        return pd.DataFrame(out)
+
+    def markdown(self) -> str:
+        wide = self.wide()
+        lines = [f"### {self.title}", ""]
+        if wide.empty:
+            return "\n".join(lines + ["(no rows)", ""])
+        header = ["Block", "Condition", "n", *wide.columns[3:]]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join(["---"] * len(header)) + "|")
+        last = None
+        for rec in wide.itertuples(index=False):
+            block = rec[0] if rec[0] != last else ""
+            last = rec[0]
+            lines.append("| " + " | ".join(str(v).replace("|", "/") for v in (block, *rec[1:])) + " |")
+        lines.append("")
+        lines.extend(self.footer)
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,209 @@
+"""The rubric paper's definitions, each on a small case computed by hand from the paper's words
+(issue 12): Bonferroni by block size, the ASAP sets 4/6 human holistic score, the agree vs
+disagree strata, and the analytic examples shared by every criterion."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from promptlottery.data import load_items
+from promptlottery.data.schema import Item
+from promptlottery.metrics import kendall_tau
+from promptlottery.rubrics import RubricCondition, make_task
+from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks
+from promptlottery.rubrics.prompts import PromptBuilder
+from promptlottery.rubrics.strata import compare_strata, table4, two_strata
+from promptlottery.rubrics.tables import Settings, StudyData
+from tests.test_rubric_study import make_asap
+
+
+# ============================================================== Bonferroni only for three conditions
+def test_three_conditions_use_the_8th_9th_and_991st_992nd_of_1000_differences():
+    # alpha = 0.05 / 3 per block of three: R * alpha / 2 = 8.33 and R * (1 - alpha / 2) = 991.67
+    assert interval_ranks(1000, comparisons_in_block(3)) == ((8, 9), (991, 992))
+    # two conditions: one comparison, no correction: 25 and 975
+    assert interval_ranks(1000, comparisons_in_block(2)) == ((25,), (975,))
+
+
+def _mean_of_condition(_ref, cond):
+    return float(np.mean(cond))
+
+
+@pytest.mark.parametrize("n_conditions", [2, 3])
+def test_a_blocks_paired_interval_depends_on_how_many_conditions_it_compares(n_conditions):
+    rng = np.random.default_rng(5)
+    n = 12
+    ref = np.arange(n, dtype=float)
+    values = [rng.normal(size=n) + k for k in range(n_conditions)]
+    conds = [
+        (RubricCondition(name=f"c{k}", kind="holistic", label=f"c{k}", mark="*†‡"[k]), f"c{k}", v)
+        for k, v in enumerate(values)
+    ]
+    tests: list[dict] = []
+    block_cells("t", "block", "col", _mean_of_condition, ref, conds, Settings(seed=3), tests=tests)
+    # the 1000 resamples of the items, as metrics.resample_indices documents them
+    idx = np.random.default_rng(3).integers(0, n, size=(1000, n))
+    diff = np.sort(values[0][idx].mean(axis=1) - values[1][idx].mean(axis=1))
+    first = next(t for t in tests if (t["a"], t["b"]) == ("c0", "c1"))
+    if n_conditions == 3:  # means of the 8th/9th and the 991st/992nd sorted values
+        assert first["n_comparisons"] == 3 and len(tests) == 3
+        assert first["low"] == pytest.approx((diff[7] + diff[8]) / 2, abs=1e-12)
+        assert first["high"] == pytest.approx((diff[990] + diff[991]) / 2, abs=1e-12)
+        assert first["interval_ranks"] == "8th/9th and 991st/992nd"
+    else:  # the 25th and the 975th
+        assert first["n_comparisons"] == 1 and len(tests) == 1
+        assert first["low"] == pytest.approx(diff[24], abs=1e-12)
+        assert first["high"] == pytest.approx(diff[974], abs=1e-12)
+        assert first["interval_ranks"] == "25th and 975th"
+
+
+# ================================================================ ASAP sets 4 and 6: one score
+def _asap_set6(root: Path, essays: list[tuple[int, int, int]]) -> Path:
+    """ASAP set 6 files for ``essays`` = (rater 1, rater 2, resolved domain1_score)."""
+    base = root / "asap"
+    (base / "asap_original_by_prompt").mkdir(parents=True)
+    (base / "rubrics" / "asapplusplus_trait_scores").mkdir(parents=True)
+    with open(base / "asap_original_by_prompt" / "essay_set_6.tsv", "w", newline="") as f:
+        w = csv.writer(f, delimiter="\t")
+        w.writerow(["essay_id", "essay_set", "essay", "rater1_domain1", "rater2_domain1", "domain1_score"])
+        for k, (r1, r2, final) in enumerate(essays):
+            w.writerow([600 + k, 6, f"essay {k} about the mast", r1, r2, final])
+    with open(base / "rubrics" / "asapplusplus_trait_scores" / "Prompt-6.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Essay ID", "Content", "Prompt Adherence", "Language", "Narrativity"])
+        for k in range(len(essays)):
+            w.writerow([600 + k, 2, 2, 2, 2])
+    (base / "rubrics" / "set6_holistic_rubric.txt").write_text("Score Point 4: strong.\n")
+    (base / "rubrics" / "set6_info_and_adjudication.txt").write_text("Grade level: | 10\n")
+    return root
+
+
+def test_asap_set6_holistic_is_the_resolved_single_score_not_the_raters_mean(tmp_path):
+    # essay A: raters 2 and 3 -> the higher, 3 ("the FINAL SCORE was always the higher of the two");
+    # B: both 3 -> 3; C: 1 and 3, not adjacent -> the third (expert) reader's 2. Means: 2.5, 3, 2.
+    data = _asap_set6(tmp_path / "data", [(2, 3, 3), (3, 3, 3), (1, 3, 2)])
+    items = load_items("asap", data_dir=data, essay_set=6)
+    paper = make_task("asap", data, {"essay_set": 6}, {})
+    assert paper.human_holistic_source == "resolved"
+    assert [paper.human_holistic(it) for it in items] == [3.0, 3.0, 2.0]
+    old = make_task("asap", data, {"essay_set": 6}, {}, human_holistic="rater_mean")
+    assert [old.human_holistic(it) for it in items] == [2.5, 3.0, 2.0]
+    # what it does to Delta rater: against model scores 1, 2, 3 (tau-b by hand)
+    model = np.array([1.0, 2.0, 3.0])
+    study = StudyData(paper, items, _no_scores(), [], [])
+    # resolved 3, 3, 2: (A,B) tied in the human, (A,C) and (B,C) discordant: -2 / sqrt(2 * 3)
+    assert kendall_tau(study.human_holistic, model) == pytest.approx(-2 / math.sqrt(6), abs=1e-12)
+    # mean 2.5, 3, 2: (A,B) concordant, (A,C) and (B,C) discordant: (1 - 2) / 3
+    mean = StudyData(old, items, _no_scores(), [], []).human_holistic
+    assert kendall_tau(mean, model) == pytest.approx(-1 / 3, abs=1e-12)
+    # the strata still read both raters: A and C disagree, B agrees
+    assert list(two_strata(study.strata)) == ["disagree", "agree", "disagree"]
+
+
+def test_human_holistic_option_is_checked(tmp_path):
+    data = make_asap(tmp_path / "data")
+    # set 1's resolved score is the raters' sum (2-12): the mean is the default and ranks the same
+    assert make_task("asap", data, {"essay_set": 1}, {}).human_holistic_source == "rater_mean"
+    with pytest.raises(ValueError, match="not the rater scale"):
+        make_task("asap", data, {"essay_set": 1}, {}, human_holistic="resolved")
+    with pytest.raises(ValueError, match="must be one of"):
+        make_task("asap", data, {"essay_set": 1}, {}, human_holistic="median")
+
+
+def _no_scores():
+    return pd.DataFrame(columns=["backbone", "condition", "item_id", "position", "score"])
+
+
+# ============================================================ agree vs disagree (Table 4)
+def test_two_strata_split_equal_rater_scores_from_the_rest():
+    assert list(two_strata(["full", "partial", "none", None, "full"])) == [
+        "agree",
+        "disagree",
+        "disagree",
+        "",
+        "agree",
+    ]
+
+
+def test_agree_vs_disagree_on_four_items():
+    # human 1, 2, 3, 4; the raters agree on the first two items. The model ranks the agree pair as
+    # the humans do (tau 1) and the disagree pair the other way round (tau -1): difference 2. Every
+    # resample of a stratum gives the same tau or none, so the interval is [2, 2]: significant.
+    human = np.array([1.0, 2.0, 3.0, 4.0])
+    agree = np.array([True, True, False, False])
+    res = compare_strata(kendall_tau, human, np.array([1.0, 2.0, 4.0, 3.0]), agree, n_resamples=200)
+    assert (res.agree, res.disagree, res.difference) == (1.0, -1.0, 2.0)
+    assert (res.low, res.high, res.significant) == (2.0, 2.0, True)
+    assert (res.n_agree, res.n_disagree) == (2, 2)
+    # both pairs ranked as the humans do: difference 0, interval [0, 0], not significant
+    same = compare_strata(kendall_tau, human, np.array([1.0, 2.0, 3.0, 4.0]), agree, n_resamples=200)
+    assert (same.difference, same.low, same.high, same.significant) == (0.0, 0.0, 0.0, False)
+
+
+# ============================================== analytic examples: the same three essays throughout
+def _essay(eid: str, raters: tuple[int, int], traits: list[int]) -> Item:
+    names = ("content", "organization", "word_choice", "sentence_fluency", "conventions")
+    return Item(
+        id=eid,
+        dataset="asap",
+        inputs={"essay": f"text of {eid}", "response": f"text of {eid}", "prompt": "", "source": ""},
+        human={"holistic": list(raters), **{n: [v] for n, v in zip(names, traits)}},
+        human_kind="per_rater",
+        meta={"asap_pp": "ok", "domain1_score": sum(raters)},
+    )
+
+
+def test_every_criterion_is_shown_the_same_high_medium_low_essays(tmp_path):
+    task = make_task("asap", make_asap(tmp_path / "data"), {"essay_set": 1}, {})
+    pool = [
+        _essay("high", (6, 6), [2, 5, 6, 6, 4]),
+        _essay("mid", (3, 3), [6, 1, 3, 3, 3]),
+        _essay("low", (1, 1), [1, 6, 1, 2, 1]),
+        # raters disagree: never a representative essay, though its traits are the extremes
+        _essay("split", (5, 4), [6, 6, 1, 1, 6]),
+    ]
+    # high / medium / low: the essays on which both raters gave 6, 3 (the middle 3.5 rounds to the
+    # lower level) and 1, each shown with its own score on the criterion
+    want = {
+        "content": [("high", "2"), ("mid", "6"), ("low", "1")],
+        "organization": [("high", "5"), ("mid", "1"), ("low", "6")],
+        "conventions": [("high", "4"), ("mid", "3"), ("low", "1")],
+    }
+    edited = RubricCondition(name="edited", kind="analytic", examples="three", context=True)
+    builder = PromptBuilder(task, "asap", pool, seed=0)
+    crits = {c.id: c for c in task.criteria(None)}
+    for cid, expected in want.items():
+        got = builder.examples(edited, crits[cid])
+        assert [(e.item_id, e.label) for e in got] == expected
+    holistic = RubricCondition(name="h3", kind="holistic", examples="three")
+    assert [e.item_id for e in builder.examples(holistic, None)] == ["high", "mid", "low"]
+
+
+def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small(tmp_path):
+    # essays A (2, 3 -> 3), B (3, 3 -> 3), C (1, 3 -> 2): B agrees (1 item), A and C disagree (2).
+    # The model scores A 1 and C 3, the resolved human scores 3 and 2: one discordant pair, tau -1
+    data = _asap_set6(tmp_path / "data", [(2, 3, 3), (3, 3, 3), (1, 3, 2)])
+    items = load_items("asap", data_dir=data, essay_set=6)
+    task = make_task("asap", data, {"essay_set": 6}, {})
+    cond = RubricCondition(name="h", kind="holistic", label="holistic")
+    scores = pd.DataFrame(
+        {
+            "backbone": "m",
+            "condition": "h",
+            "item_id": [it.id for it in items],
+            "position": 0,
+            "score": [1.0, 2.0, 3.0],
+        }
+    )
+    d = StudyData(task, items, scores, [cond], ["m"])
+    t = table4(d, Settings(min_items=2, n_resamples=50), [])
+    got = {c.column: c for c in t.cells if c.block.startswith("Delta rater:")}
+    assert got["m: disagree"].estimate == pytest.approx(-1.0) and got["m: disagree"].n == 2
+    assert got["m: agree"].estimate is None and got["m: agree"].note.startswith("n/a: n=1 agree / 2 disagree")
+    assert got["m: agree - disagree"].estimate is None

@@ -52,7 +52,11 @@ def test_minilm_lora_trains_and_loss_goes_down():
         warmup_ratio=0.0,
         eval_batch_size=8,
     )
-    assert cfg._target_ == "promptlottery.gating.backbones.MiniLM" and cfg.max_length == 256 and cfg.query_truncation == "middle"
+    assert (
+        cfg._target_ == "promptlottery.gating.backbones.MiniLM"
+        and cfg.max_length == 256
+        and cfg.query_truncation == "middle"
+    )
     data = tiny_data()
     tok = load_tokenizer(cfg)
     before = make_module(cfg, tok, data["in_cluster"].to_numpy())  # same seed: the initial weights
@@ -102,7 +106,10 @@ def test_tiny_deberta_v2_path_runs(tmp_path):
     from promptlottery.gating.model import save_adapter
 
     cfg = classifier_cfg("deberta_tiny")
-    assert cfg._target_ == "promptlottery.gating.backbones.RandomInit" and cfg.model_config["model_type"] == "deberta-v2"
+    assert (
+        cfg._target_ == "promptlottery.gating.backbones.RandomInit"
+        and cfg.model_config["model_type"] == "deberta-v2"
+    )
     data = tiny_data(16)
     res = train_classifier(cfg, data, data.iloc[:8])
     model = res.module.model

@@ -1,9 +1,10 @@
 """The ``gate:`` node of the run config: structured configs behind ``conf/gate/``.
 
-``RunConfig.gate`` is a :class:`GateConfig`, so a typo in a key or a value outside an Enum's choices
-fails when Hydra composes the config; the checks that span fields run in ``__post_init__`` (when the
-node becomes an object, :meth:`GateConfig.from_dict` / :func:`gate_from_node`). The classifier's
-backbone is picked by ``gate.classifier._target_`` (:mod:`promptlottery.gating.backbones`).
+``RunConfig.gate`` (in the ConfigStore's ``run_schema``) is a :class:`GateConfig`, so a typo in a key
+or a value outside an Enum's choices fails when Hydra composes the config; the checks that span
+fields run in ``__post_init__``, when the node becomes an object (:meth:`GateConfig.from_dict`, which
+``config.check_config`` calls before any output). The classifier's backbone is picked by
+``gate.classifier._target_`` (:mod:`promptlottery.gating.backbones`).
 
 This module stays light (no torch, no transformers): ``promptlottery.config`` imports it.
 """
@@ -212,11 +213,6 @@ class GateConfig:
         return _to_object(cls, d, "gate.")
 
 
-def gate_from_node(node: DictConfig | None) -> GateConfig | None:
-    """The composed ``cfg.gate`` node as a checked GateConfig (None where the run has no gate)."""
-    return None if node is None else GateConfig.from_dict(node)
-
-
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -224,6 +220,8 @@ def _is_number(x: Any) -> bool:
 def _to_object(cls, d, prefix: str):
     """``d`` merged into ``cls``'s schema and built (``__post_init__`` runs): OmegaConf's errors as
     one line naming the full key, e.g. ``gate.verdict='x': expected one of [argmax, weighted]``."""
+    if isinstance(d, DictConfig):  # resolved while it still has its parents (${seed}, ${paths.*})
+        d = OmegaConf.to_container(d, resolve=True)
     try:
         node = OmegaConf.merge(OmegaConf.structured(cls), d or {})
         return OmegaConf.to_object(node)

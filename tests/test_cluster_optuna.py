@@ -41,7 +41,7 @@ def worker(url: str, grid: Path, study: str, n_trials: int, out: Path) -> subpro
         sys.executable,
         "sweeps/tune_gate.py",
         f"gate.runs={grid}/P*",
-        "classifier=deberta_tiny",
+        "gate/classifier=deberta_tiny",
         "logger=none",
         f"paths.cache_dir={grid / 'cache'}",
         f"paths.data_dir={DATA_DIR}",

@@ -44,7 +44,7 @@ def test_gate_stage_end_to_end(grid, tmp_path):
             "+gate=selective",
             f"gate.runs={grid / 'grid'}/*",
             f"gate.transfer_runs={grid / 'g15'}/*",
-            "classifier=deberta_tiny",
+            "gate/classifier=deberta_tiny",
             "backbone=fake",
             "gate.llm_baseline.n_shot=1",
             "gate.embedding_baseline.enabled=false",
@@ -106,7 +106,7 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
         [
             "+gate=selective",
             f"gate.runs={grid / 'grid'}/*",
-            "classifier=deberta_tiny",
+            "gate/classifier=deberta_tiny",
             "backbone=fake",
             "gate.llm_baseline.enabled=false",
             "gate.embedding_baseline.enabled=false",
@@ -132,7 +132,7 @@ def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path,
         [
             "+gate=selective",
             f"gate.runs={grid / 'grid'}/*",
-            "classifier=deberta_tiny",
+            "gate/classifier=deberta_tiny",
             "backbone=fake",
             "gate.embedding_baseline.enabled=false",
             "gate.save_adapter=false",
@@ -156,7 +156,7 @@ def test_tune_gate_study_runs_and_saves_best_params(grid, tmp_path, monkeypatch)
     summary = tune.run_study(
         [
             f"gate.runs={grid / 'grid'}/*",
-            "classifier=deberta_tiny",
+            "gate/classifier=deberta_tiny",
             "logger=none",
             f"paths.cache_dir={grid / 'cache'}",
             "gate.tune.n_trials=2",

@@ -12,6 +12,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from promptlottery.gating.config import GateConfig
+
 
 @dataclass
 class PathsConfig:
@@ -115,7 +117,8 @@ class RunConfig:
     analysis: Any = None
     validation: Any = None
     rubric: Any = None
-    gate: Any = None
+    #: the gate stage (conf/gate/): checked against GateConfig at compose time
+    gate: GateConfig | None = None
     predict: Any = None
     paraphrase: Any = None
 
@@ -190,3 +193,5 @@ def check_config(cfg: DictConfig) -> None:
             Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+    if OmegaConf.select(cfg, "gate") is not None:
+        GateConfig.from_dict(cfg.gate)  # the cross-field checks (__post_init__), before any output

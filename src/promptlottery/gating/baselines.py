@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
+from promptlottery.gating.config import LLMBaselineConfig
 from promptlottery.judging.cache import CallCache, cache_key
 from promptlottery.judging.runner import CallStats, run_calls
 
@@ -80,19 +80,6 @@ QUESTION = (
 )
 LABELS = ("yes", "no")
 TASK_VERSION = 1
-
-
-@dataclass
-class LLMBaselineConfig:
-    enabled: bool = True
-    n_shot: int = 2
-    max_query_chars: int = 3000
-    max_rows: int | None = 400
-    seed: int = 0
-    max_new_tokens: int = 2
-    #: queries are cut (75% per step, down to this many characters) and then shots dropped until a
-    #: prompt fits the backend's context (``max_length`` / ``max_model_len``)
-    min_query_chars: int = 400
 
 
 def cut_middle(text: str, max_chars: int) -> str:

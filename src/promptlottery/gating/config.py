@@ -1,17 +1,139 @@
-"""The ``gate:`` node of the run config, checked (RunConfig.gate is free-form)."""
+"""The ``gate:`` node of the run config: structured configs behind ``conf/gate/``.
+
+``RunConfig.gate`` (in the ConfigStore's ``run_schema``) is a :class:`GateConfig`, so a typo in a key
+or a value outside an Enum's choices fails when Hydra composes the config; the checks that span
+fields run in ``__post_init__``, when the node becomes an object (:meth:`GateConfig.from_dict`, which
+``config.check_config`` calls before any output). The classifier's backbone is picked by
+``gate.classifier._target_`` (:mod:`promptlottery.gating.backbones`).
+
+This module stays light (no torch, no transformers): ``promptlottery.config`` imports it.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from promptlottery.gating.baselines import LLMBaselineConfig
-from promptlottery.gating.model import ClassifierConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
 logger = logging.getLogger(__name__)
+
+#: the backbone of the CPU default (``conf/gate/classifier/minilm.yaml``)
+MINILM_TARGET = "promptlottery.gating.backbones.MiniLM"
+
+
+def _error(message: str) -> Exception:
+    from promptlottery.config import ConfigError  # promptlottery.config imports this module
+
+    return ConfigError(message)
+
+
+def _choices(enum: type[StrEnum]) -> str:
+    return ", ".join(e.value for e in enum)
+
+
+class Verdict(StrEnum):
+    """Which verdict of a judgment is gated (see ``judging.table.add_verdicts``)."""
+
+    argmax = "argmax"
+    weighted = "weighted"
+
+
+class QueryTruncation(StrEnum):
+    """How an over-long query is cut: ``middle`` keeps its first third and its end (the instructions
+    and the judged item, which follows any few-shot examples); ``right`` keeps its start only."""
+
+    middle = "middle"
+    right = "right"
+
+
+class MonitorMode(StrEnum):
+    max = "max"
+    min = "min"
+
+
+class ClassWeight(StrEnum):
+    """``balanced`` weighs the loss by inverse class frequency (null: unweighted)."""
+
+    balanced = "balanced"
+
+
+@dataclass
+class LoraSettings:
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.1
+    #: null: the query/key/value projections of the architecture (backbones.QKV_MODULES)
+    target_modules: list[str] | None = None
+    #: trained in full besides the adapters (the classification head always is)
+    modules_to_save: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.r < 1:
+            raise _error(f"gate.classifier.lora.r={self.r}: must be an integer >= 1")
+        if self.alpha <= 0:
+            raise _error(f"gate.classifier.lora.alpha={self.alpha}: must be > 0")
+        if not 0.0 <= self.dropout < 1.0:
+            raise _error(f"gate.classifier.lora.dropout={self.dropout}: must be in [0, 1)")
+
+
+@dataclass
+class ClassifierConfig:
+    #: the backbone class (a ``gating.backbones.ClassifierBackbone``): MiniLM, Pretrained, RandomInit
+    _target_: str = MINILM_TARGET
+    name: str = "minilm"
+    #: Pretrained: ``from_pretrained(model_name)`` (a Hub name or a local path)
+    model_name: str | None = None
+    #: RandomInit: "minilm" or a name/path; Pretrained: null = model_name's own tokenizer
+    tokenizer: str | None = None
+    #: RandomInit: model_type + the architecture's kwargs
+    model_config: dict[str, Any] = field(default_factory=dict)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    max_length: int = 512
+    query_truncation: QueryTruncation = QueryTruncation.middle
+    batch_size: int = 4
+    eval_batch_size: int = 32
+    accumulate_grad_batches: int = 8
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_epochs: int = 3
+    max_steps: int = -1
+    class_weight: ClassWeight | None = ClassWeight.balanced
+    val_check_interval: float = 1.0
+    gradient_clip_val: float | None = 1.0
+    precision: str = "32-true"
+    accelerator: str = "auto"
+    devices: int = 1
+    num_threads: int | None = None
+    seed: int = 0
+    monitor: str = "val/mcc"
+    monitor_mode: MonitorMode = MonitorMode.max
+    progress_bar: bool = False
+
+    def __post_init__(self) -> None:
+        from promptlottery.gating.backbones import backbone_class
+
+        backbone_class(self._target_).check(self)
+        for key in ("max_length", "batch_size", "eval_batch_size", "accumulate_grad_batches", "devices"):
+            if getattr(self, key) < 1:
+                raise _error(f"gate.classifier.{key}={getattr(self, key)}: must be an integer >= 1")
+        if self.lr <= 0:
+            raise _error(f"gate.classifier.lr={self.lr}: must be > 0")
+        if not 0.0 <= self.warmup_ratio <= 1.0:
+            raise _error(f"gate.classifier.warmup_ratio={self.warmup_ratio}: must be in [0, 1]")
+        if self.max_epochs < 1 and self.max_steps < 1:
+            raise _error("gate.classifier.max_epochs and max_steps are both < 1: nothing would be trained")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | DictConfig | None) -> ClassifierConfig:
+        """The checked config of a plain ``gate.classifier`` dict (one-line ConfigError if bad)."""
+        return _to_object(cls, d, "gate.classifier.")
 
 
 @dataclass
@@ -21,10 +143,24 @@ class EmbeddingBaselineConfig:
 
 
 @dataclass
+class LLMBaselineConfig:
+    enabled: bool = True
+    n_shot: int = 2
+    max_query_chars: int = 3000
+    max_rows: int | None = 400
+    seed: int = 0
+    max_new_tokens: int = 2
+    #: queries are cut (75% per step, down to this many characters) and then shots dropped until a
+    #: prompt fits the backend's context (``max_length`` / ``max_model_len``)
+    min_query_chars: int = 400
+
+
+@dataclass
 class GateConfig:
+    #: glob(s) of sweep / job dirs holding judgments.parquet (a string or a list)
     runs: Any = None
     transfer_runs: Any = None
-    verdict: str = "argmax"
+    verdict: Verdict = Verdict.argmax
     reference: str = "P1"
     variants: list[str] | None = field(default_factory=lambda: ["P1", "P2", "P3", "P4", "P5"])
     temperature: float | None = None
@@ -35,51 +171,80 @@ class GateConfig:
     cache_dir: str | None = None
     data_dir: str | None = None
     allow_missing_query: bool = False
+    #: "auto" or a number (OmegaConf has no str | float field)
     threshold: Any = "auto"
     target_recovery: float = 0.86
     #: the report also gives each threshold policy's largest saving at these recovery levels
     recovery_targets: list[float] = field(default_factory=lambda: [0.86, 0.95, 1.0])
     first_k: list[int] = field(default_factory=lambda: [2, 3])
+    #: best_params.json of sweeps/tune_gate.py: its gate.classifier.* values override the classifier's
     best_params: str | None = None
     save_adapter: bool = True
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     embedding_baseline: EmbeddingBaselineConfig = field(default_factory=EmbeddingBaselineConfig)
     llm_baseline: LLMBaselineConfig = field(default_factory=LLMBaselineConfig)
+    #: the Optuna search (gating/tune.py reads it); free-form: its `space` is keyed by parameter name
     tune: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.runs in (None, "", []):
+            raise _error("gate.runs is required: a glob (or list of globs) of sweep dirs with judgments")
+        if not (self.threshold == "auto" or _is_number(self.threshold)):
+            raise _error(f"gate.threshold={self.threshold!r}: must be 'auto' or a number")
+        if self.variants is not None and len(self.variants) < 2:
+            raise _error(f"gate.variants={list(self.variants)}: needs at least 2 judges")
+        if not 0.0 < self.val_size < 1.0:
+            raise _error(f"gate.val_size={self.val_size}: must be in (0, 1)")
+        if self.min_judges < 2:
+            raise _error(f"gate.min_judges={self.min_judges}: must be an integer >= 2")
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> GateConfig:
+    def from_dict(cls, d: dict[str, Any] | DictConfig | None) -> GateConfig:
+        """The checked gate config of a plain ``gate`` dict (as ``OmegaConf.to_container`` gives it).
+
+        ``best_params`` is applied to the classifier first. Every bad key or value is a one-line
+        ConfigError naming the option (and its valid choices where it has them).
+        """
+        if isinstance(d, DictConfig):
+            d = OmegaConf.to_container(d, resolve=True)
         d = dict(d or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown gate keys {unknown}; valid: {sorted(known)}")
-        classifier = dict(d.pop("classifier", None) or {})
         if d.get("best_params"):
-            classifier = apply_best_params(classifier, d["best_params"])
-        emb = _sub(EmbeddingBaselineConfig, d.pop("embedding_baseline", None), "gate.embedding_baseline")
-        llm = _sub(LLMBaselineConfig, d.pop("llm_baseline", None), "gate.llm_baseline")
-        cfg = cls(
-            **d, classifier=ClassifierConfig.from_dict(classifier), embedding_baseline=emb, llm_baseline=llm
-        )
-        if cfg.runs in (None, "", []):
-            raise ValueError("gate.runs is required: a glob (or list of globs) of sweep dirs with judgments")
-        if cfg.verdict not in ("argmax", "weighted"):
-            raise ValueError(f"gate.verdict must be argmax or weighted, got {cfg.verdict!r}")
-        if not (cfg.threshold == "auto" or isinstance(cfg.threshold, (int, float))):
-            raise ValueError(f"gate.threshold must be 'auto' or a number, got {cfg.threshold!r}")
-        if cfg.variants is not None and len(cfg.variants) < 2:
-            raise ValueError("gate.variants needs at least 2 judges")
-        return cfg
+            d["classifier"] = apply_best_params(dict(d.get("classifier") or {}), d["best_params"])
+        return _to_object(cls, d, "gate.")
 
 
-def _sub(kind, d, where: str):
-    d = dict(d or {})
-    known = {f.name for f in fields(kind)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown {where} keys {unknown}; valid: {sorted(known)}")
-    return kind(**d)
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _to_object(cls, d, prefix: str):
+    """``d`` merged into ``cls``'s schema and built (``__post_init__`` runs): OmegaConf's errors as
+    one line naming the full key, e.g. ``gate.verdict='x': expected one of [argmax, weighted]``."""
+    if isinstance(d, DictConfig):  # resolved while it still has its parents (${seed}, ${paths.*})
+        d = OmegaConf.to_container(d, resolve=True)
+    try:
+        node = OmegaConf.merge(OmegaConf.structured(cls), d or {})
+        return OmegaConf.to_object(node)
+    except ConfigKeyError as e:
+        key = f"{prefix}{e.full_key}"
+        parent = key.rpartition(".")[0]
+        valid = sorted(_fields_at(cls, str(e.full_key).split(".")[:-1]))
+        raise _error(f"unknown config key {key} (valid keys under {parent}: {valid})") from None
+    except MissingMandatoryValue as e:
+        raise _error(f"{prefix}{e.full_key} is required (??? in the config)") from None
+    except OmegaConfBaseException as e:
+        msg = str(getattr(e, "msg", None) or e).splitlines()[0]
+        raise _error(f"{prefix}{e.full_key}: {msg}") from None
+
+
+def _fields_at(cls, path: list[str]) -> set[str]:
+    import dataclasses
+    import typing
+
+    for part in path:
+        hints = typing.get_type_hints(cls)
+        cls = hints.get(part, cls)
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
 
 
 def apply_best_params(classifier: dict[str, Any], path: str | Path) -> dict[str, Any]:
@@ -94,7 +259,7 @@ def apply_best_params(classifier: dict[str, Any], path: str | Path) -> dict[str,
     for dotted, value in (best.get("params_by_path") or {}).items():
         parts = dotted.split(".")
         if parts[:2] != ["gate", "classifier"]:
-            raise ValueError(f"{path}: parameter {dotted!r} is not under gate.classifier")
+            raise _error(f"{path}: parameter {dotted!r} is not under gate.classifier")
         node = out
         for p in parts[2:-1]:
             node = node.setdefault(p, {})

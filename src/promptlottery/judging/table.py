@@ -16,6 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,6 @@ logger = logging.getLogger(__name__)
 
 #: columns that identify a configuration (in this order)
 CONFIG_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone")
-#: judge families by task type, as in the paper
-OBJECTIVE_FAMILIES = ("qa_correctness", "qa_groundedness", "semantic_alignment")
-SUBJECTIVE_FAMILIES = ("dialogue_quality", "general_quality", "domain_evaluation")
 VERDICTS = ("argmax", "weighted")
 #: temperatures at or above this are sampled (below: numerically greedy, as Decoding.greedy)
 GREEDY_BELOW = 1e-3
@@ -54,13 +52,43 @@ class AnalysisError(ValueError):
     """The judgments cannot be analysed as asked (no files, missing columns, bad options)."""
 
 
-def family_type(family: str) -> str:
-    """``objective``, ``subjective`` or ``other`` for a judge family."""
-    if family in OBJECTIVE_FAMILIES:
-        return "objective"
-    if family in SUBJECTIVE_FAMILIES:
-        return "subjective"
-    return "other"
+def family_type(family: str, group_file: str | None = None) -> str:
+    """``objective``, ``subjective`` or ``other``: the task type the judge family's prompt-group YAML
+    declares (``family_type:``, as the paper sorts families).
+
+    A group judged from its own file (the judgments' ``group_file`` column) may declare its own type;
+    otherwise the built-in groups' declaration for ``family`` counts (an older judgments table, or a
+    moved file, is typed by its family name alone), and a family no group types is ``other``.
+    """
+    from promptlottery.prompts.groups import builtin_family_types
+
+    own = _group_file_type(group_file) if group_file else "other"
+    return own if own != "other" else builtin_family_types().get(family, "other")
+
+
+@lru_cache(maxsize=256)
+def _group_file_type(group_file: str) -> str:
+    from promptlottery.prompts.groups import PromptError, load_group_file
+
+    try:
+        return load_group_file(group_file).family_type
+    except PromptError as exc:
+        logger.debug("family_type from the family name: group_file=%s error=%s", group_file, exc)
+        return "other"
+
+
+def families_of_type(kind: str) -> tuple[str, ...]:
+    """The judge families the built-in prompt groups declare ``kind``, in group order."""
+    from promptlottery.prompts.groups import builtin_family_types
+
+    return tuple(f for f, t in builtin_family_types().items() if t == kind)
+
+
+def __getattr__(name: str):
+    # OBJECTIVE_FAMILIES / SUBJECTIVE_FAMILIES: read from the group YAML on first use, not at import
+    if name in ("OBJECTIVE_FAMILIES", "SUBJECTIVE_FAMILIES"):
+        return families_of_type(name.split("_")[0].lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def natural_key(s: Any) -> tuple:
@@ -109,7 +137,7 @@ def load_judgments(
     sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the fixed-prompt
     baseline) are kept once.
     """
-    from promptlottery.analysis import jobs
+    from promptlottery.judging import jobs
 
     table = pd.DataFrame(columns=list(jobs.PROBLEM_COLUMNS))
     if isinstance(runs, pd.DataFrame):
@@ -228,7 +256,10 @@ def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "p
     out["config_id"] = config_ids(out)
     out["binary"] = [scales[s].binary for s in out["scale"]]
     out["task_type"] = np.where(out["binary"], "binary", "likert")
-    out["family_type"] = [family_type(f) for f in out["judge_family"]]
+    files = out["group_file"] if "group_file" in out.columns else [None] * len(out)
+    out["family_type"] = [
+        family_type(f, g if isinstance(g, str) and g else None) for f, g in zip(out["judge_family"], files)
+    ]
     return out
 
 

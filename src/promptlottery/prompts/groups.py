@@ -1,6 +1,7 @@
 """Prompt groups: an original prompt P1 and its paraphrases, stored as YAML data files.
 
-A group file (``prompts/groups/G<n>.yaml``) holds the judge family, the scale, a text
+A group file (``prompts/groups/G<n>.yaml``) holds the judge family and its task type
+(``family_type``: objective or subjective, as the paper sorts families), the scale, a text
 ``version`` (bumped whenever any wording changes, so cached judgments are invalidated), and
 ``variants``: each with a ``user`` template, an optional ``system`` template and seven wording
 tags. Templates are Jinja2 rendered in a sandbox with StrictUndefined: an item's text is data,
@@ -10,6 +11,7 @@ never code.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -30,6 +32,9 @@ WORDING_DIMENSIONS = (
     "brevity",
     "format_strictness",
 )
+#: a judge family's task type, as the paper sorts them (``family_type:`` in a group file; "other"
+#: where a group file declares none)
+FAMILY_TYPES = ("objective", "subjective")
 GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
@@ -55,6 +60,7 @@ class PromptGroup:
     variants: dict[str, Variant]
     description: str = ""
     held_out: bool = False
+    family_type: str = "other"
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
@@ -112,9 +118,12 @@ def load_group_file(path: str | Path) -> PromptGroup:
             variants=variants,
             description=raw.get("description", ""),
             held_out=bool(raw.get("held_out", False)),
+            family_type=str(raw.get("family_type") or "other"),
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
+    if group.family_type not in (*FAMILY_TYPES, "other"):
+        raise PromptError(f"{path}: family_type={group.family_type!r}; valid: {', '.join(FAMILY_TYPES)}")
     for v in variants.values():
         for t in (v.user, v.system or ""):
             try:
@@ -122,6 +131,25 @@ def load_group_file(path: str | Path) -> PromptGroup:
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
     return group
+
+
+@cache
+def builtin_family_types(groups_dir: str | None = None) -> dict[str, str]:
+    """``{judge_family: family_type}`` as the built-in group files declare it, in group order (G1, G2,
+    ..., G10); a family declared with two types is a PromptError naming the file."""
+    out: dict[str, str] = {}
+    paths = Path(groups_dir or GROUPS_DIR).glob("G*.yaml")
+    for path in sorted(
+        paths, key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.stem)]
+    ):
+        group = load_group_file(path)
+        declared = out.setdefault(group.judge_family, group.family_type)
+        if declared != group.family_type:
+            raise PromptError(
+                f"{path}: judge_family {group.judge_family} has family_type={group.family_type}, "
+                f"another group declares {declared}"
+            )
+    return out
 
 
 def group_from_template(path: str | Path, scale: str, *, judge_family: str = "custom") -> PromptGroup:
@@ -166,6 +194,7 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         "scale": group.scale.name,
         "version": group.version,
         "description": group.description,
+        **({"family_type": group.family_type} if group.family_type != "other" else {}),
         **extra,
         "variants": variants,
     }

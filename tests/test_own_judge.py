@@ -238,6 +238,14 @@ def test_item_table_and_summary_by_hand():
     )
 
 
+def test_item_table_carries_the_item_texts_after_the_id():
+    df = _judgments({"P1": ["1", "2"], "P2": ["1", "3"]}, ["a", "b"])
+    df["input_response"] = df["item_id"].map({"i0": "Paris", "i1": "Lisbon"})
+    t = item_table(df)
+    assert list(t.columns[:3]) == ["config_id", "item_id", "response"]
+    assert t.set_index("item_id")["response"].to_dict() == {"i0": "Paris", "i1": "Lisbon"}
+
+
 def test_agreement_band_uses_the_whole_ci():
     th = {"usable": 0.61, "robust": 0.80}
     assert agreement_band(0.9, 0.82, 0.95, th) == "robust"
@@ -280,6 +288,12 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     assert "of 6 items get a different verdict" in head and "of the 2 systems change rank" in head
     unstable = pd.read_csv(tmp_path / "sweep" / "lottery" / "unstable_items.csv")
     assert len(unstable) == 6 and unstable["modal_share"].is_monotonic_increasing
+    # the item's texts stand next to its id, so a user can read which items flip
+    assert list(unstable.columns[1:4]) == ["item_id", "context", "response"]
+    texts = {r["qid"]: (r["question"], r["answer"]) for r in ROWS}
+    assert all(
+        texts[i] == (c, r) for i, c, r in zip(unstable["item_id"], unstable["context"], unstable["response"])
+    )
     from promptlottery.analysis.verdict import show
 
     shown = show(tmp_path / "sweep" / "lottery")  # what `make demo` prints

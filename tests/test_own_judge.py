@@ -129,6 +129,51 @@ def test_jsonl_errors_name_the_line(tmp_path):
         load_table(tmp_path, path=str(empty), fields=FIELDS)
 
 
+@pytest.fixture
+def offline_datasets(tmp_path, monkeypatch):
+    """The `datasets` package with its cache under tmp_path and the Hub switched off."""
+    datasets = pytest.importorskip("datasets")  # in the dev extra: `make setup` installs it
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf_cache")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return datasets
+
+
+def test_hf_path_loads_a_local_folder_and_a_saved_dataset(tmp_path, offline_datasets):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", ROWS[:4])
+    write_jsonl(folder / "test.jsonl", ROWS[4:])
+    train = load_table(tmp_path, path=f"hf:{folder}", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in train] == ["q1", "q2", "q3", "q4"]
+    assert train[1].inputs == {"response": "Lisbon", "context": "Capital of Spain?"}
+    assert train[1].human_score("human") == 2.0 and train[1].system == "A"
+    test = load_table(tmp_path, path=f"hf:{folder}:test", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in test] == ["q5", "q6"]
+    saved = tmp_path / "saved"
+    offline_datasets.DatasetDict({"validation": offline_datasets.Dataset.from_list(ROWS[2:])}).save_to_disk(
+        str(saved)
+    )
+    items = load_table(tmp_path, path=f"hf:{saved}:validation", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in items] == ["q3", "q4", "q5", "q6"] and items[0].human_score("human") == 10.0
+    with pytest.raises(DatasetError, match=r"hf:.*saved: no split 'train'; splits: \['validation'\]"):
+        load_table(tmp_path, path=f"hf:{saved}", fields=FIELDS)
+
+
+def test_hf_path_errors_are_one_line_naming_the_path(tmp_path, offline_datasets):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", [{**r, "stars": "great"} if r["qid"] == "q2" else r for r in ROWS])
+    with pytest.raises(
+        DatasetError, match=r"^hf:.*files row 2: column 'stars': label 'great' is not a number"
+    ):
+        load_table(tmp_path, path=f"hf:{folder}", fields=FIELDS, human_range=[1, 10])
+    with pytest.raises(
+        DatasetError, match=r"^dataset.path=hf:nobody/no_such_table: cannot load split 'train': "
+    ):
+        load_table(tmp_path, path="hf:nobody/no_such_table", fields=FIELDS)
+
+
 # ------------------------------------------------------------------------------ judge.group_file / template
 
 

@@ -126,7 +126,7 @@ def _setup(tmp_path, name: str, text: str, **opts):
 
 
 def test_generate_group_rewords_each_instruction_block_and_reattaches_the_rest(tmp_path):
-    original, opts = _setup(tmp_path, "middle.j2", MIDDLE, n=1, batch=1)
+    original, opts = _setup(tmp_path, "middle.j2", MIDDLE, n=2, batch=1, max_candidates=2)
     rewordings = {
         "Read the question and the answer below.": "Look over the question and the answer that follow.",
         "Be strict: an answer that is only partly right counts as wrong.": (
@@ -142,8 +142,9 @@ def test_generate_group_rewords_each_instruction_block_and_reattaches_the_rest(t
     passing, rejected, tried = generate_group(
         original, opts, ask=ask, score=None, encode=lambda texts: [[1.0, 0.0]] * len(texts)
     )
-    assert asked == list(rewordings) and tried == 1 and rejected == []
+    assert asked == [*rewordings, *rewordings] and tried == 2
     (cand,) = passing
+    assert rejected[0].checks["rewording"] == {"passed": False, "reason": "the same text as candidate 0"}
     assert cand.text == (
         "Look over the question and the answer that follow.\n"
         "Reply with Yes if the answer is correct and No otherwise.\n\n"

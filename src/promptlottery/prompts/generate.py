@@ -240,6 +240,7 @@ def generate_group(
     instruction = "\n".join(parts[k].core for k in slots)
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
+    seen: dict[str, int] = {}  # candidate text -> the first candidate that had it
     tried = 0
     while len(kept) < opts.n and tried < opts.max_candidates:
         idx = list(range(tried, min(tried + opts.batch, opts.max_candidates)))
@@ -249,6 +250,10 @@ def generate_group(
             reworded_candidate(i, parts, {k: replies[k][j] for k in slots}, original.scale)
             for j, i in enumerate(idx)
         ]
+        for c in cands:  # a repeated text is no new wording (small models repeat themselves)
+            first = seen.setdefault(c.text, c.index)
+            if first != c.index and c.checks["rewording"]["passed"]:
+                c.checks["rewording"] = {"passed": False, "reason": f"the same text as candidate {first}"}
         text_checks(text, cands, original.scale, opts, encode, instruction=instruction)
         passing = [c for c in cands if c.passed]
         if passing and score is not None:

@@ -8,8 +8,9 @@ syntax (sBERT similarity 0.93 at lexical overlap 0.38). Small chat models asked 
 template drop its placeholders or its answer format, so the model rewords only the template's
 instruction sentences, one block at a time, and the placeholder lines, the answer-format sentence
 and the layout are put back verbatim (:mod:`promptlottery.prompts.template_parts`). A rewording
-that is empty, repeats its source, holds a template tag or names other scale labels than its
-source fails the ``rewording`` check. A candidate is kept when it passes that check and
+that is empty, repeats its source or an earlier candidate, holds a template tag or names other
+scale labels than its source fails the ``rewording`` check. A candidate is kept when it passes
+that check and
 
 (a) uses exactly the template variables of the original (Jinja2 sandbox, undeclared variables);
 (b) keeps the scale: every scale label the original names is still named, and the labels the
@@ -191,7 +192,7 @@ def text_checks(
     ok = [
         c
         for c in cands
-        if c.checks["variables"]["passed"] and c.checks.get("rewording", {"passed": 1})["passed"]
+        if c.checks["variables"]["passed"] and c.checks.get("rewording", {}).get("passed", True)
     ]
     for c in cands:
         if c not in ok:
@@ -349,8 +350,10 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
             "reviewed": False,
             "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
             "candidates_tried": tried,
-            "checks": f"(a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} and overlap <= "
-            f"{opts.max_overlap} (validate_prompts), (d) polarity on {len(items or [])} extreme items",
+            "checks": "rewording (only the instruction text reworded; placeholder lines, answer format and "
+            f"layout verbatim), (a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} "
+            f"and overlap of the reworded text <= {opts.max_overlap} (validate_prompts), (d) polarity on "
+            f"{len(items or [])} extreme items",
             "spare": [_record(c) for c in spare],
             "rejected": [_record(c) for c in rejected],
         }

@@ -129,6 +129,51 @@ def test_jsonl_errors_name_the_line(tmp_path):
         load_table(tmp_path, path=str(empty), fields=FIELDS)
 
 
+@pytest.fixture
+def offline_datasets(tmp_path, monkeypatch):
+    """The `datasets` package with its cache under tmp_path and the Hub switched off."""
+    datasets = pytest.importorskip("datasets")  # in the dev extra: `make setup` installs it
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf_cache")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return datasets
+
+
+def test_hf_path_loads_a_local_folder_and_a_saved_dataset(tmp_path, offline_datasets):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", ROWS[:4])
+    write_jsonl(folder / "test.jsonl", ROWS[4:])
+    train = load_table(tmp_path, path=f"hf:{folder}", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in train] == ["q1", "q2", "q3", "q4"]
+    assert train[1].inputs == {"response": "Lisbon", "context": "Capital of Spain?"}
+    assert train[1].human_score("human") == 2.0 and train[1].system == "A"
+    test = load_table(tmp_path, path=f"hf:{folder}:test", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in test] == ["q5", "q6"]
+    saved = tmp_path / "saved"
+    offline_datasets.DatasetDict({"validation": offline_datasets.Dataset.from_list(ROWS[2:])}).save_to_disk(
+        str(saved)
+    )
+    items = load_table(tmp_path, path=f"hf:{saved}:validation", fields=FIELDS, human_range=[1, 10])
+    assert [it.id for it in items] == ["q3", "q4", "q5", "q6"] and items[0].human_score("human") == 10.0
+    with pytest.raises(DatasetError, match=r"hf:.*saved: no split 'train'; splits: \['validation'\]"):
+        load_table(tmp_path, path=f"hf:{saved}", fields=FIELDS)
+
+
+def test_hf_path_errors_are_one_line_naming_the_path(tmp_path, offline_datasets):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", [{**r, "stars": "great"} if r["qid"] == "q2" else r for r in ROWS])
+    with pytest.raises(
+        DatasetError, match=r"^hf:.*files row 2: column 'stars': label 'great' is not a number"
+    ):
+        load_table(tmp_path, path=f"hf:{folder}", fields=FIELDS, human_range=[1, 10])
+    with pytest.raises(
+        DatasetError, match=r"^dataset.path=hf:nobody/no_such_table: cannot load split 'train': "
+    ):
+        load_table(tmp_path, path="hf:nobody/no_such_table", fields=FIELDS)
+
+
 # ------------------------------------------------------------------------------ judge.group_file / template
 
 
@@ -238,6 +283,14 @@ def test_item_table_and_summary_by_hand():
     )
 
 
+def test_item_table_carries_the_item_texts_after_the_id():
+    df = _judgments({"P1": ["1", "2"], "P2": ["1", "3"]}, ["a", "b"])
+    df["input_response"] = df["item_id"].map({"i0": "Paris", "i1": "Lisbon"})
+    t = item_table(df)
+    assert list(t.columns[:3]) == ["config_id", "item_id", "response"]
+    assert t.set_index("item_id")["response"].to_dict() == {"i0": "Paris", "i1": "Lisbon"}
+
+
 def test_agreement_band_uses_the_whole_ci():
     th = {"usable": 0.61, "robust": 0.80}
     assert agreement_band(0.9, 0.82, 0.95, th) == "robust"
@@ -280,6 +333,12 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     assert "of 6 items get a different verdict" in head and "of the 2 systems change rank" in head
     unstable = pd.read_csv(tmp_path / "sweep" / "lottery" / "unstable_items.csv")
     assert len(unstable) == 6 and unstable["modal_share"].is_monotonic_increasing
+    # the item's texts stand next to its id, so a user can read which items flip
+    assert list(unstable.columns[1:4]) == ["item_id", "context", "response"]
+    texts = {r["qid"]: (r["question"], r["answer"]) for r in ROWS}
+    assert all(
+        texts[i] == (c, r) for i, c, r in zip(unstable["item_id"], unstable["context"], unstable["response"])
+    )
     from promptlottery.analysis.verdict import show
 
     shown = show(tmp_path / "sweep" / "lottery")  # what `make demo` prints

@@ -17,13 +17,13 @@ from promptlottery.prompts.generate import (
     ParaphraseOptions,
     check_same_variables,
     check_scale,
-    clean,
     extreme_items,
     generate_group,
     polarity,
 )
 from promptlottery.prompts.groups import group_from_template, load_group_file
 from promptlottery.prompts.scales import get_scale
+from promptlottery.prompts.template_parts import clean
 from tests.conftest import MODEL_CACHE, REPO, subprocess_env
 
 TEMPLATE = """\
@@ -34,36 +34,35 @@ Answer: {{ response }}
 
 Reply with a single number from 1 to 5.
 """
-GOOD_1 = """\
-Score how helpful the given answer is for the question, where 1 means useless and 5 means perfect.
-
-Question: {{ context }}
-Answer: {{ response }}
-
-Respond only with one number from 1 to 5."""
-GOOD_2 = """\
-Assess the answer's helpfulness with respect to the question: give 1 if it is useless and 5 if it is perfect.
-
-Question: {{ context }}
-Answer: {{ response }}
-
-Respond with one digit, 1-5."""
+# the model rewords only the instruction sentence; these are its replies (candidates 0-4)
+SOURCE = "Rate the helpfulness of the answer to the question on a scale from 1 (useless) to 5 (perfect)."
+GOOD_1 = "Score how helpful the given answer is for the question, where 1 means useless and 5 means perfect."
+TAGGED = "Score the answer to {{ context }} from 1 (useless) to 5 (perfect)."
+LABEL_LOST = "Judge how useful the reply is for the question asked."
+NEAR_COPY = "Please " + SOURCE[0].lower() + SOURCE[1:]
+GOOD_2 = "Assess the answer's helpfulness with respect to the question: give 1 if it is useless and 5 if it is perfect."
+REPLIES = [GOOD_1, TAGGED, LABEL_LOST, NEAR_COPY, GOOD_2]
 NO_CONTEXT = "Judge the answer from 1 to 5.\n\nAnswer: {{ response }}\n\nReply with a number from 1 to 5."
-NO_FORMAT = GOOD_1.replace("Respond only with one number from 1 to 5.", "Respond with a single word.")
-NEAR_COPY = TEMPLATE.replace("Reply with", "Please reply with")
-REPLIES = [GOOD_1, NO_CONTEXT, NO_FORMAT, NEAR_COPY, GOOD_2]
+NO_FORMAT = TEMPLATE.replace("Reply with a single number from 1 to 5.", "Respond with a single word.")
+
+
+def filled(rewording: str) -> str:
+    """TEMPLATE with its instruction sentence replaced (what a candidate is)."""
+    return TEMPLATE.replace(SOURCE, rewording)
+
+
 ROWS = [
     {"q": f"question {i}", "a": f"answer {i}", "stars": s} for i, s in enumerate([1, 2, 3, 4, 5, 1, 5, 3])
 ]
 
 
 def test_checks_by_hand():
-    assert check_same_variables(TEMPLATE, GOOD_1)["passed"]
+    assert check_same_variables(TEMPLATE, filled(GOOD_1))["passed"]
     bad = check_same_variables(TEMPLATE, NO_CONTEXT)
     assert not bad["passed"] and bad["missing"] == ["context"] and bad["extra"] == []
     assert not check_same_variables(TEMPLATE, "{{ response ")["passed"]  # syntax error
     scale = get_scale("likert_1_5")
-    assert check_scale(TEMPLATE, GOOD_2, scale)["passed"]
+    assert check_scale(TEMPLATE, filled(GOOD_2), scale)["passed"]
     lost = check_scale(TEMPLATE, NO_FORMAT, scale)
     # the labels are still named in the instruction, but not in the answer-format line
     assert not lost["passed"] and lost["missing_labels"] == [] and lost["missing_in_format"] == ["1", "5"]
@@ -103,11 +102,13 @@ def test_generate_group_keeps_only_candidates_passing_all_four_checks(tmp_path):
         }
 
     passing, rejected, tried = generate_group(original, opts, ask=ask, score=score, encode=_encoder())
-    assert asked == [[0, 1, 2, 3, 4]] and tried == 5
-    assert [c.index for c in passing] == [0]
+    assert asked == [[0, 1, 2, 3, 4]] and tried == 5  # one instruction block: one request per candidate
+    assert [c.index for c in passing] == [0] and passing[0].text == filled(GOOD_1)
     why = {c.index: sorted(k for k, v in c.checks.items() if not v["passed"]) for c in rejected}
-    assert why == {1: ["polarity", "similarity", "variables"], 2: ["polarity", "scale"],
+    assert why == {1: ["polarity", "rewording", "similarity"], 2: ["polarity", "rewording", "similarity"],
                    3: ["polarity", "similarity"], 4: ["polarity"]}  # fmt: skip
+    assert "names the scale labels [], the source ['1', '5']" in rejected[1].checks["rewording"]["reason"]
+    assert rejected[2].checks["similarity"]["overlap"] > 0.5  # the near copy
     assert rejected[-1].checks["polarity"]["r"] == -1.0
 
 
@@ -148,9 +149,9 @@ def test_paraphrase_command_writes_a_reviewable_group_that_own_judge_runs(tmp_pa
     assert raw["reviewed"] is False and raw["candidates_tried"] == 5
     assert raw["variants"]["P1"]["user"].strip() == TEMPLATE.strip()
     p2 = raw["variants"]["P2"]
-    assert set(p2["checks"]) == {"variables", "scale", "similarity", "polarity"}
+    assert set(p2["checks"]) == {"rewording", "variables", "scale", "similarity", "polarity"}
     assert all(c["passed"] for c in p2["checks"].values()) and len(p2["scores"]["extreme_items"]) == 6
-    assert p2["user"] in (GOOD_1, GOOD_2)
+    assert p2["user"] in (filled(GOOD_1), filled(GOOD_2))
     assert {r["candidate"] for r in raw["rejected"]} >= {1, 2, 3}  # the three that fail (a)-(c)
     group = load_group_file(out)
     assert list(group.variants) == ["P1", "P2"] and group.scale.name == "likert_1_5"
@@ -168,7 +169,7 @@ def test_too_few_passing_candidates_is_a_clear_message(tmp_path):
     proc = _run(tmp_path, *_inputs(tmp_path), "paraphrase.n=3", f"paraphrase.out={out}")
     assert proc.returncode != 0 and not out.exists()
     assert (
-        "paraphrase: only" in proc.stderr
+        "paraphrase.template=" + str(tmp_path / "mine.j2") + ": only" in proc.stderr
         and "of 5 candidates passed the checks, paraphrase.n=3 needed" in proc.stderr
     )
     rejected = yaml.safe_load((tmp_path / "generated.rejected.yaml").read_text())

@@ -154,6 +154,10 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
             max_retries=cfg.max_retries,
             backoff_s=cfg.backoff_s,
         )
+        if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
+            inputs = {it.id: it.inputs for it in items}
+            for name in sorted(set().union(*inputs.values())):
+                df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
         if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
             df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
         metrics = condition_metrics(df)

@@ -62,12 +62,14 @@ def k_needed(labels: list[Any]) -> float:
 
 
 def item_table(df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None) -> pd.DataFrame:
-    """One row per configuration x item, sorted within a configuration by how much its verdict varies."""
+    """One row per configuration x item, sorted within a configuration by how much its verdict varies;
+    the item's texts (judgment columns ``input_<name>``, written for ``dataset=table``) follow its id."""
     out = []
     for cid, _rows, para, order in paraphrase_configurations(df, reference, temperature):
         lab = judge_matrix(para, "label", order=order)
         val = judge_matrix(para, "value", order=order)
         first = para.drop_duplicates("item_id").set_index("item_id")
+        texts = [c for c in para.columns if c.startswith("input_")]  # dataset=table: the item's texts
         for item in lab.index:
             labels = lab.loc[item].tolist()
             given = [x for x in labels if not pd.isna(x)]
@@ -79,6 +81,7 @@ def item_table(df: pd.DataFrame, *, reference: str = "P1", temperature: float | 
                 {
                     "config_id": cid,
                     "item_id": item,
+                    **{c.removeprefix("input_"): first.loc[item, c] for c in texts},
                     "system": first.loc[item, "system"],
                     "human": first.loc[item, "human"],
                     "n_variants": len(order),

@@ -4,14 +4,23 @@
         paraphrase.n=4 paraphrase.out=GROUP.yaml backbone=smollm2 dataset.path=... dataset.fields.*=...
 
 The prompt-lottery paper generated four paraphrases per prompt and checked them for meaning and
-syntax (sBERT similarity 0.93 at lexical overlap 0.38). A candidate is kept when it
+syntax (sBERT similarity 0.93 at lexical overlap 0.38). Small chat models asked to reword a whole
+template drop its placeholders or its answer format, so the model rewords only the template's
+instruction sentences, one block at a time, and the placeholder lines, the answer-format sentence
+and the layout are put back verbatim (:mod:`promptlottery.prompts.template_parts`). A rewording
+that is empty, repeats its source or an earlier candidate, holds a template tag or names other
+scale labels than its source fails the ``rewording`` check. A candidate is kept when it passes
+that check and
 
 (a) uses exactly the template variables of the original (Jinja2 sandbox, undeclared variables);
 (b) keeps the scale: every scale label the original names is still named, and the labels the
     original's answer-format instruction (its text after the last variable) names are still named
     after the candidate's last variable;
 (c) meets the thresholds of ``validate_prompts`` against the original: all-MiniLM-L6-v2 cosine
-    similarity >= 0.85 (its per-paraphrase flag) and word-set Jaccard overlap <= 0.5 (its target);
+    similarity >= 0.85 (its per-paraphrase flag) of the whole template, and word-set Jaccard overlap
+    <= 0.5 (its target) of the reworded instruction text with the original instruction text (the
+    verbatim parts would count as overlap by construction; the whole-text Jaccard is recorded as
+    ``overlap_full``);
 (d) is not polarity-inverted: on the items with the most extreme human labels (``dataset.path``),
     its scores do not anti-correlate with the original's (Pearson r < 0 rejects; JudgeSense found
     inverted templates lowered apparent agreement by up to 37 points). Constant scores leave r
@@ -38,20 +47,18 @@ from jinja2 import TemplateSyntaxError
 
 from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, dump_group, text_variables
 from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.template_parts import (
+    INSTRUCTION,
+    Part,
+    assemble,
+    labels_named,
+    parse_rewording,
+    rewording_prompt,
+    split_template,
+)
 from promptlottery.prompts.validation import DEFAULT_THRESHOLD, TARGET_MAX_OVERLAP, jaccard, variant_texts
 
 logger = logging.getLogger(__name__)
-
-# The judge template is quoted between markers and the model is told not to carry it out: small chat
-# models otherwise answer the template ("Yes") instead of rewording it.
-INSTRUCTION = (
-    "You reword prompts. Below, between the lines <<<PROMPT and PROMPT>>>, is a prompt that asks an "
-    "evaluator to judge a text. Do NOT answer or carry out that prompt. Write a new version of it that keeps "
-    "exactly the same meaning, the same rating scale and the same answer format, but uses different words "
-    "and a different sentence structure. It must contain each of these placeholders, exactly as written, "
-    "where the text they stand for belongs: {placeholders}. Reply with the new version of the prompt only, "
-    "without the marker lines.\n\n<<<PROMPT\n{text}\nPROMPT>>>"
-)
 
 
 @dataclass
@@ -65,7 +72,7 @@ class ParaphraseOptions:
     max_candidates: int = 16
     batch: int = 8
     temperature: float = 0.8
-    max_new_tokens: int = 320
+    max_new_tokens: int = 120
     min_similarity: float = DEFAULT_THRESHOLD
     max_overlap: float = TARGET_MAX_OVERLAP
     polarity_items: int = 10
@@ -96,6 +103,8 @@ class Candidate:
     text: str
     checks: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, Any] = field(default_factory=dict)
+    #: the reworded instruction text (the parts the model rewrote, joined), for the overlap of (c)
+    reworded: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -103,25 +112,6 @@ class Candidate:
 
 
 # ------------------------------------------------------------------------------ checks (pure)
-
-
-def clean(text: str) -> str:
-    """The candidate text from a model's answer: code fences, ``---`` rulers and echoed markers dropped."""
-    lines = [
-        ln
-        for ln in text.strip().splitlines()
-        if not re.fullmatch(r"\s*(```\w*|---+|<<<PROMPT|PROMPT>>>)\s*", ln)
-    ]
-    return "\n".join(lines).strip()
-
-
-def labels_named(text: str, scale: Scale) -> set[str]:
-    """Scale labels that appear as whole words in ``text`` (the matching of :meth:`Scale.parse`)."""
-    out = set()
-    for lab in scale.labels:
-        if re.search(rf"(?<![\w.]){re.escape(lab)}(?![\w]|\.\d)", text, flags=re.IGNORECASE):
-            out.add(lab)
-    return out
 
 
 def _tail(text: str) -> str:
@@ -186,16 +176,27 @@ def extreme_items(items: list, k: int, criterion: str = "human") -> list:
 
 
 def text_checks(
-    original: str, cands: list[Candidate], scale: Scale, opts: ParaphraseOptions, encode: Callable
+    original: str,
+    cands: list[Candidate],
+    scale: Scale,
+    opts: ParaphraseOptions,
+    encode: Callable,
+    *,
+    instruction: str | None = None,
 ) -> None:
-    """Checks (a)-(c) on each candidate, in place."""
+    """Checks (a)-(c) on each candidate, in place; ``instruction``: the original's reworded parts
+    (the overlap of (c) compares them with ``Candidate.reworded``; None: the whole texts)."""
     for c in cands:
         c.checks["variables"] = check_same_variables(original, c.text)
         c.checks["scale"] = check_scale(original, c.text, scale)
-    ok = [c for c in cands if c.checks["variables"]["passed"]]
+    ok = [
+        c
+        for c in cands
+        if c.checks["variables"]["passed"] and c.checks.get("rewording", {}).get("passed", True)
+    ]
     for c in cands:
         if c not in ok:
-            c.checks["similarity"] = {"passed": False, "reason": "not measured: variables differ"}
+            c.checks["similarity"] = {"passed": False, "reason": "not measured: an earlier check failed"}
     if not ok:
         return
     group = PromptGroup(
@@ -210,12 +211,15 @@ def text_checks(
     emb /= np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
     sims = emb @ emb[0]
     for c, sim in zip(ok, sims[1:]):
-        lex = jaccard(texts[f"C{c.index}"], texts["P1"])
+        full = jaccard(texts[f"C{c.index}"], texts["P1"])
+        lex = full if instruction is None or c.reworded is None else jaccard(c.reworded, instruction)
         c.checks["similarity"] = {
             "passed": bool(sim >= opts.min_similarity and lex <= opts.max_overlap),
             "similarity": round(float(sim), 4),
             "overlap": round(float(lex), 4),
-            "thresholds": f"similarity >= {opts.min_similarity}, overlap <= {opts.max_overlap}",
+            "overlap_full": round(float(full), 4),
+            "thresholds": f"similarity >= {opts.min_similarity}, overlap <= {opts.max_overlap}"
+            + (" (overlap of the reworded instruction text)" if instruction is not None else ""),
         }
 
 
@@ -228,17 +232,30 @@ def generate_group(
     encode: Callable,
 ) -> tuple[list[Candidate], list[Candidate], int]:
     """``(passing, rejected, tried)``: candidates are drawn in rounds of ``opts.batch`` until ``opts.n``
-    pass or ``opts.max_candidates`` were tried. ``ask(text, sample_indices)`` returns one raw reply per
-    index; ``score(group)`` each variant's scores on the extreme items (None: no dataset)."""
+    pass or ``opts.max_candidates`` were tried. ``ask(instruction_text, sample_indices)`` returns one
+    raw rewording per index (it is asked once per instruction block of the template);
+    ``score(group)`` each variant's scores on the extreme items (None: no dataset)."""
     text = original.variants["P1"].user
+    parts = split_template(text, original.scale, where=f"paraphrase.template={opts.template}")
+    slots = [k for k, p in enumerate(parts) if p.kind == INSTRUCTION]
+    instruction = "\n".join(parts[k].core for k in slots)
     kept: list[Candidate] = []
     rejected: list[Candidate] = []
+    seen: dict[str, int] = {}  # candidate text -> the first candidate that had it
     tried = 0
     while len(kept) < opts.n and tried < opts.max_candidates:
         idx = list(range(tried, min(tried + opts.batch, opts.max_candidates)))
         tried += len(idx)
-        cands = [Candidate(i, clean(r)) for i, r in zip(idx, ask(text, idx))]
-        text_checks(text, cands, original.scale, opts, encode)
+        replies = {k: ask(parts[k].core, idx) for k in slots}
+        cands = [
+            reworded_candidate(i, parts, {k: replies[k][j] for k in slots}, original.scale)
+            for j, i in enumerate(idx)
+        ]
+        for c in cands:  # a repeated text is no new wording (small models repeat themselves)
+            first = seen.setdefault(c.text, c.index)
+            if first != c.index and c.checks["rewording"]["passed"]:
+                c.checks["rewording"] = {"passed": False, "reason": f"the same text as candidate {first}"}
+        text_checks(text, cands, original.scale, opts, encode, instruction=instruction)
         passing = [c for c in cands if c.passed]
         if passing and score is not None:
             group = PromptGroup(
@@ -265,6 +282,22 @@ def generate_group(
     return kept, rejected, tried
 
 
+def reworded_candidate(index: int, parts: list[Part], replies: dict[int, str], scale: Scale) -> Candidate:
+    """Candidate ``index``: the template with each instruction part ``k`` replaced by the rewording
+    parsed from ``replies[k]``, and the ``rewording`` check (every part's problem, if any)."""
+    words, problems = {}, []
+    for n, (k, reply) in enumerate(replies.items(), start=1):
+        words[k], problem = parse_rewording(reply, parts[k].core, scale)
+        if problem:
+            problems.append(f"instruction {n} ({parts[k].core[:40]!r}...): {problem}")
+    check = {"passed": not problems, "parts": len(replies)} | (
+        {"reason": "; ".join(problems)} if problems else {}
+    )
+    cand = Candidate(index, assemble(parts, words), reworded="\n".join(words.values()))
+    cand.checks["rewording"] = check
+    return cand
+
+
 # ------------------------------------------------------------------------------ the stage
 
 
@@ -280,6 +313,8 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
 
     opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
     original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    # a template with nothing to reword fails here, before a model is loaded
+    split_template(original.variants["P1"].user, original.scale, where=f"paraphrase.template={opts.template}")
     if cfg.backbone.prompt_format != "chat":
         raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
     items = _extreme_items(cfg, opts, original)
@@ -315,8 +350,10 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
             "reviewed": False,
             "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
             "candidates_tried": tried,
-            "checks": f"(a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} and overlap <= "
-            f"{opts.max_overlap} (validate_prompts), (d) polarity on {len(items or [])} extreme items",
+            "checks": "rewording (only the instruction text reworded; placeholder lines, answer format and "
+            f"layout verbatim), (a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} "
+            f"and overlap of the reworded text <= {opts.max_overlap} (validate_prompts), (d) polarity on "
+            f"{len(items or [])} extreme items",
             "spare": [_record(c) for c in spare],
             "rejected": [_record(c) for c in rejected],
         }
@@ -328,7 +365,7 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
             reasons = _reasons(rejected)
             job.write("failed", **record)
             raise PromptError(
-                f"paraphrase: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
+                f"paraphrase.template={opts.template}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
                 f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
                 "or lower paraphrase.n"
             )
@@ -368,9 +405,7 @@ def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
     from promptlottery.judging.cache import cache_key
     from promptlottery.judging.runner import CallStats, run_calls
 
-    names = dict.fromkeys(re.findall(r"\{\{\s*(\w+)[^}]*\}\}", text))  # in order of first use
-    placeholders = ", ".join("{{ " + n + " }}" for n in names) or "(none)"
-    messages = [{"role": "user", "content": INSTRUCTION.format(text=text, placeholders=placeholders)}]
+    messages = [{"role": "user", "content": rewording_prompt(text)}]
     ident, dec = backend.identity(), decoding.as_dict()
     reqs = [
         JudgeRequest(

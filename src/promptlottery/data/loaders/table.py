@@ -1,8 +1,9 @@
 """Any labelled table as a dataset: ``dataset=table dataset.path=FILE dataset.fields.<role>=COLUMN``.
 
 The file is JSONL (``.jsonl``/``.ndjson``), CSV (``.csv``, ``.tsv``) or Parquet (``.parquet``); a
-path ``hf:<name>[:<split>]`` loads a Hugging Face ``datasets`` table (needs the network and the
-``datasets`` package; untested here). The field map names the columns of the roles:
+path ``hf:<name>[:<split>]`` loads a Hugging Face ``datasets`` table (the ``datasets`` package; a
+Hub name needs the network, a local folder of data files or of ``save_to_disk`` does not). The
+field map names the columns of the roles:
 
 * ``response`` (required), ``context``, ``reference``: the texts a template may use, under these
   names (``{{ response }}``, ``{{ context }}``, ``{{ reference }}``);
@@ -115,15 +116,33 @@ def _read(path: str, split: str) -> tuple[Iterator[tuple[str, dict]], set[str]]:
 
 
 def _read_hub(spec: str, split: str) -> tuple[Iterator[tuple[str, dict]], set[str]]:
-    """A Hugging Face ``datasets`` table (``hf:name`` or ``hf:name:split``); needs the network."""
+    """A Hugging Face ``datasets`` table, ``hf:NAME[:SPLIT]``: NAME is a Hub dataset (needs the
+    network), a local folder of data files, or a folder written by ``save_to_disk``."""
     name, _, sp = spec.partition(":")
+    split = sp or split
     try:
         import datasets
     except ImportError:
         raise DatasetError(
             f"dataset.path=hf:{spec} needs the `datasets` package (pip install datasets)"
         ) from None
-    ds = datasets.load_dataset(name, split=sp or split)
+    saved = Path(name)
+    try:
+        if (saved / "state.json").is_file() or (saved / "dataset_dict.json").is_file():
+            ds = datasets.load_from_disk(name)
+            if isinstance(ds, datasets.DatasetDict):
+                if split not in ds:
+                    raise DatasetError(f"dataset.path=hf:{spec}: no split {split!r}; splits: {sorted(ds)}")
+                ds = ds[split]
+        else:
+            ds = datasets.load_dataset(name, split=split)
+    except DatasetError:
+        raise
+    except Exception as e:  # noqa: BLE001 - `datasets` raises many kinds: one line naming the path
+        why = (str(e).splitlines() or [""])[0]
+        raise DatasetError(
+            f"dataset.path=hf:{spec}: cannot load split {split!r}: {type(e).__name__}: {why}"
+        ) from e
     return iter((f"hf:{name} row {i}", r) for i, r in enumerate(ds, start=1)), set(ds.column_names)
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.backends.base import JudgeResponse
 from promptlottery.gating.data import (
     GateDataError,
     attach_texts,
@@ -17,7 +16,6 @@ from promptlottery.gating.data import (
     label_confidence,
     load_examples,
 )
-from promptlottery.judging.cache import CallCache
 
 VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
 
@@ -105,21 +103,43 @@ def test_label_confidence_edge_cases():
     assert label_confidence({"yes": 0.3, "no": 0.1}, "yes") == pytest.approx(0.75)
 
 
-def test_texts_come_from_the_call_cache(tmp_path):
-    cache = CallCache(tmp_path / "calls.sqlite")
-    msgs = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Rate it. Reference: x"}]
-    resp = JudgeResponse("4", {"4": 1.0}, 3, 1, 0.0)
-    cache.put_many([("key-fake-a-P1", resp, {"messages": msgs, "prompt": None})])
-    cache.close()
-    ex = load_examples(judgments({"a": FIXTURE["a"]}))
-    ex["run_dir"] = ""
-    with pytest.raises(GateDataError, match="queries"):
-        attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"])
-    out = attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"], allow_missing=True)
+def test_texts_come_from_the_query_stored_with_each_judgment():
+    df = judgments({"a": FIXTURE["a"]})
+    df["query"] = [f"[system] Be fair.\n\n[user] Rate {v}." for v in df["variant"]]
+    out = attach_texts(load_examples(df))
     p1 = out[out["variant"] == "P1"].iloc[0]
-    assert p1["query"] == "[system] Be fair.\n\n[user] Rate it. Reference: x"
+    assert p1["query"] == "[system] Be fair.\n\n[user] Rate P1."
     assert p1["answer"] == format_answer("4", "4") == "Verdict: 4. Answer: 4"
-    assert out.loc[out["variant"] == "P2", "query"].iloc[0] == ""
+
+
+def test_judgments_without_a_stored_query_name_the_run_and_the_fix():
+    df = judgments({"a": FIXTURE["a"]})
+    df["run_dir"] = "/runs/stsb_P1"
+    ex = load_examples(df)
+    with pytest.raises(GateDataError, match=r"5 of 5 .*/runs/stsb_P1/judgments.parquet: re-run"):
+        attach_texts(ex)
+    out = attach_texts(ex, allow_missing=True)
+    assert (out["query"] == "").all() and out["answer"].str.startswith("Verdict: ").all()
+
+
+def test_the_runner_stores_the_query_the_judge_saw(tmp_path):
+    from promptlottery.backends.base import Decoding
+    from promptlottery.backends.fake import FakeBackend
+    from promptlottery.data import load_items
+    from promptlottery.judging.cache import CallCache
+    from promptlottery.judging.runner import Condition, judge
+    from promptlottery.prompts import load_group
+    from promptlottery.prompts.requests import render_chat
+    from tests.conftest import compose
+
+    cfg = compose(["backbone=fake", "dataset.limit=3"], tmp_path=tmp_path)
+    items = load_items("stsb", data_dir=cfg.paths.data_dir, limit=3, seed=0)
+    group = load_group("G12")
+    cond = Condition("stsb", "semantic_alignment", "G12", "P2", "fake", "similarity")
+    df, _ = judge(items, cond, group, FakeBackend(), CallCache(tmp_path / "c.sqlite"), Decoding())
+    turns = render_chat(group, "P2", items[0])
+    expected = "\n\n".join(f"[{m['role']}] {m['content']}" for m in turns)  # the gate's text format
+    assert df.loc[df["item_id"] == items[0].id, "query"].iloc[0] == expected
 
 
 def _many_items(n_items: int, seed: int = 0) -> pd.DataFrame:

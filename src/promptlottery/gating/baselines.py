@@ -19,7 +19,7 @@ import pandas as pd
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
 from promptlottery.judging.cache import CallCache, cache_key
-from promptlottery.judging.runner import CallStats, run_calls
+from promptlottery.judging.calls import CallStats, run_calls
 
 logger = logging.getLogger(__name__)
 

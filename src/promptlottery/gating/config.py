@@ -32,8 +32,6 @@ class GateConfig:
     val_size: float = 0.2
     seed: int = 0
     max_train_items: int | None = None
-    cache_dir: str | None = None
-    data_dir: str | None = None
     allow_missing_query: bool = False
     threshold: Any = "auto"
     target_recovery: float = 0.86

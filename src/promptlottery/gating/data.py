@@ -7,19 +7,15 @@ paraphrase setting's verdicts form an ``items x variants`` matrix, variants in t
 a judge's example is positive (``in_cluster = 1``) when its verdict equals that plurality label. A
 missing verdict is never in the cluster.
 
-The classifier input is the judge's rendered query and its answer. The query is read back from
-the call cache (which stores every request next to its answer) and, for rows the cache does not
-have, re-rendered from the dataset and the prompt group as :func:`~promptlottery.judging.runner.build_requests`
-renders it.
+The classifier input is the judge's rendered query (stored with each judgment by the judging
+runner, column ``query``) and its answer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,6 +60,7 @@ EXAMPLE_COLUMNS = (
     "human",
     "raw_output",
     "cache_key",
+    "query",
     "run_dir",
     "prompt_format",
 )
@@ -150,6 +147,7 @@ def build_examples(
                     if src is not None and pd.notna(src["raw_output"])
                     else "",
                     "cache_key": src["cache_key"] if src is not None and "cache_key" in src else None,
+                    "query": src["query"] if src is not None and pd.notna(src.get("query")) else None,
                     "run_dir": src["run_dir"] if src is not None else "",
                     "prompt_format": src.get("prompt_format", "chat") if src is not None else "chat",
                 }
@@ -174,7 +172,7 @@ def load_examples(
 ) -> pd.DataFrame:
     """Gate examples of every configuration found under ``runs`` (globs of sweep dirs)."""
     df = load_judgments(runs)
-    for col in ("raw_output", "label_probs", "cache_key"):
+    for col in ("raw_output", "label_probs", "cache_key", "query"):
         if col not in df.columns:
             df[col] = None
     df = add_verdicts(df, verdict)
@@ -199,13 +197,6 @@ def load_examples(
 # -- the classifier's input text ------------------------------------------------------------------
 
 
-def format_query(messages: list[dict] | None, prompt: str | None) -> str:
-    """The rendered judge query as one string: chat turns prefixed with their role."""
-    if prompt is not None:
-        return str(prompt)
-    return "\n\n".join(f"[{m.get('role', 'user')}] {m.get('content', '')}" for m in messages or [])
-
-
 def format_answer(raw_output: str, label: Any, *, max_chars: int = 200) -> str:
     """The judge's answer as the classifier sees it: the verdict being gated and the raw text."""
     raw = " ".join(str(raw_output or "").split())[:max_chars]
@@ -213,139 +204,28 @@ def format_answer(raw_output: str, label: Any, *, max_chars: int = 200) -> str:
     return f"Verdict: {lab}. Answer: {raw}"
 
 
-def _queries_from_cache(keys: list[str], cache_paths: Iterable[Path]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    todo = [k for k in dict.fromkeys(keys) if k]
-    for path in cache_paths:
-        if not todo or not Path(path).exists():
-            continue
-        try:
-            conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-        except sqlite3.Error as e:  # pragma: no cover - unreadable file
-            logger.warning("cannot open call cache path=%s error=%s", path, e)
-            continue
-        try:
-            for start in range(0, len(todo), 500):
-                chunk = todo[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                sql = f"SELECT key, request FROM calls WHERE key IN ({marks}) AND request IS NOT NULL"
-                for key, req in conn.execute(sql, chunk):
-                    r = json.loads(req)
-                    found[key] = format_query(r.get("messages"), r.get("prompt"))
-        except sqlite3.Error as e:
-            logger.warning("cannot read call cache path=%s error=%s", path, e)
-        finally:
-            conn.close()
-        todo = [k for k in todo if k not in found]
-    return found
+def attach_texts(ex: pd.DataFrame, *, allow_missing: bool = False) -> pd.DataFrame:
+    """Add ``answer`` (the judge's verdict and raw text) and check ``query`` (the rendered judge query
+    stored with each judgment by the judging runner).
 
-
-def _run_config(run_dir: str) -> dict | None:
-    try:
-        return json.loads((Path(run_dir) / "results.json").read_text()).get("config")
-    except (OSError, ValueError):
-        return None
-
-
-def _cache_paths_of_runs(run_dirs: Iterable[str]) -> list[Path]:
-    paths = []
-    for d in dict.fromkeys(run_dirs):
-        cfg = _run_config(d) or {}
-        cache_dir = (cfg.get("paths") or {}).get("cache_dir")
-        if cache_dir:
-            paths.append(Path(cache_dir) / "calls.sqlite")
-    return list(dict.fromkeys(paths))
-
-
-def _queries_by_rendering(ex: pd.DataFrame, data_dir: str | None) -> dict[tuple[str, str], str]:
-    """Re-render the queries of ``ex`` from each run's config (dataset, prompt group, variant)."""
-    from promptlottery.backends.base import Decoding
-    from promptlottery.data import load_items
-    from promptlottery.judging.runner import Condition, build_requests
-    from promptlottery.pipeline import few_shot_examples
-    from promptlottery.prompts import load_group
-
-    class _Ident:  # build_requests only asks the backend for its identity
-        def identity(self) -> dict:
-            return {}
-
-    out: dict[tuple[str, str], str] = {}
-    for run_dir, g in ex.groupby("run_dir"):
-        cfg = _run_config(run_dir)
-        if cfg is None:
-            logger.warning("no results.json in run_dir=%s: cannot re-render its queries", run_dir)
-            continue
-        ds, judge, bb = cfg["dataset"], cfg["judge"], cfg["backbone"]
-        ddir = data_dir or cfg["paths"]["data_dir"]
-        options = dict(ds.get("options") or {})
-        if options.get("predictions") is None and (cfg.get("predict") or {}).get("systems"):
-            logger.warning("run_dir=%s judged predictions: re-rendering needs the predictions file", run_dir)
-        all_items = load_items(ds["name"], data_dir=ddir, **options)
-        items = (
-            load_items(ds["name"], data_dir=ddir, limit=ds["limit"], seed=ds["seed"], **options)
-            if ds.get("limit")
-            else all_items
-        )
-        group = load_group(judge["prompt_group"])
-        examples = few_shot_examples(
-            all_items,
-            items,
-            n_shot=int(bb.get("n_shot") or 0),
-            criterion=judge["criterion"],
-            human_range=ds.get("human_range", [1.0, 5.0]),
-            scale=group.scale,
-            seed=ds["seed"],
-        )
-        wanted = set(g["item_id"].astype(str))
-        chosen = [it for it in items if str(it.id) in wanted]
-        cond = Condition(
-            dataset=ds["name"],
-            judge_family=judge["family"],
-            prompt_group=judge["prompt_group"],
-            variant=judge["variant"],
-            backbone=bb["name"],
-            criterion=judge["criterion"],
-            prompt_format=bb.get("prompt_format", "chat"),
-        )
-        for item, req in build_requests(chosen, cond, group, _Ident(), Decoding(), examples=examples):
-            out[(run_dir, str(item.id))] = format_query(req.messages, req.prompt)
-    return out
-
-
-def attach_texts(
-    ex: pd.DataFrame,
-    *,
-    cache_paths: Iterable[str | Path] = (),
-    data_dir: str | None = None,
-    allow_missing: bool = False,
-) -> pd.DataFrame:
-    """Add ``query`` (the rendered judge query) and ``answer`` (the judge's verdict and raw text).
-
-    Queries come from the call caches in ``cache_paths`` and those named in each run's
-    results.json; the rest are re-rendered from the datasets under ``data_dir`` (default: each
-    run's own ``paths.data_dir``). A query found nowhere raises unless ``allow_missing``.
+    Judgments written before the runner stored the query have none: that raises, naming the run
+    dirs and what to do (re-running their judging jobs answers every call from the cache, so it
+    costs no model calls), unless ``allow_missing`` (the classifier then sees the answer only).
     """
     ex = ex.copy()
-    paths = [Path(p) for p in cache_paths] + _cache_paths_of_runs(ex["run_dir"])
-    by_key = _queries_from_cache(ex["cache_key"].dropna().astype(str).tolist(), list(dict.fromkeys(paths)))
-    queries = [by_key.get(k) if isinstance(k, str) else None for k in ex["cache_key"]]
-    missing = [i for i, q in enumerate(queries) if q is None]
-    if missing:
-        logger.info("re-rendering %d judge queries not found in the call cache", len(missing))
-        try:
-            rendered = _queries_by_rendering(ex.iloc[missing], data_dir)
-        except Exception as e:  # noqa: BLE001 - reported below with the count
-            logger.warning("re-rendering failed: %s", e)
-            rendered = {}
-        for i in missing:
-            queries[i] = rendered.get((ex["run_dir"].iat[i], str(ex["item_id"].iat[i])))
-    still = sum(q is None for q in queries)
-    if still and not allow_missing:
-        raise GateDataError(
-            f"{still} of {len(ex)} judge queries are neither in the call cache nor re-renderable "
-            "(set gate.cache_dir / gate.data_dir, or gate.allow_missing_query=true to use the answer only)"
+    missing = ex["query"].isna() if "query" in ex.columns else pd.Series(True, index=ex.index)
+    if missing.any():
+        runs = sorted(set(ex.loc[missing, "run_dir"].astype(str)))
+        msg = (
+            f"{int(missing.sum())} of {len(ex)} judgments have no stored `query` column (written before the "
+            f"judging runner stored it) in {len(runs)} run(s), e.g. {runs[0]}/judgments.parquet: re-run their "
+            "judging jobs (the call cache answers every call, no model calls) or set "
+            "gate.allow_missing_query=true to use the answer only"
         )
-    ex["query"] = [q or "" for q in queries]
+        if not allow_missing:
+            raise GateDataError(msg)
+        logger.warning("%s", msg)
+    ex["query"] = ex["query"].where(~missing, "") if "query" in ex.columns else ""
     ex["answer"] = [format_answer(r, lab) for r, lab in zip(ex["raw_output"], ex["label"])]
     return ex
 

@@ -82,8 +82,7 @@ def prepare(g: GateConfig) -> GateData:
     is_held = ex["prompt_group"].isin(held).to_numpy()
     if is_held.all():
         raise GateDataError(f"every judgment is from a held-out prompt group {held}: nothing to train on")
-    cache_paths = [Path(g.cache_dir) / "calls.sqlite"] if g.cache_dir else []
-    ex = attach_texts(ex, cache_paths=cache_paths, data_dir=g.data_dir, allow_missing=g.allow_missing_query)
+    ex = attach_texts(ex, allow_missing=g.allow_missing_query)
     main = ex[~is_held].reset_index(drop=True)
     transfer = ex[is_held].reset_index(drop=True)
     train_items, val_items = instance_split(main, val_size=g.val_size, seed=g.seed)
@@ -267,7 +266,7 @@ def run(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
 
 def _run(cfg: DictConfig, g: GateConfig, job: StageJob) -> dict[str, Any]:
     from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
-    from promptlottery.judging.runner import CallStats
+    from promptlottery.judging.calls import CallStats
 
     out, tracker = job.output_dir, job.tracker
     data = prepare(g)

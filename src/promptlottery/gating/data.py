@@ -63,6 +63,7 @@ EXAMPLE_COLUMNS = (
     "query",
     "run_dir",
     "prompt_format",
+    "backend_identity",
 )
 
 
@@ -155,6 +156,7 @@ def build_examples(
     ex = pd.DataFrame(out)
     for col in ("config_id", "dataset", "judge_family", "prompt_group", "criterion", "backbone", "scale"):
         ex[col] = first[col]
+    ex["backend_identity"] = first.get("backend_identity", "")
     ex["item_key"] = ex["dataset"].astype(str) + "/" + ex["item_id"].astype(str)
     # the human label is an item property: fill it from any variant's row
     ex["human"] = ex.groupby("item_id")["human"].transform(lambda s: s.ffill().bfill())

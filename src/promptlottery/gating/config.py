@@ -30,6 +30,7 @@ class GateConfig:
     temperature: float | None = None
     min_judges: int = 2
     val_size: float = 0.2
+    test_size: float = 0.2
     seed: int = 0
     max_train_items: int | None = None
     allow_missing_query: bool = False
@@ -38,6 +39,9 @@ class GateConfig:
     #: the report also gives each threshold policy's largest saving at these recovery levels
     recovery_targets: list[float] = field(default_factory=lambda: [0.86, 0.95, 1.0])
     first_k: list[int] = field(default_factory=lambda: [2, 3])
+    #: the best epoch: ``paper_tnr`` = the paper's TNR on validation (its positive class is "needs
+    #: aggregation", so our val/tpr); ``classifier`` = ``gate.classifier.monitor``
+    select_for: str = "paper_tnr"
     best_params: str | None = None
     save_adapter: bool = True
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
@@ -66,6 +70,8 @@ class GateConfig:
             raise ValueError(f"gate.verdict must be argmax or weighted, got {cfg.verdict!r}")
         if not (cfg.threshold == "auto" or isinstance(cfg.threshold, (int, float))):
             raise ValueError(f"gate.threshold must be 'auto' or a number, got {cfg.threshold!r}")
+        if cfg.select_for not in ("paper_tnr", "classifier"):
+            raise ValueError(f"gate.select_for must be paper_tnr or classifier, got {cfg.select_for!r}")
         if cfg.variants is not None and len(cfg.variants) < 2:
             raise ValueError("gate.variants needs at least 2 judges")
         return cfg

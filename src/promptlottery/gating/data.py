@@ -1,11 +1,15 @@
-"""Gate examples from a judgment grid: one row per (item, judge variant), labelled by the plurality.
+"""Gate examples from a judgment grid: one row per (item, judge variant), labelled by the plurality cluster.
 
 For each configuration (dataset x judge family x prompt group x criterion x backbone) the
 paraphrase setting's verdicts form an ``items x variants`` matrix, variants in the recorded order
-(P1 first). The five-judge plurality of each item comes from
-:func:`promptlottery.judging.aggregate.plurality` (ties broken by the earliest judge, P1), and
-a judge's example is positive (``in_cluster = 1``) when its verdict equals that plurality label. A
-missing verdict is never in the cluster.
+(P1 first). The label is the paper's (§F.2: the classifier "predicts whether a judge's score matches
+at least three of five" judges): a judge's example is positive (``in_cluster = 1``) when its verdict
+equals the item's plurality cluster label (:func:`promptlottery.judging.aggregate.plurality_cluster`,
+>= ceil((J + 1) / 2) votes of the J judges); an item without a cluster is *no-consensus* and every
+judge's example is negative. A missing verdict is never in the cluster. ``plurality`` is the
+five-judge decision (the cluster label when there is one, else the plurality with ties to the
+earliest judge, ``ties_to_P1``), what the simulated policies are compared with; ``converged_at``
+is the call at which the cluster is reached online (NaN: never).
 
 The classifier input is the judge's rendered query (stored with each judgment by the judging
 runner, column ``query``) and its answer.
@@ -21,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.aggregate import plurality_details
+from promptlottery.judging.aggregate import online_convergence, plurality_cluster, plurality_details
 from promptlottery.judging.table import (
     add_verdicts,
     configurations,
@@ -51,6 +55,8 @@ EXAMPLE_COLUMNS = (
     "value",
     "plurality",
     "plurality_value",
+    "cluster",
+    "converged_at",
     "in_cluster",
     "unique",
     "votes",
@@ -111,6 +117,8 @@ def build_examples(
     labels = judge_matrix(rows, "label", order=order)
     det = plurality_details(labels)
     det.index = labels.index
+    det["cluster"] = list(plurality_cluster(labels.to_numpy(dtype=object), n_judges=len(order)))
+    det["converged_at"] = online_convergence(labels.to_numpy(dtype=object), n_judges=len(order))
     keep = det.index[det["n_judges"] >= min_judges]
     labels, det = labels.loc[keep], det.loc[keep]
     first = rows.iloc[0]
@@ -121,8 +129,9 @@ def build_examples(
     out = []
     for item_id in labels.index:
         d = det.loc[item_id]
-        plur = d["plurality"]
+        plur, clus = d["plurality"], d["cluster"]
         plur_ok = plur is not None and not (isinstance(plur, float) and np.isnan(plur))
+        clus_ok = clus is not None and not (isinstance(clus, float) and np.isnan(clus))
         for pos, variant in enumerate(order):
             lab = labels.at[item_id, variant]
             has = lab is not None and not (isinstance(lab, float) and np.isnan(lab))
@@ -136,12 +145,14 @@ def build_examples(
                     "value": scale.score_of(lab) if has else np.nan,
                     "plurality": plur if plur_ok else None,
                     "plurality_value": scale.score_of(plur) if plur_ok else np.nan,
-                    "in_cluster": int(has and plur_ok and lab == plur),
+                    "cluster": clus if clus_ok else None,
+                    "converged_at": float(d["converged_at"]),
+                    "in_cluster": int(has and clus_ok and lab == clus),
                     "unique": bool(d["unique"]),
                     "votes": int(d["votes"]),
                     "n_judges": int(d["n_judges"]),
-                    # no label has a strict majority of the judges' verdicts (e.g. <= 2 of 5)
-                    "no_consensus": bool(int(d["votes"]) * 2 <= int(d["n_judges"])),
+                    # no label has ceil((J + 1) / 2) votes of the J judges (e.g. <= 2 of 5)
+                    "no_consensus": not clus_ok,
                     "confidence": label_confidence(src["label_probs"], lab) if src is not None else np.nan,
                     "human": float(src["human"]) if src is not None and pd.notna(src["human"]) else np.nan,
                     "raw_output": str(src["raw_output"])
@@ -249,29 +260,45 @@ def held_out_groups(groups: Iterable[str]) -> list[str]:
     return out
 
 
-def instance_split(ex: pd.DataFrame, *, val_size: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
-    """Train / validation item keys: stratified by the label, no item on both sides.
-
-    A ``StratifiedGroupKFold`` with ``round(1 / val_size)`` folds grouped by ``item_key`` (dataset
-    and item id, so an item judged by several backbones stays on one side); the first fold is the
-    validation set.
-    """
+def _group_fold(y, groups, n_splits: int, seed: int) -> set:
+    """The item keys of the first fold of a stratified, grouped ``n_splits``-fold split."""
     from sklearn.model_selection import StratifiedGroupKFold
 
-    if not 0 < val_size < 1:
-        raise GateDataError(f"val_size must be in (0, 1), got {val_size}")
-    n_splits = max(2, round(1 / val_size))
+    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    _, idx = next(sgkf.split(np.zeros(len(y)), y, groups))
+    return set(groups[idx])
+
+
+def instance_split(
+    ex: pd.DataFrame, *, val_size: float = 0.2, test_size: float = 0.2, seed: int = 0
+) -> tuple[set[str], set[str], set[str]]:
+    """Train / validation / test item keys: stratified by the label, no item in two of them.
+
+    Grouped by ``item_key`` (dataset and item id, so an item judged by several backbones stays in
+    one part). The test items are the first fold of a ``StratifiedGroupKFold`` with
+    ``round(1 / test_size)`` folds; the validation items the first fold of the rest with
+    ``round((1 - test_size) / val_size)`` folds. Validation picks the epoch, the Optuna trial and the
+    threshold; test is only ever scored.
+    """
+    for name, v in (("val_size", val_size), ("test_size", test_size)):
+        if not 0 < v < 1:
+            raise GateDataError(f"gate.{name} must be in (0, 1), got {v}")
+    if val_size + test_size >= 1:
+        raise GateDataError(f"gate.val_size + gate.test_size must be < 1, got {val_size} + {test_size}")
+    n_test = max(2, round(1 / test_size))
+    n_val = max(2, round((1 - test_size) / val_size))
     groups = ex["item_key"].to_numpy()
     n_groups = len(set(groups))
-    if n_groups < n_splits:
+    if n_groups < n_test + n_val:
         raise GateDataError(
-            f"need at least {n_splits} distinct items for a {val_size:.0%} split, got {n_groups}"
+            f"need at least {n_test + n_val} distinct items for a {val_size:.0%} / {test_size:.0%} "
+            f"validation / test split, got {n_groups}"
         )
     y = ex["in_cluster"].to_numpy()
     if len(set(y)) < 2:
         raise GateDataError("every example has the same label: nothing to classify")
-    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-    _, val_idx = next(sgkf.split(np.zeros(len(ex)), y, groups))
-    val = set(groups[val_idx])
-    train = set(groups) - val
-    return train, val
+    test = _group_fold(y, groups, n_test, seed)
+    rest = ~np.isin(groups, list(test))
+    val = _group_fold(y[rest], groups[rest], n_val, seed)
+    train = set(groups) - test - val
+    return train, val, test

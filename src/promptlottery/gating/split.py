@@ -1,4 +1,5 @@
-"""The gate's data: examples with texts, the instance-disjoint split, and the held-out-group rows."""
+"""The gate's data: examples with texts, the train / validation / test split (instance-disjoint,
+stratified), and the held-out-group (transfer) rows."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ logger = logging.getLogger(__name__)
 @dataclass
 class GateData:
     train: pd.DataFrame
-    val: pd.DataFrame
+    val: pd.DataFrame  # validation: epoch, Optuna trial and threshold choice
+    test: pd.DataFrame  # every reported figure
     transfer: pd.DataFrame  # may be empty
     transfer_note: str
     held_out: list[str]
@@ -82,11 +84,14 @@ def prepare(g: GateConfig) -> GateData:
     ex = attach_texts(ex, allow_missing=g.allow_missing_query)
     main = ex[~is_held].reset_index(drop=True)
     transfer = ex[is_held].reset_index(drop=True)
-    train_items, val_items = instance_split(main, val_size=g.val_size, seed=g.seed)
+    train_items, val_items, test_items = instance_split(
+        main, val_size=g.val_size, test_size=g.test_size, seed=g.seed
+    )
     if g.max_train_items and len(train_items) > g.max_train_items:
         train_items = set(random.Random(g.seed).sample(sorted(train_items), int(g.max_train_items)))
     train = main[main["item_key"].isin(train_items)].reset_index(drop=True)
     val = main[main["item_key"].isin(val_items)].reset_index(drop=True)
+    test = main[main["item_key"].isin(test_items)].reset_index(drop=True)
     seen = None
     if held and len(transfer):
         seen = transfer["item_key"].isin(train_items)
@@ -96,12 +101,19 @@ def prepare(g: GateConfig) -> GateData:
             transfer = transfer[~seen].reset_index(drop=True)
     note = _transfer_note(g, held, transfer, seen)
     logger.info(
-        "gate data: train=%d val=%d transfer=%d examples (%.1f s)",
+        "gate data: train=%d validation=%d test=%d transfer=%d examples (%.1f s)",
         len(train),
         len(val),
+        len(test),
         len(transfer),
         time.perf_counter() - t0,
     )
     return GateData(
-        train=train, val=val, transfer=transfer, transfer_note=note, held_out=held, variants=variants
+        train=train,
+        val=val,
+        test=test,
+        transfer=transfer,
+        transfer_note=note,
+        held_out=held,
+        variants=variants,
     )

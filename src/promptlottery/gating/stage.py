@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
-from promptlottery.gating.points import (  # noqa: F401 - savings_at_recovery re-exported
+from promptlottery.gating.points import (
+    PAPER_POLICIES,
+    choose_thresholds,
     classifier_rows,
+    curves_for,
     operating_points,
     savings_at_recovery,
     transfer_at_matched,
@@ -39,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 
 def _llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: int) -> pd.Series:
-    """Whole held-out items, seeded, up to ``max_rows`` examples."""
+    """Whole items, seeded, up to ``max_rows`` examples."""
     if not max_rows or len(val) <= max_rows:
         return pd.Series(True, index=val.index)
     items = sorted(val["item_key"].unique())
@@ -47,7 +50,8 @@ def _llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: in
     return val["item_key"].isin(chosen)
 
 
-def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> tuple[np.ndarray, pd.Series]:
+def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> dict[str, tuple]:
+    """The LLM prompt classifier's P(yes) on the validation and test rows: ``{part: (probs, mask)}``."""
     from hydra.utils import instantiate
 
     from promptlottery.backends.base import Decoding
@@ -57,19 +61,24 @@ def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> 
     backend = instantiate(cfg.backbone.backend)
     cache = CallCache(cache_location(cfg.paths))
     decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
-    mask = _llm_subset(data.val, g.llm_baseline.max_rows, len(data.variants), g.llm_baseline.seed)
-    probs = llm_prompt_classifier(
-        data.val[mask],
-        data.train,
-        backend,
-        cache,
-        decoding,
-        g.llm_baseline,
-        n_total=len(data.variants),
-        stats=stats,
-    )
-    cache.close()
-    return probs, mask
+    out = {}
+    try:
+        for part, df in (("val", data.val), ("test", data.test)):
+            mask = _llm_subset(df, g.llm_baseline.max_rows, len(data.variants), g.llm_baseline.seed)
+            probs = llm_prompt_classifier(
+                df[mask],
+                data.train,
+                backend,
+                cache,
+                decoding,
+                g.llm_baseline,
+                n_total=len(data.variants),
+                stats=stats,
+            )
+            out[part] = (probs, mask)
+    finally:
+        cache.close()
+    return out
 
 
 @dataclass
@@ -78,23 +87,28 @@ class Baselines:
 
     scorers: dict[str, str]
     notes: list[str] = field(default_factory=list)
-    llm_only: dict[str, pd.Series] = field(default_factory=dict)
+    llm_only: dict[str, pd.Series] = field(default_factory=dict)  # on the test rows
     llm_error: str | None = None
     llm_stats: CallStats = field(default_factory=CallStats)
 
 
 @dataclass
 class Simulation:
-    block: Any
-    curves: pd.DataFrame
-    operating: pd.DataFrame
+    """Thresholds chosen on validation (``val_curves``); every other table is on the test items."""
+
+    block: Any  # test items
+    curves: pd.DataFrame  # test: each policy over every threshold (the figure)
+    val_curves: pd.DataFrame
+    operating: pd.DataFrame  # test, at the validation thresholds
+    val_operating: pd.DataFrame  # validation, at the same thresholds (true by construction at auto)
     reference: dict[str, float]
-    matched: pd.DataFrame
+    matched: pd.DataFrame  # test, at the thresholds chosen per recovery level on validation
     thresholds: dict[str, float]
     clf_table: pd.DataFrame
 
-    def row(self, policy: str) -> pd.Series:
-        return self.operating[self.operating["policy"] == policy].iloc[0]
+    def row(self, policy: str, *, validation: bool = False) -> pd.Series:
+        ops = self.val_operating if validation else self.operating
+        return ops[ops["policy"] == policy].iloc[0]
 
     def clf(self, name: str) -> dict[str, Any]:
         return self.clf_table[self.clf_table["classifier"] == name].iloc[0].to_dict()
@@ -119,41 +133,52 @@ def _run(cfg: DictConfig, g: GateConfig, job: StageJob) -> dict[str, Any]:
     return write_outputs(g, data, res, base, sim, transfer, job)
 
 
+def selection_config(g: GateConfig):
+    """The classifier config with the best-epoch rule of ``gate.select_for``."""
+    if g.select_for == "classifier":
+        return g.classifier
+    # the paper's TNR (positive = needs aggregation) is the share of in-cluster verdicts trusted:
+    # our recall of the in-cluster class, val/tpr
+    return replace(g.classifier, monitor="val/tpr", monitor_mode="max")
+
+
 def train_gate(g: GateConfig, data: GateData, out: Path):
-    """Train the classifier, add its probability ``p_gate`` to the held-out and transfer rows."""
+    """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer."""
     from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
 
-    res = train_classifier(g.classifier, data.train, data.val, default_root_dir=str(out))
-    data.val = data.val.copy()
-    data.val["p_gate"] = predict_proba(res, data.val)
-    if len(data.transfer):
-        data.transfer = data.transfer.copy()
-        data.transfer["p_gate"] = predict_proba(res, data.transfer)
+    res = train_classifier(selection_config(g), data.train, data.val, default_root_dir=str(out))
+    for part in ("val", "test", "transfer"):
+        df = getattr(data, part).copy()
+        if len(df):
+            df["p_gate"] = predict_proba(res, df)
+        setattr(data, part, df)
     if g.save_adapter:
         save_adapter(res, out / "adapter")
     # kept at once, before the baselines run: rewritten with their columns at the end
     rep.write_table(pd.DataFrame(res.history), out, "training_history")
-    data.val.drop(columns=["query"]).to_parquet(out / "heldout_predictions.parquet", index=False)
+    data.test.drop(columns=["query"]).to_parquet(out / "heldout_predictions.parquet", index=False)
     return res
 
 
 def run_baselines(cfg: DictConfig, g: GateConfig, data: GateData) -> Baselines:
     """The judge's own confidence, the embedding gate and the LLM prompt classifier, on the same split."""
-    val, transfer = data.val, data.transfer
-    base = Baselines(scorers={"learned_gate": "p_gate", "confidence": "confidence"})
+    base = Baselines(scorers={"paper_gate": "p_gate", "learned_gate": "p_gate", "confidence": "confidence"})
+    parts = {
+        "val": data.val,
+        "test": data.test,
+        **({"transfer": data.transfer} if len(data.transfer) else {}),
+    }
     if g.embedding_baseline.enabled:
         from promptlottery.gating.baselines import embedding_logreg
 
-        frames = {"val": val, **({"transfer": transfer} if len(transfer) else {})}
-        emb_probs = embedding_logreg(data.train, frames, C=g.embedding_baseline.C, seed=g.seed)
-        val["p_embed"] = emb_probs["val"]
-        if len(transfer):
-            transfer["p_embed"] = emb_probs["transfer"]
+        emb_probs = embedding_logreg(data.train, parts, C=g.embedding_baseline.C, seed=g.seed)
+        for part, df in parts.items():
+            df["p_embed"] = emb_probs[part]
         base.scorers["embedding_lr_gate"] = "p_embed"
     if not g.llm_baseline.enabled:
         return base
     try:
-        probs, mask = _run_llm_baseline(cfg, g, data, base.llm_stats)
+        llm = _run_llm_baseline(cfg, g, data, base.llm_stats)
     except Exception as e:  # noqa: BLE001 - the gate and the other baselines are kept
         base.llm_error = f"{type(e).__name__}: {e}"
         logger.error("gate llm baseline failed (the rest of the gate stage goes on): %s", base.llm_error)
@@ -162,58 +187,93 @@ def run_baselines(cfg: DictConfig, g: GateConfig, data: GateData) -> Baselines:
             "a re-run completes it."
         )
         return base
-    val["p_llm"] = np.nan
-    val.loc[mask.to_numpy(), "p_llm"] = probs
-    base.llm_only["llm_prompt_gate"] = mask
-    if mask.all():
+    for part, (probs, mask) in llm.items():
+        parts[part]["p_llm"] = np.nan
+        parts[part].loc[mask.to_numpy(), "p_llm"] = probs
+    test_mask = llm["test"][1]
+    base.llm_only["llm_prompt_gate"] = test_mask
+    if test_mask.all() and llm["val"][1].all():
         base.scorers["llm_prompt_gate"] = "p_llm"
     else:
         base.notes.append(
-            f"The LLM prompt classifier was asked about {int(mask.sum())} of {len(val)} held-out "
+            f"The LLM prompt classifier was asked about {int(test_mask.sum())} of {len(data.test)} test "
             f"examples (whole items, gate.llm_baseline.max_rows); it has no cost curve."
         )
     return base
 
 
 def simulate_gate(g: GateConfig, data: GateData, base: Baselines) -> Simulation:
-    """Selective aggregation on the held-out items: cost curves, operating points, classifier rows."""
-    val, scorers = data.val, base.scorers
-    block = item_block(val, data.variants)
-    curves, operating = operating_points(block, val, scorers, g)
-    matched = savings_at_recovery(curves, operating[~operating["policy"].isin(scorers)], g.recovery_targets)
-    thresholds = {
-        row.policy: float(row.threshold) for row in operating.itertuples(index=False) if row.policy in scorers
-    }
-    clf_scorers = dict(scorers)
-    if "p_llm" in val.columns and "llm_prompt_gate" not in clf_scorers:
+    """Thresholds chosen on the validation items; cost curves, operating points and classifier rows
+    on the test items."""
+    val, test, scorers = data.val, data.test, base.scorers
+    val_block, block = item_block(val, data.variants), item_block(test, data.variants)
+    val_curves = curves_for(val_block, val, scorers)
+    thresholds = choose_thresholds(val_curves, scorers, g)
+    val_operating = operating_points(val_block, val, scorers, g, thresholds)
+    operating = operating_points(block, test, scorers, g, thresholds)
+    fixed = ~val_operating["policy"].isin(scorers)
+    matched_val = savings_at_recovery(val_curves, val_operating[fixed], g.recovery_targets)
+    matched = pd.concat(
+        [
+            transfer_at_matched(block, test, scorers, matched_val),
+            savings_at_recovery(
+                pd.DataFrame(), operating[~operating["policy"].isin(scorers)], g.recovery_targets
+            ),
+        ],
+        ignore_index=True,
+    ).sort_values(["target"], kind="mergesort", ignore_index=True)
+    clf_scorers = {k: v for k, v in scorers.items() if k not in PAPER_POLICIES}
+    if "p_llm" in test.columns and "llm_prompt_gate" not in clf_scorers:
         clf_scorers["llm_prompt_gate"] = "p_llm"
-    clf_table = classifier_rows(
-        val,
-        clf_scorers,
-        extra={"learned_gate@operating_threshold": ("p_gate", thresholds["learned_gate"])},
-        only=base.llm_only,
+    p1 = test["position"].to_numpy() == 0
+    clf_table = pd.concat(
+        [
+            classifier_rows(
+                test,
+                clf_scorers,
+                extra={"learned_gate@operating_threshold": ("p_gate", thresholds["learned_gate"])},
+                only=base.llm_only,
+            ),
+            # the paper's gate is asked about P1 only: its rates on the P1 verdicts
+            classifier_rows(
+                test[p1],
+                {},
+                extra={"paper_gate@P1@operating_threshold": ("p_gate", thresholds["paper_gate"])},
+            ).iloc[:1],
+        ],
+        ignore_index=True,
     )
-    return Simulation(block, curves, operating, full_reference(block), matched, thresholds, clf_table)
+    return Simulation(
+        block=block,
+        curves=curves_for(block, test, scorers),
+        val_curves=val_curves,
+        operating=operating,
+        val_operating=val_operating,
+        reference=full_reference(block),
+        matched=matched,
+        thresholds=thresholds,
+        clf_table=clf_table,
+    )
 
 
 def evaluate_transfer(
     g: GateConfig, data: GateData, base: Baselines, sim: Simulation, out: Path
 ) -> dict[str, Any]:
-    """The gates on held-out prompt groups, at the thresholds chosen on the held-out items."""
+    """The gates on held-out prompt groups, at the thresholds chosen on the validation items."""
     transfer = data.transfer
     if not len(transfer):
         return {"evaluated": False, "note": data.transfer_note}
     t_scorers = {k: v for k, v in base.scorers.items() if v in transfer.columns}
     t_block = item_block(transfer, data.variants)
-    _, t_operating = operating_points(t_block, transfer, t_scorers, g, thresholds=sim.thresholds)
-    t_clf = classifier_rows(transfer, t_scorers)
+    t_operating = operating_points(t_block, transfer, t_scorers, g, sim.thresholds)
+    t_clf = classifier_rows(transfer, {k: v for k, v in t_scorers.items() if k not in PAPER_POLICIES})
     t_matched = transfer_at_matched(t_block, transfer, t_scorers, sim.matched)
     rep.write_table(t_operating, out, "transfer_operating_points")
     rep.write_table(t_clf, out, "transfer_classifier_metrics")
     rep.write_table(t_matched, out, "transfer_savings_at_recovery")
     return {
         "evaluated": True,
-        "note": data.transfer_note + " Thresholds as chosen on the held-out items of the training groups.",
+        "note": data.transfer_note + " Thresholds as chosen on the validation items of the training groups.",
         "operating": t_operating,
         "classifiers": t_clf,
         "matched": t_matched,
@@ -225,36 +285,39 @@ def write_outputs(
     g: GateConfig, data: GateData, res, base: Baselines, sim: Simulation, transfer: dict, job: StageJob
 ) -> dict[str, Any]:
     """Tables, figure, report.md, the W&B log and the result record."""
-    from promptlottery.gating.outputs import gate_metrics, gate_notes, gate_summary, log_and_print
-
-    out, val = job.output_dir, data.val
-    history = pd.DataFrame(res.history)
-    learned = sim.row("learned_gate")
-    comparison = rep.comparison_table(
-        learned, sim.clf("learned_gate"), sim.clf("learned_gate@operating_threshold")
+    from promptlottery.gating.outputs import (
+        gate_metrics,
+        gate_notes,
+        gate_summary,
+        log_and_print,
+        split_record,
     )
+
+    out, test = job.output_dir, data.test
+    history = pd.DataFrame(res.history)
+    summary = gate_summary(g, data, res, history, sim)
+    comparison = rep.comparison_table(sim, summary)
     tables = {
         "classifier_metrics": sim.clf_table,
         "operating_points": sim.operating,
+        "validation_operating_points": sim.val_operating,
         "cost_curve": sim.curves,
         "training_history": history,
         "paper_comparison": comparison,
         "savings_at_recovery": sim.matched,
     }
-    for name in ("classifier_metrics", "operating_points", "cost_curve", "training_history"):
-        rep.write_table(tables[name], out, name)
-    val[[c for c in val.columns if c != "query"]].to_parquet(out / "heldout_predictions.parquet", index=False)
-    fixed = sim.operating[~sim.operating["policy"].isin(base.scorers)]
+    for name, df in tables.items():
+        rep.write_table(df, out, name)
+    test[[c for c in test.columns if c != "query"]].to_parquet(
+        out / "heldout_predictions.parquet", index=False
+    )
     rep.plot_cost_curves(
         sim.curves,
-        fixed,
+        sim.operating[~sim.operating["policy"].isin(base.scorers)],
         sim.operating[sim.operating["policy"].isin(base.scorers)],
         out / "cost_curve.png",
-        title=f"{g.classifier.name} gate, {sim.block.items.shape[0]} held-out items",
+        title=f"{g.classifier.name} gate, {sim.block.items.shape[0]} test items",
     )
-    for name in ("savings_at_recovery", "paper_comparison"):
-        rep.write_table(tables[name], out, name)
-    summary = gate_summary(g, data, res, history, sim)
     rep.write_report(
         out / "report.md",
         summary=summary,
@@ -263,11 +326,16 @@ def write_outputs(
         comparison=comparison,
         matched=sim.matched,
         transfer=transfer,
-        notes=base.notes + gate_notes(g, sim, val),
+        notes=base.notes + gate_notes(g, sim, test),
     )
     metrics = gate_metrics(res, base, sim, transfer)
     record = job.ok(
-        metrics=metrics, calls=base.llm_stats.counts(), summary=summary, transfer_note=transfer["note"]
+        metrics=metrics,
+        calls=base.llm_stats.counts(),
+        summary=summary,
+        split=split_record(data),
+        threshold_source="validation" if g.threshold == "auto" else "fixed",
+        transfer_note=transfer["note"],
     )
     log_and_print(job.tracker, g, metrics, tables, transfer, summary, sim, out)
     return record

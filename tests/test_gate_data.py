@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.backends.base import JudgeResponse
 from promptlottery.gating.data import (
     GateDataError,
     attach_texts,
@@ -17,7 +16,6 @@ from promptlottery.gating.data import (
     label_confidence,
     load_examples,
 )
-from promptlottery.judging.cache import CallCache
 
 VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
 
@@ -55,17 +53,18 @@ def judgments(
     return pd.DataFrame(rows)
 
 
-# hand-checked: plurality, which judges are in its cluster, and whether a strict majority exists
+# hand-checked from the paper's label (§F.2: "matches at least three of five" judges): the five-judge
+# decision (ties to P1), which judges are in the plurality cluster, and whether there is one
 FIXTURE = {
-    "a": [4, 4, 4, 2, 1],  # plurality 4 (3 of 5): P1-P3 in the cluster
-    "b": [1, 2, 2, 3, 3],  # 2 and 3 tie; P2 gives 2 before P4 gives 3 -> 2: P2, P3; no consensus
-    "c": [3, None, 3, 5, 5],  # 3 and 5 tie (2 of 4), P1 says 3 -> 3: P1, P3; P2 has no verdict; no consensus
+    "a": [4, 4, 4, 2, 1],  # 4 has 3 of 5: cluster 4, P1-P3 positive
+    "b": [1, 2, 2, 3, 3],  # no label has 3 votes: no cluster, every judge negative (decision 2: P2 before P4)
+    "c": [3, None, 3, 5, 5],  # 3 and 5 have 2 votes each: no cluster, every judge negative (decision 3)
     "d": [5, 5, 5, 5, 5],  # unanimous
 }
 EXPECTED = {
     "a": ("4", [1, 1, 1, 0, 0], False),
-    "b": ("2", [0, 1, 1, 0, 0], True),
-    "c": ("3", [1, 0, 1, 0, 0], True),
+    "b": ("2", [0, 0, 0, 0, 0], True),
+    "c": ("3", [0, 0, 0, 0, 0], True),
     "d": ("5", [1, 1, 1, 1, 1], False),
 }
 
@@ -105,21 +104,43 @@ def test_label_confidence_edge_cases():
     assert label_confidence({"yes": 0.3, "no": 0.1}, "yes") == pytest.approx(0.75)
 
 
-def test_texts_come_from_the_call_cache(tmp_path):
-    cache = CallCache(tmp_path / "calls.sqlite")
-    msgs = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Rate it. Reference: x"}]
-    resp = JudgeResponse("4", {"4": 1.0}, 3, 1, 0.0)
-    cache.put_many([("key-fake-a-P1", resp, {"messages": msgs, "prompt": None})])
-    cache.close()
-    ex = load_examples(judgments({"a": FIXTURE["a"]}))
-    ex["run_dir"] = ""
-    with pytest.raises(GateDataError, match="queries"):
-        attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"])
-    out = attach_texts(ex, cache_paths=[tmp_path / "calls.sqlite"], allow_missing=True)
+def test_texts_come_from_the_query_stored_with_each_judgment():
+    df = judgments({"a": FIXTURE["a"]})
+    df["query"] = [f"[system] Be fair.\n\n[user] Rate {v}." for v in df["variant"]]
+    out = attach_texts(load_examples(df))
     p1 = out[out["variant"] == "P1"].iloc[0]
-    assert p1["query"] == "[system] Be fair.\n\n[user] Rate it. Reference: x"
+    assert p1["query"] == "[system] Be fair.\n\n[user] Rate P1."
     assert p1["answer"] == format_answer("4", "4") == "Verdict: 4. Answer: 4"
-    assert out.loc[out["variant"] == "P2", "query"].iloc[0] == ""
+
+
+def test_judgments_without_a_stored_query_name_the_run_and_the_fix():
+    df = judgments({"a": FIXTURE["a"]})
+    df["run_dir"] = "/runs/stsb_P1"
+    ex = load_examples(df)
+    with pytest.raises(GateDataError, match=r"5 of 5 .*/runs/stsb_P1/judgments.parquet: re-run"):
+        attach_texts(ex)
+    out = attach_texts(ex, allow_missing=True)
+    assert (out["query"] == "").all() and out["answer"].str.startswith("Verdict: ").all()
+
+
+def test_the_runner_stores_the_query_the_judge_saw(tmp_path):
+    from promptlottery.backends.base import Decoding
+    from promptlottery.backends.fake import FakeBackend
+    from promptlottery.data import load_items
+    from promptlottery.judging.cache import CallCache
+    from promptlottery.judging.runner import Condition, judge
+    from promptlottery.prompts import load_group
+    from promptlottery.prompts.requests import render_chat
+    from tests.conftest import compose
+
+    cfg = compose(["backbone=fake", "dataset.limit=3"], tmp_path=tmp_path)
+    items = load_items("stsb", data_dir=cfg.paths.data_dir, limit=3, seed=0)
+    group = load_group("G12")
+    cond = Condition("stsb", "semantic_alignment", "G12", "P2", "fake", "similarity")
+    df, _ = judge(items, cond, group, FakeBackend(), CallCache(tmp_path / "c.sqlite"), Decoding())
+    turns = render_chat(group, "P2", items[0])
+    expected = "\n\n".join(f"[{m['role']}] {m['content']}" for m in turns)  # the gate's text format
+    assert df.loc[df["item_id"] == items[0].id, "query"].iloc[0] == expected
 
 
 def _many_items(n_items: int, seed: int = 0) -> pd.DataFrame:
@@ -134,20 +155,24 @@ def _many_items(n_items: int, seed: int = 0) -> pd.DataFrame:
 def test_split_is_instance_disjoint_and_stratified():
     ex = _many_items(50)
     assert ex["config_id"].nunique() == 2
-    train, val = instance_split(ex, val_size=0.2, seed=0)
-    assert train and val and not (train & val)
-    assert train | val == set(ex["item_key"])
-    assert 0.12 <= len(val) / (len(train) + len(val)) <= 0.28
-    tr, va = ex[ex["item_key"].isin(train)], ex[ex["item_key"].isin(val)]
-    # every example of an item (all variants, both backbones) is on one side
-    assert set(tr["item_key"]).isdisjoint(va["item_key"]) and len(tr) + len(va) == len(ex)
-    assert va["in_cluster"].nunique() == 2 and abs(va["in_cluster"].mean() - tr["in_cluster"].mean()) < 0.15
-    assert instance_split(ex, val_size=0.2, seed=0) == (train, val)  # seeded
+    train, val, test = instance_split(ex, val_size=0.2, test_size=0.2, seed=0)
+    assert train and val and test and not (train & val or train & test or val & test)
+    assert train | val | test == set(ex["item_key"])
+    for part in (val, test):
+        assert 0.12 <= len(part) / 50 <= 0.28
+    parts = [ex[ex["item_key"].isin(p)] for p in (train, val, test)]
+    # every example of an item (all variants, both backbones) is in one part
+    assert sum(len(p) for p in parts) == len(ex)
+    rate = ex["in_cluster"].mean()
+    assert all(p["in_cluster"].nunique() == 2 and abs(p["in_cluster"].mean() - rate) < 0.15 for p in parts)
+    assert instance_split(ex, val_size=0.2, test_size=0.2, seed=0) == (train, val, test)  # seeded
 
 
 def test_split_needs_enough_items_and_both_classes():
     with pytest.raises(GateDataError, match="distinct items"):
-        instance_split(_many_items(3), val_size=0.2)
+        instance_split(_many_items(5), val_size=0.2)
+    with pytest.raises(GateDataError, match="val_size \\+ gate.test_size"):
+        instance_split(_many_items(50), val_size=0.5, test_size=0.5)
     ex = load_examples(judgments({f"u{k}": [5] * 5 for k in range(10)}))
     with pytest.raises(GateDataError, match="same label"):
         instance_split(ex)

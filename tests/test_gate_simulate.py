@@ -25,7 +25,7 @@ LABELS = {
     "A": [4, 4, 4, 2, 1],  # plurality 4
     "B": [1, 2, 2, 3, 3],  # plurality 2 (tie with 3, P2 first); no consensus
     "C": [3, 5, 5, 5, 1],  # plurality 5
-    "D": [2, 2, 1, 1, 1],  # plurality 1
+    "D": [2, 2, 1, 1, 1],  # plurality 1 (its third 1 arrives with the fifth call)
 }
 GATE = {
     "A": [0.9, 0.1, 0.1, 0.1, 0.1],  # trusted after call 1 -> "4", recovered
@@ -109,3 +109,18 @@ def test_human_correlation_of_decisions(block_and_scores):
     expected = spearman([4, 2, 5, 1], [HUMAN[i] for i in "ABCD"])
     assert m["human_spearman"] == pytest.approx(expected)
     assert isinstance(block.items, pd.DataFrame)
+
+
+def test_adaptive_full_aggregation_and_human_agreement_hand_computed(block_and_scores):
+    block, _ = block_and_scores
+    pts = baseline_points(block).set_index("policy")
+    # third identical label at call 3 (A), never (B), call 4 (C: 5,5,5 at P2-P4), never within 5 (D: 1 x 3 at call 5)
+    assert block.adaptive_calls.tolist() == [3, 5, 4, 5]
+    assert pts.loc["adaptive_full_aggregation", "mean_calls"] == pytest.approx((3 + 5 + 4 + 5) / 4)
+    assert pts.loc["adaptive_full_aggregation", "recovered"] == 1.0  # its decision is the reference
+    # human labels on the scale: A (4.0) and D (1.0); B (2.5) and C (4.5) are not scale values
+    assert pts.loc["full_plurality", "human_agreement"] == pytest.approx(1.0)  # 4 = 4, 1 = 1
+    assert pts.loc["P1_only", "human_agreement"] == pytest.approx(0.5)  # A: 4 = 4; D: 2 != 1
+    assert (
+        pts.loc["P1_only", "human_agreement_nc"] != pts.loc["P1_only", "human_agreement_nc"]
+    )  # B: no scale label

@@ -79,23 +79,44 @@ def test_gate_stage_end_to_end(grid, tmp_path):
         "first_3_agree",
         "P1_only",
         "full_plurality",
+        "paper_gate",
+        "adaptive_full_aggregation",
     } <= set(ops.index)
+    # true by construction, not a measurement: full aggregation is the reference decision
     assert ops.loc["full_plurality", "mean_calls"] == 5 and ops.loc["full_plurality", "recovered"] == 1
-    assert (ops.loc["learned_gate", "recovered"] >= 0.86) and 1 <= ops.loc["learned_gate", "mean_calls"] <= 5
+    assert ops.loc["adaptive_full_aggregation", "recovered"] == 1
+    assert 3 <= ops.loc["adaptive_full_aggregation", "mean_calls"] <= 5
+    saved = json.loads((out / "results.json").read_text())
+    # was: recovered >= 0.86 at a threshold chosen on the very items scored. Now the threshold is chosen
+    # on the validation items, where the target holds by construction; the test figure is reported as is
+    assert saved["threshold_source"] == "validation"
+    assert saved["split"] == {"train": 12, "validation": 4, "test": 4, "disjoint": True}
+    val_ops = pd.read_csv(out / "validation_operating_points.csv").set_index("policy")
+    assert val_ops.loc["learned_gate", "recovered"] >= 0.86
+    assert val_ops.loc["learned_gate", "threshold"] == ops.loc["learned_gate", "threshold"]
+    assert saved["metrics"]["learned_gate"]["recovered"] == pytest.approx(
+        ops.loc["learned_gate", "recovered"]
+    )
+    assert 1 <= ops.loc["learned_gate", "mean_calls"] <= 5 and 1 <= ops.loc["paper_gate", "mean_calls"] <= 5
     clf = pd.read_csv(out / "classifier_metrics.csv").set_index("classifier")
-    assert {"mcc", "balanced_accuracy", "tpr", "tnr"} <= set(clf.columns)
-    # the held-out items are 20% of the 20 STS-B items; the LLM baseline's calls went through the cache
+    assert {
+        "mcc",
+        "tpr_in_cluster",
+        "tnr_in_cluster",
+        "tpr_needs_aggregation",
+        "tnr_needs_aggregation",
+    } <= set(clf.columns)
+    # the test items are 20% of the 20 STS-B items; the LLM baseline's calls went through the cache
     pred = pd.read_parquet(out / "heldout_predictions.parquet")
     assert pred["item_key"].nunique() == 4 and pred["p_gate"].between(0, 1).all()
-    assert rec["calls"]["total"] == len(pred)
-    saved = json.loads((out / "results.json").read_text())
+    assert rec["calls"]["total"] == len(pred) + saved["summary"]["n_val"]  # asked on validation and test
     assert saved["metrics"]["transfer"]["mean_calls"] >= 1
     assert (out / "adapter" / "adapter_config.json").exists()
     matched = pd.read_csv(out / "savings_at_recovery.csv")
-    assert (
-        set(matched["target"]) == {0.86, 0.95, 1.0}
-        and (matched["recovered"] >= matched["target"] - 1e-9).all()
-    )
+    assert set(matched["target"]) == {0.86, 0.95, 1.0}
+    fixed = ~matched["policy"].isin(["paper_gate", "learned_gate", "confidence", "llm_prompt_gate"])
+    assert (matched.loc[fixed, "recovered"] >= matched.loc[fixed, "target"] - 1e-9).all()
+    assert "every figure below is on the 4 test items" in report
     assert "Calls saved at matched recovery" in report and saved["metrics"]["llm_baseline_error"] is None
 
 

@@ -163,7 +163,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
         metrics = condition_metrics(df)
         calls = {**stats.counts(), "parse_failures": stats.parse_failures}
         # judgments first, results.json last, each atomically: a results.json saying `ok` always
-        # describes the parquet next to it (its hash is recorded, see analysis.jobs)
+        # describes the parquet next to it (its hash is recorded, see judging.jobs)
         parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
         record = job.ok(
             backend=backend.identity(),
@@ -172,7 +172,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
             calls=calls,
         )
         job.tracker.log_metrics({"metrics": metrics, "calls": calls})
-        job.tracker.log_table("judgments", df.drop(columns=["cache_key"]))
+        job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
         job.note(
             n=len(df),
             cache_hits=stats.cache_hits,

@@ -19,9 +19,35 @@ import pandas as pd
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
 from promptlottery.gating.config import LLMBaselineConfig
 from promptlottery.judging.cache import CallCache, cache_key
-from promptlottery.judging.runner import CallStats, run_calls
+from promptlottery.judging.calls import CallStats, run_calls
 
 logger = logging.getLogger(__name__)
+
+
+def polarity_rates(in_cluster, trusted) -> dict[str, float]:
+    """True positive / negative rates of a gate's trust decisions under both polarities, each named.
+
+    * ``tpr_in_cluster`` / ``tnr_in_cluster``: ours, positive = the verdict is in the plurality cluster
+      (trusted among in-cluster verdicts / not trusted among the others);
+    * ``tpr_needs_aggregation`` / ``tnr_needs_aggregation``: the paper's, positive = the verdict needs
+      aggregation (not trusted among out-of-cluster verdicts / trusted among in-cluster ones). Its
+      call derivation (5 -> 1.99 calls on stable items = 1 + (1 - 0.6942) x 3.2464) reads its TNR as
+      the share of stable verdicts trusted, so these are the rates printed beside its 85.06 / 69.42.
+
+    >>> polarity_rates([1, 1, 0, 0], [True, False, False, False])
+    {'tpr_in_cluster': 0.5, 'tnr_in_cluster': 1.0, 'tpr_needs_aggregation': 1.0, 'tnr_needs_aggregation': 0.5}
+    """
+    y = np.asarray(in_cluster, dtype=int)
+    t = np.asarray(trusted, dtype=bool)
+    pos, neg = y == 1, y == 0
+    trusted_in = float(t[pos].mean()) if pos.any() else float("nan")
+    flagged_out = float((~t[neg]).mean()) if neg.any() else float("nan")
+    return {
+        "tpr_in_cluster": trusted_in,
+        "tnr_in_cluster": flagged_out,
+        "tpr_needs_aggregation": flagged_out,
+        "tnr_needs_aggregation": trusted_in,
+    }
 
 
 def classification_metrics(y_true, prob, threshold: float = 0.5) -> dict[str, float]:

@@ -57,6 +57,15 @@ class MonitorMode(StrEnum):
     min = "min"
 
 
+class SelectFor(StrEnum):
+    """Which validation figure picks the best epoch (``gate.select_for``)."""
+
+    #: the paper's TNR (its positive class is "needs aggregation"), i.e. our val/tpr
+    paper_tnr = "paper_tnr"
+    #: the classifier's own monitor (``gate.classifier.monitor``)
+    classifier = "classifier"
+
+
 class ClassWeight(StrEnum):
     """``balanced`` weighs the loss by inverse class frequency (null: unweighted)."""
 
@@ -166,10 +175,9 @@ class GateConfig:
     temperature: float | None = None
     min_judges: int = 2
     val_size: float = 0.2
+    test_size: float = 0.2
     seed: int = 0
     max_train_items: int | None = None
-    cache_dir: str | None = None
-    data_dir: str | None = None
     allow_missing_query: bool = False
     #: "auto" or a number (OmegaConf has no str | float field)
     threshold: Any = "auto"
@@ -177,6 +185,9 @@ class GateConfig:
     #: the report also gives each threshold policy's largest saving at these recovery levels
     recovery_targets: list[float] = field(default_factory=lambda: [0.86, 0.95, 1.0])
     first_k: list[int] = field(default_factory=lambda: [2, 3])
+    #: the best epoch: ``paper_tnr`` = the paper's TNR on validation (its positive class is "needs
+    #: aggregation", so our val/tpr); ``classifier`` = ``gate.classifier.monitor``
+    select_for: SelectFor = SelectFor.paper_tnr
     #: best_params.json of sweeps/tune_gate.py: its gate.classifier.* values override the classifier's
     best_params: str | None = None
     save_adapter: bool = True
@@ -195,6 +206,11 @@ class GateConfig:
             raise _error(f"gate.variants={list(self.variants)}: needs at least 2 judges")
         if not 0.0 < self.val_size < 1.0:
             raise _error(f"gate.val_size={self.val_size}: must be in (0, 1)")
+        if not 0.0 < self.test_size < 1.0 or self.val_size + self.test_size >= 1.0:
+            raise _error(
+                f"gate.test_size={self.test_size}: must be in (0, 1) and leave training items "
+                f"(val_size + test_size = {self.val_size + self.test_size:g} must be < 1)"
+            )
         if self.min_judges < 2:
             raise _error(f"gate.min_judges={self.min_judges}: must be an integer >= 2")
 

@@ -1,31 +1,31 @@
-"""Gate examples from a judgment grid: one row per (item, judge variant), labelled by the plurality.
+"""Gate examples from a judgment grid: one row per (item, judge variant), labelled by the plurality cluster.
 
 For each configuration (dataset x judge family x prompt group x criterion x backbone) the
 paraphrase setting's verdicts form an ``items x variants`` matrix, variants in the recorded order
-(P1 first). The five-judge plurality of each item comes from
-:func:`promptlottery.judging.aggregate.plurality` (ties broken by the earliest judge, P1), and
-a judge's example is positive (``in_cluster = 1``) when its verdict equals that plurality label. A
-missing verdict is never in the cluster.
+(P1 first). The label is the paper's (§F.2: the classifier "predicts whether a judge's score matches
+at least three of five" judges): a judge's example is positive (``in_cluster = 1``) when its verdict
+equals the item's plurality cluster label (:func:`promptlottery.judging.aggregate.plurality_cluster`,
+>= ceil((J + 1) / 2) votes of the J judges); an item without a cluster is *no-consensus* and every
+judge's example is negative. A missing verdict is never in the cluster. ``plurality`` is the
+five-judge decision (the cluster label when there is one, else the plurality with ties to the
+earliest judge, ``ties_to_P1``), what the simulated policies are compared with; ``converged_at``
+is the call at which the cluster is reached online (NaN: never).
 
-The classifier input is the judge's rendered query and its answer. The query is read back from
-the call cache (which stores every request next to its answer) and, for rows the cache does not
-have, re-rendered from the dataset and the prompt group as :func:`~promptlottery.judging.runner.build_requests`
-renders it.
+The classifier input is the judge's rendered query (stored with each judgment by the judging
+runner, column ``query``) and its answer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.aggregate import plurality_details
+from promptlottery.judging.aggregate import online_convergence, plurality_cluster, plurality_details
 from promptlottery.judging.table import (
     add_verdicts,
     configurations,
@@ -55,6 +55,8 @@ EXAMPLE_COLUMNS = (
     "value",
     "plurality",
     "plurality_value",
+    "cluster",
+    "converged_at",
     "in_cluster",
     "unique",
     "votes",
@@ -64,8 +66,10 @@ EXAMPLE_COLUMNS = (
     "human",
     "raw_output",
     "cache_key",
+    "query",
     "run_dir",
     "prompt_format",
+    "backend_identity",
 )
 
 
@@ -113,6 +117,8 @@ def build_examples(
     labels = judge_matrix(rows, "label", order=order)
     det = plurality_details(labels)
     det.index = labels.index
+    det["cluster"] = list(plurality_cluster(labels.to_numpy(dtype=object), n_judges=len(order)))
+    det["converged_at"] = online_convergence(labels.to_numpy(dtype=object), n_judges=len(order))
     keep = det.index[det["n_judges"] >= min_judges]
     labels, det = labels.loc[keep], det.loc[keep]
     first = rows.iloc[0]
@@ -123,8 +129,9 @@ def build_examples(
     out = []
     for item_id in labels.index:
         d = det.loc[item_id]
-        plur = d["plurality"]
+        plur, clus = d["plurality"], d["cluster"]
         plur_ok = plur is not None and not (isinstance(plur, float) and np.isnan(plur))
+        clus_ok = clus is not None and not (isinstance(clus, float) and np.isnan(clus))
         for pos, variant in enumerate(order):
             lab = labels.at[item_id, variant]
             has = lab is not None and not (isinstance(lab, float) and np.isnan(lab))
@@ -138,18 +145,21 @@ def build_examples(
                     "value": scale.score_of(lab) if has else np.nan,
                     "plurality": plur if plur_ok else None,
                     "plurality_value": scale.score_of(plur) if plur_ok else np.nan,
-                    "in_cluster": int(has and plur_ok and lab == plur),
+                    "cluster": clus if clus_ok else None,
+                    "converged_at": float(d["converged_at"]),
+                    "in_cluster": int(has and clus_ok and lab == clus),
                     "unique": bool(d["unique"]),
                     "votes": int(d["votes"]),
                     "n_judges": int(d["n_judges"]),
-                    # no label has a strict majority of the judges' verdicts (e.g. <= 2 of 5)
-                    "no_consensus": bool(int(d["votes"]) * 2 <= int(d["n_judges"])),
+                    # no label has ceil((J + 1) / 2) votes of the J judges (e.g. <= 2 of 5)
+                    "no_consensus": not clus_ok,
                     "confidence": label_confidence(src["label_probs"], lab) if src is not None else np.nan,
                     "human": float(src["human"]) if src is not None and pd.notna(src["human"]) else np.nan,
                     "raw_output": str(src["raw_output"])
                     if src is not None and pd.notna(src["raw_output"])
                     else "",
                     "cache_key": src["cache_key"] if src is not None and "cache_key" in src else None,
+                    "query": src["query"] if src is not None and pd.notna(src.get("query")) else None,
                     "run_dir": src["run_dir"] if src is not None else "",
                     "prompt_format": src.get("prompt_format", "chat") if src is not None else "chat",
                 }
@@ -157,6 +167,7 @@ def build_examples(
     ex = pd.DataFrame(out)
     for col in ("config_id", "dataset", "judge_family", "prompt_group", "criterion", "backbone", "scale"):
         ex[col] = first[col]
+    ex["backend_identity"] = first.get("backend_identity", "")
     ex["item_key"] = ex["dataset"].astype(str) + "/" + ex["item_id"].astype(str)
     # the human label is an item property: fill it from any variant's row
     ex["human"] = ex.groupby("item_id")["human"].transform(lambda s: s.ffill().bfill())
@@ -174,7 +185,7 @@ def load_examples(
 ) -> pd.DataFrame:
     """Gate examples of every configuration found under ``runs`` (globs of sweep dirs)."""
     df = load_judgments(runs)
-    for col in ("raw_output", "label_probs", "cache_key"):
+    for col in ("raw_output", "label_probs", "cache_key", "query"):
         if col not in df.columns:
             df[col] = None
     df = add_verdicts(df, verdict)
@@ -199,13 +210,6 @@ def load_examples(
 # -- the classifier's input text ------------------------------------------------------------------
 
 
-def format_query(messages: list[dict] | None, prompt: str | None) -> str:
-    """The rendered judge query as one string: chat turns prefixed with their role."""
-    if prompt is not None:
-        return str(prompt)
-    return "\n\n".join(f"[{m.get('role', 'user')}] {m.get('content', '')}" for m in messages or [])
-
-
 def format_answer(raw_output: str, label: Any, *, max_chars: int = 200) -> str:
     """The judge's answer as the classifier sees it: the verdict being gated and the raw text."""
     raw = " ".join(str(raw_output or "").split())[:max_chars]
@@ -213,139 +217,28 @@ def format_answer(raw_output: str, label: Any, *, max_chars: int = 200) -> str:
     return f"Verdict: {lab}. Answer: {raw}"
 
 
-def _queries_from_cache(keys: list[str], cache_paths: Iterable[Path]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    todo = [k for k in dict.fromkeys(keys) if k]
-    for path in cache_paths:
-        if not todo or not Path(path).exists():
-            continue
-        try:
-            conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30)
-        except sqlite3.Error as e:  # pragma: no cover - unreadable file
-            logger.warning("cannot open call cache path=%s error=%s", path, e)
-            continue
-        try:
-            for start in range(0, len(todo), 500):
-                chunk = todo[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                sql = f"SELECT key, request FROM calls WHERE key IN ({marks}) AND request IS NOT NULL"
-                for key, req in conn.execute(sql, chunk):
-                    r = json.loads(req)
-                    found[key] = format_query(r.get("messages"), r.get("prompt"))
-        except sqlite3.Error as e:
-            logger.warning("cannot read call cache path=%s error=%s", path, e)
-        finally:
-            conn.close()
-        todo = [k for k in todo if k not in found]
-    return found
+def attach_texts(ex: pd.DataFrame, *, allow_missing: bool = False) -> pd.DataFrame:
+    """Add ``answer`` (the judge's verdict and raw text) and check ``query`` (the rendered judge query
+    stored with each judgment by the judging runner).
 
-
-def _run_config(run_dir: str) -> dict | None:
-    try:
-        return json.loads((Path(run_dir) / "results.json").read_text()).get("config")
-    except (OSError, ValueError):
-        return None
-
-
-def _cache_paths_of_runs(run_dirs: Iterable[str]) -> list[Path]:
-    paths = []
-    for d in dict.fromkeys(run_dirs):
-        cfg = _run_config(d) or {}
-        cache_dir = (cfg.get("paths") or {}).get("cache_dir")
-        if cache_dir:
-            paths.append(Path(cache_dir) / "calls.sqlite")
-    return list(dict.fromkeys(paths))
-
-
-def _queries_by_rendering(ex: pd.DataFrame, data_dir: str | None) -> dict[tuple[str, str], str]:
-    """Re-render the queries of ``ex`` from each run's config (dataset, prompt group, variant)."""
-    from promptlottery.backends.base import Decoding
-    from promptlottery.data import load_items
-    from promptlottery.judging.runner import Condition, build_requests
-    from promptlottery.pipeline import few_shot_examples
-    from promptlottery.prompts import load_group
-
-    class _Ident:  # build_requests only asks the backend for its identity
-        def identity(self) -> dict:
-            return {}
-
-    out: dict[tuple[str, str], str] = {}
-    for run_dir, g in ex.groupby("run_dir"):
-        cfg = _run_config(run_dir)
-        if cfg is None:
-            logger.warning("no results.json in run_dir=%s: cannot re-render its queries", run_dir)
-            continue
-        ds, judge, bb = cfg["dataset"], cfg["judge"], cfg["backbone"]
-        ddir = data_dir or cfg["paths"]["data_dir"]
-        options = dict(ds.get("options") or {})
-        if options.get("predictions") is None and (cfg.get("predict") or {}).get("systems"):
-            logger.warning("run_dir=%s judged predictions: re-rendering needs the predictions file", run_dir)
-        all_items = load_items(ds["name"], data_dir=ddir, **options)
-        items = (
-            load_items(ds["name"], data_dir=ddir, limit=ds["limit"], seed=ds["seed"], **options)
-            if ds.get("limit")
-            else all_items
-        )
-        group = load_group(judge["prompt_group"])
-        examples = few_shot_examples(
-            all_items,
-            items,
-            n_shot=int(bb.get("n_shot") or 0),
-            criterion=judge["criterion"],
-            human_range=ds.get("human_range", [1.0, 5.0]),
-            scale=group.scale,
-            seed=ds["seed"],
-        )
-        wanted = set(g["item_id"].astype(str))
-        chosen = [it for it in items if str(it.id) in wanted]
-        cond = Condition(
-            dataset=ds["name"],
-            judge_family=judge["family"],
-            prompt_group=judge["prompt_group"],
-            variant=judge["variant"],
-            backbone=bb["name"],
-            criterion=judge["criterion"],
-            prompt_format=bb.get("prompt_format", "chat"),
-        )
-        for item, req in build_requests(chosen, cond, group, _Ident(), Decoding(), examples=examples):
-            out[(run_dir, str(item.id))] = format_query(req.messages, req.prompt)
-    return out
-
-
-def attach_texts(
-    ex: pd.DataFrame,
-    *,
-    cache_paths: Iterable[str | Path] = (),
-    data_dir: str | None = None,
-    allow_missing: bool = False,
-) -> pd.DataFrame:
-    """Add ``query`` (the rendered judge query) and ``answer`` (the judge's verdict and raw text).
-
-    Queries come from the call caches in ``cache_paths`` and those named in each run's
-    results.json; the rest are re-rendered from the datasets under ``data_dir`` (default: each
-    run's own ``paths.data_dir``). A query found nowhere raises unless ``allow_missing``.
+    Judgments written before the runner stored the query have none: that raises, naming the run
+    dirs and what to do (re-running their judging jobs answers every call from the cache, so it
+    costs no model calls), unless ``allow_missing`` (the classifier then sees the answer only).
     """
     ex = ex.copy()
-    paths = [Path(p) for p in cache_paths] + _cache_paths_of_runs(ex["run_dir"])
-    by_key = _queries_from_cache(ex["cache_key"].dropna().astype(str).tolist(), list(dict.fromkeys(paths)))
-    queries = [by_key.get(k) if isinstance(k, str) else None for k in ex["cache_key"]]
-    missing = [i for i, q in enumerate(queries) if q is None]
-    if missing:
-        logger.info("re-rendering %d judge queries not found in the call cache", len(missing))
-        try:
-            rendered = _queries_by_rendering(ex.iloc[missing], data_dir)
-        except Exception as e:  # noqa: BLE001 - reported below with the count
-            logger.warning("re-rendering failed: %s", e)
-            rendered = {}
-        for i in missing:
-            queries[i] = rendered.get((ex["run_dir"].iat[i], str(ex["item_id"].iat[i])))
-    still = sum(q is None for q in queries)
-    if still and not allow_missing:
-        raise GateDataError(
-            f"{still} of {len(ex)} judge queries are neither in the call cache nor re-renderable "
-            "(set gate.cache_dir / gate.data_dir, or gate.allow_missing_query=true to use the answer only)"
+    missing = ex["query"].isna() if "query" in ex.columns else pd.Series(True, index=ex.index)
+    if missing.any():
+        runs = sorted(set(ex.loc[missing, "run_dir"].astype(str)))
+        msg = (
+            f"{int(missing.sum())} of {len(ex)} judgments have no stored `query` column (written before the "
+            f"judging runner stored it) in {len(runs)} run(s), e.g. {runs[0]}/judgments.parquet: re-run their "
+            "judging jobs (the call cache answers every call, no model calls) or set "
+            "gate.allow_missing_query=true to use the answer only"
         )
-    ex["query"] = [q or "" for q in queries]
+        if not allow_missing:
+            raise GateDataError(msg)
+        logger.warning("%s", msg)
+    ex["query"] = ex["query"].where(~missing, "") if "query" in ex.columns else ""
     ex["answer"] = [format_answer(r, lab) for r, lab in zip(ex["raw_output"], ex["label"])]
     return ex
 
@@ -367,29 +260,45 @@ def held_out_groups(groups: Iterable[str]) -> list[str]:
     return out
 
 
-def instance_split(ex: pd.DataFrame, *, val_size: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
-    """Train / validation item keys: stratified by the label, no item on both sides.
-
-    A ``StratifiedGroupKFold`` with ``round(1 / val_size)`` folds grouped by ``item_key`` (dataset
-    and item id, so an item judged by several backbones stays on one side); the first fold is the
-    validation set.
-    """
+def _group_fold(y, groups, n_splits: int, seed: int) -> set:
+    """The item keys of the first fold of a stratified, grouped ``n_splits``-fold split."""
     from sklearn.model_selection import StratifiedGroupKFold
 
-    if not 0 < val_size < 1:
-        raise GateDataError(f"val_size must be in (0, 1), got {val_size}")
-    n_splits = max(2, round(1 / val_size))
+    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    _, idx = next(sgkf.split(np.zeros(len(y)), y, groups))
+    return set(groups[idx])
+
+
+def instance_split(
+    ex: pd.DataFrame, *, val_size: float = 0.2, test_size: float = 0.2, seed: int = 0
+) -> tuple[set[str], set[str], set[str]]:
+    """Train / validation / test item keys: stratified by the label, no item in two of them.
+
+    Grouped by ``item_key`` (dataset and item id, so an item judged by several backbones stays in
+    one part). The test items are the first fold of a ``StratifiedGroupKFold`` with
+    ``round(1 / test_size)`` folds; the validation items the first fold of the rest with
+    ``round((1 - test_size) / val_size)`` folds. Validation picks the epoch, the Optuna trial and the
+    threshold; test is only ever scored.
+    """
+    for name, v in (("val_size", val_size), ("test_size", test_size)):
+        if not 0 < v < 1:
+            raise GateDataError(f"gate.{name} must be in (0, 1), got {v}")
+    if val_size + test_size >= 1:
+        raise GateDataError(f"gate.val_size + gate.test_size must be < 1, got {val_size} + {test_size}")
+    n_test = max(2, round(1 / test_size))
+    n_val = max(2, round((1 - test_size) / val_size))
     groups = ex["item_key"].to_numpy()
     n_groups = len(set(groups))
-    if n_groups < n_splits:
+    if n_groups < n_test + n_val:
         raise GateDataError(
-            f"need at least {n_splits} distinct items for a {val_size:.0%} split, got {n_groups}"
+            f"need at least {n_test + n_val} distinct items for a {val_size:.0%} / {test_size:.0%} "
+            f"validation / test split, got {n_groups}"
         )
     y = ex["in_cluster"].to_numpy()
     if len(set(y)) < 2:
         raise GateDataError("every example has the same label: nothing to classify")
-    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-    _, val_idx = next(sgkf.split(np.zeros(len(ex)), y, groups))
-    val = set(groups[val_idx])
-    train = set(groups) - val
-    return train, val
+    test = _group_fold(y, groups, n_test, seed)
+    rest = ~np.isin(groups, list(test))
+    val = _group_fold(y[rest], groups[rest], n_val, seed)
+    train = set(groups) - test - val
+    return train, val, test

@@ -13,13 +13,15 @@ from promptlottery.gating.simulate import PAPER_REFERENCE
 
 #: policy name -> legend label
 POLICY_LABELS = {
-    "learned_gate": "learned gate (LoRA classifier)",
+    "paper_gate": "the paper's policy: gate on P1, else adaptive aggregation",
+    "learned_gate": "learned gate, sequential per judge (ours)",
     "confidence": "judge's own label probability",
     "embedding_lr_gate": "embedding + logistic regression",
     "llm_prompt_gate": "LLM prompt classifier",
     "first_2_agree": "stop when 2 judges agree",
     "first_3_agree": "stop when 3 judges agree",
     "full_plurality": "five-prompt plurality",
+    "adaptive_full_aggregation": "adaptive full aggregation (stop at 3 agreeing)",
 }
 
 
@@ -68,20 +70,20 @@ def plot_cost_curves(
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    for ax, suffix, sub in ((axes[0], "", "all held-out items"), (axes[1], "_nc", "no-consensus items")):
+    for ax, suffix, sub in ((axes[0], "", "all test items"), (axes[1], "_nc", "no-consensus test items")):
         colors = {}
         for policy, g in curves.groupby("policy", sort=False):
             g = g.sort_values(f"calls_saved{suffix}")
-            style = "-" if policy == "learned_gate" else "--"
+            style = "-" if policy in ("learned_gate", "paper_gate") else "--"
             (line,) = ax.plot(
                 100 * g[f"calls_saved{suffix}"],
                 100 * g[f"recovered{suffix}"],
                 style,
                 label=POLICY_LABELS.get(policy, policy),
-                linewidth=2 if policy == "learned_gate" else 1.2,
+                linewidth=2 if policy in ("learned_gate", "paper_gate") else 1.2,
             )
             colors[policy] = line.get_color()
-        markers = iter("sD^vP")
+        markers = iter("sD^vPh")
         for row in points.itertuples(index=False):
             ax.plot(
                 100 * getattr(row, f"calls_saved{suffix}"),
@@ -95,7 +97,7 @@ def plot_cost_curves(
                 100 * getattr(row, f"calls_saved{suffix}"),
                 100 * getattr(row, f"recovered{suffix}"),
                 "*",
-                markersize=16 if row.policy == "learned_gate" else 11,
+                markersize=16 if row.policy == "paper_gate" else 11,
                 color=colors.get(row.policy, "black"),
                 markeredgecolor="black",
             )
@@ -112,7 +114,7 @@ def plot_cost_curves(
             ax.text(
                 0.5,
                 0.5,
-                "no held-out item without a strict majority:\nthese curves are undefined",
+                "no test item without a plurality cluster:\nthese curves are undefined",
                 transform=ax.transAxes,
                 ha="center",
                 va="center",
@@ -132,27 +134,47 @@ def plot_cost_curves(
     plt.close(fig)
 
 
-def comparison_table(
-    learned: pd.Series, clf_half: dict[str, float], clf_op: dict[str, float]
-) -> pd.DataFrame:
-    """Ours beside the paper's reference point (classifier rates at the 0.5 cut and at the gate's threshold)."""
-    nan = float("nan")
-    rows = [
-        ("judge calls saved vs five-prompt aggregation", learned.get("calls_saved", nan), "calls_saved"),
-        ("full-aggregation decisions recovered", learned.get("recovered", nan), "recovered"),
-        (
-            "decisions recovered, no-consensus items",
-            learned.get("recovered_nc", nan),
-            "recovered_no_consensus",
-        ),
-        ("classifier TNR (cut 0.5)", clf_half.get("tnr", nan), "tnr"),
-        ("classifier TPR (cut 0.5)", clf_half.get("tpr", nan), "tpr"),
-        ("classifier TNR (gate threshold)", clf_op.get("tnr", nan), "tnr"),
-        ("classifier TPR (gate threshold)", clf_op.get("tpr", nan), "tpr"),
-    ]
-    return pd.DataFrame(
-        [{"measure": m, "ours": pct(v), "paper": pct(PAPER_REFERENCE[k])} for m, v, k in rows]
-    )
+#: the paper comparison: (measure, our value's key, the paper's key or None, whose definition, format)
+COMPARISON_ROWS = [
+    ("judge calls saved vs five-prompt aggregation (paper's policy)", "gate.calls_saved", "calls_saved", "paper's", "%"),
+    ("five-judge decisions recovered (paper's policy)", "gate.recovered", "recovered", "paper's", "%"),
+    ("no-consensus items: five-judge decision recovered (paper's policy)", "gate.recovered_nc", None, "ours", "%"),
+    ("no-consensus items: agreement with the human label, paper's policy", "gate.human_agreement_nc",
+     "human_agreement_nc_gate", "paper's", "%"),
+    ("no-consensus items: agreement with the human label, full aggregation", "full.human_agreement_nc",
+     "human_agreement_nc_full", "paper's", "%"),
+    ("gate TPR on P1, positive = needs aggregation (threshold)", "p1.tpr_needs_aggregation", "tpr",
+     "paper's polarity", "%"),
+    ("gate TNR on P1, positive = needs aggregation (threshold)", "p1.tnr_needs_aggregation", "tnr",
+     "paper's polarity", "%"),
+    ("gate TPR on P1, positive = in the cluster (threshold)", "p1.tpr_in_cluster", None, "ours", "%"),
+    ("gate TNR on P1, positive = in the cluster (threshold)", "p1.tnr_in_cluster", None, "ours", "%"),
+    ("adaptive full aggregation, mean calls (observed)", "s.adaptive_calls_observed", "adaptive_calls",
+     "paper's", "n"),
+    ("adaptive full aggregation, mean calls (derived from shares by 3 / by 5 / never)",
+     "s.adaptive_calls_derived", "adaptive_calls", "paper's derivation", "n"),
+    ("calls on stable items (P1 in the cluster), simulated", "s.stable_calls_simulated", "stable_calls",
+     "paper's", "n"),
+    ("calls on stable items, derived 1 + (1 - TNR) x (adaptive - 1)", "s.stable_calls_derived", "stable_calls",
+     "paper's derivation", "n"),
+]  # fmt: skip
+
+
+def comparison_table(sim, summary: dict[str, Any]) -> pd.DataFrame:
+    """Ours (test items) beside the paper, each row saying whose definition it uses."""
+    sources = {
+        "gate": sim.row("paper_gate"),
+        "full": sim.row("adaptive_full_aggregation"),
+        "p1": sim.clf("paper_gate@P1@operating_threshold"),
+        "s": summary,
+    }
+    rows = []
+    for measure, key, paper_key, definition, kind in COMPARISON_ROWS:
+        src, name = key.split(".")
+        show = pct if kind == "%" else (lambda v: fmt(v, 2))
+        paper = show(PAPER_REFERENCE[paper_key]) if paper_key else "n/a"
+        rows.append((measure, show(sources[src].get(name, float("nan"))), paper, definition))
+    return pd.DataFrame(rows, columns=["measure", "ours", "paper", "definition"])
 
 
 OP_COLUMNS = [
@@ -162,11 +184,13 @@ OP_COLUMNS = [
     "calls_saved",
     "recovered",
     "human_spearman",
+    "human_agreement",
     "n_items",
     "mean_calls_nc",
     "calls_saved_nc",
     "recovered_nc",
     "human_spearman_nc",
+    "human_agreement_nc",
     "n_items_nc",
 ]
 
@@ -183,33 +207,49 @@ def write_report(
     matched: pd.DataFrame | None = None,
 ) -> None:
     s = summary
+    sp, conv = s["split"], s["convergence"]
     lines = [
         "# Selective aggregation: a learned gate over five prompt variants",
         "",
         f"Judgments: `{s['runs']}` ({s['n_configs']} configuration(s): {', '.join(s['configs'])}; "
         f"backbones: {', '.join(s['backbones'])}).",
-        f"Judges called in the recorded order {' > '.join(s['variants'])}; the reference decision is their "
-        "plurality (ties broken by the earliest judge, P1).",
-        f"Items: {s['n_train_items']} training / {s['n_val_items']} held-out (instance-disjoint, stratified); "
-        f"examples (item x judge): {s['n_train']} / {s['n_val']}; share in the plurality cluster: "
-        f"{pct(s['positive_rate_train'])} / {pct(s['positive_rate_val'])}; no-consensus held-out items "
-        f"(no label with a strict majority): {s['n_val_nc']} ({pct(s['share_no_consensus'])}).",
-        f"Classifier: `{s['classifier']}` with LoRA (r={s['lora_r']}) on query/key/value, "
-        f"{s['trainable_params']:,} of {s['total_params']:,} parameters trained, {s['epochs_run']} epoch(s), "
-        f"best epoch {s['best_epoch']} by {s['monitor']}, {s['train_seconds']:.0f} s.",
+        f"Judges called in the recorded order {' > '.join(s['variants'])}. The gate's label is the paper's: "
+        "a verdict is positive when it equals the item's plurality cluster label (a label given by at least "
+        f"{len(s['variants']) // 2 + 1} of the {len(s['variants'])} judges); an item without one is no-consensus "
+        "and all its verdicts are negative. The reference decision (*five-judge decision*) is the cluster label, "
+        "or on no-consensus items the plurality with ties to the earliest judge (P1).",
+        f"Items: {sp['train']} train / {sp['validation']} validation / {sp['test']} test (instance-disjoint: "
+        f"{sp['disjoint']}, stratified by the label). Validation picks the epoch, the Optuna trial and every "
+        f"threshold; **every figure below is on the {sp['test']} test items**. Examples (item x judge) "
+        f"{s['n_train']} / {s['n_val']} / {s['n_test']}; share in the cluster {pct(s['positive_rate_train'])} / "
+        f"{pct(s['positive_rate_val'])} / {pct(s['positive_rate_test'])}; no-consensus test items: "
+        f"{s['n_test_nc']} ({pct(s['share_no_consensus'])}).",
+        f"Online convergence on the test items (the paper's 37.68% / 21.05% / 41.27%): "
+        f"{pct(conv.get('converged_by_3'))} by the third call, {pct(conv.get('converged_by_5'))} more by the fifth, "
+        f"{pct(conv.get('never_converged'))} never.",
+        f"Classifier: `{s['classifier']}` with LoRA (r={s['lora_r']}), {s['trainable_params']:,} of "
+        f"{s['total_params']:,} parameters trained, {s['epochs_run']} epoch(s), best epoch {s['best_epoch']} "
+        f"by {s['monitor']} on validation, {s['train_seconds']:.0f} s.",
         "",
-        "## Ours beside the paper",
+        "## The paper's policy beside the paper",
         "",
-        f"Learned gate at threshold {fmt(s['threshold'])} ({s['threshold_rule']}); TPR/TNR of the classifier "
-        "on the held-out examples (positive = the verdict is in the plurality cluster).",
+        "Call P1; if the gate trusts its verdict (probability >= threshold "
+        f"{fmt(s['threshold'])}, {s['threshold_rule']}), stop after one call; otherwise run the adaptive full "
+        "aggregation (call judges until one label has the cluster's votes, else all five). The paper's TPR/TNR "
+        "take *needs aggregation* as the positive class (the polarity that reproduces its 5 -> 1.99 calls "
+        "derivation); ours (*in the cluster*) are given beside them, each named.",
         "",
         to_markdown(comparison),
-        "## Operating points on the held-out items",
+        "## Operating points on the test items",
         "",
+        "`paper_gate` is the headline; `learned_gate` (sequential per-judge gating), `confidence`, the "
+        "embedding and LLM gates and `first_k_agree` are our extensions on the same cost curve. "
         "`calls_saved` = 1 - mean calls / five; `recovered` = share of items whose decision equals the "
-        "five-prompt plurality; `human_spearman` = Spearman correlation of the decisions with the human "
-        f"labels (five-prompt plurality: {fmt(s['human_spearman_full'])}; on no-consensus items "
-        f"{fmt(s['human_spearman_full_nc'])}); `_nc` = the same on the no-consensus items.",
+        "five-judge decision; on no-consensus items (`_nc`) that is agreement with the five-judge tie-broken "
+        "plurality, and `human_agreement_nc` is agreement with the human label (over items whose human label "
+        "is one of the scale's values; the paper: 65% gate, 79% full aggregation); `human_spearman` = "
+        f"Spearman correlation with the human labels (five-judge decision: {fmt(s['human_spearman_full'])}; "
+        f"no-consensus items {fmt(s['human_spearman_full_nc'])}).",
         "",
         to_markdown(operating[[c for c in OP_COLUMNS if c in operating.columns]]),
         "![cost curve](cost_curve.png)",
@@ -217,18 +257,19 @@ def write_report(
     ]
     if matched is not None and len(matched):
         lines += [
-            "## Calls saved at matched recovery",
+            "## Calls saved at matched recovery (test)",
             "",
-            "For each recovery level: every threshold policy's largest saving that recovers at least that "
-            "share of the full-aggregation decisions (threshold chosen on these same items), and the fixed "
-            "baselines that reach it.",
+            "For each recovery level: each threshold policy at the threshold that reached it with the largest "
+            "saving on the validation items, scored on the test items (so `recovered` may fall short of the "
+            "target), and the fixed baselines that reach it on the test items.",
             "",
             to_markdown(matched),
         ]
     lines += [
-        "## Classifiers on the held-out examples",
+        "## Classifiers on the test examples",
         "",
-        "Will the judge's verdict fall in the five-judge plurality cluster? (positive = yes; cut at 0.5)",
+        "Will the judge's verdict fall in the plurality cluster? Rates under both polarities, cut at 0.5 "
+        "unless named; `paper_gate@P1` counts the P1 verdicts only (what the paper's policy asks about).",
         "",
         to_markdown(clf_table),
         "## Transfer to the held-out prompt group",
@@ -243,7 +284,7 @@ def write_report(
         ]
         if transfer.get("matched") is not None and len(transfer["matched"]):
             lines += [
-                "At the thresholds chosen for each recovery level on the held-out items of the training groups:",
+                "At the thresholds chosen for each recovery level on the validation items:",
                 "",
                 to_markdown(transfer["matched"]),
             ]

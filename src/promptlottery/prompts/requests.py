@@ -45,3 +45,15 @@ def render_completion(
         parts.append(f"{render(v.user, item_variables(ex), where=where)}\n{answer_prefix} {label}")
     parts.append(f"{render(v.user, item_variables(item), where=where)}\n{answer_prefix}")
     return "\n\n".join(parts)
+
+
+def query_text(messages: list[dict] | None, prompt: str | None) -> str:
+    """The rendered judge query as one string: a completion prompt as is, chat turns prefixed with
+    their role. The judging runner stores it with each judgment (column ``query``); the gate reads it.
+
+    >>> query_text([{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Rate."}], None)
+    '[system] Be fair.\\n\\n[user] Rate.'
+    """
+    if prompt is not None:
+        return str(prompt)
+    return "\n\n".join(f"[{m.get('role', 'user')}] {m.get('content', '')}" for m in messages or [])

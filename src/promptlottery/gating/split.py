@@ -1,0 +1,119 @@
+"""The gate's data: examples with texts, the train / validation / test split (instance-disjoint,
+stratified), and the held-out-group (transfer) rows."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+
+from promptlottery.gating.config import GateConfig
+from promptlottery.gating.data import (
+    GateDataError,
+    attach_texts,
+    held_out_groups,
+    instance_split,
+    load_examples,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class GateData:
+    train: pd.DataFrame
+    val: pd.DataFrame  # validation: epoch, Optuna trial and threshold choice
+    test: pd.DataFrame  # every reported figure
+    transfer: pd.DataFrame  # may be empty
+    transfer_note: str
+    held_out: list[str]
+    variants: list[str]
+
+
+def _load(runs, g: GateConfig) -> pd.DataFrame:
+    return load_examples(
+        runs,
+        verdict=g.verdict,
+        reference=g.reference,
+        variants=g.variants,
+        temperature=g.temperature,
+        min_judges=g.min_judges,
+    )
+
+
+def _transfer_note(g: GateConfig, held: list[str], transfer: pd.DataFrame, seen: pd.Series | None) -> str:
+    if not (held and len(transfer)):
+        return (
+            "No judgments of a held-out prompt group (G15) were found under gate.runs"
+            + (" or gate.transfer_runs" if g.transfer_runs else "")
+            + ": transfer to unseen prompts was not evaluated. Run a G15 sweep (e.g. "
+            "`judge.family=qa_correctness judge.prompt_group=G15 judge.variant=P1,P2,P3,P4,P5`) and pass it "
+            "as gate.transfer_runs."
+        )
+    if seen is None:
+        return (
+            f"Held-out group(s) {', '.join(held)}: every item was also a training item (under other "
+            "prompts); evaluated on all of them."
+        )
+    return (
+        f"Held-out group(s) {', '.join(held)}: {transfer['item_key'].nunique()} items judged with prompts "
+        f"the gate never saw ({int(seen.sum())} examples of items seen in training dropped)."
+    )
+
+
+def prepare(g: GateConfig) -> GateData:
+    """Examples with texts, the instance-disjoint split, and the held-out-group (transfer) rows."""
+    t0 = time.perf_counter()
+    ex = _load(g.runs, g)
+    if g.transfer_runs:
+        try:
+            ex = pd.concat([ex, _load(g.transfer_runs, g)], ignore_index=True)
+        except Exception as e:  # noqa: BLE001 - no transfer judgments is reported, not fatal
+            logger.warning("gate.transfer_runs=%s: %s", g.transfer_runs, e)
+        ex = ex.drop_duplicates(["config_id", "item_id", "variant"]).reset_index(drop=True)
+    variants = (
+        list(g.variants) if g.variants else list(ex.sort_values("position")["variant"].drop_duplicates())
+    )
+    held = held_out_groups(ex["prompt_group"].unique())
+    is_held = ex["prompt_group"].isin(held).to_numpy()
+    if is_held.all():
+        raise GateDataError(f"every judgment is from a held-out prompt group {held}: nothing to train on")
+    ex = attach_texts(ex, allow_missing=g.allow_missing_query)
+    main = ex[~is_held].reset_index(drop=True)
+    transfer = ex[is_held].reset_index(drop=True)
+    train_items, val_items, test_items = instance_split(
+        main, val_size=g.val_size, test_size=g.test_size, seed=g.seed
+    )
+    if g.max_train_items and len(train_items) > g.max_train_items:
+        train_items = set(random.Random(g.seed).sample(sorted(train_items), int(g.max_train_items)))
+    train = main[main["item_key"].isin(train_items)].reset_index(drop=True)
+    val = main[main["item_key"].isin(val_items)].reset_index(drop=True)
+    test = main[main["item_key"].isin(test_items)].reset_index(drop=True)
+    seen = None
+    if held and len(transfer):
+        seen = transfer["item_key"].isin(train_items)
+        if seen.all():
+            seen = None
+        else:
+            transfer = transfer[~seen].reset_index(drop=True)
+    note = _transfer_note(g, held, transfer, seen)
+    logger.info(
+        "gate data: train=%d validation=%d test=%d transfer=%d examples (%.1f s)",
+        len(train),
+        len(val),
+        len(test),
+        len(transfer),
+        time.perf_counter() - t0,
+    )
+    return GateData(
+        train=train,
+        val=val,
+        test=test,
+        transfer=transfer,
+        transfer_note=note,
+        held_out=held,
+        variants=variants,
+    )

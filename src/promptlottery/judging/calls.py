@@ -1,0 +1,118 @@
+"""Answering judge requests: every call from the cache where possible, misses in fixed batches.
+
+Used by the grid runner (:mod:`promptlottery.judging.runner`) and by stages that make their own
+calls (the gate's LLM baseline, the rubric study, prediction generation).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.judging.cache import CallCache
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CallStats:
+    total: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    parse_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """``total``, ``cache_hits`` and ``cache_misses``: the ``calls`` record of results.json."""
+        return {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+
+
+class JudgingError(RuntimeError):
+    """The runner stopped; every judgment computed before the failure is in the cache."""
+
+
+def _call(
+    backend: Backend, batch: list[JudgeRequest], decoding: Decoding, max_retries: int, backoff_s: float
+):
+    for attempt in range(max_retries + 1):
+        try:
+            return backend.generate(batch, decoding)
+        except Exception as exc:  # noqa: BLE001 - the predicate decides
+            if attempt < max_retries and backend.is_retryable(exc):
+                delay = backoff_s * 2**attempt
+                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt + 1, delay, exc)
+                time.sleep(delay)
+                continue
+            raise
+
+
+def run_calls(
+    requests: list[JudgeRequest],
+    backend: Backend,
+    cache: CallCache,
+    decoding: Decoding,
+    *,
+    stats: CallStats,
+    max_retries: int = 4,
+    backoff_s: float = 1.0,
+    desc: str = "judging",
+    max_consecutive_failures: int = 3,
+) -> dict[str, JudgeResponse]:
+    """Answer every request, from the cache where possible.
+
+    Batches are planned from the whole request list (sorted by length, fixed size), so a batch is
+    always computed with the same neighbours: a resumed run reproduces an uninterrupted one
+    exactly. A batch with any uncached request is computed whole and its misses written at once.
+    """
+    unique = list({r.key: r for r in requests}.values())
+    cached = cache.get_many([r.key for r in unique])
+    stats.total += len(requests)
+    order = sorted(unique, key=lambda r: (len(r.prompt or json.dumps(r.messages)), r.key))
+    size = max(1, int(backend.max_concurrency))
+    batches = [order[i : i + size] for i in range(0, len(order), size)]
+    todo = [b for b in batches if any(r.key not in cached for r in b)]
+    answers = dict(cached)
+    misses = sum(1 for r in unique if r.key not in cached)
+    if todo and getattr(cache, "readonly", False):  # fail before computing answers it cannot keep
+        from promptlottery.judging.cache import CacheError
+
+        raise CacheError(
+            f"call cache dir {Path(cache.location).parent} is read-only and {misses} calls are not cached; make it "
+            "writable or set paths.cache_dir to a writable directory"
+        )
+    failures: list[str] = []
+    consecutive = 0
+    for batch in tqdm(todo, desc=desc, unit="batch", disable=not todo):
+        try:
+            responses = _call(backend, batch, decoding, max_retries, backoff_s)
+        except BackendError as exc:
+            # keep going: one refused request must not cost the rest of the grid; but a backend
+            # that fails batch after batch (server down) stops the run early
+            failures.append(str(exc))
+            consecutive += 1
+            if consecutive >= max_consecutive_failures:
+                break
+            continue
+        consecutive = 0
+        fresh = [
+            (r.key, resp, {"messages": r.messages, "prompt": r.prompt})
+            for r, resp in zip(batch, responses)
+            if r.key not in cached
+        ]
+        cache.put_many(fresh)
+        answers.update({k: resp for k, resp, _ in fresh})
+    if failures:
+        stats.errors.extend(failures)
+        raise JudgingError(
+            f"{desc}: {len(failures)} batch(es) failed, {len(answers) - len(cached)} new calls cached "
+            f"(re-run to complete); first error: {failures[0]}"
+        )
+    stats.cache_misses += misses
+    stats.cache_hits += len(requests) - misses
+    return answers

@@ -109,7 +109,7 @@ def load_judgments(
     sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the fixed-prompt
     baseline) are kept once.
     """
-    from promptlottery.analysis import jobs
+    from promptlottery.judging import jobs
 
     table = pd.DataFrame(columns=list(jobs.PROBLEM_COLUMNS))
     if isinstance(runs, pd.DataFrame):

@@ -225,3 +225,15 @@ def test_compare_stage(sweep, tmp_path):
     rec = compare_run(cfg, tmp_path)
     assert rec["status"] == "ok" and len(rec["runs"]) == 2
     assert (tmp_path / "compare.md").exists()
+
+
+def test_sweep_callback_decides_the_job_stage(monkeypatch):
+    """`+analysis=lottery` in a judging sweep (runs unset): the jobs judge; the stage itself never does."""
+    from promptlottery.analysis import callbacks
+    from promptlottery.tracking import guard
+
+    monkeypatch.setattr(guard, "in_multirun", lambda: True)
+    assert callbacks.job_stage(None) == "judge"
+    assert callbacks.job_stage("outputs/grid/*") == "lottery"
+    monkeypatch.setattr(guard, "in_multirun", lambda: False)
+    assert callbacks.job_stage(None) == "lottery"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.agreement import agreement_by_task_type
+from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse
 from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
 from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
@@ -24,7 +24,9 @@ from promptlottery.analysis.wording import (
     wording_dimensions,
 )
 from promptlottery.judging.table import (
+    GREEDY_BELOW,
     AnalysisError,
+    add_verdicts,
     configurations,
     fixed_settings,
     group_files,
@@ -90,8 +92,25 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["convergence_items"] = conv_items
         tables["unstable_items"] = item_table(df, **kw)
         tables["verdict"] = verdict_summary(tables["unstable_items"], tables, opts)
-        tables["headlines"] = headlines(tables, dists, opts, rank_dists)
+        agreement_dists = {"agreement_collapse": dists}
+        parsed = parsed_collapse(df, opts, kw, boot)
+        if parsed is not None:
+            tables["agreement_collapse_parsed"], agreement_dists["agreement_collapse_parsed"] = parsed
+        tables["headlines"] = headlines(tables, agreement_dists, opts, rank_dists)
     return {"tables": tables, **extra}
+
+
+def parsed_collapse(df: pd.DataFrame, opts: LotteryOptions, kw: dict, boot: dict):
+    """The paraphrase rows' agreement on labels parsed from the text, when a sampled fixed-prompt
+    baseline uses that source (``sampled_verdict=parsed``): its comparison on the same source."""
+    sampled = df["temperature"].astype(float) >= GREEDY_BELOW
+    if opts.sampled_verdict != "parsed" or not (sampled & (df["variant"] == opts.reference)).any():
+        return None
+    table, dists = agreement_collapse(
+        add_verdicts(df, "parsed"), **kw, **boot, thresholds=opts.thresholds, return_distributions=True
+    )
+    keep = table["setting"] == "paraphrases"
+    return table[keep].reset_index(drop=True), {k: v for k, v in dists.items() if k[1] == "paraphrases"}
 
 
 def configuration_table(df: pd.DataFrame, opts: LotteryOptions) -> pd.DataFrame:

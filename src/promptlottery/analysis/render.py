@@ -68,6 +68,7 @@ def render_report(
     verdict = {
         "argmax": "the argmax label (the most probable scale label; the paper's near-greedy setting)",
         "weighted": "the logprob-weighted score rounded to the nearest scale label",
+        "parsed": "the label parsed from the generated text",
     }[opts.verdict]
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs or []))
     R.bullets(
@@ -119,7 +120,9 @@ def render_report(
             for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
         ]
         hl["ours"] = [
-            o if o != "n/a" else (n if str(n).startswith("n/a") else "n/a: undefined")
+            o
+            if o != "n/a"
+            else (n if str(n).startswith(("n/a", "agrees by construction")) else "n/a: undefined")
             for o, n in zip(hl["ours"], hl["note"])
         ]
     R.table(
@@ -131,12 +134,16 @@ def render_report(
             "n": "n",
             "backbones": "backbones",
             "note": "note",
+            "definition": "definition",
         },
         empty="no headline could be computed",
     )
     R.p(
-        f"Kappa = mean pairwise Cohen's kappa; verdict = {opts.verdict}. Our judges are small CPU models, the "
-        "paper's are 7B+ instruction-tuned models: compare directions, not levels."
+        "Kappa headlines = Fleiss' kappa, the paper's measure (§3.2); mean pairwise Cohen's kappa beside it, named. "
+        "The plurality cluster = a label given by at least 3 of the 5 judges (ceil((J + 1) / 2) of J); items "
+        "without one are no-consensus. The tie-broken plurality (ties_to_P1) is ours and named so. "
+        f"Verdict = {opts.verdict}. Our judges are small CPU models, the paper's are 7B+ instruction-tuned "
+        "models: compare directions, not levels."
     )
 
     R.h("Verdict label distributions")
@@ -320,9 +327,10 @@ def render_report(
 
     R.h("7. Aggregation")
     R.p(
-        "Plurality = modal label, ties broken by the P1 label (by the earliest judge in order when P1's label is not "
-        "tied); majority = the label of strictly more than half of the judges with a verdict (items without one are "
-        "left out); mean and median of the verdict scores. Paired bootstrap of Kendall tau against P1 alone."
+        "Plurality = modal label, ties broken by the P1 label (ours, ties_to_P1); majority = the label of strictly "
+        "more than half of the judges with a verdict; mean and median of the verdict scores. Every method is scored "
+        "on the same items (those with a human label that every method covers, `n`); `coverage` = the share of "
+        "items with a human label that the method itself covers. Paired bootstrap of Kendall tau against P1 alone."
     )
     ag = t["aggregation_vs_humans"]
     R.table(
@@ -330,7 +338,8 @@ def render_report(
         {
             "config_id": "configuration",
             "method": "method",
-            "n": "n",
+            "n": "n (common items)",
+            "coverage": "coverage",
             "pearson": "Pearson",
             "kendall": "Kendall",
             "diff_vs_ref": "Kendall - P1",
@@ -353,7 +362,7 @@ def render_report(
             "judges": "judges",
             "n_items": "items",
             "mean_kappa": "kappa among judges",
-            "plurality_kendall": "plurality Kendall",
+            "plurality_kendall": "plurality (ties_to_P1) Kendall",
             "mean_kendall": "mean Kendall",
             "note": "note",
         },
@@ -362,23 +371,28 @@ def render_report(
 
     R.h("8. Convergence")
     R.p(
-        "Judges in the recorded order (column `judge_order`). Converged at k = the running plurality (an untied "
-        "mode) equals the final one from the k-th judge on; never = the final plurality is a tie, decided only by "
-        "the P1 tie-break."
+        "Judges in the recorded order (column `judge_order`). The paper's definitions: an item converges at the "
+        "earliest call k at which some label has ceil((J + 1) / 2) votes (3 of 5) among the first k judges, a stop "
+        "made online without seeing the later judges; shares are incremental (by the 3rd call, at the 4th or 5th, "
+        "never) and sum to 1. P1 = cluster: P1's label is the cluster's (no cluster = no match). Ours, named: P1 = "
+        "the tie-broken plurality (ties_to_P1), and the same on untied pluralities only."
     )
     cs = t["convergence_summary"]
+    shares = ["cluster_share", "converged_by_3", "converged_by_5", "never_converged", "p1_match"]
     R.table(
-        rp.with_ci_columns(cs, ["by_3", "by_5", "never", "p1_match", "p1_match_unique"], pct=True),
+        rp.with_ci_columns(cs, [*shares, "p1_match_ties_to_p1", "p1_match_unique"], pct=True),
         {
             "group": "group",
             "n_items": "items",
             "n_judges": "judges",
             "judge_order": "judge order",
-            "by_3": "by 3rd judge",
-            "by_5": "by 5th judge",
-            "never": "never",
-            "p1_match": "P1 = plurality",
-            "p1_match_unique": "P1 = plurality (untied)",
+            "cluster_share": "with a cluster",
+            "converged_by_3": "by 3rd call",
+            "converged_by_5": "4th-5th call",
+            "never_converged": "never",
+            "p1_match": "P1 = cluster",
+            "p1_match_ties_to_p1": "P1 = plurality (ties_to_P1, ours)",
+            "p1_match_unique": "P1 = plurality (untied, ours)",
             "note": "note",
         },
         empty="no items",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse
-from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
+from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs, paraphrase_rows_all
 from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.labels import label_table
@@ -106,8 +106,9 @@ def parsed_collapse(df: pd.DataFrame, opts: LotteryOptions, kw: dict, boot: dict
     sampled = df["temperature"].astype(float) >= GREEDY_BELOW
     if opts.sampled_verdict != "parsed" or not (sampled & (df["variant"] == opts.reference)).any():
         return None
+    para = paraphrase_rows_all(df, opts.temperature)  # the repeats are not needed again
     table, dists = agreement_collapse(
-        add_verdicts(df, "parsed"), **kw, **boot, thresholds=opts.thresholds, return_distributions=True
+        add_verdicts(para, "parsed"), **kw, **boot, thresholds=opts.thresholds, return_distributions=True
     )
     keep = table["setting"] == "paraphrases"
     return table[keep].reset_index(drop=True), {k: v for k, v in dists.items() if k[1] == "paraphrases"}

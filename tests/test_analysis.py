@@ -24,7 +24,7 @@ from promptlottery.analysis.wording import similarity_vs_stability, wording_dime
 from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
 from promptlottery.metrics import kendall_tau, mean_pairwise_cohen_kappa, resample_indices
 from promptlottery.prompts.groups import WORDING_DIMENSIONS
-from tests.test_analysis_fixtures import config_a, config_b, default_judgments, judgments
+from tests.test_analysis_fixtures import config_a, config_b, config_c, default_judgments, judgments
 
 R = 60  # bootstrap resamples: enough for the interval machinery, fast
 A = "stsb/semantic_alignment/G12/similarity/bb1"
@@ -289,16 +289,21 @@ def test_aggregation_vs_humans_hand_computed(df):
 
 
 def test_ensemble_designs_equal_numbers(df):
-    e = ensemble_designs(df, n_resamples=R)
+    # two backbones: the plurality of two judges is the first judge, so no design is compared
+    two = _row(ensemble_designs(df, n_resamples=R), task="stsb/semantic_alignment/G12/similarity")
+    assert two["note"] == "n/a: needs >= 3 backbones (have 3 variants, 2 backbones)"
+    # a third backbone with A's labels: k = 3 judges per design on the same 4 items
+    three = add_verdicts(load_judgments(judgments(config_a(), config_c(), config_a("bb3", baselines=False))))
+    e = ensemble_designs(three, n_resamples=R)
     stsb = e[e["task"] == "stsb/semantic_alignment/G12/similarity"].set_index("design")
-    assert set(stsb.index) == {"inter-prompt (bb1)", "inter-prompt (bb2)", "inter-model", "hybrid"}
-    assert (stsb["k"] == 2).all() and (stsb["n_items"] == 4).all()
-    assert stsb.loc["inter-model", "judges"] == "P1@bb1 P1@bb2"
-    assert stsb.loc["hybrid", "judges"] == "P1@bb1 P2@bb2"
-    assert stsb.loc["inter-prompt (bb1)", "mean_kappa"] == pytest.approx(1.0)  # P1 = P2 on bb1
-    assert "k = 2 < 5" in stsb.loc["hybrid", "note"]
-    one = _row(e, task="topical_chat_usr/dialogue_quality/G1/engaging")
-    assert one["note"].startswith("n/a: needs >= 2 variants and >= 2 backbones")
+    designs = {"inter-prompt (bb1)", "inter-prompt (bb2)", "inter-prompt (bb3)", "inter-model", "hybrid"}
+    assert set(stsb.index) == designs
+    assert (stsb["k"] == 3).all() and (stsb["n_items"] == 4).all()
+    assert stsb.loc["inter-model", "judges"] == "P1@bb1 P1@bb2 P1@bb3"
+    assert stsb.loc["hybrid", "judges"] == "P1@bb1 P2@bb2 P3@bb3"
+    assert "k = 3 < 5" in stsb.loc["hybrid", "note"]
+    b = _row(ensemble_designs(df, n_resamples=R), task="topical_chat_usr/dialogue_quality/G1/engaging")
+    assert b["note"].startswith("n/a: needs >= 3 backbones")
 
 
 # --------------------------------------------------------------------------- 8. convergence
@@ -307,13 +312,16 @@ def test_ensemble_designs_equal_numbers(df):
 def test_convergence_hand_computed(df):
     summary, items = convergence_analysis(df, n_resamples=R)
     b = _row(summary, group=B)
-    # rows 1 and 4 settle at the first judge, the others at the third; P1 matches rows 1, 4, 5, 6
-    assert b["by_3"] == pytest.approx(1.0) and b["never"] == pytest.approx(0.0)
-    assert np.isnan(b["by_5"]) and "fewer than 5 judges" in b["note"]
-    assert b["p1_match"] == pytest.approx(4 / 6)
+    # 3 judges: the cluster needs 2 votes. Online, a label has 2 votes after the 2nd call in rows 1
+    # (yes yes) and 4 (no no), after the 3rd in the others; P1 gives the cluster's label in rows 1, 4, 5, 6
+    assert b["converged_by_3"] == pytest.approx(1.0) and b["never_converged"] == pytest.approx(0.0)
+    assert b["cluster_share"] == pytest.approx(1.0)
+    assert np.isnan(b["converged_by_5"]) and "fewer than 5 judges" in b["note"]
+    assert b["p1_match"] == pytest.approx(4 / 6) and b["p1_match_ties_to_p1"] == pytest.approx(4 / 6)
     its = items[items["config_id"] == B].set_index("item_id")
-    assert its["converged_at"].tolist() == [1.0, 3.0, 3.0, 1.0, 3.0, 3.0]
+    assert its["converged_at"].tolist() == [2.0, 3.0, 3.0, 2.0, 3.0, 3.0]
     assert its["plurality"].tolist() == ["yes", "no", "yes", "no", "yes", "no"]
+    assert its["cluster"].tolist() == ["yes", "no", "yes", "no", "yes", "no"]
     assert set(its["judge_order"]) == {"P1,P2,P3"}
     binary = _row(summary, group="pooled: binary")
     assert binary["p1_match"] == pytest.approx(4 / 6) and binary["n_items"] == 6

@@ -54,9 +54,17 @@ def test_report_has_every_section_and_says_why_when_na(analysis):
     # the collapsed configuration is explained, not printed as a number
     assert "labels collapsed: every verdict is '5'" in text
     assert "n/a: fewer than 2 evaluated systems" in text
-    assert "0.86-0.89" in text and "94.7%" in text and "r = -0.11" in text and "tau = 0.176" in text
-    # mean over A (1/3) and B (-1/9); C is collapsed and left out
-    assert res["n_judgments"] > 0 and res["metrics"]["paraphrase_kappa"] == pytest.approx(1 / 9)
+    assert (
+        "| 0.89 |" in text
+        and "| 0.86 |" in text
+        and "94.7%" in text
+        and "r = -0.11" in text
+        and "tau = 0.176" in text
+    )
+    # Fleiss: mean over A (1/3) and B (-1/8, tests/test_lottery_paper_rows.py); C is collapsed and left out
+    assert res["n_judgments"] > 0 and res["metrics"]["paraphrase_kappa"] == pytest.approx(5 / 48)
+    # mean pairwise Cohen beside it: A 1/3, B -1/9
+    assert res["metrics"]["paraphrase_kappa_cohen"] == pytest.approx(1 / 9)
     assert json.loads((out / "results.json").read_text())["status"] == "ok"
     # p1 match, binary: 4 of 6 (see tests/test_analysis_fixtures.py)
     assert res["metrics"]["p1_match_binary"] == pytest.approx(4 / 6)
@@ -225,3 +233,15 @@ def test_compare_stage(sweep, tmp_path):
     rec = compare_run(cfg, tmp_path)
     assert rec["status"] == "ok" and len(rec["runs"]) == 2
     assert (tmp_path / "compare.md").exists()
+
+
+def test_sweep_callback_decides_the_job_stage(monkeypatch):
+    """`+analysis=lottery` in a judging sweep (runs unset): the jobs judge; the stage itself never does."""
+    from promptlottery.analysis import callbacks
+    from promptlottery.tracking import guard
+
+    monkeypatch.setattr(guard, "in_multirun", lambda: True)
+    assert callbacks.job_stage(None) == "judge"
+    assert callbacks.job_stage("outputs/grid/*") == "lottery"
+    monkeypatch.setattr(guard, "in_multirun", lambda: False)
+    assert callbacks.job_stage(None) == "lottery"

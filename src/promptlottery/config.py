@@ -144,6 +144,14 @@ def register_configs() -> None:
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
+    OmegaConf.register_new_resolver("lottery_job_stage", _lottery_job_stage, replace=True)
+
+
+def _lottery_job_stage(runs: Any) -> str:
+    # imported on use: composing a config must not load the analysis stack
+    from promptlottery.analysis.callbacks import job_stage
+
+    return job_stage(runs)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

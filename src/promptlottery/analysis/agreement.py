@@ -222,6 +222,7 @@ def agreement_collapse(
                 "n_items": int(len(v)),
                 "n_dropped": dropped,
                 "labels": format_distribution(label_distribution(g["label"])),
+                "verdict_source": ",".join(sorted(g["verdict_source"].dropna().astype(str).unique())),
             }
             notes = []
             for m, e in res.items():

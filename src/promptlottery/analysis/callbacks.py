@@ -4,6 +4,10 @@ Enabled by ``+analysis=lottery`` in a judging sweep (``analysis.runs`` left unse
 and ``on_multirun_end`` analyses every judgments.parquet of the sweep into ``<sweep dir>/lottery``.
 Hydra calls ``on_multirun_end`` only when every job succeeded; otherwise run the analysis by hand
 (``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
+
+Which stage each job of such a sweep runs is decided here too (:func:`job_stage`, behind
+``stage: ${lottery_job_stage:${analysis.runs}}`` in ``conf/analysis/lottery.yaml``): the lottery
+stage itself never judges.
 """
 
 from __future__ import annotations
@@ -16,6 +20,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 logger = logging.getLogger(__name__)
+
+
+def job_stage(runs: Any) -> str:
+    """``judge`` for a job of a sweep whose analysis this callback runs at the end, else ``lottery``."""
+    from promptlottery.tracking.guard import in_multirun
+
+    return "judge" if not runs and in_multirun() else "lottery"
 
 
 class LotteryAnalysis(Callback):

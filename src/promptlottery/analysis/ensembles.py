@@ -6,8 +6,9 @@
    the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
    backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
    items.
-8. For each item, after how many judges (variants in the recorded order, P1 first) the plurality
-   is reached and stays; how often P1 alone matches the plurality, binary vs non-binary scales.
+8. For each item, the paper's plurality cluster (a label given by at least 3 of 5 judges), the call
+   at which it is reached online (variants in the recorded order, P1 first), and how often P1
+   alone gives the cluster's label, binary vs non-binary scales.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.humans import correlate_with_human
-from promptlottery.judging.aggregate import AGGREGATORS, convergence, convergence_summary
+from promptlottery.judging.aggregate import (
+    AGGREGATORS,
+    cluster_match,
+    convergence,
+    online_convergence,
+    plurality_cluster,
+)
 from promptlottery.judging.table import (
     configurations,
     human_vector,
@@ -54,8 +61,11 @@ def aggregation_vs_humans(
 ) -> pd.DataFrame:
     """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
 
-    One row per configuration x method (``P1``, ``plurality``, ``majority``, ``mean``, ``median``):
-    ``n`` items with both an aggregate and a human label, Pearson and Kendall with CIs, and for the
+    One row per configuration x method (``P1``, ``plurality``, ``majority``, ``mean``, ``median``),
+    every method scored on the same items: those with a human label that every method covers
+    (``n``; ``majority`` has no verdict without a strict majority). ``n_covered`` / ``coverage``:
+    the items with a human label the method itself covers, and their share. Pearson and Kendall
+    with CIs, and for the
     aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
     ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
     """
@@ -67,7 +77,11 @@ def aggregation_vs_humans(
         methods = {reference: v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)}
         for name, fn in AGGREGATORS.items():
             methods[name] = np.asarray(fn(v.to_numpy(float)), dtype=float)
-        for name, scores in methods.items():
+        # every method is scored on the items that all of them cover (majority leaves some out)
+        humans = np.isfinite(h)
+        common = humans & np.logical_and.reduce([np.isfinite(m) for m in methods.values()])
+        for name, all_scores in methods.items():
+            scores = np.where(common, all_scores, np.nan)
             rec: dict[str, Any] = {
                 "config_id": cid,
                 "dataset": first["dataset"],
@@ -75,6 +89,10 @@ def aggregation_vs_humans(
                 "task_type": first["task_type"],
                 "method": name,
                 "n_judges": len(order),
+                "n_covered": int((np.isfinite(all_scores) & humans).sum()),
+                "coverage": float((np.isfinite(all_scores) & humans).sum() / humans.sum())
+                if humans.any()
+                else np.nan,
             }
             res = correlate_with_human(scores, h, n_resamples=n_resamples, seed=seed, level=level)
             notes = res.pop("notes")
@@ -82,7 +100,7 @@ def aggregation_vs_humans(
             rec["diff_vs_ref"] = rec["diff_vs_ref_lo"] = rec["diff_vs_ref_hi"] = np.nan
             rec["significant"] = None
             if name != reference:
-                keep = np.isfinite(h) & np.isfinite(methods[reference])
+                keep = common
                 if keep.sum() >= 3:
                     try:
                         with warnings.catch_warnings():
@@ -129,8 +147,8 @@ def ensemble_designs(
     """Analysis 7b: inter-prompt vs inter-model vs hybrid ensembles at equal numbers of judgments.
 
     Per task (dataset x family x prompt group x criterion), with ``V`` variants and ``B`` backbones:
-    ``k = min(V, B, max_judges)`` judges per item (the paper uses 5; with the two CPU backbones
-    k = 2). Designs: ``inter-prompt`` = the first k variants (P1 first) on one backbone (one row
+    ``k = min(V, B, max_judges)`` judges per item (the paper uses 5). Below 3 judges the plurality of
+    a design is its first judge, so the task is reported as "n/a: needs >= 3 backbones" (or variants). Designs: ``inter-prompt`` = the first k variants (P1 first) on one backbone (one row
     per backbone); ``inter-model`` = P1 on the first k backbones (sorted); ``hybrid`` = variant i on
     backbone i. Every design uses the items judged by all of them. Reported: the judges, agreement
     among them (mean pairwise Cohen's kappa) and the plurality's and mean's correlation with the
@@ -143,13 +161,15 @@ def ensemble_designs(
         backbones = sorted(rows["backbone"].unique(), key=natural_key)
         k = min(len(variants), len(backbones), max_judges)
         base = {"task": task, "n_variants": len(variants), "n_backbones": len(backbones), "k": k}
-        if k < 2:
+        if k < 3:
+            # a plurality of two judges is just the first judge: the designs are not comparable
+            need = "backbones" if len(backbones) < 3 else "variants"
             out.append(
                 {
                     **base,
                     "design": "all",
                     "judges": "",
-                    "note": f"n/a: needs >= 2 variants and >= 2 backbones (have {len(variants)} variants, "
+                    "note": f"n/a: needs >= 3 {need} (have {len(variants)} variant{'s' if len(variants) != 1 else ''}, "
                     f"{len(backbones)} backbone{'s' if len(backbones) != 1 else ''})",
                 }
             )
@@ -225,20 +245,32 @@ def convergence_analysis(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Analysis 8. Returns ``(summary, items)``.
+    """Analysis 8, with the paper's plurality cluster. Returns ``(summary, items)``.
 
     The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
-    order). ``items``: per configuration and item, the plurality, whether it is unique, the first
-    judge's (P1's) label and ``converged_at`` (see :func:`~promptlottery.judging.aggregate.convergence`,
-    strict: a tied final plurality never converges). ``summary``: per configuration and pooled over
-    binary / non-binary / all configurations, the shares converged by the 3rd and the 5th judge and
-    never, and P1's match rate with the plurality (ties broken by P1 count as matches;
-    ``p1_match_unique`` only counts items with an untied plurality), with bootstrap CIs over items.
+    order). ``items``: per configuration and item, the tie-broken ``plurality`` (ours, ties to P1),
+    the paper's ``cluster`` (the label given by at least ``ceil((J + 1) / 2)`` of the J judges, "at
+    least three of five"; NaN = no consensus, :func:`~promptlottery.judging.aggregate.plurality_cluster`),
+    P1's label (``first_judge``), and ``converged_at``: the earliest call k at which some label has
+    the cluster's votes among the first k judges, a stop made online without seeing the later ones
+    (:func:`~promptlottery.judging.aggregate.online_convergence`).
+
+    ``summary``: per configuration and pooled over binary / non-binary / all configurations, with
+    bootstrap CIs over items: ``cluster_share``; the paper's incremental ``converged_by_3`` (by the
+    third call), ``converged_by_5`` (after the third, by the fifth) and ``never_converged`` (more
+    than five calls, or never: the three sum to 1); ``p1_match`` (the paper's "P1 matches the
+    plurality": P1's label is the cluster's; no cluster = no match); ``p1_match_ties_to_p1`` (ours:
+    P1 equals the plurality with ties broken toward P1, so every tie is a match) and
+    ``p1_match_unique`` (ours: the same on items with an untied plurality only).
     """
     per_item = []
     for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
         v = judge_matrix(para, "label", order=order)
-        conv = convergence(v.to_numpy(dtype=object))
+        m = v.to_numpy(dtype=object)
+        conv = convergence(m)
+        conv["cluster"] = plurality_cluster(m)
+        conv["converged_at"] = online_convergence(m)
+        conv["p1_in_cluster"] = cluster_match(conv["first_judge"], conv["cluster"])
         conv.insert(0, "item_id", v.index.to_numpy())
         conv.insert(0, "judge_order", ",".join(order))
         conv.insert(0, "binary", bool(rows["binary"].iloc[0]))
@@ -257,11 +289,11 @@ def convergence_analysis(
     ]
     for name, g in groups:
         g = g[g["n_judges"] > 0]
-        s = convergence_summary(g) if len(g) else {"n_items": 0}
+        j = int(g["n_judges"].max()) if len(g) else 0
         rec: dict[str, Any] = {
             "group": name,
-            "n_items": s["n_items"],
-            "n_judges": s.get("n_judges"),
+            "n_items": len(g),
+            "n_judges": j or None,
             "judge_order": ",".join(sorted(set(g["judge_order"]))) if len(g) else "",
         }
         if not len(g):
@@ -269,27 +301,33 @@ def convergence_analysis(
             summary.append(rec)
             continue
         at = g["converged_at"].to_numpy(float)
-        match = np.array(
+        tied_match = np.array(
             [(not pd.isna(a)) and a == b for a, b in zip(g["first_judge"], g["plurality"])], dtype=float
         )
         uniq = g["unique"].to_numpy(bool)
         indicators = {
-            "by_3": (at <= 3).astype(float) if s["n_judges"] >= 3 else None,
-            "by_5": (at <= 5).astype(float) if s["n_judges"] >= 5 else None,
-            "never": np.isnan(at).astype(float),
-            "p1_match": match,
-            "p1_match_unique": match[uniq] if uniq.any() else None,
+            "cluster_share": g["cluster"].notna().to_numpy(float),
+            "converged_by_3": (at <= 3).astype(float) if j >= 3 else None,
+            "converged_by_5": ((at > 3) & (at <= 5)).astype(float) if j >= 5 else None,
+            "never_converged": (np.isnan(at) | (at > 5)).astype(float),
+            "p1_match": g["p1_in_cluster"].to_numpy(float),
+            "p1_match_ties_to_p1": tied_match,
+            "p1_match_unique": tied_match[uniq] if uniq.any() else None,
         }
         notes = []
         for key, ind in indicators.items():
             if ind is None or len(ind) < 2:
                 rec[key] = rec[f"{key}_lo"] = rec[f"{key}_hi"] = np.nan
-                why = f"fewer than {key[-1]} judges" if key.startswith("by_") else "fewer than 2 items"
+                why = (
+                    f"fewer than {key[-1]} judges"
+                    if key.startswith("converged_by_")
+                    else "fewer than 2 items"
+                )
                 notes.append(f"{key}: n/a: {why}")
                 continue
             e = estimate_with_ci(item_mean, ind, n_resamples=n_resamples, seed=seed, level=level)
             rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
-        rec["mean_converged_at"] = s.get("mean_converged_at")
+        rec["mean_converged_at"] = float(np.nanmean(at)) if np.isfinite(at).any() else np.nan
         rec["note"] = "; ".join(notes)
         summary.append(rec)
     return pd.DataFrame(summary), items

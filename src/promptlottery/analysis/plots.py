@@ -248,17 +248,17 @@ def plot_aggregation(agg: pd.DataFrame, path, *, measure: str = "kendall") -> Pa
 
 
 def plot_convergence(conv: pd.DataFrame, path) -> Path | None:
-    """Shares of items whose plurality is reached by the 3rd / 5th judge or never, and P1's match rate."""
+    """Incremental shares of items whose cluster is reached by the 3rd / 5th call or never; P1 = cluster."""
     if conv is None or conv.empty:
         return None
     sub = conv[conv["n_items"].astype(float) > 0]
     if sub.empty:
         return None
     cols = [
-        ("by_3", "by 3rd judge"),
-        ("by_5", "by 5th judge"),
-        ("never", "never"),
-        ("p1_match", "P1 matches"),
+        ("converged_by_3", "by 3rd call"),
+        ("converged_by_5", "4th-5th call"),
+        ("never_converged", "never"),
+        ("p1_match", "P1 = cluster"),
     ]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(sub) + 2), 4.2))
     _grouped_bars(ax, [(name, *_ci(sub, c)) for c, name in cols], len(sub))

@@ -18,8 +18,10 @@ CSV_FLOAT = "%.4f"
 
 #: the paper's headline values (Prompt Lottery seed paper)
 PAPER = {
-    "fixed_kappa": "0.86-0.89",
+    "fixed_kappa": "0.89",
+    "fixed_kappa_cohen": "0.86",
     "paraphrase_kappa": "about 0.24",
+    "paraphrase_kappa_cohen": "not reported",
     "objective_kappa": "0.47-0.69",
     "subjective_kappa": "0.26-0.28",
     "similarity_r": "r = -0.11",
@@ -27,6 +29,10 @@ PAPER = {
     "squad_rank_changes": "43.3% rank changes",
     "p1_match_binary": "94.7%",
     "p1_match_all": "44.0%",
+    "cluster_share": "58.73%",
+    "converged_by_3": "37.68%",
+    "converged_by_5": "21.05%",
+    "never_converged": "41.27%",
 }
 
 

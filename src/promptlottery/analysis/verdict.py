@@ -19,7 +19,6 @@ setting (each variant once, at the main temperature), with ``label`` as the verd
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
+from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.judging.table import judge_matrix, paraphrase_configurations
 from promptlottery.metrics.bootstrap import bootstrap_ci
 
@@ -39,9 +39,8 @@ def strict_majority(labels: list[Any], n_judges: int) -> Any | None:
     >>> strict_majority(["1", "1", "2", "1", "3"], 5), strict_majority(["1", "1", "2", "2", "3"], 5)
     ('1', None)
     """
-    votes = pd.Series([x for x in labels if not pd.isna(x)], dtype=object).value_counts()
-    need = math.ceil((n_judges + 1) / 2)
-    return votes.index[0] if len(votes) and votes.iloc[0] >= need else None
+    cluster = plurality_cluster(np.array([labels], dtype=object), n_judges=n_judges)[0]
+    return None if pd.isna(cluster) else cluster
 
 
 def k_needed(labels: list[Any]) -> float:

@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 #: columns that identify a configuration (in this order)
 CONFIG_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone")
-VERDICTS = ("argmax", "weighted")
+VERDICTS = ("argmax", "weighted", "parsed")
 #: temperatures at or above this are sampled (below: numerically greedy, as Decoding.greedy)
 GREEDY_BELOW = 1e-3
 
@@ -213,6 +213,8 @@ def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "p
     ``verdict="argmax"``: the most probable scale label (the paper's near-greedy setting);
     ``verdict="weighted"``: the logprob-weighted score rounded to the nearest scale label. Either
     falls back to the label parsed from the raw text when the backend gave no label probabilities.
+    ``verdict="parsed"``: the label parsed from the generated text on every row (the verdict source
+    of sampled fixed-prompt baselines, so paraphrases can be compared with them on the same source).
     ``value`` is the label's score on the scale (yes = 1, no = 0 for binary scales); ``cont`` is the
     unrounded weighted score (``value`` where there is none), used by the continuous measures.
 
@@ -242,6 +244,8 @@ def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "p
             lab, src, cont = arg, "argmax", weighted
         elif verdict == "weighted" and weighted is not None:
             lab, src, cont = scale.nearest_label(weighted), "weighted_rounded", weighted
+        elif verdict == "parsed":
+            lab, src, cont = parsed, ("parsed" if parsed is not None else None), None
         else:
             lab, src, cont = parsed, ("parsed_fallback" if parsed is not None else None), None
         val = scale.score_of(lab) if lab is not None else np.nan

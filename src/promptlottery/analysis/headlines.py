@@ -1,0 +1,379 @@
+"""The headline rows of the lottery report: the paper's numbers beside ours, one spec per row.
+
+Each :class:`Headline` names what it measures, the paper's figure and the function that computes
+ours from the analysis tables; :func:`headlines` is one loop over :data:`HEADLINES`. A spec may
+yield no row (e.g. the task-type rows when no configuration was analysed) or several (one
+fixed-prompt row per temperature). ``definition`` says whether a row measures what the paper
+defines (quoting it) or is our own variant, named as such.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis import report as rp
+from promptlottery.judging.table import GREEDY_BELOW
+
+COLUMNS = (
+    "key",
+    "finding",
+    "paper",
+    "ours",
+    "ours_lo",
+    "ours_hi",
+    "pct",
+    "n",
+    "backbones",
+    "note",
+    "definition",
+)
+#: the verdicts of repeated greedy calls agree by construction unless something makes them differ
+BY_CONSTRUCTION = (
+    "agrees by construction (deterministic backend): every repeat reads the same label probabilities; "
+    "a nondeterministic repeat source (batch composition, dtype) is not implemented yet"
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a headline reads: the analysis tables, the bootstrap replicates, the options."""
+
+    tables: dict[str, pd.DataFrame]
+    #: bootstrap replicates of each agreement table, ``{table: {(config_id, setting, measure): reps}}``
+    dists: dict[str, dict]
+    rank_dists: dict
+    level: float
+
+    @property
+    def collapse(self) -> pd.DataFrame:
+        return self.tables["agreement_collapse"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    key: str
+    finding: str
+    paper: str
+    #: yields ``(key, finding, estimate, lo, hi, n, backbones, note)`` for each row of this spec
+    compute: Callable[[Headline, Context], Iterator[tuple]]
+    pct: bool = False
+    #: the dataset the paper measured this on (its rows are preferred when present) and its name
+    dataset: str | None = None
+    dataset_name: str = ""
+    #: extra selection for the kappa rows (a column of the collapse table and its value)
+    where: tuple[str, str] | None = None
+    #: the finding's wording on an n/a row (default: ``finding``)
+    finding_na: str = ""
+    #: the paper's definition (quoted, with its section) or ours (named)
+    definition: str = ""
+    #: the agreement measure (kappa rows) and the agreement table it is read from
+    measure: str = "fleiss_kappa"
+    table: str = "agreement_collapse"
+    #: the pooled group of the convergence summary and its column (cluster rows)
+    group: str = "pooled: all"
+    column: str = ""
+
+    def na(self, why: str) -> tuple:
+        return self.key, self.finding_na or self.finding, *_NAN3, 0, "", why
+
+
+def backbones(sub: pd.DataFrame | None) -> str:
+    if sub is None or sub.empty:
+        return ""
+    pairs = sorted({f"{b} ({m})" if m and m != b else str(b) for b, m in zip(sub["backbone"], sub["model"])})
+    return ", ".join(pairs)
+
+
+def _replicate_ci(reps: list, level: float) -> tuple[float, float]:
+    """Percentile CI of the mean of equally long bootstrap replicates (one array per configuration)."""
+    if not reps or len({len(r) for r in reps}) != 1:
+        return np.nan, np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean_rep = np.nanmean(np.vstack(reps), axis=0)
+    mean_rep = mean_rep[np.isfinite(mean_rep)]
+    if not mean_rep.size:
+        return np.nan, np.nan
+    lo, hi = np.percentile(mean_rep, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def _stratified_mean(collapse: pd.DataFrame, dists: dict, mask: pd.Series, measure: str, level: float):
+    sub = collapse[mask]
+    ok = sub[np.isfinite(sub[measure].astype(float))]
+    if ok.empty:
+        return np.nan, np.nan, np.nan, 0, len(sub)
+    reps = [dists.get((c, s, measure)) for c, s in zip(ok["config_id"], ok["setting"])]
+    lo, hi = _replicate_ci([r for r in reps if r is not None], level)
+    return float(ok[measure].mean()), lo, hi, len(ok), len(sub)
+
+
+def _mean_row(df: pd.DataFrame, m: str, dists: dict | None, level: float) -> tuple[float, float, float]:
+    """Mean over configurations with a stratified CI (the configurations' replicates averaged)."""
+    reps = [(dists or {}).get((cid, m)) for cid in df["config_id"]]
+    lo, hi = _replicate_ci(reps, level) if all(r is not None for r in reps) else (np.nan, np.nan)
+    return float(df[m].astype(float).mean()), lo, hi
+
+
+def _n_note(n: int, total: int) -> str:
+    if total == 0:
+        return "n/a: no configuration"
+    if n == 0:
+        return f"n/a: kappa undefined in all {total} configurations (labels collapsed, see the label table)"
+    if n < total:
+        return f"mean over {n} of {total} configurations (kappa undefined in the others)"
+    return f"mean over {n} configuration{'s' if n != 1 else ''}; CI: items resampled within each"
+
+
+_NAN3 = (np.nan, np.nan, np.nan)
+
+
+def _kappa(h: Headline, mask: pd.Series, key: str, finding: str, ctx: Context, note=None):
+    col = ctx.tables[h.table]
+    est, lo, hi, n, total = _stratified_mean(col, ctx.dists.get(h.table, {}), mask, h.measure, ctx.level)
+    return key, finding, est, lo, hi, n, backbones(col[mask]), note(n, total) if note else _n_note(n, total)
+
+
+def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
+    col = ctx.collapse
+    if col.empty:
+        return
+    para_sources = set(col.loc[col["setting"] == "paraphrases", "verdict_source"])
+    fixed = col[col["setting"] != "paraphrases"]
+    for t in sorted(fixed["temperature"].unique()):
+        mask = (col["setting"] != "paraphrases") & np.isclose(col["temperature"], t)
+        key, finding = f"{h.key}_T{t:g}", f"{h.finding} (T = {t:g})"
+        if t < GREEDY_BELOW and (col.loc[mask, "overlap"].astype(float) == 1.0).all():
+            yield key, finding, *_NAN3, int(mask.sum()), backbones(col[mask]), BY_CONSTRUCTION
+            continue
+        row = _kappa(h, mask, key, finding, ctx)
+        sources = set(col.loc[mask, "verdict_source"])
+        if sources - para_sources:
+            same = "paraphrase_kappa_parsed" if sources == {"sampled_parsed"} else "none computed"
+            row = (
+                *row[:-1],
+                f"{row[-1]}; verdict source {','.join(sorted(sources))}, not the paraphrase "
+                f"rows' ({','.join(sorted(para_sources))}): the same-source paraphrase row is {same}",
+            )
+        yield row
+    if fixed.empty:
+        yield h.na("n/a: no fixed-prompt baseline (run P1 with n_samples=5 at T=1e-5 and T=0.7)")
+
+
+def paraphrase_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
+    col = ctx.tables.get(h.table)
+    if col is None or col.empty:
+        if h.where is None and h.table == "agreement_collapse":
+            yield h.na("n/a: no configuration")
+        return
+    mask = col["setting"] == "paraphrases"
+    if h.where is None:
+        yield _kappa(h, mask, h.key, h.finding, ctx)
+    else:
+        column, value = h.where
+        mask_t = mask & (col[column] == value)
+
+        def note(n, total):
+            return _n_note(n, total) if total else f"n/a: no {value} judge family in these runs"
+
+        yield _kappa(h, mask_t, h.key, h.finding, ctx, note)
+
+
+def similarity_r(h: Headline, ctx: Context) -> Iterator[tuple]:
+    sim = ctx.tables["similarity_stability"]
+    if sim.empty:
+        return
+    s = sim[sim["agreement"] == "kappa"].iloc[0]
+    note = s["note"] or f"p = {s['p']:.3f}"
+    yield h.key, h.finding, s["r"], s["r_lo"], s["r_hi"], int(s["n_points"]), backbones(ctx.collapse), note
+
+
+def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
+    """Mean ``measure`` of the rank-summary table, over the paper's dataset when it is present."""
+
+    def compute(h: Headline, ctx: Context) -> Iterator[tuple]:
+        rs = ctx.tables["rank_summary"]
+        ranked = (
+            rs[np.isfinite(rs["kendall_tau"].astype(float))] if "kendall_tau" in rs.columns else rs.iloc[0:0]
+        )
+        own = ranked[ranked["dataset"] == h.dataset] if not ranked.empty else ranked
+        use, where = (own, h.dataset_name) if not own.empty else (ranked, "all configurations with systems")
+        if use.empty:
+            yield h.na("n/a: no configuration with >= 2 evaluated systems (the `system` column)")
+            return
+        note = "" if not own.empty else f"no {h.dataset_name} with systems in these runs: mean over {where}"
+        finding = h.finding.format(where=where)
+        est = _mean_row(use, measure, ctx.rank_dists, ctx.level)
+        yield h.key, finding, *est, len(use), backbones(use.assign(model=use["backbone"])), note
+
+    return compute
+
+
+def _why_na(h: Headline, r: pd.DataFrame) -> str:
+    if r.empty or not r["n_items"].iloc[0]:
+        return "n/a: no binary configuration" if h.group == "pooled: binary" else "n/a: no items"
+    for part in str(r["note"].iloc[0]).split("; "):  # e.g. "converged_by_5: n/a: fewer than 5 judges"
+        if part.startswith(f"{h.column}: "):
+            return part[len(h.column) + 2 :]
+    return "n/a: undefined"
+
+
+def cluster_share(h: Headline, ctx: Context) -> Iterator[tuple]:
+    """A share of items from the convergence summary (``h.column`` of the pooled ``h.group``)."""
+    conv = ctx.tables["convergence_summary"]
+    r = conv[conv["group"] == h.group] if not conv.empty else conv
+    est = float(r[h.column].iloc[0]) if len(r) and h.column in r else np.nan
+    if not np.isfinite(est):
+        yield h.na(_why_na(h, r))
+        return
+    r = r.iloc[0]
+    note = ""
+    if h.column == "p1_match":
+        tied = r["p1_match_ties_to_p1"]
+        note = f"no cluster = no match; ties broken toward P1 (ours): {rp.pct_ci(tied, r['p1_match_ties_to_p1_lo'], r['p1_match_ties_to_p1_hi'])}"
+    elif h.column == "p1_match_ties_to_p1":
+        note = f"untied pluralities only: {rp.pct_ci(r['p1_match_unique'], r['p1_match_unique_lo'], r['p1_match_unique_hi'])}"
+    est3 = (r[h.column], r[f"{h.column}_lo"], r[f"{h.column}_hi"])
+    yield h.key, h.finding, *est3, int(r["n_items"]), backbones(ctx.collapse), note
+
+
+_SYSTEMS = dict(dataset="squad_v2", dataset_name="SQuAD v2")
+_FLEISS = "paper (§3.2: Fleiss' kappa, 0.89 fixed -> 0.24 paraphrased)"
+_CLUSTER = 'paper: a label given by "at least three of five" judges (§F.2); no such label = no consensus'
+_ONLINE = "paper (online: earliest call k with 3 of 5 votes among the first k calls, no hindsight)"
+_TIES = "ours (ties_to_P1: the modal label, ties broken toward P1, so a tie counts as a match)"
+_P1 = "P1 alone gives the label of the five-judge plurality cluster"
+
+
+def _p1(key: str, group: str, scales: str, paper: str, column: str, definition: str) -> Headline:
+    finding = _P1 if column == "p1_match" else "P1 alone equals the tie-broken plurality"
+    return Headline(
+        key,
+        f"{finding} ({scales} scales)",
+        paper,
+        cluster_share,
+        pct=True,
+        finding_na=f"{finding} ({scales})",
+        definition=definition,
+        group=group,
+        column=column,
+    )
+
+
+def _share(key: str, finding: str, definition: str) -> Headline:
+    return Headline(key, finding, rp.PAPER[key], cluster_share, pct=True, definition=definition, column=key)
+
+
+#: the headline rows, in report order
+HEADLINES: tuple[Headline, ...] = (
+    Headline(
+        "fixed_kappa",
+        "Fleiss' kappa, fixed prompt P1 repeated",
+        rp.PAPER["fixed_kappa"],
+        fixed_kappa,
+        definition=_FLEISS,
+    ),
+    Headline(
+        "fixed_kappa_cohen",
+        "mean pairwise Cohen's kappa, fixed prompt P1 repeated",
+        rp.PAPER["fixed_kappa_cohen"],
+        fixed_kappa,
+        definition="paper's second figure (§3.2: pairwise Cohen 0.86)",
+        measure="mean_kappa",
+    ),
+    Headline(
+        "paraphrase_kappa",
+        "Fleiss' kappa across the five paraphrases",
+        rp.PAPER["paraphrase_kappa"],
+        paraphrase_kappa,
+        definition=_FLEISS,
+    ),
+    Headline(
+        "paraphrase_kappa_cohen",
+        "mean pairwise Cohen's kappa across the five paraphrases",
+        rp.PAPER["paraphrase_kappa_cohen"],
+        paraphrase_kappa,
+        definition="ours (mean pairwise Cohen's kappa, beside the paper's Fleiss)",
+        measure="mean_kappa",
+    ),
+    Headline(
+        "paraphrase_kappa_parsed",
+        "Fleiss' kappa across the paraphrases, labels parsed from the text (the sampled baseline's source)",
+        rp.PAPER["paraphrase_kappa"],
+        paraphrase_kappa,
+        definition="ours (the paper's Fleiss on the verdict source of the sampled fixed-prompt rows)",
+        table="agreement_collapse_parsed",
+    ),
+    Headline(
+        "objective_kappa",
+        "Fleiss' kappa across paraphrases, objective families",
+        rp.PAPER["objective_kappa"],
+        paraphrase_kappa,
+        where=("family_type", "objective"),
+        definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+    ),
+    Headline(
+        "subjective_kappa",
+        "Fleiss' kappa across paraphrases, subjective families",
+        rp.PAPER["subjective_kappa"],
+        paraphrase_kappa,
+        where=("family_type", "subjective"),
+        definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+    ),
+    Headline(
+        "similarity_r",
+        "similarity to P1 vs stability (Pearson r, kappa with others)",
+        rp.PAPER["similarity_r"],
+        similarity_r,
+        definition="ours (MiniLM cosine to P1 vs mean pairwise Cohen's kappa with the other variants)",
+    ),
+    Headline(
+        "rank_tau",
+        "rank agreement between variants, {where} (Kendall tau)",
+        rp.PAPER["squad_tau"],
+        rank_mean("kendall_tau"),
+        finding_na="rank agreement between variants (Kendall tau of system rankings)",
+        definition="ours (mean Kendall tau between the variants' system rankings); the paper's is on SQuAD v2",
+        **_SYSTEMS,
+    ),
+    Headline(
+        "rank_changes",
+        "systems whose rank changes between variants, {where}",
+        rp.PAPER["squad_rank_changes"],
+        rank_mean("rank_change_share"),
+        pct=True,
+        finding_na="share of systems whose rank changes between variants",
+        definition="ours (systems whose rank differs between variants); the paper's is on SQuAD v2",
+        **_SYSTEMS,
+    ),
+    _p1("p1_match_binary", "pooled: binary", "binary", rp.PAPER["p1_match_binary"], "p1_match", _CLUSTER),
+    _p1("p1_match_all", "pooled: all", "all", rp.PAPER["p1_match_all"], "p1_match", _CLUSTER),
+    _p1("p1_match_binary_ties_to_p1", "pooled: binary", "binary", "(ours)", "p1_match_ties_to_p1", _TIES),
+    _p1("p1_match_all_ties_to_p1", "pooled: all", "all", "(ours)", "p1_match_ties_to_p1", _TIES),
+    _share("cluster_share", "items with a plurality cluster (all scales)", _CLUSTER),
+    _share("converged_by_3", "items whose cluster is reached by the 3rd call", _ONLINE),
+    _share("converged_by_5", "items whose cluster is reached at the 4th or 5th call", _ONLINE),
+    _share("never_converged", "items with no cluster within five calls", _ONLINE),
+)
+
+
+def headlines(
+    tables: dict[str, pd.DataFrame], dists: dict[str, dict], opts: Any, rank_dists: dict | None = None
+) -> pd.DataFrame:
+    """The paper's headline numbers next to ours (value, CI, n, backbones, note, definition).
+
+    ``dists``: the bootstrap replicates of each agreement table, keyed by the table's name.
+    """
+    ctx = Context(tables, dists, rank_dists or {}, opts.level)
+    rows = []
+    for h in HEADLINES:
+        for key, finding, est, lo, hi, n, bb, note in h.compute(h, ctx):
+            values = (key, finding, h.paper, est, lo, hi, h.pct, n, bb, note, h.definition)
+            rows.append(dict(zip(COLUMNS, values)))
+    return pd.DataFrame(rows)

@@ -1,0 +1,424 @@
+"""The lottery report: tables, figures and ``report.md`` from the analysis result.
+
+:mod:`promptlottery.analysis.report` holds the generic Markdown helpers; this module says what the
+lottery report contains, section by section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from promptlottery.analysis import report as rp
+from promptlottery.analysis.agreement import AGREEMENT_MEASURES
+from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.verdict import render_verdict
+from promptlottery.judging.table import OBJECTIVE_FAMILIES, SUBJECTIVE_FAMILIES
+
+_COLLAPSE_COLS = {
+    "config_id": "configuration",
+    "setting": "setting",
+    "judges": "judges",
+    "n_items": "n",
+    "n_dropped": "dropped",
+    "overlap": "overlap",
+    "mean_kappa": "mean kappa",
+    "fleiss_kappa": "Fleiss kappa",
+    "alpha_nominal": "alpha (nominal)",
+    "alpha_interval": "alpha (interval)",
+    "alpha_interval_cont": "alpha (interval, weighted)",
+    "band": "band",
+}
+
+
+def _config_notes(R: rp.Report, table: pd.DataFrame, by: str) -> None:
+    """The ``notes`` of ``table``, each keyed ``"<config_id> | <by>"``."""
+    R.notes(
+        table.assign(key=table["config_id"] + " | " + table[by]) if not table.empty else table, "key", "notes"
+    )
+
+
+def write_outputs(
+    result: dict, df: pd.DataFrame, opts: LotteryOptions, out_dir: str | Path, files: list[str]
+) -> dict[str, Any]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tables = result["tables"]
+    tdir = out_dir / opts.tables_dir
+    written = {name: rp.write_table(t, name, tdir) for name, t in tables.items()}
+    tables["unstable_items"].to_csv(out_dir / "unstable_items.csv", index=False, float_format=rp.CSV_FLOAT)
+    figures = {}
+    if opts.plots:
+        from promptlottery.analysis.plots import draw_all
+
+        figures = draw_all(tables, out_dir / opts.figures_dir, thresholds=opts.thresholds)
+    text = render_report(result, df, opts, out_dir, figures, files)
+    (out_dir / opts.report).write_text(text, encoding="utf-8")
+    return {"tables": written, "figures": figures, "report": out_dir / opts.report}
+
+
+def render_report(
+    result: dict, df: pd.DataFrame, opts: LotteryOptions, out_dir: Path, figures: dict, files: list[str]
+) -> str:
+    t = result["tables"]
+    R = rp.Report("Prompt lottery report")
+    render_verdict(R, t["verdict"])
+    verdict = {
+        "argmax": "the argmax label (the most probable scale label; the paper's near-greedy setting)",
+        "weighted": "the logprob-weighted score rounded to the nearest scale label",
+        "parsed": "the label parsed from the generated text",
+    }[opts.verdict]
+    runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs or []))
+    R.bullets(
+        [
+            f"Runs: `{runs}` ({len(files)} judgment files, {len(df)} judgments, "
+            f"{t['configurations'].shape[0]} configurations)",
+            f"Verdict: {verdict}. Continuous measures (interval Krippendorff alpha, Pearson, Kendall tau) are also "
+            "computed on the unrounded logprob-weighted score (columns `alpha_interval_cont`, `cont_*`).",
+            "Sampled fixed-prompt baselines (T >= 0.001): "
+            + (
+                "the label parsed from the sampled answer: label probabilities are read before sampling and do "
+                "not change between samples."
+                if opts.sampled_verdict == "parsed"
+                else "the same verdict as above."
+            ),
+            f"Inference: percentile bootstrap over items, {opts.n_resamples} resamples, seed {opts.seed}, "
+            f"{opts.level:.0%} CIs; {opts.n_permutations} permutations for the wording null.",
+            f"Thresholds: kappa >= {opts.thresholds['robust']:.2f} robust, >= {opts.thresholds['usable']:.2f} usable; "
+            f"verdicts count as collapsed when one label has >= {opts.thresholds['collapse_share']:.0%} of them "
+            "(kappa-type measures are then reported as n/a, not as a number).",
+            f"Task types: objective = {', '.join(OBJECTIVE_FAMILIES)}; subjective = {', '.join(SUBJECTIVE_FAMILIES)}; "
+            "binary = two-label scales, Likert = the others.",
+            f"Reference variant: {opts.reference}; judge order for aggregation and convergence: "
+            f"{opts.reference} first, then the other variants in natural order.",
+        ]
+    )
+    R.table(
+        t["configurations"],
+        {
+            "config_id": "configuration",
+            "family_type": "family type",
+            "scale": "scale",
+            "backbone": "backbone",
+            "model": "model",
+            "variants": "variants",
+            "n_items": "items",
+            "n_with_human": "with human label",
+            "fixed_baselines": "fixed baselines",
+        },
+        empty="no configurations",
+    )
+    _incomplete_section(R, t.get("incomplete_configurations"), opts)
+
+    R.h("Headlines: the paper vs ours")
+    hl = t["headlines"].copy()
+    if not hl.empty:
+        hl["ours"] = [
+            rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+            for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
+        ]
+        hl["ours"] = [
+            o
+            if o != "n/a"
+            else (n if str(n).startswith(("n/a", "agrees by construction")) else "n/a: undefined")
+            for o, n in zip(hl["ours"], hl["note"])
+        ]
+    R.table(
+        hl,
+        {
+            "finding": "finding",
+            "paper": "paper",
+            "ours": "ours [95% CI]",
+            "n": "n",
+            "backbones": "backbones",
+            "note": "note",
+            "definition": "definition",
+        },
+        empty="no headline could be computed",
+    )
+    R.p(
+        "Kappa headlines = Fleiss' kappa, the paper's measure (§3.2); mean pairwise Cohen's kappa beside it, named. "
+        "The plurality cluster = a label given by at least 3 of the 5 judges (ceil((J + 1) / 2) of J); items "
+        "without one are no-consensus. The tie-broken plurality (ties_to_P1) is ours and named so. "
+        f"Verdict = {opts.verdict}. Our judges are small CPU models, the paper's are 7B+ instruction-tuned "
+        "models: compare directions, not levels."
+    )
+
+    R.h("Verdict label distributions")
+    R.p(
+        "Where one label takes nearly every verdict, kappa-type measures are undefined or meaningless; those "
+        "configurations say so here and in every table below."
+    )
+    R.table(
+        t["label_distributions"],
+        {
+            "config_id": "configuration",
+            "setting": "setting",
+            "n_verdicts": "verdicts",
+            "distribution": "label shares",
+            "per_judge_modal": "modal label per judge",
+            "collapsed": "collapsed?",
+            "sources": "verdict sources",
+        },
+        empty="no verdicts",
+    )
+    R.figure(figures.get("label_distributions"), out_dir, "label distributions", missing="no verdicts")
+
+    R.h("1. Agreement collapse: five paraphrases vs a fixed prompt")
+    col = t["agreement_collapse"]
+    R.table(rp.with_ci_columns(col, list(AGREEMENT_MEASURES)), _COLLAPSE_COLS, empty="no configuration")
+    _config_notes(R, col, "setting")
+    R.figure(figures.get("agreement_collapse"), out_dir, "agreement collapse", missing="no agreement rows")
+
+    R.h("2. By task type and backbone")
+    bt = t["agreement_by_task_type"]
+    R.p("Means over configurations (paraphrase setting); raw overlap next to the chance-corrected measures.")
+    R.table(
+        rp.with_ci_columns(bt, ["overlap", "mean_kappa", "fleiss_kappa", "alpha_nominal"]),
+        {
+            "grouping": "grouping",
+            "group": "group",
+            "n_configs": "configs",
+            "overlap": "overlap",
+            "mean_kappa": "mean kappa",
+            "mean_kappa_n": "kappa defined in",
+            "fleiss_kappa": "Fleiss kappa",
+            "alpha_nominal": "alpha (nominal)",
+            "overlap_minus_kappa": "overlap - kappa",
+        },
+        empty="no configuration",
+    )
+    R.figure(figures.get("agreement_by_task_type"), out_dir, "task types", missing="no configuration")
+
+    R.h("3. No prompt wins")
+    corr = t["variant_human_correlation"]
+    shown = rp.with_ci_columns(corr, ["pearson", "kendall", "cont_pearson", "cont_kendall"])
+    if not shown.empty:
+        is_ref = shown["variant"] == opts.reference
+        for c in ("williams_t", "williams_p"):
+            shown[c] = [("reference" if r else rp.fmt(v)) for r, v in zip(is_ref, shown[c])]
+    R.table(
+        shown,
+        {
+            "config_id": "configuration",
+            "variant": "variant",
+            "n": "n",
+            "pearson": "Pearson",
+            "kendall": "Kendall tau",
+            "cont_pearson": "Pearson (weighted)",
+            "cont_kendall": "Kendall (weighted)",
+            "williams_t": "Williams t vs P1",
+            "williams_p": "p",
+        },
+        empty="no variant",
+    )
+    _config_notes(R, corr, "variant")
+    R.p(
+        f"Best variant per configuration (highest {opts.best_by} tau/r on verdict scores; ties count for each tied "
+        "variant); significant Williams tests (p < 0.05) against P1:"
+    )
+    R.table(
+        t["best_variant_counts"],
+        {
+            "variant": "variant",
+            "n_configs": "configs",
+            "best": "best in",
+            "best_share": "share",
+            "better_than_ref": "sig. better than P1",
+            "worse_than_ref": "sig. worse than P1",
+        },
+        empty="no human labels",
+    )
+    R.figure(
+        figures.get("variant_human_correlation"),
+        out_dir,
+        "variant correlations",
+        missing="no defined correlation with human labels",
+    )
+
+    R.h("4. Similarity vs stability")
+    if result.get("similarity_error"):
+        R.p(rp.na_paragraph(f"prompt embeddings unavailable ({result['similarity_error']})"))
+    R.p(
+        "One point per configuration x variant (P1 excluded): its all-MiniLM-L6-v2 cosine similarity to P1 vs its "
+        "mean agreement with the other variants. CI of r: Fisher z."
+    )
+    R.table(
+        rp.with_ci_columns(t["similarity_stability"], ["r"]),
+        {
+            "agreement": "agreement",
+            "n_points": "points",
+            "n_configs": "configs",
+            "r": "Pearson r",
+            "p": "p",
+            "note": "note",
+        },
+        empty="no variant",
+    )
+    R.figure(
+        figures.get("similarity_stability"), out_dir, "similarity vs stability", missing="no defined points"
+    )
+
+    R.h("5. Wording dimensions")
+    R.p(
+        "Eta-squared of each variant's kappa with the others (centred within its configuration) by the variant's "
+        f"tag, against {opts.n_permutations} permutations of the tags among the variants of each prompt group."
+    )
+    R.table(
+        t["wording_dimensions"],
+        {
+            "dimension": "dimension",
+            "levels": "levels",
+            "n_points": "points",
+            "eta_squared": "eta^2",
+            "null_mean": "null mean",
+            "null_hi": f"null {opts.level:.0%} quantile",
+            "p": "p",
+            "note": "note",
+        },
+    )
+    R.figure(
+        figures.get("wording_dimensions"), out_dir, "wording dimensions", missing="no defined eta-squared"
+    )
+
+    R.h("6. Rank reversals")
+    rs = t["rank_summary"]
+    R.p(
+        "Systems ranked per variant by mean "
+        + ("verdict score" if opts.rank_score == "value" else "weighted score")
+        + "; flips = system pairs in strictly opposite order; rank changes = systems whose rank differs."
+    )
+    R.table(
+        rp.with_ci_columns(rs, ["kendall_tau", "flip_share", "rank_change_share"]),
+        {
+            "config_id": "configuration",
+            "n_systems": "systems",
+            "n_items": "items",
+            "kendall_tau": "mean tau",
+            "flip_share": "pairs flipped",
+            "rank_change_share": "systems changing rank",
+            "note": "note",
+        },
+        empty="no configuration",
+    )
+    sy = t["rank_systems"]
+    if not sy.empty:
+        R.p("Best and worst rank of each system across the variants:")
+        R.table(
+            sy,
+            {
+                "config_id": "configuration",
+                "system": "system",
+                "n_items": "items",
+                "best_rank": "best",
+                "worst_rank": "worst",
+                "best_variant": "best under",
+                "worst_variant": "worst under",
+            },
+        )
+    R.figure(
+        figures.get("rank_trajectories"),
+        out_dir,
+        "rank trajectories",
+        missing="no configuration with >= 2 evaluated systems",
+    )
+
+    R.h("7. Aggregation")
+    R.p(
+        "Plurality = modal label, ties broken by the P1 label (ours, ties_to_P1); majority = the label of strictly "
+        "more than half of the judges with a verdict; mean and median of the verdict scores. Every method is scored "
+        "on the same items (those with a human label that every method covers, `n`); `coverage` = the share of "
+        "items with a human label that the method itself covers. Paired bootstrap of Kendall tau against P1 alone."
+    )
+    ag = t["aggregation_vs_humans"]
+    R.table(
+        rp.with_ci_columns(ag, ["pearson", "kendall", "diff_vs_ref"]),
+        {
+            "config_id": "configuration",
+            "method": "method",
+            "n": "n (common items)",
+            "coverage": "coverage",
+            "pearson": "Pearson",
+            "kendall": "Kendall",
+            "diff_vs_ref": "Kendall - P1",
+            "significant": "significant",
+        },
+        empty="no configuration",
+    )
+    _config_notes(R, ag, "method")
+    R.figure(
+        figures.get("aggregation"), out_dir, "aggregation", missing="no defined correlation with human labels"
+    )
+    R.p("Inter-prompt vs inter-model vs hybrid ensembles, the same number k of judges on the same items:")
+    ed = t["ensemble_designs"]
+    R.table(
+        rp.with_ci_columns(ed, ["mean_kappa", "plurality_kendall", "mean_kendall"]),
+        {
+            "task": "task",
+            "design": "design",
+            "k": "k",
+            "judges": "judges",
+            "n_items": "items",
+            "mean_kappa": "kappa among judges",
+            "plurality_kendall": "plurality (ties_to_P1) Kendall",
+            "mean_kendall": "mean Kendall",
+            "note": "note",
+        },
+        empty="no task",
+    )
+
+    R.h("8. Convergence")
+    R.p(
+        "Judges in the recorded order (column `judge_order`). The paper's definitions: an item converges at the "
+        "earliest call k at which some label has ceil((J + 1) / 2) votes (3 of 5) among the first k judges, a stop "
+        "made online without seeing the later judges; shares are incremental (by the 3rd call, at the 4th or 5th, "
+        "never) and sum to 1. P1 = cluster: P1's label is the cluster's (no cluster = no match). Ours, named: P1 = "
+        "the tie-broken plurality (ties_to_P1), and the same on untied pluralities only."
+    )
+    cs = t["convergence_summary"]
+    shares = ["cluster_share", "converged_by_3", "converged_by_5", "never_converged", "p1_match"]
+    R.table(
+        rp.with_ci_columns(cs, [*shares, "p1_match_ties_to_p1", "p1_match_unique"], pct=True),
+        {
+            "group": "group",
+            "n_items": "items",
+            "n_judges": "judges",
+            "judge_order": "judge order",
+            "cluster_share": "with a cluster",
+            "converged_by_3": "by 3rd call",
+            "converged_by_5": "4th-5th call",
+            "never_converged": "never",
+            "p1_match": "P1 = cluster",
+            "p1_match_ties_to_p1": "P1 = plurality (ties_to_P1, ours)",
+            "p1_match_unique": "P1 = plurality (untied, ours)",
+            "note": "note",
+        },
+        empty="no items",
+    )
+    R.figure(figures.get("convergence"), out_dir, "convergence", missing="no items")
+
+    R.h("Files")
+    R.bullets(
+        [
+            f"`{opts.tables_dir}/<name>.csv` and `.md`: " + ", ".join(sorted(t)),
+            f"`{opts.figures_dir}/`: " + (", ".join(sorted(f"{k}.png" for k in figures)) or "none"),
+        ]
+    )
+    return R.text()
+
+
+def _incomplete_section(R: rp.Report, table: pd.DataFrame | None, opts: LotteryOptions) -> None:
+    """Configurations with failed, killed or never-run jobs: left out, or analysed as partial."""
+    if table is None or table.empty:
+        return
+    R.h("Incomplete configurations")
+    R.p(
+        "PARTIAL GRID: analysed with `analysis.allow_partial=true`; the numbers below include these "
+        "configurations with the judges they have."
+        if opts.allow_partial
+        else "Left out of every table below (with the other backbones of the same dataset and judge); "
+        "`analysis.allow_partial=true` analyses them with the judges they have."
+    )
+    R.bullets([f"{r.config_id}: {r.status}" for r in table.itertuples()])

@@ -132,3 +132,27 @@ def test_generated_text_does_not_stop_at_the_one_of_ten():
 def test_other_backends_name_the_backend_that_scores_multi_token_labels():
     with pytest.raises(BackendError, match=r"\['10'\] have no single-token spelling; only the transformers"):
         require_label_token_ids(DigitTokenizer(), SCALE, name="vllm")
+
+
+@pytest.mark.slow
+def test_real_smollm2_scores_ten_on_a_one_to_ten_scale():
+    from tests.conftest import smollm2_backend
+
+    backend = smollm2_backend("float32")  # pinned: the check compares numbers across two calls
+    system = "You are a strict judge. Rate the answer on a scale of 1 to 10 and reply with the number only."
+    msgs = [
+        [{"role": "system", "content": system}, {"role": "user", "content": f"Q: 2+2? A: {a}"}]
+        for a in ("4", "5, I think")
+    ]
+    reqs = [JudgeRequest(key=str(i), labels=SCALE, messages=m) for i, m in enumerate(msgs)]
+    out = backend.generate(reqs, Decoding())
+    one_to_nine = backend.generate(
+        [JudgeRequest(key=str(i), labels=SCALE[:9], messages=m) for i, m in enumerate(msgs)],
+        Decoding(max_new_tokens=0),
+    )
+    for ten, nine in zip(out, one_to_nine, strict=True):
+        mass = sum(ten.label_probs.values())
+        assert 0 < mass <= 1 + 1e-6 and ten.label_probs["10"] > 0
+        # "1" and "10" share the first token: together they hold what "1" holds on a 1-9 scale
+        assert ten.label_probs["1"] + ten.label_probs["10"] == pytest.approx(nine.label_probs["1"], rel=1e-4)
+        assert mass == pytest.approx(sum(nine.label_probs.values()), rel=1e-4)

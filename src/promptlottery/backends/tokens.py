@@ -5,12 +5,26 @@ A label's probability sums every vocabulary spelling that reads as the label (``
 through a bare space token: p(label) = p0(label) + p0(space) * p1(label | space). The transformers
 backend sums dense distributions; vLLM and OpenAI-compatible servers sum the top-k alternatives
 they list (a spelling outside the top-k counts as 0).
+
+Multi-token labels (transformers backend only). A label no single token spells (``"10"`` on a
+1-10 scale under a digit-splitting tokenizer such as Qwen2.5's or SmolLM2's) is scored by teacher
+forcing along its own encoding ``t1 t2 ... tm``: its path mass is
+pm(label) = p0(t1) * p(t2 | t1) * ... * p(tm | t1..tm-1), where p0(t1) sums every spelling of
+``t1``'s text (and the space route) as for a single-token label, and the conditionals follow the
+canonical tokens ``t1..tm-1`` (one extra batched forward pass per distinct prefix ``t1..tm-1``).
+A label that is itself a proper prefix of longer labels keeps only the mass that does not continue
+into them: p(label) = pm(label) - sum of pm(M) over the labels M whose nearest proper-prefix label
+it is. For a 1-10 scale: p("10") = p0("1") * p("0" | "1") and p("1") = p0("1") * (1 - p("0" | "1")).
+Approximations, documented choices: the conditionals after ``t1`` are read after its bare spelling
+(not after ``" 1"`` or the space route), and "the label ends" is everything after the prefix that
+is not a continuation into another label. vLLM and OpenAI-compatible servers refuse such scales.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from promptlottery.backends.base import BackendError, JudgeRequest
@@ -37,8 +51,72 @@ def require_label_token_ids(tokenizer, labels: tuple[str, ...], *, name: str) ->
     ids = label_token_ids(tokenizer, labels)
     missing = [lab for lab, t in zip(labels, ids, strict=False) if not t]
     if missing:
-        raise BackendError(f"{name}: labels {missing} have no single-token spelling")
+        raise BackendError(
+            f"{name}: labels {missing} have no single-token spelling; only the transformers backend "
+            "scores multi-token labels (backend=transformers)"
+        )
     return ids
+
+
+@dataclass(frozen=True)
+class MultiTokenLabel:
+    """A label spelled by several tokens: ``first`` is the text of its first token (all of whose
+    spellings count at the answer position), ``pieces`` its canonical token ids, ``parent`` the
+    index of its nearest label that is a proper prefix of it (None when there is none)."""
+
+    index: int
+    first: str
+    pieces: tuple[int, ...]
+    parent: int | None
+
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        """The teacher-forced tokens (all but the last): one extra forward pass per distinct one."""
+        return self.pieces[:-1]
+
+
+def multi_token_labels(tokenizer, labels: tuple[str, ...], *, name: str) -> list[MultiTokenLabel]:
+    """The labels :func:`label_token_ids` finds no single token for, split along their encoding.
+
+    >>> class Digits:  # a digit-splitting tokenizer: one token per character
+    ...     def get_vocab(self): return {c: ord(c) for c in "0123456789"}
+    ...     def __len__(self): return 10
+    ...     def encode(self, text, add_special_tokens=False): return [ord(c) for c in text]
+    ...     def decode(self, ids): return "".join(map(chr, ids))
+    >>> [(m.index, m.first, m.parent) for m in multi_token_labels(Digits(), ("1", "2", "10"), name="t")]
+    [(2, '1', 0)]
+    """
+    ids = label_token_ids(tokenizer, labels)
+    index = {lab.strip().lower(): i for i, lab in enumerate(labels)}
+    out = []
+    for i, lab in enumerate(labels):
+        if ids[i]:
+            continue
+        pieces = tuple(tokenizer.encode(lab.strip(), add_special_tokens=False))
+        if len(pieces) < 2:
+            raise BackendError(
+                f"{name}: label {lab!r} encodes to {len(pieces)} token(s) and no single token spells it"
+            )
+        parent = None
+        for k in range(1, len(pieces)):  # the longest proper prefix that is itself a label
+            parent = index.get(tokenizer.decode(list(pieces[:k])).strip().lower(), parent)
+        out.append(MultiTokenLabel(i, tokenizer.decode([pieces[0]]).strip(), pieces, parent))
+    return out
+
+
+def combine_paths(path_mass: list[float], multi: list[MultiTokenLabel]) -> list[float]:
+    """Label probabilities from path masses: a prefix label loses what continues into its children.
+
+    >>> m = [MultiTokenLabel(2, "1", (1, 0), 0)]
+    >>> [round(p, 6) for p in combine_paths([0.5, 0.3, 0.2], m)]
+    [0.3, 0.3, 0.2]
+    """
+    probs = list(path_mass)
+    for m in multi:
+        if m.parent is not None:
+            probs[m.parent] -= path_mass[m.index]
+    # rounding can leave -1e-9 where a prefix label's whole mass continues
+    return [max(p, 0.0) for p in probs]
 
 
 def space_id(tokenizer) -> int | None:

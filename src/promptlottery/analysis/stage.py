@@ -1,6 +1,6 @@
 """The ``lottery`` stage: judgments of one or many sweeps in, tables + figures + report.md out.
 
-    python -m run +analysis=lottery analysis.runs='outputs/lottery_cpu_grid/grid/*'
+    python -m run +analysis=lottery analysis.runs='outputs/cpu_study/grid/*/*'
 
 Never calls a judge model (the only model it loads is the small sentence encoder of analysis 4,
 ``analysis.embeddings=minilm``; ``none`` skips it). Writes into its output directory:

@@ -14,6 +14,7 @@ import pandas as pd
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.agreement import AGREEMENT_MEASURES
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.render_sections import _config_notes, render_later_sections
 from promptlottery.analysis.verdict import render_verdict
 from promptlottery.judging.table import OBJECTIVE_FAMILIES, SUBJECTIVE_FAMILIES
 
@@ -31,13 +32,6 @@ _COLLAPSE_COLS = {
     "alpha_interval_cont": "alpha (interval, weighted)",
     "band": "band",
 }
-
-
-def _config_notes(R: rp.Report, table: pd.DataFrame, by: str) -> None:
-    """The ``notes`` of ``table``, each keyed ``"<config_id> | <by>"``."""
-    R.notes(
-        table.assign(key=table["config_id"] + " | " + table[by]) if not table.empty else table, "key", "notes"
-    )
 
 
 def write_outputs(
@@ -238,166 +232,7 @@ def render_report(
         missing="no defined correlation with human labels",
     )
 
-    R.h("4. Similarity vs stability")
-    if result.get("similarity_error"):
-        R.p(rp.na_paragraph(f"prompt embeddings unavailable ({result['similarity_error']})"))
-    R.p(
-        "One point per configuration x variant (P1 excluded): its all-MiniLM-L6-v2 cosine similarity to P1 vs its "
-        "mean agreement with the other variants. CI of r: Fisher z."
-    )
-    R.table(
-        rp.with_ci_columns(t["similarity_stability"], ["r"]),
-        {
-            "agreement": "agreement",
-            "n_points": "points",
-            "n_configs": "configs",
-            "r": "Pearson r",
-            "p": "p",
-            "note": "note",
-        },
-        empty="no variant",
-    )
-    R.figure(
-        figures.get("similarity_stability"), out_dir, "similarity vs stability", missing="no defined points"
-    )
-
-    R.h("5. Wording dimensions")
-    R.p(
-        "Eta-squared of each variant's kappa with the others (centred within its configuration) by the variant's "
-        f"tag, against {opts.n_permutations} permutations of the tags among the variants of each prompt group."
-    )
-    R.table(
-        t["wording_dimensions"],
-        {
-            "dimension": "dimension",
-            "levels": "levels",
-            "n_points": "points",
-            "eta_squared": "eta^2",
-            "null_mean": "null mean",
-            "null_hi": f"null {opts.level:.0%} quantile",
-            "p": "p",
-            "note": "note",
-        },
-    )
-    R.figure(
-        figures.get("wording_dimensions"), out_dir, "wording dimensions", missing="no defined eta-squared"
-    )
-
-    R.h("6. Rank reversals")
-    rs = t["rank_summary"]
-    R.p(
-        "Systems ranked per variant by mean "
-        + ("verdict score" if opts.rank_score == "value" else "weighted score")
-        + "; flips = system pairs in strictly opposite order; rank changes = systems whose rank differs."
-    )
-    R.table(
-        rp.with_ci_columns(rs, ["kendall_tau", "flip_share", "rank_change_share"]),
-        {
-            "config_id": "configuration",
-            "n_systems": "systems",
-            "n_items": "items",
-            "kendall_tau": "mean tau",
-            "flip_share": "pairs flipped",
-            "rank_change_share": "systems changing rank",
-            "note": "note",
-        },
-        empty="no configuration",
-    )
-    sy = t["rank_systems"]
-    if not sy.empty:
-        R.p("Best and worst rank of each system across the variants:")
-        R.table(
-            sy,
-            {
-                "config_id": "configuration",
-                "system": "system",
-                "n_items": "items",
-                "best_rank": "best",
-                "worst_rank": "worst",
-                "best_variant": "best under",
-                "worst_variant": "worst under",
-            },
-        )
-    R.figure(
-        figures.get("rank_trajectories"),
-        out_dir,
-        "rank trajectories",
-        missing="no configuration with >= 2 evaluated systems",
-    )
-
-    R.h("7. Aggregation")
-    R.p(
-        "Plurality = modal label, ties broken by the P1 label (ours, ties_to_P1); majority = the label of strictly "
-        "more than half of the judges with a verdict; mean and median of the verdict scores. Every method is scored "
-        "on the same items (those with a human label that every method covers, `n`); `coverage` = the share of "
-        "items with a human label that the method itself covers. Paired bootstrap of Kendall tau against P1 alone."
-    )
-    ag = t["aggregation_vs_humans"]
-    R.table(
-        rp.with_ci_columns(ag, ["pearson", "kendall", "diff_vs_ref"]),
-        {
-            "config_id": "configuration",
-            "method": "method",
-            "n": "n (common items)",
-            "coverage": "coverage",
-            "pearson": "Pearson",
-            "kendall": "Kendall",
-            "diff_vs_ref": "Kendall - P1",
-            "significant": "significant",
-        },
-        empty="no configuration",
-    )
-    _config_notes(R, ag, "method")
-    R.figure(
-        figures.get("aggregation"), out_dir, "aggregation", missing="no defined correlation with human labels"
-    )
-    R.p("Inter-prompt vs inter-model vs hybrid ensembles, the same number k of judges on the same items:")
-    ed = t["ensemble_designs"]
-    R.table(
-        rp.with_ci_columns(ed, ["mean_kappa", "plurality_kendall", "mean_kendall"]),
-        {
-            "task": "task",
-            "design": "design",
-            "k": "k",
-            "judges": "judges",
-            "n_items": "items",
-            "mean_kappa": "kappa among judges",
-            "plurality_kendall": "plurality (ties_to_P1) Kendall",
-            "mean_kendall": "mean Kendall",
-            "note": "note",
-        },
-        empty="no task",
-    )
-
-    R.h("8. Convergence")
-    R.p(
-        "Judges in the recorded order (column `judge_order`). The paper's definitions: an item converges at the "
-        "earliest call k at which some label has ceil((J + 1) / 2) votes (3 of 5) among the first k judges, a stop "
-        "made online without seeing the later judges; shares are incremental (by the 3rd call, at the 4th or 5th, "
-        "never) and sum to 1. P1 = cluster: P1's label is the cluster's (no cluster = no match). Ours, named: P1 = "
-        "the tie-broken plurality (ties_to_P1), and the same on untied pluralities only."
-    )
-    cs = t["convergence_summary"]
-    shares = ["cluster_share", "converged_by_3", "converged_by_5", "never_converged", "p1_match"]
-    R.table(
-        rp.with_ci_columns(cs, [*shares, "p1_match_ties_to_p1", "p1_match_unique"], pct=True),
-        {
-            "group": "group",
-            "n_items": "items",
-            "n_judges": "judges",
-            "judge_order": "judge order",
-            "cluster_share": "with a cluster",
-            "converged_by_3": "by 3rd call",
-            "converged_by_5": "4th-5th call",
-            "never_converged": "never",
-            "p1_match": "P1 = cluster",
-            "p1_match_ties_to_p1": "P1 = plurality (ties_to_P1, ours)",
-            "p1_match_unique": "P1 = plurality (untied, ours)",
-            "note": "note",
-        },
-        empty="no items",
-    )
-    R.figure(figures.get("convergence"), out_dir, "convergence", missing="no items")
+    render_later_sections(R, result, opts, out_dir, figures)
 
     R.h("Files")
     R.bullets(

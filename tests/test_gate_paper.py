@@ -78,3 +78,17 @@ def test_paper_policy_costs_one_call_when_trusted_else_the_adaptive_aggregation(
     # item 1 trusted (1 call, P1's 4); item 2 not (0.8 < 0.85): 5 calls, decision 3; item 3: 5 calls
     assert calls.tolist() == [1, 5, 5] and dec.tolist() == ["4", "3", "2"]
     assert pd.Series(calls).mean() == pytest.approx(11 / 3)
+
+
+def test_llm_baseline_subset_takes_whole_items_and_never_more_than_exist():
+    # 3 items x 12 rows (e.g. 5 judges of 2 backbones plus 2 more): max_rows=24 -> 24 / 12 = 2 whole items;
+    # max_rows=1000 or more rows per item than judges never asks for more items than exist
+    import pandas as pd
+
+    from promptlottery.gating.stage import _llm_subset
+
+    val = pd.DataFrame({"item_key": [k for k in "abc" for _ in range(12)]})
+    mask = _llm_subset(val, 24, 5, seed=0)
+    assert mask.sum() == 24 and val[mask]["item_key"].nunique() == 2
+    assert _llm_subset(val, 13, 5, seed=0).sum() == 12  # one whole item
+    assert _llm_subset(val, 1000, 5, seed=0).all()

@@ -46,7 +46,10 @@ def _llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: in
     if not max_rows or len(val) <= max_rows:
         return pd.Series(True, index=val.index)
     items = sorted(val["item_key"].unique())
-    chosen = set(random.Random(seed).sample(items, max(1, int(max_rows) // max(n_judges, 1))))
+    # an item key can hold several backbones' judges, so the rows per item come from the data
+    per_item = len(val) / len(items)
+    k = min(len(items), max(1, int(max_rows // per_item)))
+    chosen = set(random.Random(seed).sample(items, k))
     return val["item_key"].isin(chosen)
 
 

@@ -115,6 +115,34 @@ def test_options_are_checked():
         LotteryOptions.from_dict({"runs": "x", "embeddings": "bert"})
 
 
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"embeddings": "bert"}, "analysis.embeddings='bert': must be one of minilm, none"),
+        ({"rank_score": "rank"}, "analysis.rank_score='rank': must be one of value, cont"),
+        ({"best_by": "spearman"}, "analysis.best_by='spearman': must be one of kendall, pearson"),
+        ({"level": 1.5}, "analysis.level=1.5: must be in (0, 1)"),
+        ({"n_resamples": 0}, "analysis.n_resamples=0: must be an integer >= 1"),
+    ],
+)
+def test_bad_option_is_one_line_config_error(bad, message):
+    from promptlottery.config import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        LotteryOptions.from_dict({"runs": "x", **bad})
+    assert str(exc.value) == message
+
+
+def test_choices_are_recorded_as_plain_strings():
+    """StrEnum options serialise as their value, so results.json keeps the strings it had."""
+    from dataclasses import asdict
+
+    opts = LotteryOptions.from_dict({"runs": "x", "embeddings": "none", "best_by": "pearson"})
+    assert opts.embeddings == "none" and f"{opts.best_by}" == "pearson"
+    rec = json.loads(json.dumps(asdict(opts)))
+    assert (rec["embeddings"], rec["rank_score"], rec["best_by"]) == ("none", "value", "pearson")
+
+
 def test_command_line(sweep, tmp_path):
     """The exact form scripts rely on: python -m run +analysis=lottery analysis.runs='<glob>'."""
     out = tmp_path / "cli"

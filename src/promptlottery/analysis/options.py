@@ -1,19 +1,40 @@
-"""The options of the ``lottery`` stage: the ``analysis:`` node of ``conf/analysis/lottery.yaml``."""
+"""The options of the ``lottery`` stage: the ``analysis:`` node of ``conf/analysis/lottery.yaml``.
+
+``RunConfig.analysis`` stays free-form (``Any``): the ``analysis:`` node is shared with the compare
+stage (``conf/analysis/compare.yaml``), whose keys differ. The lottery stage checks the node when it
+builds :class:`LotteryOptions` (``from_dict``) before any output; every bad key or value is a one-line
+ConfigError naming the option and its valid choices or range.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 from promptlottery.analysis.agreement import DEFAULT_THRESHOLDS
-from promptlottery.judging.table import AnalysisError
+from promptlottery.config import ConfigError
+
+
+class Embeddings(StrEnum):
+    """The encoder of the semantic-similarity analysis (``none`` skips it)."""
+
+    minilm = "minilm"
+    none = "none"
+
+
+class RankScore(StrEnum):
+    value = "value"
+    cont = "cont"
+
+
+class BestBy(StrEnum):
+    kendall = "kendall"
+    pearson = "pearson"
+
 
 #: the valid values of each option with a fixed set of choices
-CHOICES = {
-    "embeddings": ("minilm", "none"),
-    "rank_score": ("value", "cont"),
-    "best_by": ("kendall", "pearson"),
-}
+CHOICES: dict[str, type[StrEnum]] = {"embeddings": Embeddings, "rank_score": RankScore, "best_by": BestBy}
 
 
 @dataclass
@@ -30,10 +51,10 @@ class LotteryOptions:
     seed: int = 0
     level: float = 0.95
     thresholds: dict = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
-    embeddings: str = "minilm"
-    rank_score: str = "value"
+    embeddings: Embeddings = Embeddings.minilm
+    rank_score: RankScore = RankScore.value
     max_ensemble_judges: int = 5
-    best_by: str = "kendall"
+    best_by: BestBy = BestBy.kendall
     plots: bool = True
     report: str = "report.md"
     tables_dir: str = "tables"
@@ -45,24 +66,33 @@ class LotteryOptions:
     allow_mixed_dtypes: bool = False
     n_jobs: int = 1
 
+    def __post_init__(self) -> None:
+        # a StrEnum member is a str: asdict / json / the report record the plain value
+        for name, enum in CHOICES.items():
+            value = getattr(self, name)
+            try:
+                setattr(self, name, enum(value))
+            except ValueError:
+                raise ConfigError(
+                    f"analysis.{name}={value!r}: must be one of {', '.join(e.value for e in enum)}"
+                ) from None
+        self.thresholds = {**DEFAULT_THRESHOLDS, **(self.thresholds or {})}
+        n_jobs = self.n_jobs
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1 and n_jobs != -1):
+            raise ConfigError(f"analysis.n_jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
+        if not 0.0 < self.level < 1.0:
+            raise ConfigError(f"analysis.level={self.level}: must be in (0, 1)")
+        for key in ("n_resamples", "n_permutations", "max_ensemble_judges"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"analysis.{key}={v!r}: must be an integer >= 1")
+
     @classmethod
     def from_dict(cls, d: dict | None) -> LotteryOptions:
+        """The checked options of a plain ``analysis`` dict (one-line ConfigError if bad)."""
         d = dict(d or {})
         valid = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - valid)
         if unknown:
-            raise AnalysisError(f"unknown analysis option(s) {unknown}; valid: {sorted(valid)}")
-        opts = cls(**d)
-        opts.thresholds = {**DEFAULT_THRESHOLDS, **(opts.thresholds or {})}
-        for name, choices in CHOICES.items():
-            value = getattr(opts, name)
-            if value not in choices:
-                raise AnalysisError(
-                    f"analysis.{name} must be {' or '.join(repr(c) for c in choices)}, got {value!r}"
-                )
-        n_jobs = opts.n_jobs
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1 and n_jobs != -1):
-            raise AnalysisError(
-                f"analysis.n_jobs must be a positive integer or -1 (all cores), got {opts.n_jobs!r}"
-            )
-        return opts
+            raise ConfigError(f"unknown analysis option(s) {unknown}; valid: {sorted(valid)}")
+        return cls(**d)

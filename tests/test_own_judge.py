@@ -328,7 +328,7 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     head = report.split("\n## ", 2)[1]
     assert (
         head.startswith("Verdict: would a rewording")
-        and "agreement across the 2 variants is kappa" in head.lower()
+        and "agreement across the 2 variants is mean pairwise cohen's kappa" in head.lower()
     )
     assert "of 6 items get a different verdict" in head and "of the 2 systems change rank" in head
     unstable = pd.read_csv(tmp_path / "sweep" / "lottery" / "unstable_items.csv")

@@ -188,7 +188,10 @@ def sentence(rec: dict, opts) -> str:
     ref = opts.reference
     kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
     if rec["band"] == "n/a":
-        agree = f"kappa across the {rec['n_variants']} variants is undefined ({rec['kappa_note'] or 'n/a'})"
+        agree = (
+            f"mean pairwise Cohen's kappa across the {rec['n_variants']} variants is undefined "
+            f"({rec['kappa_note'] or 'n/a'})"
+        )
     else:
         rel = {
             "robust": f"above the {th['robust']:.2f} robust threshold",
@@ -196,7 +199,8 @@ def sentence(rec: dict, opts) -> str:
             "below usable": f"below the {th['usable']:.2f} usable threshold",
             "inconclusive": f"its CI straddles the {th['usable']:.2f} / {th['robust']:.2f} thresholds",
         }[rec["band"]]
-        agree = f"agreement across the {rec['n_variants']} variants is kappa = {kappa}, {rel}"
+        # ours: the mean pairwise Cohen's kappa (the report's headline beside the paper is Fleiss')
+        agree = f"agreement across the {rec['n_variants']} variants is mean pairwise Cohen's kappa = {kappa}, {rel}"
     parts = [
         f"{rec['config_id']}: {_LEAD[rec['band']]}. {agree[0].upper()}{agree[1:]}",
         f"{rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "

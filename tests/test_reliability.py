@@ -321,6 +321,11 @@ BAD = [
     ("max_retries=-1", "max_retries=-1: must be an integer >= 0"),
     ("decoding.temperature=-1", "decoding.temperature=-1.0: must be >= 0"),
     ("+judge.variantt=P2", "unknown config key judge.variantt (valid keys under judge: "),
+    (
+        "repeat_source=dtype",
+        "repeat_source=dtype: must be one of ['none', 'batch'] (a dtype repeat source is not",
+    ),
+    ("repeat_source=batch", "repeat_source=batch needs n_samples >= 2"),
 ]
 
 

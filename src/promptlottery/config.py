@@ -101,6 +101,8 @@ class RunConfig:
     task_name: str = "judge"
     seed: int = 0
     n_samples: int = 1
+    #: what makes repeated samples differ beyond sampling: none | batch (judging.runner.repeat_plans)
+    repeat_source: str = "none"
     dry_run: bool = False
     max_retries: int = 4
     backoff_s: float = 1.0
@@ -192,6 +194,20 @@ def check_config(cfg: DictConfig) -> None:
     if limit is not None:
         _check_int("dataset.limit", limit, 1, "a positive number of items, or null for all of them")
     _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
+    source = OmegaConf.select(cfg, "repeat_source")
+    if source is not None:
+        from promptlottery.judging.runner import REPEAT_SOURCES
+
+        if source not in REPEAT_SOURCES:
+            raise ConfigError(
+                f"repeat_source={source}: must be one of {list(REPEAT_SOURCES)} (a dtype repeat source is not "
+                "implemented: a backbone's dtype is part of its identity; for bfloat16's larger batch noise use "
+                "repeat_source=batch with the backbone at dtype=bfloat16)"
+            )
+        if source != "none" and OmegaConf.select(cfg, "n_samples") == 1:
+            raise ConfigError(
+                f"repeat_source={source} needs n_samples >= 2: it changes how repeats are computed"
+            )
     _check_int("max_retries", OmegaConf.select(cfg, "max_retries"), 0, "an integer >= 0")
     backoff = OmegaConf.select(cfg, "backoff_s")
     if backoff is None or backoff < 0:

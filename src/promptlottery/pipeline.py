@@ -152,6 +152,7 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
             n_samples=cfg.n_samples,
             examples=examples,
             max_retries=cfg.max_retries,
+            repeat_source=cfg.repeat_source,
             backoff_s=cfg.backoff_s,
         )
         if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
@@ -187,7 +188,14 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
 def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
     pairs = build_requests(
-        items, condition, group, backend, decoding, n_samples=cfg.n_samples, examples=examples
+        items,
+        condition,
+        group,
+        backend,
+        decoding,
+        n_samples=cfg.n_samples,
+        examples=examples,
+        repeat_source=cfg.repeat_source,
     )
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)

@@ -172,7 +172,8 @@ def agreement_collapse(
 
     ``df`` is a judgments table with verdicts (:func:`~promptlottery.judging.table.add_verdicts`).
     One row per configuration and setting: ``paraphrases`` (the variants at the main temperature)
-    and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``). Columns:
+    and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``; ``fixed T=<t>
+    batch`` when each repeat had its own batch composition, column ``repeat_source``). Columns:
     each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the mean
     pairwise kappa against the robust / usable thresholds), the label distribution and ``notes``.
     With ``return_distributions=True`` also returns ``{(config_id, setting, measure): replicates}``
@@ -186,14 +187,21 @@ def agreement_collapse(
         para = paraphrase_rows(rows, temperature)
         order = variant_order(para["variant"], reference)
         settings.append(
-            ("paraphrases", para, "variant", order, ",".join(map(str, order)), para["temperature"].min())
-        )
-        for t, g in fixed_settings(rows, reference):
-            samples = sorted(g["sample_index"].unique())
-            settings.append(
-                (f"fixed T={t:g}", g, "sample_index", samples, f"{reference} x{len(samples)} samples", t)
+            (
+                "paraphrases",
+                para,
+                "variant",
+                order,
+                ",".join(map(str, order)),
+                para["temperature"].min(),
+                "none",
             )
-        for setting, g, by, order, judges, temp in settings:
+        )
+        for f in fixed_settings(rows, reference):
+            samples = sorted(f.rows["sample_index"].unique())
+            judges = f"{reference} x{len(samples)} samples"
+            settings.append((f.name, f.rows, "sample_index", samples, judges, f.temperature, f.repeat_source))
+        for setting, g, by, order, judges, temp, source in settings:
             v, c, dropped = _complete(g, by, order)
             res = agreement_measures(
                 v.to_numpy(),
@@ -219,8 +227,13 @@ def agreement_collapse(
                 "setting": setting,
                 "judges": judges,
                 "temperature": float(temp),
+                "repeat_source": source,
                 "n_items": int(len(v)),
                 "n_dropped": dropped,
+                # how far the unrounded score (``cont``: the weighted score) moves between the judges of
+                # one item: the largest and the mean range; for batch repeats, the size of the batch noise
+                "cont_range_max": float((c.max(axis=1) - c.min(axis=1)).max()) if len(c) else np.nan,
+                "cont_range_mean": float((c.max(axis=1) - c.min(axis=1)).mean()) if len(c) else np.nan,
                 "labels": format_distribution(label_distribution(g["label"])),
                 "verdict_source": ",".join(sorted(g["verdict_source"].dropna().astype(str).unique())),
             }
@@ -248,8 +261,10 @@ def sort_collapse(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _setting_key(s: pd.Series) -> pd.Series:
-    if s.name == "setting":  # paraphrases first, then fixed settings by temperature
-        return s.map(lambda x: (0, 0.0) if x == "paraphrases" else (1, float(x.split("=")[1])))
+    if s.name == "setting":  # paraphrases first, then fixed settings by temperature ("fixed T=1e-05 batch")
+        return s.map(
+            lambda x: (0, 0.0, "") if x == "paraphrases" else (1, float(x.split("=")[1].split()[0]), x)
+        )
     return s
 
 

@@ -119,7 +119,10 @@ def configuration_table(df: pd.DataFrame, opts: LotteryOptions) -> pd.DataFrame:
     for cid, g in configurations(df):
         para = paraphrase_rows(g, opts.temperature)
         first = g.iloc[0]
-        fixed = [f"T={t:g} x{s['sample_index'].nunique()}" for t, s in fixed_settings(g, opts.reference)]
+        fixed = [
+            f"{f.name.removeprefix('fixed ')} x{f.rows['sample_index'].nunique()}"
+            for f in fixed_settings(g, opts.reference)
+        ]
         rows.append(
             {
                 "config_id": cid,

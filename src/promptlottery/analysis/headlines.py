@@ -36,7 +36,13 @@ COLUMNS = (
 #: the verdicts of repeated greedy calls agree by construction unless something makes them differ
 BY_CONSTRUCTION = (
     "agrees by construction (deterministic backend): every repeat reads the same label probabilities; "
-    "a nondeterministic repeat source (batch composition, dtype) is not implemented yet"
+    "for repeats that differ as the paper's GPU runs did, judge P1 again with repeat_source=batch "
+    "(each repeat in its own batch composition)"
+)
+#: the note of a fixed-prompt row whose repeats differ by batch composition
+BATCH_REPEATS = (
+    "ours: repeats differ by batch composition (repeat_source=batch: each repeat in its own shuffled "
+    "batches of B, B/2 and 1 requests), an emulation of the paper's GPU nondeterminism, not its runs"
 )
 
 
@@ -141,18 +147,40 @@ def _kappa(h: Headline, mask: pd.Series, key: str, finding: str, ctx: Context, n
 
 
 def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
+    """One row per fixed-prompt baseline (temperature x repeat source).
+
+    Greedy repeats without a repeat source on a deterministic backend agree by construction: the row
+    says so instead of reporting 1.000. With ``repeat_source=batch`` the agreement is measured (it may
+    still be 1.000: then batch composition moved no label) and the note names the source.
+    """
     col = ctx.collapse
     if col.empty:
         return
     para_sources = set(col.loc[col["setting"] == "paraphrases", "verdict_source"])
     fixed = col[col["setting"] != "paraphrases"]
-    for t in sorted(fixed["temperature"].unique()):
-        mask = (col["setting"] != "paraphrases") & np.isclose(col["temperature"], t)
+    repeat = (
+        fixed["repeat_source"] if "repeat_source" in fixed.columns else pd.Series("none", index=fixed.index)
+    )
+    for t, source in sorted({(float(t), str(r)) for t, r in zip(fixed["temperature"], repeat)}):
+        mask = (col["setting"] != "paraphrases") & np.isclose(col["temperature"], t) & (repeat == source)
+        mask = mask.reindex(col.index, fill_value=False)
         key, finding = f"{h.key}_T{t:g}", f"{h.finding} (T = {t:g})"
-        if t < GREEDY_BELOW and (col.loc[mask, "overlap"].astype(float) == 1.0).all():
+        if source != "none":
+            key, finding = f"{key}_{source}", f"{h.finding} (T = {t:g}, repeats in other batches)"
+        if source == "none" and t < GREEDY_BELOW and (col.loc[mask, "overlap"].astype(float) == 1.0).all():
             yield key, finding, *_NAN3, int(mask.sum()), backbones(col[mask]), BY_CONSTRUCTION
             continue
         row = _kappa(h, mask, key, finding, ctx)
+        if source != "none":
+            spread = (
+                col.loc[mask, "cont_range_max"].astype(float).max() if "cont_range_max" in col else np.nan
+            )
+            moved = (
+                f"; the weighted score moved by at most {spread:.2g} between repeats"
+                if np.isfinite(spread)
+                else ""
+            )
+            row = (*row[:-1], f"{row[-1]}; {BATCH_REPEATS}{moved}")
         sources = set(col.loc[mask, "verdict_source"])
         if sources - para_sources:
             same = "paraphrase_kappa_parsed" if sources == {"sampled_parsed"} else "none computed"

@@ -51,7 +51,7 @@ def label_table(
     out = []
     for cid, rows in configurations(df):
         settings = [("paraphrases", paraphrase_rows(rows, temperature), "variant")]
-        settings += [(f"fixed T={t:g}", g, "sample_index") for t, g in fixed_settings(rows, reference)]
+        settings += [(f.name, f.rows, "sample_index") for f in fixed_settings(rows, reference)]
         for setting, g, by in settings:
             dist = label_distribution(g["label"])
             per_judge = []

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
@@ -31,6 +32,38 @@ class CallStats:
     def counts(self) -> dict[str, int]:
         """``total``, ``cache_hits`` and ``cache_misses``: the ``calls`` record of results.json."""
         return {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How :func:`run_calls` forms its batches.
+
+    ``order="length"`` (the default plan): requests sorted by prompt length, so a batch pads little;
+    ``order="shuffled"``: a permutation of that order drawn from ``seed``, so each request meets other
+    neighbours. ``size`` is the number of requests per batch (``None``: the backend's
+    ``max_concurrency``). A backend that computes a request differently with other neighbours (padding,
+    a shared prefix run once, another kernel for another batch shape) gives slightly different numbers
+    under another plan: the nondeterminism of batched GPU serving, made deterministic and named
+    (``repeat_source=batch``).
+    """
+
+    order: str = "length"
+    seed: int = 0
+    size: int | None = None
+
+    def __post_init__(self):
+        if self.order not in ("length", "shuffled"):
+            raise ValueError(f"BatchPlan.order must be 'length' or 'shuffled', got {self.order!r}")
+        if self.size is not None and self.size < 1:
+            raise ValueError(f"BatchPlan.size must be >= 1, got {self.size}")
+
+    def describe(self) -> str:
+        size = "backend" if self.size is None else str(self.size)
+        return (
+            f"length order, batch {size}"
+            if self.order == "length"
+            else f"shuffled seed {self.seed}, batch {size}"
+        )
 
 
 class JudgingError(RuntimeError):
@@ -63,18 +96,25 @@ def run_calls(
     backoff_s: float = 1.0,
     desc: str = "judging",
     max_consecutive_failures: int = 3,
+    plan: BatchPlan | None = None,
 ) -> dict[str, JudgeResponse]:
     """Answer every request, from the cache where possible.
 
     Batches are planned from the whole request list (sorted by length, fixed size), so a batch is
     always computed with the same neighbours: a resumed run reproduces an uninterrupted one
     exactly. A batch with any uncached request is computed whole and its misses written at once.
+    ``plan`` changes the order and the batch size (:class:`BatchPlan`; default: length order, the
+    backend's ``max_concurrency``).
     """
+    plan = plan or BatchPlan()
     unique = list({r.key: r for r in requests}.values())
     cached = cache.get_many([r.key for r in unique])
     stats.total += len(requests)
     order = sorted(unique, key=lambda r: (len(r.prompt or json.dumps(r.messages)), r.key))
-    size = max(1, int(backend.max_concurrency))
+    if plan.order == "shuffled":
+        perm = np.random.default_rng(plan.seed).permutation(len(order))
+        order = [order[i] for i in perm]
+    size = max(1, int(plan.size or backend.max_concurrency))
     batches = [order[i : i + size] for i in range(0, len(order), size)]
     todo = [b for b in batches if any(r.key not in cached for r in b)]
     answers = dict(cached)

@@ -16,7 +16,7 @@ from promptlottery.judging.cache import CallCache, cache_key
 
 # the call loop lives in judging.calls (the gate and the rubric study use it without the grid);
 # re-exported here for the callers that import it from the runner
-from promptlottery.judging.calls import CallStats, JudgingError, run_calls  # noqa: F401
+from promptlottery.judging.calls import BatchPlan, CallStats, JudgingError, run_calls  # noqa: F401
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion
@@ -42,6 +42,36 @@ class Condition:
         return "/".join([self.dataset, self.judge_family, self.prompt_group, self.variant, self.backbone])
 
 
+#: what makes the repeated samples of one request differ beyond sampling (``repeat_source``)
+REPEAT_SOURCES = ("none", "batch")
+
+
+def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict[int, BatchPlan] | None:
+    """``{sample_index: BatchPlan}`` under ``repeat_source=source``, or ``None`` for ``none``.
+
+    ``none``: every sample is answered in one call list under the default plan; a deterministic
+    backend then gives its greedy repeats the same label probabilities, and they agree by
+    construction. ``batch`` (ours: an emulation of the batch-composition nondeterminism of the
+    paper's GPU runs, which the paper does not control): sample 0 under the default plan (length
+    order, the backend's batch size ``base_size``), and each sample ``k >= 1`` in its own batches,
+    the requests shuffled with seed ``seed * 100003 + k`` and cut into batches of ``base_size``,
+    ``base_size // 2`` and 1 request(s) for k = 1, 2, 3, then again from ``base_size`` (k = 4, ...).
+    Each request then meets other neighbours (other padding, another shared prefix, another batch
+    shape) and the backend's floating-point result moves as much as that moves it: at float32 on a
+    CPU very little, at bfloat16 more.
+    """
+    if source not in REPEAT_SOURCES:
+        raise ValueError(f"repeat_source must be one of {REPEAT_SOURCES}, got {source!r}")
+    if source == "none":
+        return None
+    base = max(1, int(base_size))
+    sizes = (base, max(1, base // 2), 1)
+    plans = {0: BatchPlan(size=base)}
+    for k in range(1, n_samples):
+        plans[k] = BatchPlan("shuffled", seed=seed * 100003 + k, size=sizes[(k - 1) % len(sizes)])
+    return plans
+
+
 def build_requests(
     items: list[Item],
     condition: Condition,
@@ -51,8 +81,13 @@ def build_requests(
     *,
     n_samples: int = 1,
     examples: list[tuple[Item, str]] = (),
+    repeat_source: str = "none",
 ) -> list[tuple[Item, JudgeRequest]]:
+    """One request per item and sample. A repeat sample computed under its own batch plan
+    (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
+    default plan keeps the key of an ordinary call, so it is shared with the paraphrase grid."""
     labels = group.scale.labels
+    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
     out = []
     for item in items:
@@ -76,6 +111,7 @@ def build_requests(
                     "text_version": group.version,
                     "text_hash": group.text_hash(condition.variant),
                     "sample_index": k,
+                    **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
                 }
             )
             out.append(
@@ -92,6 +128,7 @@ def judgments_table(
     decoding: Decoding,
     cached_keys: set[str],
     stats: CallStats,
+    plans: dict[int, BatchPlan] | None = None,
 ) -> pd.DataFrame:
     rows = []
     for item, req in pairs:
@@ -110,6 +147,9 @@ def judgments_table(
                 "item_id": item.id,
                 "system": item.system,
                 "sample_index": req.sample_index,
+                # what made this sample's computation differ from the other samples' (judging.runner.repeat_plans)
+                "repeat_source": "batch" if plans else "none",
+                "batch_plan": plans[req.sample_index].describe() if plans else "",
                 "temperature": decoding.temperature,
                 "seed": decoding.seed,
                 "human": item.human_score(condition.criterion),
@@ -142,25 +182,51 @@ def judge(
     examples: list[tuple[Item, str]] = (),
     max_retries: int = 4,
     backoff_s: float = 1.0,
+    repeat_source: str = "none",
 ) -> tuple[pd.DataFrame, CallStats]:
-    """Judge ``items`` under ``condition``; returns the judgments table and call counts."""
+    """Judge ``items`` under ``condition``; returns the judgments table and call counts.
+
+    ``repeat_source="batch"`` answers each sample under its own batch plan (:func:`repeat_plans`).
+    """
     if condition.criterion and not any(condition.criterion in it.human for it in items):
         logger.warning("no item has human label criterion=%s condition=%s", condition.criterion, condition.id)
-    pairs = build_requests(items, condition, group, backend, decoding, n_samples=n_samples, examples=examples)
+    pairs = build_requests(
+        items,
+        condition,
+        group,
+        backend,
+        decoding,
+        n_samples=n_samples,
+        examples=examples,
+        repeat_source=repeat_source,
+    )
     stats = CallStats()
     requests = [r for _, r in pairs]
     cached_keys = set(cache.get_many([r.key for r in requests]))
-    answers = run_calls(
-        requests,
-        backend,
-        cache,
-        decoding,
-        stats=stats,
-        max_retries=max_retries,
-        backoff_s=backoff_s,
-        desc=condition.id,
+    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
+    # one call list per batch plan: under `none` all samples together, under `batch` one per sample
+    groups = (
+        {None: requests}
+        if plans is None
+        else {k: [r for r in requests if r.sample_index == k] for k in plans}
     )
-    return judgments_table(pairs, answers, condition, group, decoding, cached_keys, stats), stats
+    answers: dict[str, JudgeResponse] = {}
+    for k, reqs in groups.items():
+        answers.update(
+            run_calls(
+                reqs,
+                backend,
+                cache,
+                decoding,
+                stats=stats,
+                max_retries=max_retries,
+                backoff_s=backoff_s,
+                desc=condition.id if k is None else f"{condition.id} sample {k}",
+                plan=None if k is None else plans[k],
+            )
+        )
+    table = judgments_table(pairs, answers, condition, group, decoding, cached_keys, stats, plans)
+    return table, stats
 
 
 def condition_metrics(df: pd.DataFrame) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,8 @@ _DEFAULTS: dict[str, Any] = {
     "rubric": "",
     "system": None,
     "sample_index": 0,
+    "repeat_source": "none",
+    "batch_plan": "",
     "temperature": 1e-5,
     "seed": 0,
     "human": np.nan,
@@ -171,6 +173,7 @@ def load_judgments(
         df[col] = df[col].fillna("").astype(str)
     df["temperature"] = df["temperature"].astype(float)
     df["sample_index"] = df["sample_index"].astype(int)
+    df["repeat_source"] = df["repeat_source"].fillna("none").astype(str)
     df["seed"] = df["seed"].fillna(0).astype(int)
     df["item_id"] = df["item_id"].astype(str)
     jobs.check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
@@ -194,7 +197,16 @@ def load_judgments(
     # one backbone name is one backend identity (checked above): identity, not name, de-duplicates
     ident = df["backend_identity"] if not allow_mixed_dtypes else df["backend_identity"].map(_without_dtype)
     df = df.assign(_ident=ident)
-    key = [*CONFIG_KEYS, "_ident", "variant", "temperature", "seed", "sample_index", "item_id"]
+    key = [
+        *CONFIG_KEYS,
+        "_ident",
+        "variant",
+        "temperature",
+        "seed",
+        "repeat_source",
+        "sample_index",
+        "item_id",
+    ]
     df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
     return df.drop(columns="_ident").reset_index(drop=True)
 
@@ -297,11 +309,19 @@ def main_temperature(rows: pd.DataFrame, temperature: float | None = None) -> fl
 
 
 def paraphrase_rows(rows: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
-    """The rows of the paraphrase setting: sample 0 of each variant at the main temperature."""
+    """The rows of the paraphrase setting: sample 0 of each variant at the main temperature.
+
+    Sample 0 of a fixed-prompt job with a repeat source is computed under the default batch plan,
+    like an ordinary call (:func:`promptlottery.judging.runner.repeat_plans`): it stands in for a
+    variant only where no ordinary (``repeat_source=none``) row of that variant and item exists.
+    """
     t0 = main_temperature(rows, temperature)
     sel = rows[np.isclose(rows["temperature"], t0, rtol=1e-6, atol=0) & (rows["sample_index"] == 0)]
     if len(sel):
         sel = sel[sel["seed"] == sel["seed"].min()]
+    if len(sel) and (sel["repeat_source"] != "none").any():
+        sel = sel.sort_values("repeat_source", key=lambda s: s != "none", kind="mergesort")
+        sel = sel.drop_duplicates(["variant", "item_id"]).sort_index()
     return sel
 
 
@@ -330,15 +350,33 @@ def judge_matrix(
     return m.loc[sorted(m.index, key=natural_key)]
 
 
-def fixed_settings(rows: pd.DataFrame, reference: str = "P1") -> list[tuple[float, pd.DataFrame]]:
-    """``(temperature, rows)`` for each temperature at which the reference variant has >= 2 samples."""
+class FixedSetting(NamedTuple):
+    """One fixed-prompt baseline: the reference variant's repeated samples at one temperature, with
+    one repeat source (``none``: the repeats differ only by sampling; ``batch``: each in its own
+    batch composition, :func:`promptlottery.judging.runner.repeat_plans`)."""
+
+    temperature: float
+    repeat_source: str
+    rows: pd.DataFrame
+
+    @property
+    def name(self) -> str:
+        """``fixed T=0.7``, or ``fixed T=1e-05 batch`` for a repeat source other than ``none``."""
+        return f"fixed T={self.temperature:g}" + (
+            "" if self.repeat_source == "none" else f" {self.repeat_source}"
+        )
+
+
+def fixed_settings(rows: pd.DataFrame, reference: str = "P1") -> list[FixedSetting]:
+    """The fixed-prompt baselines: one per temperature and repeat source at which the reference
+    variant has >= 2 samples, by temperature (``none`` before the others)."""
     ref = rows[rows["variant"] == reference]
     out = []
-    for t, g in sorted(ref.groupby("temperature"), key=lambda t: t[0]):
+    for (t, src), g in ref.groupby(["temperature", "repeat_source"]):
         g = g[g["seed"] == g["seed"].min()]
         if g["sample_index"].nunique() >= 2:
-            out.append((float(t), g))
-    return out
+            out.append(FixedSetting(float(t), str(src), g))
+    return sorted(out, key=lambda f: (f.temperature, f.repeat_source != "none", f.repeat_source))
 
 
 def human_vector(rows: pd.DataFrame, items: Iterable[str]) -> np.ndarray:

@@ -11,19 +11,23 @@
 #   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=1 article x 16 systems (RANK_BACKBONES)
 #   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=1 question x 6 models (RANK_BACKBONES)
 #   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7 (FIXED_BACKBONES=qwen25_coder_05b)
+#                                    and repeated 5 times at T = 1e-5, each repeat in its own batch composition
+#                                    (repeat_source=batch, GREEDY_BACKBONES=qwen25_coder_05b,qwen25_coder_15b)
 #
 #   make setup-panel && bash experiments/cpu_study.sh            # the study (wall time: experiments/README.md)
-#   BACKBONES=fake OUT=/tmp/study bash experiments/cpu_study.sh  # rehearsal in about a minute
+#   BACKBONES=fake OUT=/tmp/study bash experiments/cpu_study.sh  # rehearsal: 149 s, most of it the SQuAD v2 systems
 #
 # Cost grows linearly with every size above (and with the number of backbones); the 1.5B judge is
 # about 60% of it. Every call is cached: re-running resumes where it stopped. Environment: the sizes
 # above, BACKBONES (comma list, default the panel), OUT (default outputs/cpu_study), LOGGER (none |
-# wandb, default none), FIXED_BACKBONES (the backbones of the fixed-prompt baseline), RANK_BACKBONES and
+# wandb, default none), FIXED_BACKBONES and GREEDY_BACKBONES (the backbones of the sampled and the greedy
+# fixed-prompt baselines), RANK_BACKBONES and
 # MT_SYSTEMS (the two rank configurations), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
+GIVEN=${BACKBONES:-}  # a BACKBONES given (e.g. fake for the rehearsal) is the default of every *_BACKBONES below
 BACKBONES=${BACKBONES:-smollm2,gemma3_270m,qwen25_coder_05b,qwen25_coder_15b}
 STSB=${STSB:-24}
 TC=${TC:-12}
@@ -33,10 +37,11 @@ MTBENCH=${MTBENCH:-1}
 OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}
-FIXED_BACKBONES=${FIXED_BACKBONES:-qwen25_coder_05b}
+FIXED_BACKBONES=${FIXED_BACKBONES:-${GIVEN:-qwen25_coder_05b}}
+GREEDY_BACKBONES=${GREEDY_BACKBONES:-${GIVEN:-qwen25_coder_05b,qwen25_coder_15b}}
 # gemma-3-270m base reads three solved examples before each item: with a full article or an MT-Bench
 # answer that is 3,000+ tokens an item, so it sits out the two rank configurations
-RANK_BACKBONES=${RANK_BACKBONES:-smollm2,qwen25_coder_05b,qwen25_coder_15b}
+RANK_BACKBONES=${RANK_BACKBONES:-${GIVEN:-smollm2,qwen25_coder_05b,qwen25_coder_15b}}
 MT_SYSTEMS=${MT_SYSTEMS:-[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]}
 start=$(date +%s)
 
@@ -55,6 +60,10 @@ BACKBONES=$RANK_BACKBONES sweep mt_bench_quality/paraphrases +experiment=mt_benc
   "dataset.options.systems=$MT_SYSTEMS"
 BACKBONES=$FIXED_BACKBONES sweep stsb_alignment/fixed_t07 +experiment=stsb_alignment dataset.limit="$STSB" \
   judge.variant=P1 n_samples=5 decoding.temperature=0.7
+# greedy repeats agree by construction on a deterministic backend: repeat_source=batch makes them differ
+# as the paper's GPU runs did (batch composition), see README "The fixed-prompt baseline's repeats"
+BACKBONES=$GREEDY_BACKBONES sweep stsb_alignment/fixed_greedy_batch +experiment=stsb_alignment dataset.limit="$STSB" \
+  judge.variant=P1 n_samples=5 repeat_source=batch
 
 echo "== judging done ($(( $(date +%s) - start )) s); analysis"
 $PY -m run +analysis=lottery analysis.runs="$OUT/grid/*/*" logger="$LOGGER" hydra.run.dir="$OUT/analysis"

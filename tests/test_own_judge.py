@@ -324,6 +324,13 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = sorted(p.parent.name for p in (tmp_path / "sweep").glob("*/judgments.parquet"))
     assert jobs == ["0_P1_fake", "1_P2_fake"]  # the file's two variants, not a fixed P1-P5 list
+    # the sweep plan resolves ${group_variants:...} to those two variants (it was "sweep plan not written")
+    plan = json.loads((tmp_path / "sweep" / "sweep_plan.json").read_text())["jobs"]
+    assert [[o for o in j["overrides"] if o.startswith("judge.variant=")] for j in plan] == [
+        ["judge.variant=P1"],
+        ["judge.variant=P2"],
+    ]
+    assert "sweep plan not written" not in proc.stderr
     report = (tmp_path / "sweep" / "lottery" / "report.md").read_text()
     head = report.split("\n## ", 2)[1]
     assert (

@@ -114,11 +114,13 @@ def plan_jobs(config: DictConfig) -> list[dict[str, Any]] | None:
         return None
     from omegaconf import OmegaConf
 
-    # unresolved, like the overrides.yaml Hydra writes (an ${oc.env:...} stays a reference)
-    params = [
-        f"{k}={v}"
-        for k, v in (OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}).items()
-    ]
+    # unresolved, like the overrides.yaml Hydra writes (an ${oc.env:...} stays a reference); another
+    # interpolation (``${group_variants:${judge.group_file}}``) is resolved: its value is the list swept
+    params = []
+    for k, v in (OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}).items():
+        if isinstance(v, str) and "${" in v and "oc.env" not in v:
+            v = config.hydra.sweeper.params[k]
+        params.append(f"{k}={v}")
     params += OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     overrides = OverridesParser.create().parse_overrides(params)
     batches = BasicSweeper.split_arguments(overrides, None)

@@ -319,10 +319,17 @@ def paraphrase_rows(rows: pd.DataFrame, temperature: float | None = None) -> pd.
     sel = rows[np.isclose(rows["temperature"], t0, rtol=1e-6, atol=0) & (rows["sample_index"] == 0)]
     if len(sel):
         sel = sel[sel["seed"] == sel["seed"].min()]
-    if len(sel) and (sel["repeat_source"] != "none").any():
-        sel = sel.sort_values("repeat_source", key=lambda s: s != "none", kind="mergesort")
-        sel = sel.drop_duplicates(["variant", "item_id"]).sort_index()
+    if len(sel) and (_repeat_source(sel) != "none").any():
+        ordinary_first = sel.assign(_r=_repeat_source(sel) != "none").sort_values("_r", kind="mergesort")
+        sel = ordinary_first.drop_duplicates(["variant", "item_id"]).drop(columns="_r").sort_index()
     return sel
+
+
+def _repeat_source(rows: pd.DataFrame) -> pd.Series:
+    """The rows' repeat source; ``none`` for a table built without the column (before repeat sources)."""
+    if "repeat_source" in rows.columns:
+        return rows["repeat_source"].fillna("none").astype(str)
+    return pd.Series("none", index=rows.index, dtype=object)
 
 
 def variant_order(variants: Iterable[str], reference: str = "P1") -> list[str]:
@@ -372,7 +379,7 @@ def fixed_settings(rows: pd.DataFrame, reference: str = "P1") -> list[FixedSetti
     variant has >= 2 samples, by temperature (``none`` before the others)."""
     ref = rows[rows["variant"] == reference]
     out = []
-    for (t, src), g in ref.groupby(["temperature", "repeat_source"]):
+    for (t, src), g in ref.groupby([ref["temperature"], _repeat_source(ref).rename("repeat_source")]):
         g = g[g["seed"] == g["seed"].min()]
         if g["sample_index"].nunique() >= 2:
             out.append(FixedSetting(float(t), str(src), g))

@@ -177,3 +177,33 @@ def test_generate_group_with_nothing_to_reword_names_the_template(tmp_path):
     original, opts = _setup(tmp_path, "bare.j2", "{{ response }}\n\nAnswer Yes or No.\n", n=1)
     with pytest.raises(PromptError, match=rf"paraphrase.template={tmp_path / 'bare.j2'}: nothing to reword"):
         generate_group(original, opts, ask=lambda t, i: [], score=None, encode=lambda t: [])
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("A hedge between options or no answer is wrong.", set()),  # "no" as an ordinary word
+        ("No prior knowledge is needed.", set()),
+        ("Answer yes or no.", {"yes", "no"}),
+        ('Reply with only "yes" or "no": is it engaging?', {"yes", "no"}),
+        ("Engaging (Yes/No):", {"yes", "no"}),
+        ("Reply with Yes if the answer is correct and No otherwise.", {"yes", "no"}),
+        ("Answer no if any fact is wrong.", {"no"}),
+    ],
+)
+def test_word_labels_count_only_where_they_stand_as_labels(text, named):
+    from promptlottery.prompts.template_parts import labels_named
+
+    assert labels_named(text, YES_NO) == named
+
+
+def test_a_rewording_may_drop_or_add_no_as_an_ordinary_word():
+    source = "Read the answer; there is no need to explain."
+    assert parse_rewording("Read the answer without explaining it.", source, YES_NO) == (
+        "Read the answer without explaining it.",
+        None,
+    )
+    assert parse_rewording("Read the answer and give no explanation.", "Read the answer.", YES_NO)[1] is None
+    # a label pair is still a label: dropping it rejects the rewording
+    _, problem = parse_rewording("Decide about the answer.", "Decide: yes or no.", YES_NO)
+    assert problem == "the rewording names the scale labels [], the source ['no', 'yes']"

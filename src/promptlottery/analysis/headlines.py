@@ -191,7 +191,9 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
             )
         yield row
     if fixed.empty:
-        yield h.na("n/a: no fixed-prompt baseline (run P1 with n_samples=5 at T=0.7, and at T=1e-5 with repeat_source=batch)")
+        yield h.na(
+            "n/a: no fixed-prompt baseline (run P1 with n_samples=5 at T=0.7, and at T=1e-5 with repeat_source=batch)"
+        )
 
 
 def paraphrase_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:

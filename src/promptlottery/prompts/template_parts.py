@@ -63,11 +63,44 @@ class Part:
         return self.text.strip()
 
 
+#: verbs after which a word label stands as an answer ("Answer yes if ...", "reply with No")
+_ANSWER_VERBS = r"(?:answer|reply|respond|say|output|write|return|print)"
+
+
 def labels_named(text: str, scale: Scale) -> set[str]:
-    """Scale labels that appear as whole words in ``text`` (the matching of :meth:`Scale.parse`)."""
+    """Scale labels that ``text`` names as labels.
+
+    A label that is not a word (``1``, ``10``) is named wherever it stands as a whole token (the
+    matching of :meth:`Scale.parse`). A word label (``yes``, ``no``) is an ordinary word too ("no
+    answer is wrong"), so it counts only where it stands as a label: quoted (``"no"``, ``'No'``),
+    paired with another label of the scale (``yes or no``, ``Yes/No``, ``yes, no``), right after an
+    answer verb (``Answer yes if ...``, ``reply with No``), or capitalised after a lower-case word or a
+    comma (``..., otherwise No``).
+
+    >>> yn = get_scale("binary_yes_no")
+    >>> sorted(labels_named("A hedge or no answer is wrong. No prior knowledge is needed.", yn))
+    []
+    >>> sorted(labels_named("Answer Yes if it is correct, otherwise No.", yn))
+    ['no', 'yes']
+    """
     out = set()
     for lab in scale.labels:
-        if re.search(rf"(?<![\w.]){re.escape(lab)}(?![\w]|\.\d)", text, flags=re.IGNORECASE):
+        pat = re.escape(lab)
+        if not re.fullmatch(r"[^\W\d_]+", lab):  # numbers and symbols: a whole token
+            if re.search(rf"(?<![\w.]){pat}(?![\w]|\.\d)", text, flags=re.IGNORECASE):
+                out.add(lab)
+            continue
+        others = "|".join(re.escape(o) for o in scale.labels if o != lab)
+        sep = r"\s*(?:/|,|\||\bor\b|\band\b)\s*"
+        word = rf"\b{pat}\b"
+        as_label = [
+            rf"[{_QUOTES}]\s*{pat}\s*[{_QUOTES}]",
+            *([rf"{word}{sep}(?:{others})\b", rf"\b(?:{others}){sep}{word}"] if others else []),
+            rf"\b{_ANSWER_VERBS}\s+(?:with\s+)?(?:only\s+)?(?:the\s+word\s+)?{word}",
+        ]
+        if any(re.search(p_, text, flags=re.IGNORECASE) for p_ in as_label) or re.search(
+            rf"(?:[a-z],?|,)\s+(?:{pat.capitalize()}|{pat.upper()})\b", text
+        ):
             out.add(lab)
     return out
 

@@ -367,3 +367,76 @@ def test_assistant_prefix_continues_the_final_message_on_vllm_only(stub):
     with pytest.raises(BackendError, match="assistant prefix"):
         OpenAIBackend("gpt-x", base_url=stub.url, api_key_env="").generate(req, Decoding())
     assert len(stub.seen) == 1
+
+
+# -- a label that spans two tokens on the server ("10" = "1" + "0") ----------------------------------
+TENS = tuple(str(k) for k in range(1, 11))
+
+
+def test_a_two_token_label_takes_its_share_of_the_prefix_mass():
+    # the answer starts with "1" (p 0.5 of the first token; "9" 0.4); after "1", "0" has p 0.8:
+    # p(10) = 0.5 * 0.8 = 0.4, p(1) = 0.5 * 0.2 = 0.1, p(9) = 0.4 (before: p(1) 0.5 and p(10) 0)
+    pos = [
+        {"token": "1", "logprob": math.log(0.5), "top_logprobs": _top([("1", 0.5), ("9", 0.4)])},
+        {"token": "0", "logprob": math.log(0.8), "top_logprobs": _top([("0", 0.8), (".", 0.1)])},
+    ]
+    probs = label_probs_from_top_logprobs(pos, TENS)
+    assert (
+        probs["10"] == pytest.approx(0.4)
+        and probs["1"] == pytest.approx(0.1)
+        and probs["9"] == pytest.approx(0.4)
+    )
+    # a server whose tokenizer has one token for "10" lists it: nothing is split
+    whole = [{"token": "10", "logprob": math.log(0.5), "top_logprobs": _top([("10", 0.5), ("1", 0.2)])}]
+    assert label_probs_from_top_logprobs(whole, TENS) == pytest.approx(
+        {**dict.fromkeys(TENS, 0.0), "10": 0.5, "1": 0.2}
+    )
+
+
+def test_an_unknown_split_falls_back_to_the_parsed_label_and_says_why(stub):
+    # the answer starts with "8"; "1" (p 0.3) may be "1" or the start of "10": no label probabilities
+    top = _top([("8", 0.6), ("1", 0.3)])
+    body = {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": "8"},
+                "finish_reason": "stop",
+                "logprobs": {"content": [{"token": "8", "logprob": math.log(0.6), "top_logprobs": top}]},
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+    }
+    stub.script = [(200, body, {})]
+    req = [JudgeRequest(key="k", labels=TENS, messages=[{"role": "user", "content": "rate"}])]
+    (out,) = _backend(stub.url).generate(req, Decoding(top_logprobs=5, max_new_tokens=4))
+    assert out.label_probs is None and "spans two tokens" in out.extra["label_probs_missing"]
+    s = score_response(out, get_scale("likert_1_10"))
+    assert s.scoring_mode == PARSED_LABEL and s.parsed_label == "8"
+
+
+class DigitTokenizer:
+    """A tokenizer with one token per digit: no single token spells "10"."""
+
+    name_or_path = "digits"
+
+    def __len__(self):
+        return 10
+
+    def get_vocab(self):
+        return {str(d): d for d in range(10)}
+
+    def decode(self, ids):
+        return "".join(str(i) for i in ids)
+
+
+def test_stopping_at_a_label_token_refuses_a_two_token_label(stub, monkeypatch):
+    backend = VLLMServerBackend("judge-model", base_url=stub.url, tokenizer="digits")
+    monkeypatch.setattr(VLLMServerBackend, "tokenizer", property(lambda self: DigitTokenizer()))
+    req = [JudgeRequest(key="k", labels=TENS, messages=[{"role": "user", "content": "rate"}])]
+    with pytest.raises(
+        BackendError, match=r"labels \['10'\] have no single-token spelling.*stop_at_label=false"
+    ):
+        backend.generate(req, Decoding(top_logprobs=5, max_new_tokens=4, stop_at_label=True))
+    stub.script = [(200, None, {})]
+    out = backend.generate(req, Decoding(top_logprobs=5, max_new_tokens=4, stop_at_label=False))
+    assert "stop_token_ids" not in stub.seen[-1]["body"] and out[0].raw_text == "4"

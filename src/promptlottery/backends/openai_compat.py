@@ -254,7 +254,15 @@ class OpenAICompatBackend:
             # stop token out of the text, _parse puts it back from the logprobs
             tok = self.tokenizer
             if tok is not None:
-                body["stop_token_ids"] = sorted(set().union(*label_token_ids(tok, request.labels)))
+                ids = label_token_ids(tok, request.labels)
+                split = [lab for lab, t in zip(request.labels, ids, strict=False) if not t]
+                if split:  # stopping at the first label token would cut "10" to "1"
+                    raise BackendError(
+                        f"{self.name}: labels {split} have no single-token spelling, so stopping at a label "
+                        "token (decoding.stop_at_label=true) would cut them; set decoding.stop_at_label=false "
+                        "(their probability is then read from two positions)"
+                    )
+                body["stop_token_ids"] = sorted(set().union(*ids))
         body.update(self.extra_body)
         return path, body
 

@@ -221,3 +221,14 @@ def test_the_judging_job_takes_the_option_and_records_it(tmp_path):
         "shuffled seed 2, batch 8",
     ]
     assert json.loads((tmp_path / "job" / "results.json").read_text())["config"]["repeat_source"] == "batch"
+
+
+def test_tables_write_small_values_with_significant_digits(tmp_path):
+    from promptlottery.analysis.report import write_table
+
+    df = pd.DataFrame(
+        {"setting": ["fixed T=1e-05 batch"], "temperature": [1e-5], "cont_range_max": [4.1e-6], "x": [0.5]}
+    )
+    paths = write_table(df, "t", tmp_path)
+    assert paths["csv"].read_text().splitlines()[1] == "fixed T=1e-05 batch,1e-05,4.1e-06,0.5000"
+    assert paths["md"].read_text().splitlines()[2] == "| fixed T=1e-05 batch | 1e-05 | 4.1e-06 | 0.500 |"

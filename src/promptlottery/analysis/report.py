@@ -15,6 +15,9 @@ import numpy as np
 import pandas as pd
 
 CSV_FLOAT = "%.4f"
+#: columns whose values are small by nature (T = 1e-05, the batch noise of a repeat source): written
+#: with 4 significant digits instead of 4 decimals, which would print them as 0.0000
+CSV_SIGNIFICANT = ("temperature", "cont_range_max", "cont_range_mean")
 
 #: the paper's headline values (Prompt Lottery seed paper)
 PAPER = {
@@ -43,7 +46,10 @@ def write_table(
     tables_dir = Path(tables_dir)
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv = tables_dir / f"{name}.csv"
-    df.to_csv(csv, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+    small = {
+        c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.4g}") for c in CSV_SIGNIFICANT if c in df.columns
+    }
+    df.assign(**small).to_csv(csv, index=False, float_format=CSV_FLOAT, lineterminator="\n")
     md = tables_dir / f"{name}.md"
     md.write_text(markdown_table(df, columns) + "\n", encoding="utf-8")
     return {"csv": csv, "md": md}
@@ -95,8 +101,14 @@ def markdown_table(df: pd.DataFrame, columns: dict[str, str] | None = None) -> s
     cols = [c for c in columns if c in df.columns]
     lines = ["| " + " | ".join(columns[c] for c in cols) + " |", "|" + "---|" * len(cols)]
     for _, row in df[cols].iterrows():
-        lines.append("| " + " | ".join(_cell(row[c]) for c in cols) + " |")
+        cells = (_small(row[c]) if c in CSV_SIGNIFICANT else _cell(row[c]) for c in cols)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _small(x: Any) -> str:
+    """A value of a :data:`CSV_SIGNIFICANT` column: 4 significant digits (``1e-05``, ``4.1e-06``)."""
+    return f"{x:.4g}" if isinstance(x, (float, np.floating)) and np.isfinite(x) else _cell(x)
 
 
 def with_ci_columns(df: pd.DataFrame, measures: Sequence[str], *, pct: bool = False) -> pd.DataFrame:

@@ -55,6 +55,17 @@ class BatchSizeJudge(FakeBackend):
         return [JudgeResponse(lab, {lab: 0.9}, 1, 1, 0.0) for _ in requests]
 
 
+def _with_batch_repeats(reps: dict[str, str]) -> pd.DataFrame:
+    """Config A's P1-P3 plus P1 repeated with repeat_source=batch: ``{item: labels of samples 0, 1, ...}``."""
+    rows = config_a(baselines=False)
+    for k, (item, labs) in enumerate(reps.items()):
+        for s, lab in enumerate(labs):
+            r = _row("stsb", "semantic_alignment", "G12", "likert_1_5", "bb1", "similarity", item, "ABCD"[k],
+                     float(k + 1), "P1", lab, sample_index=s)  # fmt: skip
+            rows.append({**r, "repeat_source": "batch"})
+    return add_verdicts(load_judgments(judgments(rows)))
+
+
 def test_repeat_plans_follow_the_documented_cycle():
     assert repeat_plans("none", 5, 0, 4) is None
     plans = repeat_plans("batch", 5, 0, 4)
@@ -129,26 +140,7 @@ def test_batch_repeats_are_measured_not_by_construction():
     #   i1  1 1 1      i2  1 2 1      i3  2 2 2      i4  2 2 2
     # Fleiss, 3 raters: P_i = 1, 1/3, 1, 1 -> P-bar = 10/12; label 1: 5 of 12, label 2: 7 of 12
     # P_e = (25 + 49) / 144 = 37/72 -> kappa = (60/72 - 37/72) / (35/72) = 23/35
-    reps = {"i1": "111", "i2": "121", "i3": "222", "i4": "222"}
-    rows = config_a(baselines=False)
-    for k, (item, labs) in enumerate(reps.items()):
-        for s, lab in enumerate(labs):
-            r = _row(
-                "stsb",
-                "semantic_alignment",
-                "G12",
-                "likert_1_5",
-                "bb1",
-                "similarity",
-                item,
-                "ABCD"[k],
-                float(k + 1),
-                "P1",
-                lab,
-                sample_index=s,
-            )
-            rows.append({**r, "repeat_source": "batch"})
-    d = add_verdicts(load_judgments(judgments(rows)))
+    d = _with_batch_repeats({"i1": "111", "i2": "121", "i3": "222", "i4": "222"})
     (f,) = fixed_settings(d)
     assert (f.temperature, f.repeat_source, f.name) == (1e-5, "batch", "fixed T=1e-05 batch")
     # the paraphrase setting keeps P1's ordinary row, not the repeat job's sample 0
@@ -167,25 +159,7 @@ def test_batch_repeats_are_measured_not_by_construction():
 
 
 def test_batch_repeats_that_agree_are_a_measurement_of_1():
-    rows = config_a(baselines=False)
-    for k, lab in enumerate(["1", "1", "2", "2"]):
-        for s in range(3):
-            r = _row(
-                "stsb",
-                "semantic_alignment",
-                "G12",
-                "likert_1_5",
-                "bb1",
-                "similarity",
-                f"i{k + 1}",
-                "ABCD"[k],
-                float(k + 1),
-                "P1",
-                lab,
-                sample_index=s,
-            )
-            rows.append({**r, "repeat_source": "batch"})
-    d = add_verdicts(load_judgments(judgments(rows)))
+    d = _with_batch_repeats({"i1": "111", "i2": "111", "i3": "222", "i4": "222"})
     opts = {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": False, "embeddings": "none"}
     h = analyse(d, LotteryOptions.from_dict(opts))["tables"]["headlines"].set_index("key")
     assert h.loc["fixed_kappa_T1e-05_batch", "ours"] == pytest.approx(1.0)

@@ -206,3 +206,11 @@ def test_tables_write_small_values_with_significant_digits(tmp_path):
     paths = write_table(df, "t", tmp_path)
     assert paths["csv"].read_text().splitlines()[1] == "fixed T=1e-05 batch,1e-05,4.1e-06,0.5000"
     assert paths["md"].read_text().splitlines()[2] == "| fixed T=1e-05 batch | 1e-05 | 4.1e-06 | 0.500 |"
+
+
+def test_the_option_at_its_default_keeps_an_older_job_dir_resumable():
+    from promptlottery.tracking.jobdir import config_hash
+
+    older = {"task_name": "judge", "n_samples": 5, "judge": {"variant": "P1"}}
+    assert config_hash({**older, "repeat_source": "none"}) == config_hash(older)
+    assert config_hash({**older, "repeat_source": "batch"}) != config_hash(older)

@@ -39,12 +39,24 @@ def unique_suffix() -> str:
     return _SUFFIX
 
 
+#: top-level options added after the first release, with the default that changes nothing
+NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+
+
 def config_hash(config: dict) -> str:
     """sha256 of a job's resolved config, without the parts that do not define the job."""
     from promptlottery.tracking.secrets import redact
 
-    # redacted, so a results.json's (redacted) config hashes the same as the job's own
-    keep = redact({k: v for k, v in config.items() if k not in ("hydra", "logger")})
+    # redacted, so a results.json's (redacted) config hashes the same as the job's own; an option added
+    # later, at the default that keeps the old behaviour, leaves the hash as it was (a sweep dir of an
+    # earlier version can still be resumed)
+    keep = redact(
+        {
+            k: v
+            for k, v in config.items()
+            if k not in ("hydra", "logger") and not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])
+        }
+    )
     blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

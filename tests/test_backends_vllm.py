@@ -325,3 +325,44 @@ def test_float32_transformers_and_vllm_agree_to_four_decimals(tmp_path):
         for lab in a:
             assert a[lab] == pytest.approx(b[lab], abs=FP32_TOL), (i, lab, a, b)
     vllm_backend.shutdown_engines()
+
+
+def test_inprocess_vllm_reads_a_two_token_label_from_two_positions(tmp_path):
+    """SmolLM2's tokenizer spells "10" as "1" + "0". Stopping at a label token would cut it, so
+    ``stop_at_label=true`` is refused; without it, where the answer starts with "1", p(10) =
+    p(1) * p(0 | 1) and "1" and "10" together hold what "1" holds on a 1-9 scale; where it starts
+    otherwise the split is unknown and the answer has no label probabilities (never p(10) = 0)."""
+    from hydra.utils import instantiate
+
+    from promptlottery.backends.base import BackendError, JudgeRequest
+    from promptlottery.backends.tokens import SPLIT_UNKNOWN
+
+    vl = instantiate(
+        compose(
+            ["backbone=smollm2_vllm", "backbone.backend.dtype=float32"], tmp_path=tmp_path
+        ).backbone.backend
+    )
+    tens = tuple(str(k) for k in range(1, 11))
+    asks = ["Reply with the number 10 and nothing else.", "Reply with the number 7 and nothing else."]
+
+    def reqs(labels):
+        return [
+            JudgeRequest(key=str(i), labels=labels, messages=[{"role": "user", "content": a}])
+            for i, a in enumerate(asks)
+        ]
+
+    with pytest.raises(BackendError, match=r"labels \['10'\] have no single-token spelling"):
+        vl.generate(reqs(tens), Decoding(stop_at_label=True))
+    free = Decoding(stop_at_label=False, max_new_tokens=4)
+    out, nine = vl.generate(reqs(tens), free), vl.generate(reqs(tens[:9]), free)
+    assert out[0].raw_text.strip().startswith("10") and not out[1].raw_text.strip().startswith("1")
+    ten, one_to_nine = out[0].label_probs, nine[0].label_probs
+    assert ten["10"] > 0 and ten["10"] + ten["1"] == pytest.approx(one_to_nine["1"], rel=1e-5)
+    assert sum(ten.values()) == pytest.approx(sum(one_to_nine.values()), rel=1e-5)
+    if nine[1].label_probs["1"] > 0:  # "1" in the top logprobs: it may be the start of "10"
+        assert out[1].label_probs is None and out[1].extra["label_probs_missing"] == SPLIT_UNKNOWN
+    else:  # neither "1" nor "10" is in the top logprobs
+        assert out[1].label_probs["10"] == 0
+    from promptlottery.backends import vllm_backend
+
+    vllm_backend.shutdown_engines()

@@ -36,7 +36,7 @@ from promptlottery.backends.openai_wire import (
     label_probs_from_top_logprobs,
     parse_response,
 )
-from promptlottery.backends.tokens import label_token_ids
+from promptlottery.backends.tokens import label_token_ids, single_token_stop_ids
 
 __all__ = [
     "RETRY_STATUS",
@@ -255,14 +255,7 @@ class OpenAICompatBackend:
             tok = self.tokenizer
             if tok is not None:
                 ids = label_token_ids(tok, request.labels)
-                split = [lab for lab, t in zip(request.labels, ids, strict=False) if not t]
-                if split:  # stopping at the first label token would cut "10" to "1"
-                    raise BackendError(
-                        f"{self.name}: labels {split} have no single-token spelling, so stopping at a label "
-                        "token (decoding.stop_at_label=true) would cut them; set decoding.stop_at_label=false "
-                        "(their probability is then read from two positions)"
-                    )
-                body["stop_token_ids"] = sorted(set().union(*ids))
+                body["stop_token_ids"] = single_token_stop_ids(ids, request.labels, name=self.name)
         body.update(self.extra_body)
         return path, body
 

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.tokens import add_space_route, spelling_probs
+from promptlottery.backends.tokens import SPLIT_UNKNOWN, add_space_route, spelling_probs, split_prefix_labels
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _CONTEXT_MARKERS = (
@@ -89,57 +89,9 @@ def label_probs_from_top_logprobs(
     if first == " " and len(positions) > 1 and positions[1].get("top_logprobs"):
         add_space_route(probs, math.exp(float(positions[0]["logprob"])), dist(positions[1]))
         at = 1
-    return split_prefix_labels(probs, positions, at, labels)
-
-
-def split_prefix_labels(
-    probs: dict[str, float], positions: list[dict[str, Any]], at: int, labels: tuple[str, ...]
-) -> dict[str, float] | None:
-    """Labels that extend another label (``10`` after ``1`` on a 1-10 scale) on a server whose
-    tokenizer may spell them with two tokens.
-
-    Where some listed token spells the longer label whole, the server has one token for it and
-    ``probs`` stands. Otherwise a token ``1`` carries the mass of ``1`` and of ``10`` together, so
-    the mass is split along the generated answer: when it starts with the shorter label and the next
-    position lists top logprobs, p(10) = p(1) * p1(0 | 1) and p(1) keeps the rest (the same split
-    is applied to the whole mass of ``1``, with or without a leading space). When the answer starts
-    otherwise, the split is unknown: None (the verdict then comes from the parsed text, and the
-    scoring says so), never a probability of 0 for ``10``.
-
-    >>> lp = math.log
-    >>> pos = [{"token": "1", "logprob": lp(0.6), "top_logprobs": [
-    ...     {"token": "1", "logprob": lp(0.6)}, {"token": "8", "logprob": lp(0.3)}]},
-    ...     {"token": "0", "logprob": lp(0.5), "top_logprobs": [{"token": "0", "logprob": lp(0.5)}]}]
-    >>> tens = tuple(str(k) for k in range(1, 11))
-    >>> p = label_probs_from_top_logprobs(pos, tens)
-    >>> round(p["1"], 2), round(p["10"], 2), round(p["8"], 2)
-    (0.3, 0.3, 0.3)
-    >>> pos[0]["token"] = "8"  # the answer starts with 8: the 1 / 10 split is unknown
-    >>> label_probs_from_top_logprobs(pos, tens) is None
-    True
-    """
-    low = {lab: lab.lower() for lab in labels}
-    pairs = [(m, lab) for m in labels for lab in labels if lab != m and low[lab].startswith(low[m])]
-    pairs = [(m, lab) for m, lab in pairs if probs[m] > 0 and probs[lab] == 0]
-    if not pairs:
-        return probs
-    token = str(positions[at].get("token", "")).strip().lower()
     nxt = positions[at + 1].get("top_logprobs") if at + 1 < len(positions) else None
-    out = dict(probs)
-    for m in sorted({m for m, _ in pairs}):
-        if token != low[m] or not nxt:
-            return None
-        longer = {low[lab][len(low[m]) :]: lab for mm, lab in pairs if mm == m}
-        q = dict.fromkeys(longer.values(), 0.0)
-        for alt in nxt:
-            lab = longer.get(str(alt.get("token", "")).strip().lower())
-            if lab is not None and alt.get("logprob") is not None:
-                q[lab] += math.exp(float(alt["logprob"]))
-        total = min(1.0, sum(q.values()))
-        for lab, share in q.items():
-            out[lab] += probs[m] * share
-        out[m] = probs[m] * (1.0 - total)
-    return out
+    following = [(str(a.get("token", "")), a.get("logprob")) for a in nxt] if nxt else None
+    return split_prefix_labels(probs, str(positions[at].get("token", "")), following, labels)
 
 
 def parse_response(
@@ -199,9 +151,7 @@ def parse_response(
         extra={
             "scoring": "logprobs" if probs is not None else "parsed_label",
             **(
-                {
-                    "label_probs_missing": "a label spans two tokens and the answer does not start with its prefix"
-                }
+                {"label_probs_missing": SPLIT_UNKNOWN}
                 if probs is None and logprobs and positions and positions[0].get("top_logprobs")
                 else {}
             ),

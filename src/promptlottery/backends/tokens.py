@@ -180,3 +180,69 @@ def add_space_route(
     for lab, p in after_space.items():
         probs[lab] += p_space * p
     return probs
+
+
+def split_prefix_labels(
+    probs: dict[str, float],
+    token: str,
+    following: Iterable[tuple[str, float | None]] | None,
+    labels: tuple[str, ...],
+) -> dict[str, float] | None:
+    """Labels that extend another label (``10`` after ``1`` on a 1-10 scale) when no listed token
+    spells them whole (a tokenizer that splits digits): read from two positions of the answer.
+
+    ``probs`` comes from the label position's top tokens, ``token`` is the text of the token generated
+    there and ``following`` the next position's alternatives as ``(text, logprob)`` (None when there is
+    none). Where a listed token spells the longer label, ``probs`` stands. Otherwise a ``1`` token
+    carries the mass of ``1`` and of ``10`` together; when the answer starts with ``1`` the mass is
+    split: p(10) = p(1) * p1(0 | 1), and p(1) keeps the rest (the split read after the generated ``1``
+    is applied to the whole mass of ``1``). When the answer starts otherwise the split is unknown:
+    None, never p(10) = 0. Labels longer than one extra token are not split (their share stays with
+    the prefix).
+
+    >>> tens = tuple(str(k) for k in range(1, 11))
+    >>> p = dict.fromkeys(tens, 0.0) | {"1": 0.6, "8": 0.3}
+    >>> out = split_prefix_labels(p, "1", [("0", math.log(0.5)), (".", math.log(0.2))], tens)
+    >>> round(out["1"], 2), round(out["10"], 2), round(out["8"], 2)
+    (0.3, 0.3, 0.3)
+    >>> split_prefix_labels(p, "8", [("0", math.log(0.5))], tens) is None
+    True
+    """
+    low = {lab: lab.lower() for lab in labels}
+    pairs = [(m, lab) for m in labels for lab in labels if lab != m and low[lab].startswith(low[m])]
+    pairs = [(m, lab) for m, lab in pairs if probs[m] > 0 and probs[lab] == 0]
+    if not pairs:
+        return probs
+    following = list(following) if following is not None else []
+    out = dict(probs)
+    for m in sorted({m for m, _ in pairs}):
+        if token.strip().lower() != low[m] or not following:
+            return None
+        longer = {low[lab][len(low[m]) :]: lab for mm, lab in pairs if mm == m}
+        q = dict.fromkeys(longer.values(), 0.0)
+        for text, logprob in following:
+            lab = longer.get(str(text).strip().lower())
+            if lab is not None and logprob is not None:
+                q[lab] += math.exp(float(logprob))
+        total = min(1.0, sum(q.values()))
+        for lab, share in q.items():
+            out[lab] += probs[m] * share
+        out[m] = probs[m] * (1.0 - total)
+    return out
+
+
+#: the reason recorded when :func:`split_prefix_labels` cannot split (``JudgeResponse.extra``)
+SPLIT_UNKNOWN = "a label spans two tokens and the answer does not start with its prefix"
+
+
+def single_token_stop_ids(ids: list[set[int]], labels: tuple[str, ...], *, name: str) -> list[int]:
+    """The stop token ids of ``decoding.stop_at_label``: every label's single tokens; refused when a
+    label has none (stopping at its first token would cut ``10`` to ``1``)."""
+    split = [lab for lab, t in zip(labels, ids, strict=False) if not t]
+    if split:
+        raise BackendError(
+            f"{name}: labels {split} have no single-token spelling, so stopping at a label token "
+            "(decoding.stop_at_label=true) would cut them; set decoding.stop_at_label=false (their "
+            "probability is then read from two positions)"
+        )
+    return sorted(set().union(*ids))

@@ -175,8 +175,9 @@ class VLLMBackend:
         return tokens.space_id(self.tokenizer)
 
     def label_token_ids(self, labels: tuple[str, ...]) -> list[set[int]]:
-        """For each label, every vocabulary token that decodes to it (case and spaces ignored)."""
-        return tokens.require_label_token_ids(self.tokenizer, labels, name=self.name)
+        """For each label, every vocabulary token that decodes to it (case and spaces ignored); empty for
+        a label no single token spells (``10``: read from two positions, :func:`tokens.split_prefix_labels`)."""
+        return tokens.label_token_ids(self.tokenizer, labels)
 
     def _messages(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         if not self.merge_system or not messages or messages[0].get("role") != "system":
@@ -303,7 +304,9 @@ class VLLMBackend:
     def _stop_ids(self, request: JudgeRequest, decoding: Decoding) -> list[int] | None:
         if not getattr(decoding, "stop_at_label", False):
             return None
-        return sorted(set().union(*self.label_token_ids(request.labels)))
+        return tokens.single_token_stop_ids(
+            self.label_token_ids(request.labels), request.labels, name=self.name
+        )
 
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         if not requests:
@@ -333,13 +336,23 @@ class VLLMBackend:
             comp = out.outputs[0]
             label_of = {t: lab for lab, g in zip(r.labels, self.label_token_ids(r.labels)) for t in g}.get
             logprobs = comp.logprobs or []
-            probs = None
+            probs, unknown = None, False
             if len(logprobs) > 0 and logprobs[0]:
                 probs = _spelling_probs(logprobs[0], label_of, r.labels)
                 first = comp.token_ids[0] if comp.token_ids else None
+                at = 0  # the position of the label's first token
                 if first is not None and first == self.space_id and len(logprobs) > 1 and logprobs[1]:
                     p_space = _spelling_probs(logprobs[0], {first: "space"}.get, ("space",))["space"]
                     tokens.add_space_route(probs, p_space, _spelling_probs(logprobs[1], label_of, r.labels))
+                    at = 1
+                if at < len(comp.token_ids):
+                    nxt = logprobs[at + 1] if len(logprobs) > at + 1 else None
+                    following = (
+                        [(self.tokenizer.decode([t]), lp.logprob) for t, lp in nxt.items()] if nxt else None
+                    )
+                    token = self.tokenizer.decode([comp.token_ids[at]])
+                    probs = tokens.split_prefix_labels(probs, token, following, r.labels)
+                    unknown = probs is None
             gen = [t for t in comp.token_ids if t not in eos]
             # decoded here (not comp.text): vLLM leaves a stop token out of its text
             text = self.tokenizer.decode(gen, skip_special_tokens=True) if decoding.max_new_tokens > 0 else ""
@@ -353,6 +366,7 @@ class VLLMBackend:
                     extra={
                         "batch_invariant": self.batch_invariant,
                         "vllm_version": getattr(self, "vllm_version", None),
+                        **({"label_probs_missing": tokens.SPLIT_UNKNOWN} if unknown else {}),
                     },
                 )
             )

@@ -4,13 +4,14 @@ next-token distributions are set by hand."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest
-from promptlottery.backends.tokens import require_label_token_ids
+from promptlottery.backends.tokens import label_token_ids, single_token_stop_ids, split_prefix_labels
 from promptlottery.backends.transformers_local import TransformersBackend
 
 VOCAB = ["<pad>", "<eos>", "x", "y", *"0123456789"]
@@ -129,9 +130,21 @@ def test_generated_text_does_not_stop_at_the_one_of_ten():
     assert _judge(backend, max_new_tokens=4).raw_text == "10"
 
 
-def test_other_backends_name_the_backend_that_scores_multi_token_labels():
-    with pytest.raises(BackendError, match=r"\['10'\] have no single-token spelling; only the transformers"):
-        require_label_token_ids(DigitTokenizer(), SCALE, name="vllm")
+def test_backends_without_teacher_forcing_refuse_to_stop_at_the_one_of_ten():
+    ids = label_token_ids(DigitTokenizer(), SCALE)
+    with pytest.raises(BackendError, match=r"\['10'\] have no single-token spelling.*stop_at_label=false"):
+        single_token_stop_ids(ids, SCALE, name="vllm")
+    assert single_token_stop_ids(ids[:9], SCALE[:9], name="vllm") == sorted(ID[str(k)] for k in range(1, 10))
+
+
+def test_two_positions_read_what_teacher_forcing_reads():
+    # HAND by hand: after the prompt "1" 0.5, "9" 0.2, "3" 0.3; after "1": "0" 0.4, end 0.6.
+    # vLLM / a server see the answer "1" then the next position: p(10) = 0.5 * 0.4 = 0.2, p(1) = 0.3,
+    # the numbers the transformers backend's teacher forcing gives (test above: p(10) = 0.2)
+    first = dict.fromkeys(SCALE, 0.0) | {"1": 0.5, "9": 0.2, "3": 0.3}
+    out = split_prefix_labels(first, "1", [("0", math.log(0.4)), ("<eos>", math.log(0.6))], SCALE)
+    assert out == pytest.approx(dict.fromkeys(SCALE, 0.0) | {"1": 0.3, "10": 0.2, "9": 0.2, "3": 0.3})
+    assert split_prefix_labels(first, "9", [("<eos>", 0.0)], SCALE) is None  # the split is unknown
 
 
 @pytest.mark.slow

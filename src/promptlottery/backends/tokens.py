@@ -6,7 +6,7 @@ through a bare space token: p(label) = p0(label) + p0(space) * p1(label | space)
 backend sums dense distributions; vLLM and OpenAI-compatible servers sum the top-k alternatives
 they list (a spelling outside the top-k counts as 0).
 
-Multi-token labels (transformers backend only). A label no single token spells (``"10"`` on a
+Multi-token labels. A label no single token spells (``"10"`` on a
 1-10 scale under a digit-splitting tokenizer such as Qwen2.5's or SmolLM2's) is scored by teacher
 forcing along its own encoding ``t1 t2 ... tm``: its path mass is
 pm(label) = p0(t1) * p(t2 | t1) * ... * p(tm | t1..tm-1), where p0(t1) sums every spelling of
@@ -17,7 +17,10 @@ into them: p(label) = pm(label) - sum of pm(M) over the labels M whose nearest p
 it is. For a 1-10 scale: p("10") = p0("1") * p("0" | "1") and p("1") = p0("1") * (1 - p("0" | "1")).
 Approximations, documented choices: the conditionals after ``t1`` are read after its bare spelling
 (not after ``" 1"`` or the space route), and "the label ends" is everything after the prefix that
-is not a continuation into another label. vLLM and OpenAI-compatible servers refuse such scales.
+is not a continuation into another label. vLLM and OpenAI-compatible servers cannot force a path:
+they read the same split from the generated answer's next position when it starts with the prefix
+(:func:`split_prefix_labels`) and report no label probabilities otherwise; they refuse to stop at a
+label token on such a scale (:func:`single_token_stop_ids`).
 """
 
 from __future__ import annotations
@@ -44,18 +47,6 @@ def label_token_ids(tokenizer, labels: tuple[str, ...]) -> list[set[int]]:
                 ids[i].add(tid)
         _LABEL_IDS[key] = ids
     return _LABEL_IDS[key]
-
-
-def require_label_token_ids(tokenizer, labels: tuple[str, ...], *, name: str) -> list[set[int]]:
-    """:func:`label_token_ids`, refusing a label that no single token spells (it could never score)."""
-    ids = label_token_ids(tokenizer, labels)
-    missing = [lab for lab, t in zip(labels, ids, strict=False) if not t]
-    if missing:
-        raise BackendError(
-            f"{name}: labels {missing} have no single-token spelling; only the transformers backend "
-            "scores multi-token labels (backend=transformers)"
-        )
-    return ids
 
 
 @dataclass(frozen=True)

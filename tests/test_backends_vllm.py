@@ -343,13 +343,11 @@ def test_inprocess_vllm_reads_a_two_token_label_from_two_positions(tmp_path):
         ).backbone.backend
     )
     tens = tuple(str(k) for k in range(1, 11))
-    asks = ["Reply with the number 10 and nothing else.", "Reply with the number 7 and nothing else."]
+    # completion prompts SmolLM2 continues with " 10," and " 7, " (through a bare space token)
+    asks = ["1, 2, 3, 4, 5, 6, 7, 8, 9,", "Numbers: 4, 5, 6,"]
 
     def reqs(labels):
-        return [
-            JudgeRequest(key=str(i), labels=labels, messages=[{"role": "user", "content": a}])
-            for i, a in enumerate(asks)
-        ]
+        return [JudgeRequest(key=str(i), labels=labels, prompt=a) for i, a in enumerate(asks)]
 
     with pytest.raises(BackendError, match=r"labels \['10'\] have no single-token spelling"):
         vl.generate(reqs(tens), Decoding(stop_at_label=True))

@@ -129,6 +129,7 @@ def judgments_table(
     cached_keys: set[str],
     stats: CallStats,
     plans: dict[int, BatchPlan] | None = None,
+    repeat_source: str = "none",
 ) -> pd.DataFrame:
     rows = []
     for item, req in pairs:
@@ -148,7 +149,7 @@ def judgments_table(
                 "system": item.system,
                 "sample_index": req.sample_index,
                 # what made this sample's computation differ from the other samples' (judging.runner.repeat_plans)
-                "repeat_source": "batch" if plans else "none",
+                "repeat_source": repeat_source,
                 "batch_plan": plans[req.sample_index].describe() if plans else "",
                 "temperature": decoding.temperature,
                 "seed": decoding.seed,
@@ -225,7 +226,9 @@ def judge(
                 plan=None if k is None else plans[k],
             )
         )
-    table = judgments_table(pairs, answers, condition, group, decoding, cached_keys, stats, plans)
+    table = judgments_table(
+        pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source
+    )
     return table, stats
 
 

@@ -96,6 +96,11 @@ class LoggerConfig:
     log_table_rows: int = 2000
 
 
+#: what makes the repeated samples of one request differ beyond sampling (``repeat_source``;
+#: judging.runner.repeat_plans)
+REPEAT_SOURCES = ("none", "batch")
+
+
 @dataclass
 class RunConfig:
     task_name: str = "judge"
@@ -196,8 +201,6 @@ def check_config(cfg: DictConfig) -> None:
     _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
     source = OmegaConf.select(cfg, "repeat_source")
     if source is not None:
-        from promptlottery.judging.runner import REPEAT_SOURCES
-
         if source not in REPEAT_SOURCES:
             raise ConfigError(
                 f"repeat_source={source}: must be one of {list(REPEAT_SOURCES)} (a dtype repeat source is not "

@@ -158,12 +158,14 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
         return
     para_sources = set(col.loc[col["setting"] == "paraphrases", "verdict_source"])
     fixed = col[col["setting"] != "paraphrases"]
-    repeat = (
-        fixed["repeat_source"] if "repeat_source" in fixed.columns else pd.Series("none", index=fixed.index)
-    )
-    for t, source in sorted({(float(t), str(r)) for t, r in zip(fixed["temperature"], repeat)}):
-        mask = (col["setting"] != "paraphrases") & np.isclose(col["temperature"], t) & (repeat == source)
-        mask = mask.reindex(col.index, fill_value=False)
+    for t, source in sorted(
+        {(float(t), str(r)) for t, r in zip(fixed["temperature"], fixed["repeat_source"])}
+    ):
+        mask = (
+            (col["setting"] != "paraphrases")
+            & np.isclose(col["temperature"], t)
+            & (col["repeat_source"] == source)
+        )
         key, finding = f"{h.key}_T{t:g}", f"{h.finding} (T = {t:g})"
         if source != "none":
             key, finding = f"{key}_{source}", f"{h.finding} (T = {t:g}, repeats in other batches)"
@@ -172,9 +174,7 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
             continue
         row = _kappa(h, mask, key, finding, ctx)
         if source != "none":
-            spread = (
-                col.loc[mask, "cont_range_max"].astype(float).max() if "cont_range_max" in col else np.nan
-            )
+            spread = col.loc[mask, "cont_range_max"].astype(float).max()
             moved = (
                 f"; the weighted score moved by at most {spread:.2g} between repeats"
                 if np.isfinite(spread)

@@ -33,10 +33,6 @@ def _error(message: str) -> Exception:
     return ConfigError(message)
 
 
-def _choices(enum: type[StrEnum]) -> str:
-    return ", ".join(e.value for e in enum)
-
-
 class Verdict(StrEnum):
     """Which verdict of a judgment is gated (see ``judging.table.add_verdicts``)."""
 

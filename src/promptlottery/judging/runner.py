@@ -11,6 +11,7 @@ import pandas as pd
 
 from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_key
 
@@ -40,10 +41,6 @@ class Condition:
     @property
     def id(self) -> str:
         return "/".join([self.dataset, self.judge_family, self.prompt_group, self.variant, self.backbone])
-
-
-#: what makes the repeated samples of one request differ beyond sampling (``repeat_source``)
-REPEAT_SOURCES = ("none", "batch")
 
 
 def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict[int, BatchPlan] | None:

@@ -11,7 +11,6 @@ Within a configuration the rows split into *settings*:
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import re
@@ -102,22 +101,6 @@ def _patterns(runs: str | Iterable[str]) -> list[str]:
     if isinstance(runs, (str, Path)):
         return [str(runs)]
     return [str(r) for r in runs]
-
-
-def find_judgment_files(runs: str | Iterable[str]) -> list[Path]:
-    """Every ``judgments.parquet`` under the paths matched by ``runs`` (globs, dirs or files), sorted."""
-    found: set[Path] = set()
-    for pattern in _patterns(runs):
-        matches = sorted(glob.glob(pattern)) or ([pattern] if Path(pattern).exists() else [])
-        for m in matches:
-            p = Path(m)
-            if p.is_file() and p.name.endswith(".parquet"):
-                found.add(p.resolve())
-            elif p.is_dir():
-                found.update(q.resolve() for q in p.rglob("judgments.parquet"))
-    if not found:
-        raise AnalysisError(f"no judgments.parquet found under {_patterns(runs)}")
-    return sorted(found)
 
 
 def load_judgments(

@@ -95,7 +95,15 @@ def test_llm_prompt_classifier_fits_the_context_middle_cut_then_fewer_shots(tmp_
     df = frame(4)
     long_q = "INSTRUCTIONS " + " ".join(["shot"] * 2000) + " JUDGED-ITEM"
     df["query"] = [long_q, long_q, "short cat", "short dog"]
-    cfg = LLMBaselineConfig(n_shot=2, seed=0, max_query_chars=12000, min_query_chars=400)
+    # ours: the middle cut (the paper's right cut at 3,500 / 1,200 is tests/test_gate_protocol.py)
+    cfg = LLMBaselineConfig(
+        n_shot=2,
+        seed=0,
+        max_query_chars=12000,
+        max_shot_chars=12000,
+        truncation="middle",
+        min_query_chars=400,
+    )
     backend = RecordingBackend(max_length=400)
     p = llm_prompt_classifier(df, df, backend, CallCache(tmp_path / "c.sqlite"), Decoding(), cfg)
     assert len(p) == 4 and len(backend.seen) == 4

@@ -118,6 +118,43 @@ def test_gate_stage_end_to_end(grid, tmp_path):
     assert (matched.loc[fixed, "recovered"] >= matched.loc[fixed, "target"] - 1e-9).all()
     assert "every figure below is on the 4 test items" in report
     assert "Calls saved at matched recovery" in report and saved["metrics"]["llm_baseline_error"] is None
+    # every comparison row names the split and the search objective; the held-out TNR row (§5.2)
+    comp = pd.read_csv(out / "paper_comparison.csv")
+    assert comp["split"].str.startswith("three_way - ours").all()
+    assert comp["objective"].str.startswith("none (no Optuna search").all()
+    transfer_row = comp[comp["measure"].str.contains("held-out prompt group")].iloc[0]
+    assert transfer_row["paper"] == "66.22%" and transfer_row["ours"].endswith("%")
+    t_clf = pd.read_csv(out / "transfer_classifier_metrics.csv").set_index("classifier")
+    assert (
+        transfer_row["ours"]
+        == f"{100 * t_clf.loc['paper_gate@P1@operating_threshold', 'tnr_needs_aggregation']:.2f}%"
+    )
+
+
+def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
+    from promptlottery.stages import get_stage
+
+    cfg = compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            "gate/classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.split=holdout",
+            "gate.llm_baseline.enabled=false",
+            "gate.embedding_baseline.enabled=false",
+        ],
+        tmp_path=grid,
+    )
+    out = tmp_path / "gate"
+    rec = get_stage(cfg.stage)(cfg, out)
+    saved = json.loads((out / "results.json").read_text())
+    # 20 items: 16 train / 4 holdout, and the holdout is both the validation and the scored part
+    assert saved["split"] == {"train": 16, "validation": 4, "test": 4, "disjoint": False}
+    assert rec["status"] == "ok"
+    comp = pd.read_csv(out / "paper_comparison.csv")
+    assert comp["split"].str.startswith("holdout - paper's").all()
+    assert "not on untouched items" in (out / "report.md").read_text()
 
 
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):

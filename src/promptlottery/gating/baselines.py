@@ -105,11 +105,11 @@ QUESTION = (
     "Will this verdict agree with the majority verdict? Answer yes or no."
 )
 LABELS = ("yes", "no")
-TASK_VERSION = 1
+TASK_VERSION = 2  # 2: the paper's cuts (queries 3,500 characters, shots 1,200 each, §F.2)
 
 
 def cut_middle(text: str, max_chars: int) -> str:
-    """``text`` within ``max_chars``: its first third and its end, joined by " [...] ".
+    """``text`` within ``max_chars``: its first third and its end, joined by " [...] " (ours).
 
     The end is kept because a few-shot judge prompt ends with the judged item."""
     if len(text) <= max_chars:
@@ -118,22 +118,44 @@ def cut_middle(text: str, max_chars: int) -> str:
     return text[:head] + " [...] " + text[len(text) - (max_chars - head) :]
 
 
-def _user_turn(query: str, answer: str, *, n_total: int, max_chars: int) -> str:
-    q = cut_middle(query, max_chars)
+def cut_right(text: str, max_chars: int) -> str:
+    """The paper's cut (§F.2, "truncated to 3,500 characters"): the first ``max_chars`` characters.
+
+    >>> cut_right("abcdef", 4), cut_right("ab", 4)
+    ('abcd', 'ab')
+    """
+    return text[:max_chars]
+
+
+CUTS = {"right": cut_right, "middle": cut_middle}
+
+
+def _user_turn(query: str, answer: str, *, n_total: int, max_chars: int, truncation: str = "right") -> str:
+    q = CUTS[str(truncation)](query, max_chars)
     return QUESTION.format(query=q, answer=answer, n_others=n_total - 1, n_total=n_total)
 
 
-def llm_messages(row, shots: list, *, n_total: int, max_chars: int) -> list[dict[str, str]]:
-    """Chat messages: the solved ``shots`` as earlier turns, then the question about ``row``."""
+def llm_messages(
+    row,
+    shots: list,
+    *,
+    n_total: int,
+    max_chars: int,
+    shot_chars: int | None = None,
+    truncation: str = "right",
+) -> list[dict[str, str]]:
+    """Chat messages: the solved ``shots`` as earlier turns, then the question about ``row``.
+
+    The judged row's query is cut to ``max_chars``, each shot's query to ``shot_chars`` (the
+    paper's 3,500 and 1,200; a shot is never longer than the judged query's cut)."""
+    shot_chars = max_chars if shot_chars is None else min(shot_chars, max_chars)
     msgs: list[dict[str, str]] = []
     for s in shots:
-        msgs.append(
-            {"role": "user", "content": _user_turn(s.query, s.answer, n_total=n_total, max_chars=max_chars)}
-        )
+        turn = _user_turn(s.query, s.answer, n_total=n_total, max_chars=shot_chars, truncation=truncation)
+        msgs.append({"role": "user", "content": turn})
         msgs.append({"role": "assistant", "content": "yes" if int(s.in_cluster) else "no"})
-    msgs.append(
-        {"role": "user", "content": _user_turn(row.query, row.answer, n_total=n_total, max_chars=max_chars)}
-    )
+    turn = _user_turn(row.query, row.answer, n_total=n_total, max_chars=max_chars, truncation=truncation)
+    msgs.append({"role": "user", "content": turn})
     return msgs
 
 
@@ -226,19 +248,40 @@ def llm_prompt_classifier(
         return JudgeRequest(key=key, labels=LABELS, messages=messages)
 
     limit = context_limit(backend)
-    requests = []
+    requests, beyond = [], 0
     for row in rows.itertuples(index=False):
         max_chars, use = int(cfg.max_query_chars), list(shots)
         while True:
-            req = request(llm_messages(row, use, n_total=n_total, max_chars=max_chars))
+            req = request(
+                llm_messages(
+                    row,
+                    use,
+                    n_total=n_total,
+                    max_chars=max_chars,
+                    shot_chars=int(cfg.max_shot_chars),
+                    truncation=str(cfg.truncation),
+                )
+            )
             if limit is None or _fits(backend, req, limit - cfg.max_new_tokens):
                 break
+            # ours, beyond the paper's cuts: the prompt exceeds the backend's context
             if max_chars > cfg.min_query_chars:
                 max_chars = max(int(cfg.min_query_chars), int(max_chars * 0.75))
             elif use:
                 use = use[:-1]
             else:
                 break  # does not fit even alone: the backend's error names the request
+        beyond += max_chars < int(cfg.max_query_chars) or len(use) < len(shots)
         requests.append(req)
+    if beyond:
+        logger.warning(
+            "gate llm baseline: %d of %d prompts cut beyond the paper's %d / %d characters (or shots "
+            "dropped) to fit the backend's context of %s tokens",
+            beyond,
+            len(requests),
+            cfg.max_query_chars,
+            cfg.max_shot_chars,
+            limit,
+        )
     answers = run_calls(requests, backend, cache, dec, stats=stats, desc="gate llm baseline")
     return np.array([yes_probability(answers[r.key]) for r in requests], dtype=float)

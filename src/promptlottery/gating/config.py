@@ -48,6 +48,19 @@ class QueryTruncation(StrEnum):
     right = "right"
 
 
+class Split(StrEnum):
+    """How the items are split (``gate.split``).
+
+    ``three_way`` (ours, the default): train / validation / test, instance-disjoint and stratified;
+    validation picks the epoch, the Optuna trial and the threshold, test is only ever scored.
+    ``holdout`` (the paper's, §F.1: "an 80/20 stratified holdout split"): train / holdout; the
+    holdout both picks and is scored (``gate.holdout_size``), so its figures are not on untouched items.
+    """
+
+    three_way = "three_way"
+    holdout = "holdout"
+
+
 class MonitorMode(StrEnum):
     max = "max"
     min = "min"
@@ -149,15 +162,31 @@ class EmbeddingBaselineConfig:
 
 @dataclass
 class LLMBaselineConfig:
+    """The LLM prompt classifier (``gating.baselines.llm_prompt_classifier``).
+
+    The paper's cuts (§F.2): "queries are truncated to 3,500 characters and few-shot examples to
+    1,200 characters each": ``max_query_chars`` and ``max_shot_chars``, cut at the end
+    (``truncation: right``, the text's first characters kept); ``truncation: middle`` is ours (the
+    query's first third and its end, where a few-shot judge prompt puts the judged item).
+    """
+
     enabled: bool = True
     n_shot: int = 2
-    max_query_chars: int = 3000
+    max_query_chars: int = 3500
+    max_shot_chars: int = 1200
+    truncation: QueryTruncation = QueryTruncation.right
     max_rows: int | None = 400
     seed: int = 0
     max_new_tokens: int = 2
-    #: queries are cut (75% per step, down to this many characters) and then shots dropped until a
-    #: prompt fits the backend's context (``max_length`` / ``max_model_len``)
+    #: ours, beyond the paper: where a prompt at the paper's cuts exceeds the backend's context
+    #: (``max_length`` / ``max_model_len``), queries are cut further (75% per step, down to this many
+    #: characters) and then shots dropped; each such row is counted in the stage's notes
     min_query_chars: int = 400
+
+    def __post_init__(self) -> None:
+        for key in ("max_query_chars", "max_shot_chars", "min_query_chars"):
+            if getattr(self, key) < 1:
+                raise _error(f"gate.llm_baseline.{key}={getattr(self, key)}: must be an integer >= 1")
 
 
 @dataclass
@@ -170,8 +199,11 @@ class GateConfig:
     variants: list[str] | None = field(default_factory=lambda: ["P1", "P2", "P3", "P4", "P5"])
     temperature: float | None = None
     min_judges: int = 2
+    #: ``three_way`` (ours, default: val_size / test_size) or ``holdout`` (the paper's 80/20)
+    split: Split = Split.three_way
     val_size: float = 0.2
     test_size: float = 0.2
+    holdout_size: float = 0.2
     seed: int = 0
     max_train_items: int | None = None
     allow_missing_query: bool = False
@@ -207,6 +239,8 @@ class GateConfig:
                 f"gate.test_size={self.test_size}: must be in (0, 1) and leave training items "
                 f"(val_size + test_size = {self.val_size + self.test_size:g} must be < 1)"
             )
+        if not 0.0 < self.holdout_size < 1.0:
+            raise _error(f"gate.holdout_size={self.holdout_size}: must be in (0, 1)")
         if self.min_judges < 2:
             raise _error(f"gate.min_judges={self.min_judges}: must be an integer >= 2")
 

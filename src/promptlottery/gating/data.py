@@ -302,3 +302,26 @@ def instance_split(
     val = _group_fold(y[rest], groups[rest], n_val, seed)
     train = set(groups) - test - val
     return train, val, test
+
+
+def holdout_split(ex: pd.DataFrame, *, holdout_size: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
+    """The paper's split (§F.1, "an 80/20 stratified holdout split"): train and holdout item keys.
+
+    Stratified by the label and grouped by ``item_key`` as :func:`instance_split`: the holdout is
+    the first fold of a ``StratifiedGroupKFold`` with ``round(1 / holdout_size)`` folds (0.2 -> 5).
+    The holdout is the validation set that picks the epoch, the Optuna trial and the threshold, and
+    the figures are reported on it too (there is no untouched test part).
+    """
+    if not 0 < holdout_size < 1:
+        raise GateDataError(f"gate.holdout_size must be in (0, 1), got {holdout_size}")
+    n_folds = max(2, round(1 / holdout_size))
+    groups = ex["item_key"].to_numpy()
+    if len(set(groups)) < n_folds:
+        raise GateDataError(
+            f"need at least {n_folds} distinct items for a {holdout_size:.0%} holdout, got {len(set(groups))}"
+        )
+    y = ex["in_cluster"].to_numpy()
+    if len(set(y)) < 2:
+        raise GateDataError("every example has the same label: nothing to classify")
+    holdout = _group_fold(y, groups, n_folds, seed)
+    return set(groups) - holdout, holdout

@@ -30,6 +30,7 @@ import pandas as pd
 from promptlottery.gating.backbones import QKV_MODULES, build_model, count_parameters, load_tokenizer
 from promptlottery.gating.config import ClassifierConfig, LoraSettings
 from promptlottery.gating.encoding import _Collate, encode, frame_encode, make_loader
+from promptlottery.gating.objective import PAPER_OBJECTIVE, mcc_plus_balanced_accuracy
 
 __all__ = [
     "METRICS",
@@ -150,6 +151,8 @@ def _module_class():
                 # a constant prediction: MCC 0 (as sklearn), not torchmetrics' limit value, which is
                 # slightly positive and would reward a constant classifier in the search
                 values["val/mcc"] = 0.0
+            # the paper's search objective (§F.1; gating.objective), from the same 0.5-cut counts
+            values[PAPER_OBJECTIVE] = mcc_plus_balanced_accuracy(tp, fp, tn, fn)
             self.val_metrics.reset()
             self.val_stats.reset()
             n = sum(c for _, c in self._val_losses)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 
 from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
+from promptlottery.gating.objective import SPLITS, objective_name
 from promptlottery.gating.simulate import adaptive_calls, simulate_paper_policy, stable_item_calls
 from promptlottery.judging.aggregate import convergence_shares
 
@@ -47,8 +49,14 @@ def gate_notes(g: GateConfig, sim, test: pd.DataFrame) -> list[str]:
             "call at that target; compare the policies at the higher recovery levels of `savings_at_recovery`."
         )
     notes += [
-        f"Every threshold was {rule}; every figure above is computed on the {sim.block.items.shape[0]} test "
-        "items, which no choice (epoch, Optuna trial, threshold) has seen.",
+        (
+            f"Every threshold was {rule}; every figure above is computed on the {sim.block.items.shape[0]} test "
+            "items, which no choice (epoch, Optuna trial, threshold) has seen."
+            if g.split != "holdout"
+            else f"gate.split=holdout (the paper's 80/20 stratified holdout, §F.1): every threshold was {rule}; "
+            f"the 'test' figures above are on the same {sim.block.items.shape[0]} holdout items that chose the "
+            "epoch, the Optuna trial and the threshold, so they are not on untouched items."
+        ),
         "True by construction (not measurements): `full_plurality` and `adaptive_full_aggregation` recover "
         "100% of the five-judge decisions (they are that decision); a sequential gate that never stops "
         "returns the full plurality; on validation the learned gate's recovery is >= the target at "
@@ -143,8 +151,22 @@ def gate_summary(g: GateConfig, data, res, history: pd.DataFrame, sim) -> dict[s
         "threshold": float(sim.thresholds["paper_gate"]),
         "threshold_sequential": float(sim.thresholds["learned_gate"]),
         "threshold_rule": "auto (chosen on validation)" if g.threshold == "auto" else "fixed",
+        "split_protocol": f"{g.split} - {SPLITS[str(g.split)]}",
+        "objective": tuning_objective(g),
         **sim.reference,
     }
+
+
+def tuning_objective(g: GateConfig) -> str:
+    """The search objective behind the classifier's hyperparameters: the metric recorded in
+    ``gate.best_params`` (sweeps/tune_gate.py), else none."""
+    if not g.best_params:
+        return objective_name(None)
+    try:
+        best = json.loads(Path(g.best_params).read_text())
+    except (OSError, ValueError) as e:
+        return f"unknown: gate.best_params={g.best_params} unreadable ({type(e).__name__})"
+    return objective_name(best.get("metric")) + (f"; split {best['split']}" if best.get("split") else "")
 
 
 RATE_KEYS = (

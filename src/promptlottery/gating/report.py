@@ -160,8 +160,17 @@ COMPARISON_ROWS = [
 ]  # fmt: skip
 
 
-def comparison_table(sim, summary: dict[str, Any]) -> pd.DataFrame:
-    """Ours (test items) beside the paper, each row saying whose definition it uses."""
+#: the held-out transfer row (§5.2): ours is the held-out prompt group's P1 verdicts
+TRANSFER_ROW = (
+    "gate TNR on P1, held-out prompt group (unseen prompts), positive = needs aggregation (threshold)",
+    "paper's polarity; ours: a held-out prompt group (G15) on items the gate never saw, the paper: "
+    "a held-out dataset with unseen Prometheus prompts",
+)
+
+
+def comparison_table(sim, summary: dict[str, Any], transfer: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Ours (test items) beside the paper, each row saying whose definition it uses, and the split
+    and search objective the run used (``gate.split``, the objective of ``gate.best_params``)."""
     sources = {
         "gate": sim.row("paper_gate"),
         "full": sim.row("adaptive_full_aggregation"),
@@ -174,7 +183,17 @@ def comparison_table(sim, summary: dict[str, Any]) -> pd.DataFrame:
         show = pct if kind == "%" else (lambda v: fmt(v, 2))
         paper = show(PAPER_REFERENCE[paper_key]) if paper_key else "n/a"
         rows.append((measure, show(sources[src].get(name, float("nan"))), paper, definition))
-    return pd.DataFrame(rows, columns=["measure", "ours", "paper", "definition"])
+    p1 = (transfer or {}).get("paper_gate_p1")
+    ours = (
+        f"{100 * float(p1['tnr_needs_aggregation']):.2f}%"
+        if p1
+        else "n/a: no held-out prompt group judged (gate.transfer_runs)"
+    )
+    rows.append((TRANSFER_ROW[0], ours, f"{100 * PAPER_REFERENCE['transfer_tnr']:.2f}%", TRANSFER_ROW[1]))
+    out = pd.DataFrame(rows, columns=["measure", "ours", "paper", "definition"])
+    out["split"] = summary.get("split_protocol", "")
+    out["objective"] = summary.get("objective", "")
+    return out
 
 
 OP_COLUMNS = [
@@ -224,6 +243,7 @@ def write_report(
         f"{s['n_train']} / {s['n_val']} / {s['n_test']}; share in the cluster {pct(s['positive_rate_train'])} / "
         f"{pct(s['positive_rate_val'])} / {pct(s['positive_rate_test'])}; no-consensus test items: "
         f"{s['n_test_nc']} ({pct(s['share_no_consensus'])}).",
+        f"Split: {s.get('split_protocol', 'three_way')}. Search objective: {s.get('objective', 'n/a')}.",
         f"Online convergence on the test items (the paper's 37.68% / 21.05% / 41.27%): "
         f"{pct(conv.get('converged_by_3'))} by the third call, {pct(conv.get('converged_by_5'))} more by the fifth, "
         f"{pct(conv.get('never_converged'))} never.",

@@ -15,6 +15,7 @@ from promptlottery.gating.data import (
     GateDataError,
     attach_texts,
     held_out_groups,
+    holdout_split,
     instance_split,
     load_examples,
 )
@@ -31,6 +32,8 @@ class GateData:
     transfer_note: str
     held_out: list[str]
     variants: list[str]
+    #: ``gate.split``: "three_way" (test untouched) or "holdout" (the paper's: test = the holdout)
+    split: str = "three_way"
 
 
 def _load(runs, g: GateConfig) -> pd.DataFrame:
@@ -84,9 +87,13 @@ def prepare(g: GateConfig) -> GateData:
     ex = attach_texts(ex, allow_missing=g.allow_missing_query)
     main = ex[~is_held].reset_index(drop=True)
     transfer = ex[is_held].reset_index(drop=True)
-    train_items, val_items, test_items = instance_split(
-        main, val_size=g.val_size, test_size=g.test_size, seed=g.seed
-    )
+    if g.split == "holdout":  # the paper's 80/20: the holdout picks and is scored
+        train_items, val_items = holdout_split(main, holdout_size=g.holdout_size, seed=g.seed)
+        test_items = set(val_items)
+    else:
+        train_items, val_items, test_items = instance_split(
+            main, val_size=g.val_size, test_size=g.test_size, seed=g.seed
+        )
     if g.max_train_items and len(train_items) > g.max_train_items:
         train_items = set(random.Random(g.seed).sample(sorted(train_items), int(g.max_train_items)))
     train = main[main["item_key"].isin(train_items)].reset_index(drop=True)
@@ -116,4 +123,5 @@ def prepare(g: GateConfig) -> GateData:
         transfer_note=note,
         held_out=held,
         variants=variants,
+        split=str(g.split),
     )

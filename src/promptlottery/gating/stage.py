@@ -271,6 +271,13 @@ def evaluate_transfer(
     t_operating = operating_points(t_block, transfer, t_scorers, g, sim.thresholds)
     t_clf = classifier_rows(transfer, {k: v for k, v in t_scorers.items() if k not in PAPER_POLICIES})
     t_matched = transfer_at_matched(t_block, transfer, t_scorers, sim.matched)
+    p1 = transfer["position"].to_numpy() == 0
+    t_p1 = classifier_rows(
+        transfer[p1],
+        {},
+        extra={"paper_gate@P1@operating_threshold": ("p_gate", sim.thresholds["paper_gate"])},
+    ).iloc[:1]
+    t_clf = pd.concat([t_clf, t_p1], ignore_index=True)
     rep.write_table(t_operating, out, "transfer_operating_points")
     rep.write_table(t_clf, out, "transfer_classifier_metrics")
     rep.write_table(t_matched, out, "transfer_savings_at_recovery")
@@ -280,6 +287,7 @@ def evaluate_transfer(
         "operating": t_operating,
         "classifiers": t_clf,
         "matched": t_matched,
+        "paper_gate_p1": t_p1.iloc[0].to_dict() if p1.any() else None,
         **{f"reference_{k}": v for k, v in full_reference(t_block).items()},
     }
 
@@ -299,7 +307,7 @@ def write_outputs(
     out, test = job.output_dir, data.test
     history = pd.DataFrame(res.history)
     summary = gate_summary(g, data, res, history, sim)
-    comparison = rep.comparison_table(sim, summary)
+    comparison = rep.comparison_table(sim, summary, transfer)
     tables = {
         "classifier_metrics": sim.clf_table,
         "operating_points": sim.operating,

@@ -1,7 +1,8 @@
 """Optuna search over the gate classifier's hyperparameters (``sweeps/tune_gate.py``).
 
 TPE sampler, median pruner fed by Lightning's validation epochs, objective the validation metric
-(``gate.tune.metric``: ``val/mcc`` or ``val/balanced_accuracy``), storage a URL (SQLite file by
+(``gate.tune.metric``: the paper's ``val/mcc_plus_balanced_accuracy``, or ``val/mcc``, ...;
+``gating.objective``; the best_params.json names the objective and the split it used), storage a URL (SQLite file by
 default; a PostgreSQL URL lets many workers share one study, each running ``gate.tune.n_trials``;
 ``make_storage``). Each trial's config is composed with Hydra's compose API from ``conf/`` with
 the sampled values as overrides, so a trial is exactly
@@ -23,11 +24,12 @@ from typing import Any
 import pandas as pd
 
 from promptlottery.gating.config import GateConfig
+from promptlottery.gating.objective import OBJECTIVES, SPLITS, objective_name
 
 logger = logging.getLogger(__name__)
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
-METRICS = ("val/mcc", "val/balanced_accuracy", "val/tpr", "val/tnr", "val/loss")
+METRICS = tuple(OBJECTIVES)  # val/mcc_plus_balanced_accuracy (the paper's), val/mcc, ... (gating.objective)
 
 
 def pruning_callback(trial, monitor: str):
@@ -224,6 +226,8 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         "classifier": g.classifier.name,
         "storage": storage if storage.startswith("sqlite") else storage.split("@")[-1],
         "metric": metric,
+        "objective": objective_name(metric),
+        "split": f"{g.split} - {SPLITS[str(g.split)]}",
         "direction": direction,
         "n_trials": len(study.trials),
         "n_complete": len(complete),

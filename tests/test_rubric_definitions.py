@@ -18,7 +18,9 @@ from promptlottery.metrics import kendall_tau
 from promptlottery.rubrics import RubricCondition, make_task
 from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks
 from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.strata import compare_strata, table4, two_strata
+from promptlottery.rubrics.ci import paper_marks
+from promptlottery.rubrics.paper_reference import paper_value
+from promptlottery.rubrics.strata import compare_strata, ours_agree_disagree, two_strata
 from promptlottery.rubrics.tables import Settings, StudyData
 from tests.test_rubric_study import make_asap
 
@@ -42,7 +44,7 @@ def test_a_blocks_paired_interval_depends_on_how_many_conditions_it_compares(n_c
     ref = np.arange(n, dtype=float)
     values = [rng.normal(size=n) + k for k in range(n_conditions)]
     conds = [
-        (RubricCondition(name=f"c{k}", kind="holistic", label=f"c{k}", mark="*†‡"[k]), f"c{k}", v)
+        (RubricCondition(name=f"c{k}", kind="holistic", label=f"c{k}"), f"c{k}", v)
         for k, v in enumerate(values)
     ]
     tests: list[dict] = []
@@ -159,30 +161,98 @@ def _essay(eid: str, raters: tuple[int, int], traits: list[int]) -> Item:
     )
 
 
-def test_every_criterion_is_shown_the_same_high_medium_low_essays(tmp_path):
+def test_set_1_examples_are_the_papers_essays_for_3ex_and_every_edited_criterion(tmp_path):
+    # Appendix B.1: "The examples chosen from ASAP++ are essay IDs 449, 1264, 1616, ..."; on set 1 their
+    # ASAP++ traits are all 1 (449), all 4 (1264) and all 6 (1616): low, medium, high
     task = make_task("asap", make_asap(tmp_path / "data"), {"essay_set": 1}, {})
+    assert task.reserved_ids() == ("asap-1616", "asap-1264", "asap-449")
     pool = [
-        _essay("high", (6, 6), [2, 5, 6, 6, 4]),
-        _essay("mid", (3, 3), [6, 1, 3, 3, 3]),
-        _essay("low", (1, 1), [1, 6, 1, 2, 1]),
-        # raters disagree: never a representative essay, though its traits are the extremes
-        _essay("split", (5, 4), [6, 6, 1, 1, 6]),
+        _essay("asap-1616", (4, 5), [6, 6, 6, 6, 6]),
+        _essay("asap-1264", (4, 5), [4, 4, 4, 4, 4]),
+        _essay("asap-449", (1, 1), [1, 1, 1, 1, 1]),
+        _essay("other", (6, 6), [6, 5, 6, 6, 6]),  # our old rule would have picked it for "high"
     ]
-    # high / medium / low: the essays on which both raters gave 6, 3 (the middle 3.5 rounds to the
-    # lower level) and 1, each shown with its own score on the criterion
-    want = {
-        "content": [("high", "2"), ("mid", "6"), ("low", "1")],
-        "organization": [("high", "5"), ("mid", "1"), ("low", "6")],
-        "conventions": [("high", "4"), ("mid", "3"), ("low", "1")],
-    }
-    edited = RubricCondition(name="edited", kind="analytic", examples="three", context=True)
     builder = PromptBuilder(task, "asap", pool, seed=0)
-    crits = {c.id: c for c in task.criteria(None)}
-    for cid, expected in want.items():
-        got = builder.examples(edited, crits[cid])
-        assert [(e.item_id, e.label) for e in got] == expected
     holistic = RubricCondition(name="h3", kind="holistic", examples="three")
-    assert [e.item_id for e in builder.examples(holistic, None)] == ["high", "mid", "low"]
+    # shown with the human holistic label of set 1 (the raters' mean): 4.5, 4.5, 1
+    got = [(e.item_id, e.label) for e in builder.examples(holistic, None)]
+    assert got == [("asap-1616", "4.5"), ("asap-1264", "4.5"), ("asap-449", "1")]
+    edited = RubricCondition(name="edited", kind="analytic", examples="three", context=True)
+    for c in task.criteria(None):
+        assert [(e.item_id, e.label) for e in builder.examples(edited, c)] == [
+            ("asap-1616", "6"),
+            ("asap-1264", "4"),
+            ("asap-449", "1"),
+        ]
+    # a paper essay missing from the pool is an error naming it
+    with pytest.raises(ValueError, match="asap-449"):
+        PromptBuilder(task, "asap", pool[:2], seed=0).examples(holistic, None)
+
+
+def test_the_sample_never_holds_the_papers_example_essays(tmp_path):
+    from promptlottery.rubrics.study import draw_sample
+
+    data = make_asap(tmp_path / "data")
+    task = make_task("asap", data, {"essay_set": 1}, {})
+    items = load_items("asap", data_dir=data, essay_set=1)
+    sample, pool = draw_sample(task, items, None, seed=0)  # every eligible item
+    ids = {it.id for it in sample}
+    assert not ids & {"asap-1616", "asap-1264", "asap-449"}
+    assert {"asap-1616", "asap-1264", "asap-449"} <= {it.id for it in pool}
+
+
+def test_marks_follow_the_papers_caption_on_toy_blocks():
+    # "† ... significantly larger within holistic prompts": Full 0.437 vs 3ex 0.387, significant -> Full †
+    assert paper_marks(["holistic", "holistic"], [0.437, 0.387], {(0, 1)}) == ["†", ""]
+    assert paper_marks(["holistic", "holistic"], [0.437, 0.387], set()) == ["", ""]  # not significant
+    # "⋆ ... significantly larger between separate and batch"; edited vs separate (s) / batch (b):
+    # ↑ larger, ↓ smaller. Prompt 1 Or. with Llama: Sep. 0.547, Bat. 0.524, Edited 0.529 -> 0.547⋆ / 0.529 s↓
+    assert paper_marks(["separate", "batch", "edited"], [0.547, 0.524, 0.529], {(0, 1), (0, 2)}) == [
+        "⋆",
+        "",
+        "s↓",
+    ]
+    # GPT-4o: Sep. 0.497, Bat. 0.448, Edited 0.544, all three pairs significant -> 0.497⋆ / 0.544 s,b↑
+    assert paper_marks(["separate", "batch", "edited"], [0.497, 0.448, 0.544], {(0, 1), (0, 2), (1, 2)}) == [
+        "⋆",
+        "",
+        "s,b↑",
+    ]
+    # the batch prompt larger than separate carries the star; edited above b but below s: "b↑ s↓"
+    marks = paper_marks(["separate", "batch", "edited"], [0.30, 0.40, 0.35], {(0, 1), (0, 2), (1, 2)})
+    assert marks == ["", "⋆", "s↑ b↓"]  # edited 0.35 > separate 0.30 (s↑), < batch 0.40 (b↓)
+
+
+def test_bonferroni_marks_on_a_toy_p_value_list():
+    # three analytic conditions -> three tests at alpha = 0.05 / 3 = 0.0167 each: of the two-sided
+    # p-values 0.01, 0.02, 0.04 only the first survives (0.02 and 0.04 would at 0.05 alone), so only
+    # Sep. vs Bat. is marked. Two holistic conditions -> one test at 0.05: 0.04 is significant.
+    alpha3 = 0.05 / comparisons_in_block(3)
+    p = {(0, 1): 0.01, (0, 2): 0.02, (1, 2): 0.04}
+    sig = {pair for pair, v in p.items() if v < alpha3}
+    assert sig == {(0, 1)}
+    assert paper_marks(["separate", "batch", "edited"], [0.5, 0.4, 0.45], sig) == ["⋆", "", ""]
+    alpha2 = 0.05 / comparisons_in_block(2)
+    assert alpha2 == 0.05 and 0.04 < alpha2
+    assert paper_marks(["holistic", "holistic"], [0.6, 0.7], {(0, 1)}) == ["", "†"]
+
+
+def test_paper_reference_values_are_the_printed_ones():
+    # Table 1, prompt 1, Delta rater, H.: "0.437†" (GPT-4o Full), Llama 0.576 / 0.571
+    assert paper_value("table1", "1", "Delta rater", "H.", "Full") == {
+        "GPT-4o": (0.437, "†"),
+        "Llama": (0.576, ""),
+    }
+    # §5.1: "0.591, 0.656, 0.681 compared to 0.750, 0.817, 0.773 for GPT" (H_H->H_A vs batch, full row)
+    for ds, human, batch in (("1", 0.591, 0.750), ("4", 0.656, 0.817), ("6", 0.681, 0.773)):
+        assert paper_value("table1", ds, "Delta rubric", "Full", "H_H->H_A")["GPT-4o"] == (human, "")
+        assert paper_value("table1", ds, "Delta rubric", "Full", "Bat.")["GPT-4o"][0] == batch
+    # §A.1: "H_H -> LLM_A, 0.401, 0.682, and 0.644" (edited) and "LLM_H -> H_A, 0.539, 0.688, and 0.645" (worst)
+    for ds, best, worst in (("1", 0.401, 0.539), ("4", 0.682, 0.688), ("6", 0.644, 0.645)):
+        row = {c: v for c, v in ((c, paper_value("table4", ds, "Delta rater+rubric", ds, c)) for c in
+               ("H_H->LLM_A Edited", "LLM_H->H_A Full", "LLM_H->H_A 3ex"))}  # fmt: skip
+        assert row["H_H->LLM_A Edited"]["GPT-4o"][0] == best
+        assert min(row["LLM_H->H_A Full"]["GPT-4o"][0], row["LLM_H->H_A 3ex"]["GPT-4o"][0]) == worst
 
 
 def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small(tmp_path):
@@ -202,7 +272,7 @@ def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small
         }
     )
     d = StudyData(task, items, scores, [cond], ["m"])
-    t = table4(d, Settings(min_items=2, n_resamples=50), [])
+    t = ours_agree_disagree(d, Settings(min_items=2, n_resamples=50), [])
     got = {c.column: c for c in t.cells if c.block.startswith("Delta rater:")}
     assert got["m: disagree"].estimate == pytest.approx(-1.0) and got["m: disagree"].n == 2
     assert got["m: agree"].estimate is None and got["m: agree"].note.startswith("n/a: n=1 agree / 2 disagree")

@@ -25,6 +25,8 @@ from tests.conftest import DATA_DIR, REPO, compose
 
 N_ESSAYS = 40
 TRAITS = ("Content", "Organization", "Word Choice", "Sentence Fluency", "Conventions")
+#: the paper's set-1 example essays with their real ASAP raters and ASAP++ traits (all traits equal)
+PAPER_ESSAYS = {1616: (4, 5, 6), 1264: (4, 5, 4), 449: (1, 1, 1)}
 
 
 def quality(i: int) -> int:
@@ -56,11 +58,15 @@ def make_asap(root: Path) -> Path:
             w.writerow(
                 [1000 + i, 1, f"QUALITY={quality(i)} Dear editor, essay {i}. {words}", r1, r2, r1 + r2]
             )
+        for eid, (r1, r2, _trait) in PAPER_ESSAYS.items():  # the paper's examples (Appendix B.1)
+            w.writerow([eid, 1, f"QUALITY={_trait} Dear editor, the paper's example {eid}.", r1, r2, r1 + r2])
     with open(base / "rubrics" / "asapplusplus_trait_scores" / "Prompt-1.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["EssayID", *TRAITS])
         for i in range(N_ESSAYS - 1):  # the last essay has no ASAP++ row: not eligible
             w.writerow([1000 + i, *traits(i)])
+        for eid, (_r1, _r2, trait) in PAPER_ESSAYS.items():
+            w.writerow([eid, *[trait] * len(TRAITS)])
     (base / "rubrics" / "readme_full_text" / "essay_set_1_readme.txt").write_text(
         "Essay Set #1\nPrompt\nBackground paragraph about a topic.\n\nWrite a letter about the topic.\n"
         "Rubric Guidelines\nREADME RUBRIC\nAdjudication Rules\n- sum them\n"
@@ -179,8 +185,10 @@ def test_rubric_texts_come_from_the_data_dir_and_copyrighted_sources_stay_there(
     assert task.task_block(item) == "Writing prompt:\n[...]\n\nWrite a letter about the topic."
     assert task.response(item).endswith(" [...]") and len(task.response(item).split()) == 6
     assert [c.name for c in task.criteria(item)] == list(TRAITS)
-    ctx = task.edited_context(task.criteria(item)[0])
-    assert "grade 8 students" in ctx and "Persuasive" in ctx
+    # set 1's edited context is the paper's edited instructions block (Appendix B.1)
+    assert task.edited_context(task.criteria(item)[0]) == ""
+    assert task.instructions("edited").startswith("Instructions:\n1) The following essay is a first draft")
+    assert "Score the essay on a scale from 1 to 6." in task.instructions("holistic")
     assert last_paragraphs("a b\n\nc d e\n\nf g", 5) == "[...]\n\nc d e\n\nf g"
     # the ASAP source texts (copyrighted) are never part of the package data
     ours = " ".join(p.read_text() for p in TEXTS.iterdir())
@@ -236,7 +244,7 @@ def test_batch_positions_are_teacher_forced_with_the_models_greedy_answers(tmp_p
 def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     record, backends, job = asap_run(tmp_path)
     n = 18
-    per_backbone = 3 * n + 3 * n * 5
+    per_backbone = 2 * n + 3 * n * 5  # the paper's AES conditions: holistic Full and 3ex, three analytic
     assert record["status"] == "ok" and record["sample"]["n"] == n
     assert record["calls"] == {
         "total": 2 * per_backbone,
@@ -247,131 +255,119 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     assert backends["smollm2"].calls == per_backbone == backends["gemma3_270m"].calls
     scores = pd.read_parquet(job / "scores.parquet")
     assert len(scores) == 2 * per_backbone and scores["scoring_mode"].eq("logprob_weighted").all()
+    # the paper's example essays are never judged: "excluded from analysis" (§4.1)
+    assert not set(scores.item_id) & {f"asap-{e}" for e in PAPER_ESSAYS}
     df = cells(job)
+    ours, paper = df[df.source == "ours"], df[df.source == "paper"]
 
-    # Table 1: every cell a number or an explicit n/a, for both backbones
-    t1 = df[df.table == "table1"]
-    assert len(t1) == 2 * (3 + 5 * 3)
+    # Table 1 (the paper's layout): Delta rater rows H. and the traits by the paper's abbreviations,
+    # one column per backbone and condition; every cell of ours a number or an explicit n/a
+    t1 = ours[(ours.table == "table1") & (ours.block == "Delta rater")]
+    assert len(t1) == 2 * (2 + 5 * 3) and set(t1.row) == {"H.", "Ide.", "Or.", "WC", "SF", "Cv."}
     assert all((r.estimate != "") or r.note.startswith("n/a: ") for r in t1.itertuples())
     # the oracle ranks essays by their hidden quality: traits equal to it (or reversed) are exact
-    for cond in ("analytic, separate", "analytic, batch", "analytic, edited"):
-        assert float(cell(df, "table1", "Content", cond, "smollm2").estimate) == pytest.approx(1.0, abs=1e-12)
-        assert float(cell(df, "table1", "Organization", cond, "smollm2").estimate) == pytest.approx(
-            -1.0, abs=1e-12
+    for cond in ("Sep.", "Bat.", "Edited"):
+        assert float(cell(df, "table1", "Delta rater", "Ide.", f"smollm2: {cond}").estimate) == pytest.approx(
+            1.0
+        )
+        assert float(cell(df, "table1", "Delta rater", "Or.", f"smollm2: {cond}").estimate) == pytest.approx(
+            -1.0
         )
     items = sorted(set(scores.item_id))
     loaded = {it.id: it for it in load_items("asap", data_dir=tmp_path / "data", essay_set=1)}
     human = np.array([loaded[i].human_score("holistic") for i in items])
     for bb in ("smollm2", "gemma3_270m"):
-        for cond, label in (
-            ("holistic_none", "holistic, no examples"),
-            ("holistic_all", "holistic, all examples"),
-        ):
+        for cond, label in (("holistic_all", "Full"), ("holistic_three", "3ex")):
             model = (
                 scores[(scores.backbone == bb) & (scores.condition == cond)]
                 .set_index("item_id")
                 .loc[items, "score"]
             )
             want = sstats.kendalltau(human, model.to_numpy()).statistic
-            assert float(cell(df, "table1", "Holistic", label, bb).estimate) == pytest.approx(want, abs=1e-12)
-        # Table 3: human holistic vs the model's analytic scores by Pareto dominance
+            got = cell(df, "table1", "Delta rater", "H.", f"{bb}: {label}")
+            assert float(got.estimate) == pytest.approx(want, abs=1e-12)
+        # Table 4: human holistic vs the model's analytic scores by Pareto dominance
         sub = scores[(scores.backbone == bb) & (scores.condition == "analytic_edited")]
         mat = sub.pivot(index="item_id", columns="position", values="score").loc[items].to_numpy()
-        got = cell(
-            df, "table3", "Human holistic vs model analytic (Pareto dominance)", "analytic, edited", bb
-        )
+        got = cell(df, "table4", "Delta rater+rubric", "1", f"{bb}: H_H->LLM_A Edited")
         assert float(got.estimate) == pytest.approx(pareto_dominance_tau(human, mat), abs=1e-12)
-    # Table 2's human row: the fixture's organization trait is the reverse of its content trait, so
-    # no essay Pareto-dominates another and the cell says why it has no number
-    row = cell(df, "table2", "Human holistic vs human analytic (Pareto dominance)", "human raters", "human")
+    # Table 1's Delta rubric human cell: the fixture's organization trait is the reverse of its content
+    # trait, so no essay Pareto-dominates another and the cell says why it has no number
+    row = cell(df, "table1", "Delta rubric", "Full", "human: H_H->H_A")
     assert row.estimate == "" and row.note.startswith(
         "n/a: pareto_dominance_tau is undefined: no untied pair"
     )
-    gem = cell(
-        df,
-        "table2",
-        "Model holistic (holistic, three examples) vs model analytic (Pareto dominance)",
-        "analytic, batch",
-        "gemma3_270m",
-    )
+    gem = cell(df, "table1", "Delta rubric", "3ex", "gemma3_270m: Bat.")
     assert gem.low != "" and float(gem.low) <= float(gem.estimate) <= float(gem.high)
 
-    # marks: exactly the significant paired tests, both ways
+    # the paper's numbers and marks beside ours (prompt 1 of Tables 1, 3, 4 and §A.2's Table 6)
+    for table, block, r, col, value, marks in (
+        ("table1", "Delta rater", "H.", "paper GPT-4o: Full", 0.437, "†"),
+        ("table1", "Delta rater", "H.", "paper Llama: 3ex", 0.571, ""),
+        ("table1", "Delta rater", "Or.", "paper Llama: Edited", 0.529, "s↓"),
+        ("table1", "Delta rater", "Cv.", "paper GPT-4o: Bat.", 0.388, "⋆"),
+        ("table1", "Delta rubric", "Full", "paper GPT-4o: H_H->H_A", 0.591, ""),
+        ("table1", "Delta rubric", "3ex", "paper GPT-4o: Edited", 0.838, "s,b↑"),
+        ("table3", "Model vs model", "Ide.", "paper GPT-4o vs Llama: Edited", 0.660, ""),
+        ("table4", "Delta rater+rubric", "1", "paper GPT-4o: LLM_H->H_A Full", 0.574, "†"),
+        ("table6", "raters agree vs disagree", "agree", "paper GPT-4o: 3ex", 0.398, ""),
+    ):
+        got = cell(df, table, block, r, col)
+        assert (float(got.estimate), got.marks, got.source) == (value, marks, "paper"), (table, r, col)
+    assert len(paper[paper.table == "table1"]) == 2 * 2 + 2 * 5 * 3 + 1 + 2 * 2 * 3
+
+    # marks: the paper's rules over the significant paired tests (characters of its captions only)
     sig = pd.read_csv(job / "significance.csv")
     ran = sig[sig.error.isna()] if "error" in sig else sig
     strata_tests = ran[ran.test == "unpaired strata"]
     ran = ran[ran.test == "paired"]
-    # Bonferroni by block size: three conditions -> 3 comparisons; Table 7's batch vs separate -> 1
-    assert set(ran.n_resamples) == {120} and len(ran) > 60
-    assert set(ran[ran.table == "table7"].n_comparisons) == {1}
-    assert set(ran[ran.table.isin(["table1", "table2"])].n_comparisons) == {3}
-    marks = {
-        "holistic_none": "*",
-        "holistic_three": "†",
-        "holistic_all": "‡",
-        "analytic_separate": "*",
-        "analytic_batch": "†",
-        "analytic_edited": "‡",
-    }
-    for t in ran[ran.significant.astype(bool)].itertuples():
-        a = df[
-            (df.table == t.table) & (df.block == t.block) & (df.column == t.column) & (df.condition == t.a)
-        ]
-        assert marks[t.b] in a.iloc[0].marks
+    # Bonferroni by block size: the two holistic conditions -> 1 comparison; three analytic -> 3
+    assert set(ran.n_resamples) == {120} and len(ran) > 40
+    holistic = ran.a.str.startswith("holistic") & ran.b.str.startswith("holistic")
+    assert set(ran[holistic].n_comparisons) == {1} and set(
+        ran[~holistic & (ran.table == "table1")].n_comparisons
+    ) == {3}
+    assert set("".join(ours.marks)) <= set("†⋆sb,↑↓ §")
     oracle = ran[ran.column == "smollm2"]  # identical oracle scores in every condition: no difference
     assert len(oracle) and not oracle.significant.astype(bool).any()
 
-    # Table 4 (extra, three levels): strata counts of the sample, and n/a below min_items
-    t4 = df[df.table == "table4_levels"]
+    # ours, three agreement levels: strata counts of the sample, and n/a below min_items
+    t4 = df[df.table == "ours_agreement_levels"]
     strata = record["sample"]["strata"]
     assert strata["full"] + strata["partial"] + strata["none"] == n
     assert strata["agree"] == strata["full"] and strata["disagree"] == n - strata["full"]
     full = cell(
-        df,
-        "table4_levels",
-        "Full agreement (raters equal): Delta rater, holistic",
-        "holistic, no examples",
-        "smollm2",
+        df, "ours_agreement_levels", "Full agreement (raters equal): Delta rater, holistic", "Full", "smollm2"
     )
     assert int(full.n) == strata["full"]
     assert (t4.note.str.startswith("n/a") | (t4.estimate != "")).all()
-    # Table 4 (the paper's): agree vs disagree items. Where the raters agree, the human score is the
-    # hidden quality the oracle reports, so tau is 1 there
-    block = "Delta rater: human holistic vs model holistic"
-    agree = cell(df, "table4", block, "holistic, no examples", "smollm2: agree")
+    # Table 6 (the paper's): where the raters agree, the human score is the hidden quality the
+    # oracle reports, so tau is 1 there; the difference row is ours
+    block = "raters agree vs disagree"
+    agree = cell(df, "table6", block, "agree", "smollm2: Full")
     assert int(agree.n) == strata["agree"] and float(agree.estimate) == pytest.approx(1.0)
-    disagree = cell(df, "table4", block, "holistic, no examples", "smollm2: disagree")
-    diff = cell(df, "table4", block, "holistic, no examples", "smollm2: agree - disagree")
+    disagree = cell(df, "table6", block, "disagree", "smollm2: Full")
+    diff = cell(df, "table6", block, "agree - disagree (ours)", "smollm2: Full")
     assert float(diff.estimate) == pytest.approx(float(agree.estimate) - float(disagree.estimate))
-    assert diff.marks in ("", "°") and float(diff.low) <= float(diff.estimate) <= float(diff.high)
-    (test,) = strata_tests[
-        (strata_tests.block == block)
-        & (strata_tests.column == "smollm2: agree - disagree")
-        & (strata_tests.condition == "holistic_none")
-    ].itertuples()
-    assert (test.low, test.high, bool(test.significant)) == (
-        float(diff.low),
-        float(diff.high),
-        diff.marks == "°",
-    )
+    (test,) = strata_tests[(strata_tests.table == "table6") & (strata_tests.condition == "holistic_all")
+                           & (strata_tests.column == "smollm2: agree - disagree")].itertuples()  # fmt: skip
+    assert (test.low, test.high) == (float(diff.low), float(diff.high))
+    assert ("†" in agree.marks + disagree.marks) == bool(test.significant)
 
-    # Table 7: one block per batch position, human vs batch and vs separate, for each backbone
-    t7 = df[df.table == "table7"]
+    # ours, positional bias: one block per batch position, human vs batch and vs separate
+    t7 = df[df.table == "ours_positional_bias"]
     assert sorted(set(t7.block)) == sorted(f"Position {k} ({t})" for k, t in enumerate(TRAITS, 1))
     assert float(
-        cell(df, "table7", "Position 1 (Content)", "human vs analytic, batch", "smollm2").estimate
+        cell(df, "ours_positional_bias", "Position 1 (Content)", "human vs Bat.", "smollm2").estimate
     ) == pytest.approx(1.0)
     shift = cell(
-        df,
-        "table7",
-        "Position 2 (Organization)",
-        "mean score shift, analytic, batch - analytic, separate",
-        "smollm2",
+        df, "ours_positional_bias", "Position 2 (Organization)", "mean score shift, Bat. - Sep.", "smollm2"
     )
     assert float(shift.estimate) == 0.0
     md = (job / "rubric_tables.md").read_text()
-    assert "### Table 1." in md and "### Table 7." in md and "three conditions -> alpha = 0.0167" in md
-    assert (job / "tables" / "table1.csv").is_file() and (job / "tables" / "table4.md").is_file()
+    assert "### Table 1." in md and "### Table 6." in md and "three conditions -> alpha = 0.0167" in md
+    assert "the paper's essays asap-1616, asap-1264, asap-449" in md
+    assert (job / "tables" / "table1.csv").is_file() and (job / "tables" / "table6.md").is_file()
 
     # a re-run answers everything from the cache and writes the same numbers
     again, fresh, job2 = asap_run(tmp_path, out="job2")
@@ -386,15 +382,19 @@ def test_infobench_human_columns_say_so_and_model_only_comparisons_run(tmp_path)
     backends = {"smollm2": RecordingFake(model="a"), "gemma3_270m": RecordingFake(model="b", sharpness=0.5)}
     record = run(cfg, tmp_path / "job", backends=backends)
     df = cells(tmp_path / "job")
+    ours = df[df.source == "ours"]
     note = "n/a: InFoBench ships no human (expert) labels here"
-    t1 = df[df.table == "table1"]
-    assert len(t1) == 2 * 6 and (t1.note == note).all()
-    assert (df[(df.table == "table2") & (df.column == "human")].note == note).all()
-    # model-only: model holistic vs model yes-ratio, model vs model, and the GPT-4 reference
-    model_rows = df[(df.table == "table2") & (df.column != "human")]
-    assert len(model_rows) == 2 * 3 * 3 and (model_rows.estimate != "").sum() >= 12
-    mvm = df[(df.table == "table3") & (df.column == "smollm2 vs gemma3_270m")]
-    assert len(mvm) == 6 and (mvm.estimate != "").all()
+    # Table 2 (the paper's IF table): Delta rater one row (0ex, 3ex, Sep., Bat., Edited) per backbone
+    t2 = ours[(ours.table == "table2") & (ours.block == "Delta rater")]
+    assert len(t2) == 2 * 5 and (t2.note == note).all() and set(t2.row) == {"IF"}
+    assert cell(df, "table2", "Delta rater", "IF", "paper GPT-4o: 0ex").estimate == "0.536"
+    # model-only: model holistic vs model yes-ratio (Delta rubric), model vs model, the GPT-4 reference
+    model_rows = ours[
+        (ours.table == "table2") & (ours.block == "Delta rubric") & (ours.column != "human: H_H->H_A")
+    ]
+    assert len(model_rows) == 2 * 2 * 3 and (model_rows.estimate != "").sum() >= 8
+    mvm = ours[ours.table == "table3"]
+    assert len(mvm) == 5 and (mvm.estimate != "").all()
     scores = pd.read_parquet(tmp_path / "job" / "scores.parquet")
     items = sorted(set(scores.item_id))
     loaded = {it.id: it for it in load_items("infobench", data_dir=data)}
@@ -403,21 +403,25 @@ def test_infobench_human_columns_say_so_and_model_only_comparisons_run(tmp_path)
     ratio = sub.groupby("item_id")["score"].mean().loc[items].to_numpy()
     got = cell(
         df,
-        "table6",
+        "ours_if_gpt4_reference",
         "GPT-4 (not human) yes-ratio vs model yes-ratio (logprob-weighted)",
-        "analytic, separate",
+        "Sep.",
         "smollm2",
     )
     assert float(got.estimate) == pytest.approx(kendall_tau(gpt4, ratio), abs=1e-12)
-    assert (df[(df.table == "table6") & (df.block == "Human vs model")].note == note).all()
-    # positional bias: positions 1-5; the fifth question exists for too few instructions
+    # Table 7: the three annotators' labels are missing; the paper's numbers stand alone
     t7 = df[df.table == "table7"]
-    assert sorted(set(t7.block)) == [f"Position {k}" for k in range(1, 6)]
-    p5 = t7[(t7.block == "Position 5") & (t7.row.str.startswith("GPT-4"))]
+    assert t7[t7.source == "ours"].note.str.startswith("missing: ").all()
+    assert cell(df, "table7", "human agreement", "full", "paper GPT-4o: 0ex").marks == "p,f↑"
+    # positional bias (ours): positions 1-5; the fifth question exists for too few instructions
+    pb = df[df.table == "ours_positional_bias"]
+    assert sorted(set(pb.block)) == [f"Position {k}" for k in range(1, 6)]
+    p5 = pb[(pb.block == "Position 5") & (pb.row.str.startswith("GPT-4"))]
     assert p5.note.str.contains("complete items").all()
     n_q = sum(len(loaded[i].meta["decomposed_questions"]) for i in items)
-    assert record["calls"]["total"] == 2 * (3 * 12 + 3 * n_q)
-    assert (df[df.table == "table4"].note.str.startswith("n/a")).all()
+    assert record["calls"]["total"] == 2 * (2 * 12 + 3 * n_q)
+    assert (df[df.table == "ours_agree_disagree"].note.str.startswith("n/a")).all()
+    assert not (df.table == "table6").any()  # Table 6 is AES's (two raters)
 
 
 def test_chat_backbone_needs_a_backend_that_honours_the_assistant_prefix(tmp_path):
@@ -475,14 +479,17 @@ def test_rubric_experiments_compose_with_every_condition_and_both_cpu_backbones(
     assert cfg.rubric.backbones.gemma3_270m.prompt_format == "completion"
     conds = [RubricCondition.from_config({"name": k, **v}) for k, v in cfg.rubric.conditions.items()]
     assert [c.name for c in conds] == list(cfg.rubric.order)
-    assert [(c.kind, c.mode, c.examples, c.context) for c in conds] == [
-        ("holistic", "separate", "none", False),
-        ("holistic", "separate", "three", False),
-        ("holistic", "separate", "all", False),
-        ("analytic", "separate", "none", False),
-        ("analytic", "batch", "none", False),
-        ("analytic", "separate", "three", True),
+    # the paper's conditions (§3.1): AES holistic Full and 3ex, IF holistic 0ex and 3ex; analytic
+    # separate, batch, edited
+    first = ("none" if name == "rubric_infobench" else "all", "0ex" if name == "rubric_infobench" else "Full")
+    assert [(c.kind, c.mode, c.examples, c.context, c.label) for c in conds] == [
+        ("holistic", "separate", first[0], False, first[1]),
+        ("holistic", "separate", "three", False, "3ex"),
+        ("analytic", "separate", "none", False, "Sep."),
+        ("analytic", "batch", "none", False, "Bat."),
+        ("analytic", "separate", "three", True, "Edited"),
     ]
+    assert [c.role for c in conds] == ["holistic", "holistic", "separate", "batch", "edited"]
     if DATA_DIR.is_dir():  # the rubric texts of the real data dir load (sources stay there)
         opts = dict(cfg.dataset.options)
         task = make_task(cfg.dataset.name, DATA_DIR, opts, dict(cfg.rubric.settings))

@@ -20,6 +20,17 @@ from promptlottery.rubrics.task_base import (
     scale_bands,
 )
 
+#: the paper's example essays (Appendix B.1: "The examples chosen from ASAP++ are essay IDs 449, 1264,
+#: 1616, 9125, 9430, 9497, 15558, 16520, and 16581"), per set as (high, medium, low): §4.1 "These
+#: examples represent high, medium, and low scores across all analytic sub-criteria". The order is
+#: read from their ASAP++ traits (every trait equal): set 1 1616 = 6, 1264 = 4, 449 = 1; set 4
+#: 9497 = 3, 9430 = 2, 9125 = 0; set 6 16581 = 4, 15558 = 2, 16520 = 0.
+PAPER_EXAMPLES = {
+    1: ("asap-1616", "asap-1264", "asap-449"),
+    4: ("asap-9497", "asap-9430", "asap-9125"),
+    6: ("asap-16581", "asap-15558", "asap-16520"),
+}
+
 
 class AsapTask(RubricTask):
     """ASAP essays with ASAP++ traits (sets 1-6).
@@ -40,7 +51,13 @@ class AsapTask(RubricTask):
       raters' scores. On set 1 the resolved score is the two raters' sum (2-12), so the mean ranks
       the essays exactly as the resolved score does and every Kendall tau is the same.
 
-    Agreement strata and solved examples still read the two raters' scores.
+    Agreement strata still read the two raters' scores.
+
+    **Examples.** Sets 1, 4, 6: the paper's three essays (``PAPER_EXAMPLES``), kept out of the
+    sample ("selected from ASAP++ and excluded from analysis", §4.1) and shown to the 3ex holistic
+    and the edited analytic prompts; a missing one is an error naming it. Sets 2, 3, 5 (not in the
+    paper): ours, a seeded essay on which both raters agree at the high / middle / low level. The
+    Full condition (all levels) is ours on every set (the guides' anchor papers are not in the data).
     """
 
     aggregate = "pareto"
@@ -58,6 +75,7 @@ class AsapTask(RubricTask):
                 f"rubric.human_holistic=resolved: ASAP set {self.essay_set}'s resolved score is on "
                 f"{RESOLVED[self.essay_set]}, not the rater scale {HOLISTIC[self.essay_set]}; use rater_mean"
             )
+        self.paper_dataset = str(self.essay_set) if self.essay_set in PAPER_EXAMPLES else None
         lo, hi = HOLISTIC[self.essay_set]
         self.holistic_scale = get_scale(f"likert_{lo}_{hi}")
         names, (tlo, thi) = ASAP_PP[self.essay_set]
@@ -96,6 +114,16 @@ class AsapTask(RubricTask):
             f"essay type: {facts.get('Type of essay', '?')}."
         )
 
+    def reserved_ids(self) -> tuple[str, ...]:
+        """Items kept out of the sample: the paper's example essays of this set (none elsewhere)."""
+        return PAPER_EXAMPLES.get(self.essay_set, ())
+
+    @property
+    def examples_source(self) -> str:
+        if self.essay_set in PAPER_EXAMPLES:
+            return f"the paper's essays {', '.join(PAPER_EXAMPLES[self.essay_set])} (Appendix B.1)"
+        return f"ours (set {self.essay_set} is not in the paper: seeded essays the raters agree on)"
+
     def eligible(self, items):
         return [
             it for it in items if it.meta.get("asap_pp") == "ok" and len(it.human.get("holistic", [])) == 2
@@ -117,7 +145,16 @@ class AsapTask(RubricTask):
     def criteria(self, item):
         return self._criteria
 
+    def instructions(self, role):
+        """The paper's instructions block of this set (Appendix B.1; ``texts/prompts.yaml`` says which
+        are the paper's words and which ours); "" for a set the paper does not cover."""
+        return (load_text("prompts")["asap"]["instructions"].get(self.essay_set) or {}).get(role, "")
+
     def edited_context(self, criterion):
+        # sets 1, 4, 6: the edited instructions block carries the paper's added context (B.1);
+        # other sets: ours, the essay facts with the trait's context
+        if self.instructions("edited"):
+            return ""
         return f"Context: {self.essay_facts} {criterion.context} {self.edited_preamble}"
 
     def human_holistic(self, item):
@@ -136,8 +173,26 @@ class AsapTask(RubricTask):
     def _example(self, item: Item, label: str) -> Example:
         return Example(item.id, label, clip_words(item.inputs["essay"], self.example_max_words))
 
+    def _paper_examples(self, pool: list[Item]) -> list[Item]:
+        by_id = {it.id: it for it in pool}
+        missing = [i for i in PAPER_EXAMPLES[self.essay_set] if i not in by_id]
+        if missing:
+            raise ValueError(
+                f"rubric study, ASAP set {self.essay_set}: the paper's example essays {missing} are not among "
+                "the eligible items outside the sample (missing from the data, or without both raters and ASAP++ traits)"
+            )
+        return [by_id[i] for i in PAPER_EXAMPLES[self.essay_set]]
+
+    def _holistic_label(self, item: Item) -> str:
+        """A holistic example's score as the human holistic label defines it (set 1: the raters' mean,
+        e.g. 4.5 for raters 4 and 5)."""
+        v = float(self.human_holistic(item))
+        return str(int(v)) if v.is_integer() else f"{v:g}"
+
     def holistic_examples(self, pool, which, seed):
-        # representative: essays on which both raters gave exactly this score
+        if which == "three" and self.essay_set in PAPER_EXAMPLES:
+            return [self._example(it, self._holistic_label(it)) for it in self._paper_examples(pool)]
+        # ours: representative essays on which both raters gave exactly this score
         by_level: dict[str, list[Item]] = {}
         for it in pool:
             r1, r2 = it.human["holistic"]
@@ -153,7 +208,7 @@ class AsapTask(RubricTask):
         # holistic three-example essays, each shown with its score on this criterion
         by_id = {it.id: it for it in pool}
         out = []
-        for ex in self.holistic_examples(pool, "three", seed):
+        for ex in self.holistic_examples(pool, "three", seed):  # the paper's essays on sets 1, 4, 6
             v = by_id[ex.item_id].human_score(criterion.id)
             if v is not None:
                 out.append(self._example(by_id[ex.item_id], criterion.scale.nearest_label(v)))

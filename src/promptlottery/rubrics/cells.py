@@ -15,14 +15,20 @@ NOT_APPLICABLE = "—"
 UNTESTED = "§"  # a paired test of this cell could not run (too few resamples with a defined tau)
 STRATA_DIFFER = "°"  # the two rater-agreement strata differ significantly (Table 4)
 TITLES = {
-    "table1": "Table 1. Delta rater: human vs model agreement (Kendall tau-b)",
-    "table2": "Table 2. Delta rubric: holistic vs analytic agreement within a rater",
-    "table3": "Table 3. Delta rater + rubric, and model-vs-model agreement",
-    "table4": "Table 4. Human comparisons: items where the two raters agree vs disagree",
-    "table4_levels": "Table 4, extra (ours): human comparisons by rater agreement level (full / partial / none)",
-    "table6": "Table 6. Instruction following: model-only comparisons and the non-human reference",
-    "table7": "Table 7. Positional bias in batch mode: agreement by criterion position",
+    # the paper's tables, numbered and laid out as the rubric paper's (Table 5 there lists the prompts)
+    "table1": "Table 1. Kendall's tau on AES: Delta rater and Delta rubric",
+    "table2": "Table 2. Kendall's tau on IF: Delta rater and Delta rubric",
+    "table3": "Table 3. Kendall's tau between the two models",
+    "table4": "Table 4. Kendall's tau for Delta rater + rubric",
+    "table6": "Table 6. Kendall's tau on AES: raters agree vs disagree (holistic prompts)",
+    "table7": "Table 7. Kendall's tau on IF: full / partial / no human agreement (Delta rater)",
+    # ours, each under a name of its own
+    "ours_agree_disagree": "Ours: every human comparison on items where the two raters agree vs disagree",
+    "ours_agreement_levels": "Ours: human comparisons by rater agreement level (full / partial / none)",
+    "ours_if_gpt4_reference": "Ours: instruction following, model-only comparisons and the GPT-4 (not human) reference",
+    "ours_positional_bias": "Ours: positional bias in batch mode, agreement by criterion position",
 }
+PAPER = "paper"  # Cell.source of a value printed in the paper
 
 
 @dataclass
@@ -53,6 +59,7 @@ class Cell:
     marks: str = ""
     note: str = ""  # why there is no number ("n/a: ...") or what the number is
     condition: str = ""
+    source: str = "ours"  # "ours" (measured here) or "paper" (the rubric paper's printed value)
 
     def text(self) -> str:
         if self.estimate is None:
@@ -68,6 +75,8 @@ class Table:
     cells: list[Cell] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)
     n_in_column_order: bool = False  # the n column lists a row's item counts by column, not sorted
+    #: the columns' order (the paper's: per model, its conditions); others follow in insertion order
+    column_order: list[str] = field(default_factory=list)
 
     def long(self) -> pd.DataFrame:
         return pd.DataFrame([asdict(c) for c in self.cells])
@@ -77,11 +86,16 @@ class Table:
         if not self.cells:
             return pd.DataFrame()
         rows = list(dict.fromkeys((c.block, c.row) for c in self.cells))
-        cols = list(dict.fromkeys(c.column for c in self.cells))
+        seen = list(dict.fromkeys(c.column for c in self.cells))
+        cols = [c for c in self.column_order if c in seen] + [c for c in seen if c not in self.column_order]
         grid = {(c.block, c.row, c.column): c for c in self.cells}
         out = []
         for block, row in rows:
-            found = [grid[(block, row, col)].n for col in cols if (block, row, col) in grid]
+            found = [
+                grid[(block, row, col)].n
+                for col in cols
+                if (block, row, col) in grid and grid[(block, row, col)].source != PAPER
+            ]
             ns = (
                 list(dict.fromkeys(n for n in found if n))
                 if self.n_in_column_order

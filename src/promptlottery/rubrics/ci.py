@@ -65,18 +65,56 @@ def interval_ranks(
     return ranks(n_resamples * tail), ranks(n_resamples * (1.0 - tail))
 
 
-def marks_footer(conds: list[RubricCondition], scope: str) -> str:
-    marks = ", ".join(f"{c.mark} = differs significantly from {c.display}" for c in conds if c.mark)
-    return f"{scope}: {marks}."
+def paper_marks(roles: list[str], estimates: list[float], significant: set[tuple[int, int]]) -> list[str]:
+    """The paper's marks of one block's cells, from its significant pairwise differences.
+
+    Table 1's caption (rubric paper): "† is indicated next to comparisons that are significantly
+    larger within holistic prompts. ⋆ is indicated next to comparisons that are significantly larger
+    between separate and batch comparisons. ↑ and ↓ represent that the tau value for edited prompts
+    is significantly larger or smaller respectively with the separate s or batch b prompts' tau."
+    ``roles`` are the conditions' ``RubricCondition.role``; ``significant`` holds index pairs.
+
+    >>> paper_marks(["separate", "batch", "edited"], [0.47, 0.46, 0.55], {(0, 2), (1, 2)})
+    ['', '', 's,b↑']
+    >>> paper_marks(["holistic", "holistic"], [0.437, 0.387], {(0, 1)})
+    ['†', '']
+    """
+    marks = [""] * len(roles)
+    edited: dict[int, dict[str, list[str]]] = {}
+    for a, b in sorted(significant):
+        ra, rb = roles[a], roles[b]
+        hi = a if estimates[a] > estimates[b] else b
+        if ra == rb == "holistic":
+            marks[hi] += "†"
+        elif {ra, rb} == {"separate", "batch"}:
+            marks[hi] += "⋆"
+        elif "edited" in (ra, rb) and {ra, rb} & {"separate", "batch"}:
+            e, o = (a, b) if ra == "edited" else (b, a)
+            arrow = "↑" if estimates[e] > estimates[o] else "↓"
+            edited.setdefault(e, {"↑": [], "↓": []})[arrow].append(roles[o][0])  # "s" / "b"
+    for e, by in edited.items():
+        marks[e] += " ".join(
+            ",".join(sorted(letters, key="sb".index)) + arrow for arrow, letters in by.items() if letters
+        )
+    return marks
+
+
+MARKS_FOOTER = (
+    "Marks (the paper's, Table 1's caption): † = significantly larger within the holistic prompts; "
+    "⋆ = significantly larger between the separate and batch prompts; s / b with ↑ or ↓ in the Edited "
+    "column = significantly larger (↑) or smaller (↓) than the separate (s) / batch (b) prompt; no mark = "
+    "not significant."
+)
+
+
+def marks_footer(conds: list[RubricCondition] | None = None, scope: str = "") -> str:
+    """The marks' meanings (the paper's, for every block)."""
+    return MARKS_FOOTER
 
 
 def block_footers(d: StudyData, s: Settings) -> list[str]:
-    """The marks of the holistic and the analytic blocks, then the statistics footer."""
-    return [
-        marks_footer(d.holistic_conditions(), "Holistic blocks"),
-        marks_footer(d.analytic_conditions(), "Analytic blocks"),
-        stats_footer(s),
-    ]
+    """The marks' meanings, then the statistics footer."""
+    return [MARKS_FOOTER, stats_footer(s)]
 
 
 def _ordinal(k: int) -> str:
@@ -223,6 +261,7 @@ def block_cells(
     defined = [k for k in usable if cells[k].estimate is not None]
     # the family is the tests this block makes: its conditions with a number, pairwise
     n_comparisons = s.n_comparisons or comparisons_in_block(max(len(defined), 1))
+    significant: set[tuple[int, int]] = set()
     for a, b in itertools.combinations(defined, 2):
         ca, cb = conds[a][0], conds[b][0]
         pair = {
@@ -253,8 +292,7 @@ def block_cells(
                     tests.append({**pair, "error": str(exc)})
                 continue
         if res.significant:
-            cells[a].marks += cb.mark
-            cells[b].marks += ca.mark
+            significant.add((a, b))
         if tests is not None:
             tests.append(
                 {
@@ -271,6 +309,8 @@ def block_cells(
                     ),
                 }
             )
-    for k in range(len(cells)):
-        cells[k].marks = "".join(sorted(set(cells[k].marks), key=cells[k].marks.index))
+    roles = [c.role if c is not None else "" for c, _label, _v in conds]
+    estimates = [cell.estimate if cell.estimate is not None else float("nan") for cell in cells]
+    for k, mark in enumerate(paper_marks(roles, estimates, significant)):
+        cells[k].marks += mark
     return cells

@@ -28,6 +28,8 @@ class InfoBenchTask(RubricTask):
     fixed_criteria = False
     response_noun = "response"
     holistic_name = "Rating"
+    paper_dataset = "IF"
+    paper_table = "table2"
 
     def __init__(self, data_dir, options, settings, human_holistic=None):
         super().__init__(data_dir, options, settings, human_holistic)

@@ -44,8 +44,7 @@ class RubricCondition:
     mode: str = "separate"  # analytic: one call per criterion ("separate") or all in one ("batch")
     examples: str = "none"  # solved examples shown: none, three (high / medium / low) or all levels
     context: bool = False  # the edited rubric: added context for each criterion
-    label: str = ""  # the row name in the tables
-    mark: str = ""  # the table mark meaning "differs significantly from this condition"
+    label: str = ""  # the column name in the tables: the paper's (Full, 3ex, 0ex, Sep., Bat., Edited)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -65,9 +64,7 @@ class RubricCondition:
 
     @classmethod
     def from_config(cls, node: dict[str, Any]) -> RubricCondition:
-        known = {
-            k: node[k] for k in ("name", "kind", "mode", "examples", "context", "label", "mark") if k in node
-        }
+        known = {k: node[k] for k in ("name", "kind", "mode", "examples", "context", "label") if k in node}
         unknown = set(node) - set(known)
         if unknown:
             raise ValueError(f"rubric condition {node.get('name')}: unknown keys {sorted(unknown)}")
@@ -76,6 +73,16 @@ class RubricCondition:
     @property
     def display(self) -> str:
         return self.label or self.name
+
+    @property
+    def role(self) -> str:
+        """The condition's part in the paper's marks (§3.1): "holistic", "separate", "batch" or
+        "edited" (analytic with examples or context, separate calls)."""
+        if self.kind == "holistic":
+            return "holistic"
+        if self.mode == "batch":
+            return "batch"
+        return "edited" if (self.context or self.examples != "none") else "separate"
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,7 @@ class PromptBuilder:
         user = self._render(
             "holistic",
             item,
+            instructions=t.instructions(cond.role),
             rubric=t.holistic_rubric(),
             examples=ex,
             context="",
@@ -139,6 +147,7 @@ class PromptBuilder:
         user = self._render(
             "separate",
             item,
+            instructions=t.instructions(cond.role),
             rubric=rubric,
             examples=ex,
             context=ctx,
@@ -157,7 +166,15 @@ class PromptBuilder:
         t = self.task
         ctx = "\n".join(f"{c.name}: {t.edited_context(c)}" for c in criteria) if cond.context else ""
         user = self._render(
-            "batch", item, rubric=t.batch_listing(criteria), examples="", context=ctx, name="", lo="", hi=""
+            "batch",
+            item,
+            instructions=t.instructions(cond.role),
+            rubric=t.batch_listing(criteria),
+            examples="",
+            context=ctx,
+            name="",
+            lo="",
+            hi="",
         )
         so_far = "".join(f"{c.name}: {a}\n" for c, a in zip(criteria[:k], answers))
         return Rendered(self.templates["system"], user, f"{so_far}{criteria[k].name}:")

@@ -123,11 +123,12 @@ def _stratum_cells(
     *,
     tests: list[dict],
     condition: str = "",
+    table: str = "ours_agree_disagree",
 ) -> list[Cell]:
     """Three cells of one comparison: tau on agree items, on disagree items, and the difference
     (its test goes to ``tests``, beside the paired ones)."""
     cols = [f"{column}: {AGREE}", f"{column}: {DISAGREE}", f"{column}: {AGREE} - {DISAGREE}"]
-    out = [Cell("table4", block, row, c, condition=condition) for c in cols]
+    out = [Cell(table, block, row, c, condition=condition) for c in cols]
     if values is None:
         for c in out:
             c.note = "n/a: not run"
@@ -172,7 +173,7 @@ def _stratum_cells(
     else:
         out[2].estimate, out[2].low, out[2].high = res.difference, res.low, res.high
         out[2].marks = STRATA_DIFFER if res.significant else ""
-    record = {"test": "unpaired strata", "table": "table4", "block": block, "column": out[2].column}
+    record = {"test": "unpaired strata", "table": table, "block": block, "column": out[2].column}
     record.update(a=AGREE, b=DISAGREE, condition=condition or row)
     if out[2].estimate is None:
         tests.append({**record, "error": out[2].note})
@@ -214,9 +215,10 @@ def _finite(v: float) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    """The paper's Table 4: each human comparison on agree vs disagree items, and the difference."""
-    t = Table("table4", TITLES["table4"], n_in_column_order=True)
+def ours_agree_disagree(d: StudyData, s: Settings, tests: list[dict]) -> Table:
+    """Ours: each human comparison on agree vs disagree items, and the difference (the paper's
+    Table 6 is the holistic Delta rater part of it, ``table6``)."""
+    t = Table("ours_agree_disagree", TITLES["ours_agree_disagree"], n_in_column_order=True)
     if not any(d.strata):
         _no_strata(t, d)
         return t
@@ -275,9 +277,10 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
     return t
 
 
-def table4_levels(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    """Ours, beside the paper's Table 4: the same comparisons by full / partial / no agreement."""
-    t = Table("table4_levels", TITLES["table4_levels"])
+def ours_agreement_levels(d: StudyData, s: Settings, tests: list[dict]) -> Table:
+    """Ours: the same comparisons by full / partial / no agreement of the two ASAP raters (the
+    paper's three levels, Table 7, are of InFoBench's three annotators)."""
+    t = Table("ours_agreement_levels", TITLES["ours_agreement_levels"])
     if not any(d.strata):
         _no_strata(t, d)
         return t
@@ -337,3 +340,103 @@ def _no_strata(t: Table, d: StudyData) -> None:
     note = f"n/a: {d.task.human_note}" if not d.has_human else "n/a: no per-rater labels"
     for col in (HUMAN, *d.backbones):
         t.cells.append(Cell(t.id, "All strata", "agreement levels", col, note=note))
+
+
+def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
+    """The paper's Table 6 (AES): holistic Delta rater on essays whose raters agree vs disagree.
+
+    Caption: "The number indicated by the † represents that the tau value on that subset of data
+    ... is significantly larger than the tau value on the other subset of data". The subsets are
+    independent, so the test is the unpaired bootstrap of ``compare_strata`` (one comparison: the
+    25th / 975th of 1000 differences); the difference row is ours. None for a task without two raters.
+    """
+    from promptlottery.rubrics.paper_reference import MODELS, paper_value
+
+    if not any(d.strata):
+        return None
+    t = Table("table6", TITLES["table6"], n_in_column_order=True)
+    split = two_strata(d.strata)
+    known, agree = split != "", split == AGREE
+    section = "raters agree vs disagree"
+    H = d.holistic_conditions()
+    for b in d.backbones:
+        for c in H:
+            a_cell, d_cell, diff = _stratum_cells(
+                section, c.display, b, kendall_tau, d.human_holistic, d.holistic(b, c), agree, known, s,
+                tests=tests, condition=c.name, table="table6",
+            )  # fmt: skip
+            col = f"{b}: {c.display}"
+            a_cell.row, d_cell.row, diff.row = AGREE, DISAGREE, f"{AGREE} - {DISAGREE} (ours)"
+            for cell in (a_cell, d_cell, diff):
+                cell.column = col
+            if diff.marks == STRATA_DIFFER:  # the larger subset carries the paper's dagger
+                (a_cell if diff.estimate > 0 else d_cell).marks += "†"
+            t.cells += [a_cell, d_cell, diff]
+    ds = d.task.paper_dataset or ""
+    for row in (AGREE, DISAGREE):
+        for c in H:
+            for model, (tau, marks) in paper_value("table6", ds, section, row, c.display).items():
+                t.cells.append(
+                    Cell("table6", section, row, f"paper {model}: {c.display}", tau, marks=marks, note="paper", source="paper")
+                )  # fmt: skip
+    t.column_order = [f"{b}: {c.display}" for b in d.backbones for c in H] + [
+        f"paper {m}: {c.display}" for m in MODELS for c in H
+    ]
+    t.footer = [
+        f"agree = the two raters' holistic scores are equal ({int(agree.sum())} items of the sample), disagree = "
+        f"they differ ({int((known & ~agree).sum())}); each needs {s.min_items} items. † = tau on that subset is "
+        f"significantly larger than on the other (unpaired bootstrap, {s.n_resamples} resamples, the "
+        f"{ranks_text(s.n_resamples, 1, s.level)} sorted differences); the agree - disagree row is ours.",
+        "paper GPT-4o: from §A.2's text (the paper prints Table 6's numbers for GPT-4o there; Llama 'mirrors these "
+        "patterns', no numbers); the dagger on prompt 4 is its 'significant difference in essay prompt 4'.",
+    ]
+    return t
+
+
+def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
+    """The paper's Table 7 (IF): Delta rater on responses with full / partial / no agreement of the
+    three expert annotators. Needs those annotators' labels: where the data has none, every cell of
+    ours says so (missing), and the paper's numbers from §5.3 stand alone. None for AES."""
+    from promptlottery.rubrics.paper_reference import GPT, paper_value
+
+    if d.task.paper_dataset != "IF":
+        return None
+    t = Table("table7", TITLES["table7"])
+    section = "human agreement"
+    labels = [c.display for c in d.conditions]
+    missing = (
+        "missing: InFoBench's three expert annotators' labels are not in the data "
+        "(it ships GPT-4's decomposed answers only), so the agreement strata cannot be formed"
+    )
+    for level in ("full", "partial", "none"):
+        for b in d.backbones:
+            for c in d.conditions:
+                t.cells.append(
+                    Cell("table7", section, level, f"{b}: {c.display}", note=missing, condition=c.name)
+                )
+        for col in labels:
+            for model, (tau, marks) in paper_value("table7", "IF", section, level, col).items():
+                t.cells.append(
+                    Cell(
+                        "table7",
+                        section,
+                        level,
+                        f"paper {model}: {col}",
+                        tau,
+                        marks=marks,
+                        note="paper",
+                        source="paper",
+                    )
+                )
+    t.column_order = [f"{b}: {c}" for b in d.backbones for c in labels] + [
+        f"paper {GPT}: {c}" for c in labels
+    ]
+    t.footer = [
+        "Rows: all three annotators agree (full), two agree (partial), none agree (none; analytic ratings have "
+        "full and partial only). Marks (the paper's caption): p / f in the full row = significantly different "
+        "from the partial / full-disagreement subset, ↑ larger, ↓ smaller.",
+        "paper GPT-4o: from §5.3 / §A.2's text; the marks read from its words ('significantly higher when all "
+        "three human annotators agreed under all conditions' for holistic; for analytic 'the separate and edited "
+        "conditions', batch not significant).",
+    ]
+    return t

@@ -48,11 +48,13 @@ def draw_sample(
     task: RubricTask, all_items: list[Item], limit: int | None, seed: int
 ) -> tuple[list[Item], list[Item]]:
     """(sample, example pool): the first ``limit`` eligible items of a ``seed``-shuffled order (so a
-    smaller sample is part of a larger one, and its cached calls carry over), and the rest."""
+    smaller sample is part of a larger one, and its cached calls carry over), and the rest; the
+    task's reserved items (the paper's example essays) are never drawn."""
     eligible = sorted(task.eligible(all_items), key=lambda it: it.id)
     if not eligible:
         raise ValueError("rubric study: no eligible item (complete human / reference labels) in the dataset")
-    order = eligible[:]
+    reserved = set(task.reserved_ids())  # the paper's examples are "excluded from analysis" (§4.1)
+    order = [it for it in eligible if it.id not in reserved]
     random.Random(seed).shuffle(order)
     chosen = order[:limit] if limit else order
     ids = {it.id for it in chosen}
@@ -224,6 +226,7 @@ def _header(cfg, task: RubricTask, sample: list[Item], conditions, backbones, se
             f"- backbones: {', '.join(backbones)}",
             f"- conditions: {', '.join(f'{c.name} ({c.display})' for c in conditions)}",
             f"- settings: {json.dumps(settings)}",
+            f"- examples (3ex, edited): {task.examples_source}",
             "- scores: logprob-weighted rating r = sum_i p_i s_i / sum_j p_j over the scale labels"
             + (" (yes = 1, no = 0)" if task.aggregate == "ratio" else ""),
             f"- human labels: {task.human_note or 'yes'}"

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.metrics import kendall_tau, ratio_tau
-from promptlottery.rubrics.cells import HUMAN, NOT_APPLICABLE, TITLES, UNTESTED, Cell, Settings, Table
+from promptlottery.rubrics.cells import HUMAN, NOT_APPLICABLE, PAPER, TITLES, UNTESTED, Cell, Settings, Table
 from promptlottery.rubrics.ci import (
     _answered,
     _columns_tau,
@@ -45,8 +45,9 @@ from promptlottery.rubrics.ci import (
     marks_footer,
     stats_footer,
 )
+from promptlottery.rubrics.paper_reference import ABBREV, HOLISTIC_ROW, HUMAN_COLUMN, MODELS, paper_value
 from promptlottery.rubrics.prompts import RubricCondition
-from promptlottery.rubrics.strata import table4, table4_levels
+from promptlottery.rubrics.strata import ours_agree_disagree, ours_agreement_levels, table6, table7
 from promptlottery.rubrics.study_data import StudyData
 
 __all__ = [
@@ -66,187 +67,278 @@ def _cond_rows(conds: list[RubricCondition], values: Callable[[RubricCondition],
     return [(c, c.display, values(c)) for c in conds]
 
 
+# ================================================================== the paper's layout, helpers
+def _abbrev(d: StudyData, name: str) -> str:
+    """The paper's row name of a criterion ("Ide." for set 1's Content), else the name itself."""
+    ds = d.task.paper_dataset
+    return ABBREV.get(int(ds), {}).get(name, name) if ds and ds.isdigit() else name
+
+
+def _pivot(cells: list[Cell], section: str, row: str, prefix: str) -> list[Cell]:
+    """``block_cells``' cells (one row per condition) as one paper row: column = "<prefix>: <condition>"."""
+    for c in cells:
+        c.block, c.row, c.column = section, row, f"{prefix}: {c.row}"
+    return cells
+
+
+def _paper_cells(
+    t: Table, ref_table: str, d: StudyData, section: str, row: str, cols, block: str | None = None
+) -> list[Cell]:
+    """The paper's values of one row (``paper_reference``), one column per model and condition."""
+    ds = d.task.paper_dataset
+    out = []
+    for col in cols:
+        for model, (tau, marks) in paper_value(ref_table, ds or "", section, row, col).items():
+            out.append(
+                Cell(
+                    t.id,
+                    block or section,
+                    row,
+                    f"paper {model}: {col}",
+                    tau,
+                    marks=marks,
+                    note="paper",
+                    source=PAPER,
+                )
+            )
+    return out
+
+
+def _paper_columns(cols, models=MODELS) -> list[str]:
+    return [f"paper {m}: {c}" for m in models for c in cols]
+
+
+def _no_paper_note(d: StudyData) -> str:
+    return (
+        ""
+        if d.task.paper_dataset
+        else "The paper has no values for this dataset (it reports ASAP prompts 1, 4, 6 and InFoBench)."
+    )
+
+
 # ====================================================================================== tables
 def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    t = Table("table1", TITLES["table1"])
+    """The paper's Table 1 (AES) / Table 2 (IF): Delta rater and Delta rubric, per model and condition.
+
+    Delta rater: human vs model with the same rubric (H_H -> LLM_H on the holistic row, H_A -> LLM_A
+    per criterion; IF: one row, analytic by the yes-ratio). Delta rubric: holistic vs analytic within
+    a rater (H_H -> H_A, and LLM_H -> LLM_A for each holistic condition), by Pareto dominance (AES) or
+    the instruction-following ratio (IF), §4.3.
+    """
+    tid = d.task.paper_table
+    t = Table(tid, TITLES[tid])
     note = None if d.has_human else f"n/a: {d.task.human_note}"
+    H, A = d.holistic_conditions(), d.analytic_conditions()
+    conds = [*H, *A]
+    ds_row = d.task.paper_dataset or "all"
+    rater, rubric = "Delta rater", "Delta rubric"
     for b in d.backbones:
-        t.cells += block_cells(
-            "table1",
-            "Holistic",
+        hol = block_cells(
+            tid,
+            rater,
             b,
             kendall_tau,
             d.human_holistic,
-            _cond_rows(d.holistic_conditions(), lambda c, b=b: d.holistic(b, c)),
+            _cond_rows(H, lambda c, b=b: d.holistic(b, c)),
             s,
             note=note,
             tests=tests,
         )
+        t.cells += _pivot(hol, rater, HOLISTIC_ROW if d.task.fixed_criteria else ds_row, b)
         if d.task.fixed_criteria:
             for j, name in enumerate(d.criterion_names):
-                t.cells += block_cells(
-                    "table1",
-                    name,
+                cells = block_cells(
+                    tid,
+                    rater,
                     b,
                     kendall_tau,
                     d.human_analytic[:, j],
-                    _cond_rows(d.analytic_conditions(), lambda c, b=b, j=j: d.analytic(b, c)[:, j]),
+                    _cond_rows(A, lambda c, b=b, j=j: d.analytic(b, c)[:, j]),
                     s,
                     note=note,
                     tests=tests,
                 )
+                t.cells += _pivot(cells, rater, _abbrev(d, name), b)
         else:
-            t.cells += block_cells(
-                "table1",
-                f"Analytic ({d.aggregate_name})",
+            cells = block_cells(
+                tid,
+                rater,
                 b,
                 d.aggregate_stat,
                 d.aggregate(d.human_analytic),
-                _cond_rows(d.analytic_conditions(), lambda c, b=b: d.aggregate(d.analytic(b, c))),
+                _cond_rows(A, lambda c, b=b: d.aggregate(d.analytic(b, c))),
                 s,
                 note=note,
                 tests=tests,
             )
-    t.footer = block_footers(d, s)
-    return t
-
-
-def table2(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    t = Table("table2", TITLES["table2"])
-    note = None if d.has_human else f"n/a: {d.task.human_note}"
-    t.cells += block_cells(
-        "table2",
-        f"Human holistic vs human analytic ({d.aggregate_name})",
-        HUMAN,
-        d.aggregate_stat,
-        d.human_holistic,
-        [(None, "human raters", d.aggregate(d.human_analytic))],
-        s,
-        note=note,
-        test=False,
-    )
-    for h in d.holistic_conditions():
+            t.cells += _pivot(cells, rater, ds_row, b)
+    if H:
+        human = block_cells(
+            tid,
+            rubric,
+            HUMAN,
+            d.aggregate_stat,
+            d.human_holistic,
+            [(None, HUMAN_COLUMN, d.aggregate(d.human_analytic))],
+            s,
+            note=note,
+            test=False,
+        )
+        t.cells += _pivot(human, rubric, H[0].display, HUMAN)
+    for h in H:
         for b in d.backbones:
-            t.cells += block_cells(
-                "table2",
-                f"Model holistic ({h.display}) vs model analytic ({d.aggregate_name})",
+            cells = block_cells(
+                tid,
+                rubric,
                 b,
                 d.aggregate_stat,
                 d.holistic(b, h),
-                _cond_rows(d.analytic_conditions(), lambda c, b=b: d.aggregate(d.analytic(b, c))),
+                _cond_rows(A, lambda c, b=b: d.aggregate(d.analytic(b, c))),
                 s,
                 tests=tests,
             )
-    t.footer = [marks_footer(d.analytic_conditions(), "Model blocks"), stats_footer(s)]
-    return t
-
-
-def table3(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    t = Table("table3", TITLES["table3"])
-    note = None if d.has_human else f"n/a: {d.task.human_note}"
-    for b in d.backbones:
-        t.cells += block_cells(
-            "table3",
-            f"Human holistic vs model analytic ({d.aggregate_name})",
-            b,
-            d.aggregate_stat,
-            d.human_holistic,
-            _cond_rows(d.analytic_conditions(), lambda c, b=b: d.aggregate(d.analytic(b, c))),
-            s,
-            note=note,
-            tests=tests,
-        )
-        t.cells += block_cells(
-            "table3",
-            f"Model holistic vs human analytic ({d.aggregate_name})",
-            b,
-            _flip(d.aggregate_stat),
-            d.aggregate(d.human_analytic),
-            _cond_rows(d.holistic_conditions(), lambda c, b=b: d.holistic(b, c)),
-            s,
-            note=note,
-            tests=tests,
-        )
-    pairs = list(itertools.combinations(d.backbones, 2))
-    if not pairs:
-        for c in d.conditions:
-            t.cells.append(
-                Cell(
-                    "table3",
-                    "Model vs model",
-                    c.display,
-                    "backbones",
-                    note="n/a: one backbone configured (model-vs-model needs two)",
-                )
-            )
-    dummy = np.zeros(d.n)
-    for b1, b2 in pairs:
-        col = f"{b1} vs {b2}"
-        t.cells += block_cells(
-            "table3",
-            "Model vs model: holistic",
-            col,
-            _columns_tau,
-            dummy,
-            _cond_rows(
-                d.holistic_conditions(),
-                lambda c, b1=b1, b2=b2: np.column_stack([d.holistic(b1, c), d.holistic(b2, c)]),
-            ),
-            s,
-            tests=tests,
-        )
-        if d.task.fixed_criteria:
-            for j, name in enumerate(d.criterion_names):
-                t.cells += block_cells(
-                    "table3",
-                    f"Model vs model: {name}",
-                    col,
-                    _columns_tau,
-                    dummy,
-                    _cond_rows(
-                        d.analytic_conditions(),
-                        lambda c, b1=b1, b2=b2, j=j: np.column_stack(
-                            [d.analytic(b1, c)[:, j], d.analytic(b2, c)[:, j]]
-                        ),
-                    ),
-                    s,
-                    tests=tests,
-                )
-        else:
-            t.cells += block_cells(
-                "table3",
-                f"Model vs model: {d.aggregate_name}",
-                col,
-                _columns_tau,
-                dummy,
-                _cond_rows(
-                    d.analytic_conditions(),
-                    lambda c, b1=b1, b2=b2: np.column_stack(
-                        [d.aggregate(d.analytic(b1, c)), d.aggregate(d.analytic(b2, c))]
-                    ),
-                ),
-                s,
-                tests=tests,
-            )
+            t.cells += _pivot(cells, rubric, h.display, b)
+    # the paper's values beside ours
+    labels = [c.display for c in conds]
+    rows = [HOLISTIC_ROW, *(_abbrev(d, n) for n in d.criterion_names)] if d.task.fixed_criteria else [ds_row]
+    for row in rows:
+        t.cells += _paper_cells(t, tid, d, rater, row, labels)
+    for h in H:
+        t.cells += _paper_cells(t, tid, d, rubric, h.display, [HUMAN_COLUMN, *(c.display for c in A)])
+    t.column_order = [
+        *(f"{b}: {c}" for b in d.backbones for c in labels),
+        f"{HUMAN}: {HUMAN_COLUMN}",
+        *_paper_columns([HUMAN_COLUMN, *labels]),
+    ]
     t.footer = [
+        f"Rows: {HOLISTIC_ROW} = the holistic score; criteria by the paper's abbreviations. Delta rater: human vs "
+        f"model (same rubric); Delta rubric: holistic vs analytic ({d.aggregate_name}) within a rater, one row per "
+        f"holistic condition; {HUMAN_COLUMN} = human holistic vs human analytic.",
         *block_footers(d, s),
-        "Model vs model: tau-b between the two backbones' scores of the same items.",
+        "paper <model>: the rubric paper's printed value with its marks (gpt-4o-2024-11-20, Llama-3.1-70B-Instruct, "
+        "the paper's full data), beside ours; ours come from the configured backbones on this sample.",
+        *filter(None, [_no_paper_note(d)]),
     ]
     return t
 
 
-def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
+def table3(d: StudyData, s: Settings, tests: list[dict]) -> Table:
+    """The paper's Table 3: Kendall's tau between the two models' scores, per condition."""
+    t = Table("table3", TITLES["table3"])
+    H, A = d.holistic_conditions(), d.analytic_conditions()
+    labels = [c.display for c in (*H, *A)]
+    section, paper_section = "Model vs model", "GPT-4o vs Llama"
+    ds_row = d.task.paper_dataset or "all"
+    pairs = list(itertools.combinations(d.backbones, 2))
+    if not pairs:
+        t.cells.append(
+            Cell(
+                "table3",
+                section,
+                HOLISTIC_ROW,
+                "backbones",
+                note="n/a: one backbone configured (model-vs-model needs two)",
+            )
+        )
+    dummy = np.zeros(d.n)
+    for b1, b2 in pairs:
+        col = f"{b1} vs {b2}"
+
+        def both(f, b1=b1, b2=b2):
+            return lambda c: np.column_stack([f(b1, c), f(b2, c)])
+
+        if d.task.fixed_criteria:
+            cells = block_cells(
+                "table3", section, col, _columns_tau, dummy, _cond_rows(H, both(d.holistic)), s, tests=tests
+            )
+            t.cells += _pivot(cells, section, HOLISTIC_ROW, col)
+            for j, name in enumerate(d.criterion_names):
+                f = lambda b, c, j=j: d.analytic(b, c)[:, j]  # noqa: E731
+                cells = block_cells(
+                    "table3", section, col, _columns_tau, dummy, _cond_rows(A, both(f)), s, tests=tests
+                )
+                t.cells += _pivot(cells, section, _abbrev(d, name), col)
+        else:
+            cells = block_cells(
+                "table3", section, col, _columns_tau, dummy, _cond_rows(H, both(d.holistic)), s, tests=tests
+            )
+            f = lambda b, c: d.aggregate(d.analytic(b, c))  # noqa: E731
+            cells += block_cells(
+                "table3", section, col, _columns_tau, dummy, _cond_rows(A, both(f)), s, tests=tests
+            )
+            t.cells += _pivot(cells, section, ds_row, col)
+    rows = [HOLISTIC_ROW, *(_abbrev(d, n) for n in d.criterion_names)] if d.task.fixed_criteria else [ds_row]
+    for row in rows:
+        t.cells += _paper_cells(t, "table3", d, paper_section, row, labels, block=section)
+    t.column_order = [
+        *(f"{b1} vs {b2}: {c}" for b1, b2 in pairs for c in labels),
+        *_paper_columns(labels, models=(f"{MODELS[0]} vs {MODELS[1]}",)),
+    ]
+    t.footer = [
+        "tau-b between the two backbones' scores of the same items (the paper: GPT-4o vs Llama; its Table 3 "
+        "has no marks; IF values from §A.1's text).",
+        *block_footers(d, s),
+        *filter(None, [_no_paper_note(d)]),
+    ]
+    return t
+
+
+def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
+    """The paper's Table 4: Delta rater + rubric (LLM_H -> H_A and H_H -> LLM_A), per model."""
+    t = Table("table4", TITLES["table4"])
+    note = None if d.has_human else f"n/a: {d.task.human_note}"
+    H, A = d.holistic_conditions(), d.analytic_conditions()
+    section, row = "Delta rater+rubric", d.task.paper_dataset or "all"
+    for b in d.backbones:
+        cells = block_cells(
+            "table4",
+            section,
+            b,
+            _flip(d.aggregate_stat),
+            d.aggregate(d.human_analytic),
+            [(c, f"LLM_H->H_A {c.display}", d.holistic(b, c)) for c in H],
+            s,
+            note=note,
+            tests=tests,
+        )
+        cells += block_cells(
+            "table4",
+            section,
+            b,
+            d.aggregate_stat,
+            d.human_holistic,
+            [(c, f"H_H->LLM_A {c.display}", d.aggregate(d.analytic(b, c))) for c in A],
+            s,
+            note=note,
+            tests=tests,
+        )
+        t.cells += _pivot(cells, section, row, b)
+    cols = [f"LLM_H->H_A {c.display}" for c in H] + [f"H_H->LLM_A {c.display}" for c in A]
+    t.cells += _paper_cells(t, "table4", d, section, row, cols)
+    t.column_order = [*(f"{b}: {c}" for b in d.backbones for c in cols), *_paper_columns(cols)]
+    t.footer = [
+        f"LLM_H->H_A: model holistic vs human analytic; H_H->LLM_A: human holistic vs model analytic "
+        f"({d.aggregate_name}).",
+        *block_footers(d, s),
+        *filter(None, [_no_paper_note(d)]),
+    ]
+    return t
+
+
+def ours_if_gpt4_reference(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
+    """Ours: instruction following's model-only comparisons and the GPT-4 (not human) reference."""
     if d.task.reference_name is None:
         return None
-    t = Table("table6", TITLES["table6"])
+    tid = "ours_if_gpt4_reference"
+    t = Table(tid, TITLES[tid])
     ref = d.task.reference_name
     human = f"n/a: {d.task.human_note}" if not d.has_human else None
     for b in d.backbones:
         if human:
             for c in d.conditions:
-                t.cells.append(Cell("table6", "Human vs model", c.display, b, note=human, condition=c.name))
+                t.cells.append(Cell(tid, "Human vs model", c.display, b, note=human, condition=c.name))
         t.cells += block_cells(
-            "table6",
+            tid,
             f"{ref} yes-ratio vs model holistic",
             b,
             kendall_tau,
@@ -256,7 +348,7 @@ def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
             tests=tests,
         )
         t.cells += block_cells(
-            "table6",
+            tid,
             f"{ref} yes-ratio vs model yes-ratio (logprob-weighted)",
             b,
             kendall_tau,
@@ -266,7 +358,7 @@ def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
             tests=tests,
         )
         t.cells += block_cells(
-            "table6",
+            tid,
             f"{ref} yes-ratio vs model yes-ratio (argmax answers, ratio_tau)",
             b,
             ratio_tau,
@@ -285,8 +377,11 @@ def table6(d: StudyData, s: Settings, tests: list[dict]) -> Table | None:
     return t
 
 
-def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
-    t = Table("table7", TITLES["table7"])
+def ours_positional_bias(d: StudyData, s: Settings, tests: list[dict]) -> Table:
+    """Ours: the batch prompt's agreement by criterion position (the paper discusses positional bias
+    in §5.1 and §A.1 but prints no such table)."""
+    tid = "ours_positional_bias"
+    t = Table(tid, TITLES[tid])
     batches = [c for c in d.analytic_conditions() if c.mode == "batch"]
     plain = [
         c for c in d.analytic_conditions() if c.mode == "separate" and not c.context and c.examples == "none"
@@ -294,7 +389,7 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
     if not batches or not plain:
         t.cells.append(
             Cell(
-                "table7",
+                tid,
                 "Positional bias",
                 "batch vs separate",
                 "all",
@@ -317,12 +412,10 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 block += f", {bc.display}"
             for b in d.backbones:
                 if ref is None:
-                    t.cells.append(
-                        Cell("table7", block, "reference vs model", b, note="n/a: no reference labels")
-                    )
+                    t.cells.append(Cell(tid, block, "reference vs model", b, note="n/a: no reference labels"))
                 else:
                     t.cells += block_cells(
-                        "table7",
+                        tid,
                         block,
                         b,
                         kendall_tau,
@@ -336,7 +429,7 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                     )
                 both = np.column_stack([d.analytic(b, bc)[:, j], d.analytic(b, sep)[:, j]])
                 t.cells += block_cells(
-                    "table7",
+                    tid,
                     block,
                     b,
                     _columns_tau,
@@ -346,7 +439,7 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                     test=False,
                 )
                 shift = block_cells(
-                    "table7",
+                    tid,
                     block,
                     b,
                     _mean_shift,
@@ -357,7 +450,7 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 )
                 t.cells += shift
     t.footer = [
-        marks_footer([*batches, sep], "Reference blocks"),
+        marks_footer(),
         stats_footer(s),
         f"Reference: {ref_name or 'none'}. Position k = the k-th criterion of the batch reply, scored with the "
         "model's own greedy answers for positions 1..k-1. The mean score shift row is a mean difference of "
@@ -367,10 +460,15 @@ def table7(d: StudyData, s: Settings, tests: list[dict]) -> Table:
 
 
 def build_tables(d: StudyData, s: Settings) -> tuple[list[Table], pd.DataFrame]:
-    """Every table of the study, and the pairwise significance tests behind their marks."""
+    """Every table of the study (the paper's numbered ones, then ours), and the pairwise
+    significance tests behind their marks."""
     tests: list[dict] = []
     tables = []
-    for make in (table1, table2, table3, table4, table4_levels, table6, table7):
+    makers = (
+        table1, table3, table4, table6, table7,
+        ours_agree_disagree, ours_agreement_levels, ours_if_gpt4_reference, ours_positional_bias,
+    )  # fmt: skip
+    for make in makers:
         before = len(tests)
         t = make(d, s, tests)
         if t is None:

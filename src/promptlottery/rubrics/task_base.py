@@ -93,6 +93,10 @@ class RubricTask:
     #: criteria are the same for every item (ASAP traits) or differ per item (InFoBench questions)
     fixed_criteria = True
     response_noun = "essay"
+    #: the rubric paper's name of this dataset in its tables ("1", "4", "6", "IF"); None: not in it
+    paper_dataset: str | None = None
+    #: the paper's table of Delta rater / Delta rubric for this domain ("table1" AES, "table2" IF)
+    paper_table = "table1"
     #: the definitions of the human holistic label a task offers (``rubric.human_holistic``)
     HUMAN_HOLISTIC: tuple[str, ...] = ()
 
@@ -143,6 +147,10 @@ class RubricTask:
     def edited_context(self, criterion: Criterion) -> str:
         return criterion.context
 
+    def instructions(self, role: str) -> str:
+        """The instructions block opening a prompt of this role (``RubricCondition.role``; "" = none)."""
+        return ""
+
     # -- labels --------------------------------------------------------------------------------
     def human_holistic(self, item: Item) -> float | None:
         return None
@@ -161,6 +169,13 @@ class RubricTask:
         return None
 
     # -- solved examples -----------------------------------------------------------------------
+    #: where the examples come from, in words for the tables' header
+    examples_source = "ours (seeded)"
+
+    def reserved_ids(self) -> tuple[str, ...]:
+        """Item ids never drawn into the sample (the paper's example items)."""
+        return ()
+
     def holistic_examples(self, pool: list[Item], which: str, seed: int) -> list[Example]:
         raise NotImplementedError
 

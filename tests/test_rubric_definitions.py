@@ -16,10 +16,9 @@ from promptlottery.data import load_items
 from promptlottery.data.schema import Item
 from promptlottery.metrics import kendall_tau
 from promptlottery.rubrics import RubricCondition, make_task
-from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks
-from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.ci import paper_marks
+from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks, paper_marks
 from promptlottery.rubrics.paper_reference import paper_value
+from promptlottery.rubrics.prompts import PromptBuilder
 from promptlottery.rubrics.strata import compare_strata, ours_agree_disagree, two_strata
 from promptlottery.rubrics.tables import Settings, StudyData
 from tests.test_rubric_study import make_asap

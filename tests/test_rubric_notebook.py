@@ -26,6 +26,7 @@ def test_rubric_notebook_executes_on_a_small_run(tmp_path, monkeypatch):
     )
     cells = pd.read_csv(job / "cells.csv", keep_default_na=False)
     numbers = int((cells.estimate != "").sum())
-    assert f"run={job} judgments=288 backbones=['gemma3_270m', 'smollm2'] items=8" in out
+    # 2 backbones x 8 essays x (2 holistic conditions + 3 analytic x 5 traits) = 272
+    assert f"run={job} judgments=272 backbones=['gemma3_270m', 'smollm2'] items=8" in out
     assert f"cells={len(cells)} numbers={numbers} n/a={len(cells) - numbers}" in out
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -312,5 +312,5 @@ def block_cells(
     roles = [c.role if c is not None else "" for c, _label, _v in conds]
     estimates = [cell.estimate if cell.estimate is not None else float("nan") for cell in cells]
     for k, mark in enumerate(paper_marks(roles, estimates, significant)):
-        cells[k].marks += mark
+        cells[k].marks = mark + (UNTESTED if UNTESTED in cells[k].marks else "")  # one § however many failed
     return cells

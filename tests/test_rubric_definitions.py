@@ -21,6 +21,7 @@ from promptlottery.rubrics.paper_reference import paper_value
 from promptlottery.rubrics.prompts import PromptBuilder
 from promptlottery.rubrics.strata import compare_strata, ours_agree_disagree, two_strata
 from promptlottery.rubrics.tables import Settings, StudyData
+from tests.conftest import DATA_DIR
 from tests.test_rubric_study import make_asap
 
 
@@ -276,3 +277,29 @@ def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small
     assert got["m: disagree"].estimate == pytest.approx(-1.0) and got["m: disagree"].n == 2
     assert got["m: agree"].estimate is None and got["m: agree"].note.startswith("n/a: n=1 agree / 2 disagree")
     assert got["m: agree - disagree"].estimate is None
+
+
+@pytest.mark.skipif(not (DATA_DIR / "asap").is_dir(), reason="needs ../shared/data/asap")
+def test_the_papers_essays_are_in_the_data_with_equal_traits_high_medium_low():
+    # Appendix B.1's nine essays: each set's three are eligible (both raters, ASAP++ traits), and their
+    # traits are all equal: 6 / 4 / 1 (set 1), 3 / 2 / 0 (set 4), 4 / 2 / 0 (set 6)
+    from promptlottery.rubrics.study import draw_sample
+
+    want = {1: (6, 4, 1), 4: (3, 2, 0), 6: (4, 2, 0)}
+    for s, levels in want.items():
+        task = make_task("asap", DATA_DIR, {"essay_set": s}, {})
+        sample, pool = draw_sample(task, load_items("asap", data_dir=DATA_DIR, essay_set=s), 12, seed=0)
+        by_id = {it.id: it for it in pool}
+        assert not {it.id for it in sample} & set(task.reserved_ids())
+        for eid, level in zip(task.reserved_ids(), levels):
+            assert {by_id[eid].human_score(c.id) for c in task.criteria(None)} == {level}, (s, eid)
+        edited = RubricCondition(name="edited", kind="analytic", examples="three", context=True)
+        crit = task.criteria(None)[0]
+        got = PromptBuilder(task, "asap", pool, seed=0).examples(edited, crit)
+        assert [(e.item_id, e.label) for e in got] == [
+            (i, str(v)) for i, v in zip(task.reserved_ids(), levels)
+        ]
+    # sets 3 and 5 are not in the paper: no reserved essays, our seeded rule
+    for s in (3, 5):
+        task = make_task("asap", DATA_DIR, {"essay_set": s}, {})
+        assert task.reserved_ids() == () and task.examples_source.startswith("ours")

@@ -3,10 +3,11 @@ paired bootstrap tests between the block's conditions, Bonferroni-corrected by t
 
 The rubric-modification paper (Huynh et al., "Quantifying the Statistical Effect of Rubric
 Modifications on Human-Autorater Agreement", arXiv 2605.06283) compares rubric conditions with a
-paired bootstrap over items and a Bonferroni correction. Its full text is not in this
-repository; issue 12 reads it as: "Bonferroni only where a block compares three conditions (8th/9th
-and 991st/992nd); two-condition blocks (e.g. Table 7 batch vs separate) use the 25th/975th
-values" of the 1000 sorted bootstrap differences. So a block of k compared conditions makes
+paired bootstrap over items (§4.3): "The difference between two conditions is calculated, and the
+95% confidence interval is determined by sampling the 25th and 975th sorted values. For comparisons
+involving three conditions, the confidence interval is adjusted using Bonferroni correction, with
+the interval bounds set as the average of the 8th and 9th values and the average of the 991st and
+992nd values." Holistic blocks compare two conditions (Full / 3ex, 0ex / 3ex), analytic three. So a block of k compared conditions makes
 k (k - 1) / 2 pairwise tests and each runs at alpha / (k (k - 1) / 2) (``comparisons_in_block``):
 three conditions -> three tests at alpha / 3; two conditions -> one test, no correction.
 ``Settings.n_comparisons`` set to an integer forces one correction for every block (our option).

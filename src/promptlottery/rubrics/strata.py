@@ -1,4 +1,5 @@
-"""Table 4: the human comparisons on items where the two raters agree vs items where they disagree.
+"""Agreement strata: the paper's Tables 6 (AES raters agree vs disagree) and 7 (IF three-annotator
+levels), and ours (``ours_agree_disagree``: every human comparison by stratum; ``ours_agreement_levels``).
 
 The rubric-modification paper compares the items on which the human raters agree with those on
 which they disagree and marks where the two differ significantly (issue 12: "the paper compares
@@ -12,7 +13,7 @@ its own (seeds ``seed`` and ``seed + 1``), the differences of the two resamples 
 interval is their 25th and 975th values of 1000 (one comparison per row: no Bonferroni). A
 difference whose interval excludes 0 carries ``STRATA_DIFFER``.
 
-``table4_levels`` keeps the three-way split (full / partial / none: equal, adjacent, 2+ apart), an
+``ours_agreement_levels`` keeps the three-way split (full / partial / none: equal, adjacent, 2+ apart), an
 extra of ours, with the paired tests between conditions inside each stratum.
 """
 

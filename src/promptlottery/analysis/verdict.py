@@ -247,19 +247,106 @@ def verdict_sentences(lottery_dir: str | Path) -> list[str]:
     return t["sentence"].tolist() if "sentence" in t.columns else []
 
 
+def _read(d: Path, name: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(d / "tables" / f"{name}.csv")
+    except (OSError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def _tracking(corr: pd.DataFrame, cid: str, reference: str) -> str | None:
+    """How well the judge's weighted score tracks the human labels (Pearson, P1 and the other wordings)."""
+    if corr.empty or "cont_pearson" not in corr.columns:
+        return None
+    g = corr[corr["config_id"] == cid]
+    ref = g[g["variant"] == reference]
+    if ref.empty or not np.isfinite(float(ref["cont_pearson"].iloc[0])):
+        return None
+    r = ref.iloc[0]
+    others = pd.to_numeric(g.loc[g["variant"] != reference, "cont_pearson"], errors="coerce").dropna()
+    rest = f" ({others.min():.2f} to {others.max():.2f} with the other wordings)" if len(others) else ""
+    lo = float(r["cont_pearson_lo"]) if np.isfinite(float(r["cont_pearson_lo"])) else float(r["cont_pearson"])
+    how = (
+        "the judge tracks the human labels"
+        if lo >= 0.5
+        else "the judge tracks the human labels weakly"
+        if lo > 0
+        else "the judge is not shown to track the human labels"
+    )
+    return (
+        f"{how}: Pearson r = {rp.ci(r['cont_pearson'], r['cont_pearson_lo'], r['cont_pearson_hi'])} "
+        f"between its logprob-weighted score and the labels with {reference}{rest}"
+    )
+
+
+def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
+    """The finding in plain words (at most six lines per configuration): how well the judge tracks the
+    humans, how stable it is across wordings, how many verdicts change, whether the ranking flips, how
+    many wordings an item needs. Numbers from the written tables (verdict.csv, variant_human_correlation.csv)."""
+    d = Path(lottery_dir)
+    t, corr = _read(d, "verdict"), _read(d, "variant_human_correlation")
+    if t.empty:
+        return ["n/a: no configuration with paraphrase verdicts"]
+    lines = []
+    for rec in t.to_dict("records"):
+        n_var = int(rec["n_variants"])
+        band = {
+            "robust": "stable across wordings",
+            "usable": "usable, but the wording matters for some items",
+            "inconclusive": "of uncertain stability across wordings",
+            "below usable": "not stable across wordings",
+            "n/a": "of unknown stability across wordings",
+        }.get(str(rec["band"]), str(rec["band"]))
+        lines.append(f"{rec['config_id']}:")
+        track = _tracking(corr, rec["config_id"], reference)
+        if track:
+            lines.append(f"  - {track[0].upper()}{track[1:]}.")
+        kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
+        lines.append(
+            f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
+        )
+        lines.append(
+            f"  - {rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {int(rec['n_items'])} items get "
+            "a different verdict from at least one wording; the wordings' majority overrides "
+            f"{reference} on {rp.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])}."
+        )
+        if int(rec.get("n_systems", 0) or 0) >= 2 and np.isfinite(float(rec.get("flip_share", np.nan))):
+            flips = rec["flip_share"] > 0 or rec["rank_change_share"] > 0
+            lines.append(
+                f"  - The ranking of {int(rec['n_systems'])} systems {'flips' if flips else 'holds'}: between two "
+                f"wordings {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of system pairs "
+                f"swap order, {rec['rank_change_share']:.0%} of the systems change rank."
+            )
+        km = float(rec["k_most"])
+        lines.append(
+            f"  - Most items need {int(km)} wording{'s' if km != 1 else ''} for a stable majority."
+            if np.isfinite(km)
+            else "  - Most items never reach a stable majority of the wordings."
+        )
+    return lines
+
+
 def show(lottery_dir: str | Path) -> str:
-    """The headline table, the verdict sentences and the report's path of a written analysis."""
+    """The finding in plain words, the headline rows that have a value (the others folded into one
+    line saying what would measure them), and the report's path of a written analysis."""
     d = Path(lottery_dir)
     hl = pd.read_csv(d / "tables" / "headlines.csv")
-    hl["ours"] = [
-        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
-        for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
-    ]
     hl["note"] = hl["note"].fillna("")
-    lines = ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(hl, HEADLINE_COLUMNS), ""]
-    sentences = verdict_sentences(d) or ["n/a: no configuration with paraphrase verdicts"]
-    lines += ["Verdict:", *[f"- {s_}" for s_ in sentences]]
-    lines += ["", f"Report: {d / 'report.md'}", f"Items by instability: {d / 'unstable_items.csv'}"]
+    measured = hl[pd.to_numeric(hl["ours"], errors="coerce").notna()].copy()
+    missing = hl[pd.to_numeric(hl["ours"], errors="coerce").isna()]
+    measured["ours"] = [
+        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+        for e, lo, hi, p in zip(measured["ours"], measured["ours_lo"], measured["ours_hi"], measured["pct"])
+    ]
+    lines = ["The finding:", *finding(d), ""]
+    lines += ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(measured, HEADLINE_COLUMNS)]
+    if len(missing):
+        hints = list(dict.fromkeys(n.removeprefix("n/a: ") for n in missing["note"] if n))
+        lines.append(
+            f"Not measured on this run ({len(missing)} rows, see report.md): {'; '.join(hints) or 'no data'}."
+        )
+    lines += ["", f"Report: {d / 'report.md'}", f"Verdict map: {d / 'figures' / 'verdict_map.png'}"]
+    lines += [f"Items by instability: {d / 'unstable_items.csv'}"]
     return "\n".join(lines)
 
 

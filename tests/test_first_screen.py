@@ -1,0 +1,112 @@
+"""The first screen: the plain-words finding, the folded headline rows and the verdict map."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis import plots
+from promptlottery.analysis.verdict import finding, show
+
+
+def _items():
+    return pd.DataFrame(
+        {
+            "config_id": ["c"] * 3,
+            "item_id": ["a", "b", "c"],
+            "human": [5.0, 2.0, np.nan],
+            "labels": ["P1:5 P2:1 P3:-", "P1:2 P2:2 P3:2", "P1:1 P2:1 P3:1"],
+        }
+    )
+
+
+def test_parse_labels_reads_missing_as_none():
+    assert plots._parse_labels("P1:5 P2:- P3:yes") == {"P1": "5", "P2": None, "P3": "yes"}
+
+
+def test_verdict_map_draws_and_skips_empty(tmp_path):
+    assert plots.plot_verdict_map(pd.DataFrame(), tmp_path / "x.png") is None
+    path = plots.plot_verdict_map(_items(), tmp_path / "vm.png")
+    assert path is not None and path.stat().st_size > 1000
+    # numeric labels in numeric order, human labels on the same scale
+    assert plots._label_order(["10", "2", "1"]) == ["1", "2", "10"]
+    assert plots._as_label(2.0, ["1", "2"]) == "2" and plots._as_label(np.nan, ["1"]) is None
+
+
+def _written(tmp_path, *, flip=0.25, rank_change=1 / 3):
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame(
+        [
+            {
+                "config_id": "cfg",
+                "n_items": 24,
+                "n_variants": 5,
+                "kappa": 0.2,
+                "kappa_lo": 0.1,
+                "kappa_hi": 0.3,
+                "band": "below usable",
+                "changed": 0.5,
+                "changed_lo": 0.25,
+                "changed_hi": 0.75,
+                "majority_differs": 0.125,
+                "majority_differs_lo": 0.0,
+                "majority_differs_hi": 0.25,
+                "n_systems": 3,
+                "flip_share": flip,
+                "flip_share_lo": 0.0,
+                "flip_share_hi": 0.5,
+                "rank_change_share": rank_change,
+                "k_most": 3.0,
+            }
+        ]
+    ).to_csv(tmp_path / "tables" / "verdict.csv", index=False)
+    pd.DataFrame(
+        {
+            "config_id": ["cfg"] * 3,
+            "variant": ["P1", "P2", "P3"],
+            "cont_pearson": [0.8, 0.7, 0.9],
+            "cont_pearson_lo": [0.6, 0.5, 0.8],
+            "cont_pearson_hi": [0.9, 0.8, 0.95],
+        }
+    ).to_csv(tmp_path / "tables" / "variant_human_correlation.csv", index=False)
+    pd.DataFrame(
+        {
+            "key": ["a", "b"],
+            "finding": ["Fleiss across paraphrases", "fixed prompt"],
+            "paper": ["0.24", "0.89"],
+            "ours": [0.2, np.nan],
+            "ours_lo": [0.1, np.nan],
+            "ours_hi": [0.3, np.nan],
+            "n": [1, 0],
+            "pct": [False, False],
+            "note": ["", "n/a: no fixed-prompt baseline (run P1 with n_samples=5)"],
+        }
+    ).to_csv(tmp_path / "tables" / "headlines.csv", index=False)
+    return tmp_path
+
+
+def test_finding_in_plain_words(tmp_path):
+    lines = finding(_written(tmp_path))
+    assert lines[0] == "cfg:"
+    assert len(lines) - 1 <= 6
+    assert "Pearson r = 0.800 [0.600, 0.900]" in lines[1] and "0.70 to 0.90" in lines[1]
+    assert "not stable across wordings" in lines[2] and "0.200 [0.100, 0.300]" in lines[2]
+    assert lines[3].startswith("  - 50.0% [25.0, 75.0] of 24 items") and "12.5%" in lines[3]
+    assert "ranking of 3 systems flips" in lines[4] and "33% of the systems" in lines[4]
+    assert lines[5] == "  - Most items need 3 wordings for a stable majority."
+
+
+def test_ranking_that_holds_is_not_called_a_flip(tmp_path):
+    lines = finding(_written(tmp_path, flip=0.0, rank_change=0.0))
+    assert "ranking of 3 systems holds" in lines[4]
+
+
+def test_show_folds_rows_without_a_value(tmp_path):
+    text = show(_written(tmp_path))
+    assert text.startswith("The finding:")
+    table = text.split("Headlines")[1].split("Not measured")[0]
+    assert "Fleiss across paraphrases" in table and "fixed prompt" not in table
+    assert (
+        "Not measured on this run (1 rows, see report.md): no fixed-prompt baseline (run P1 with n_samples=5)."
+        in text
+    )

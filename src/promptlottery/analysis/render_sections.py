@@ -119,8 +119,9 @@ def render_later_sections(
 
     R.h("7. Aggregation")
     R.p(
-        "Plurality = modal label, ties broken by the P1 label (ours, ties_to_P1); majority = the label of strictly "
-        "more than half of the judges with a verdict; mean and median of the verdict scores. Every method is scored "
+        "plurality = the paper's (Table 6, §5.2): a label given by at least 3 of the 5 judges, no verdict on a "
+        "no-consensus item; plurality_ties_to_p1 = ours: the modal label, ties broken by the P1 label; mean and "
+        "median of the verdict scores. Every method is scored "
         "on the same items (those with a human label that every method covers, `n`); `coverage` = the share of "
         "items with a human label that the method itself covers. Paired bootstrap of Kendall tau against P1 alone."
     )
@@ -146,7 +147,7 @@ def render_later_sections(
     R.p("Inter-prompt vs inter-model vs hybrid ensembles, the same number k of judges on the same items:")
     ed = t["ensemble_designs"]
     R.table(
-        rp.with_ci_columns(ed, ["mean_kappa", "plurality_kendall", "mean_kendall"]),
+        rp.with_ci_columns(ed, ["mean_kappa", "plurality_ties_to_p1_kendall", "mean_kendall"]),
         {
             "task": "task",
             "design": "design",
@@ -154,7 +155,7 @@ def render_later_sections(
             "judges": "judges",
             "n_items": "items",
             "mean_kappa": "kappa among judges",
-            "plurality_kendall": "plurality (ties_to_P1) Kendall",
+            "plurality_ties_to_p1_kendall": "plurality (ties_to_P1, ours) Kendall",
             "mean_kendall": "mean Kendall",
             "note": "note",
         },

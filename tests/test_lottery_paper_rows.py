@@ -197,3 +197,26 @@ def test_the_fixed_prompt_rows_carry_the_papers_value_at_their_temperature():
     assert h.loc["fixed_kappa_T1e-05", "paper"] == "0.89 (at T = 1e-5)"
     assert h.loc["fixed_kappa_cohen_T1e-05", "paper"] == "0.86 (at T = 1e-5)"
     assert h.loc["fixed_kappa_cohen_T0.7", "paper"].startswith("not reported at T = 0.7")
+
+
+def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
+    # Appendix B / Table 12's outcome on two backbones judging config A's items (G12, Likert):
+    #   P1: bb1 1 1 2 2, bb2 1 1 2 2 -> Fleiss 1
+    #   P2: bb1 1 1 2 2, bb2 1 2 2 2 -> P-bar = 3/4 (item 2 split: P_i = 0); p(1) = 3/8, p(2) = 5/8,
+    #       P_e = 34/64; kappa = (48/64 - 34/64) / (30/64) = 7/15
+    #   P3: bb1 1 2 2 1, bb2 2 2 1 1 -> P-bar = 2/4; P_e = 1/2; kappa = 0
+    # strictness (G12 tags): P1 plain = 1 step, P2 and P3 strict = 2 steps; two levels, so the OLS slope is
+    # mean(strict) - mean(plain) = (7/15 + 0) / 2 - 1 = -23/30 (centring within the task moves no slope)
+    from promptlottery.analysis.wording import cross_model_agreement, strictness_regression, variant_texts
+
+    bb2 = {"P1": ["1", "1", "2", "2"], "P2": ["1", "2", "2", "2"], "P3": ["2", "2", "1", "1"]}
+    d = add_verdicts(
+        load_judgments(judgments(config_a(baselines=False), config_a("bb2", bb2, baselines=False)))
+    )
+    cross = cross_model_agreement(d).set_index("variant")
+    assert cross["cross_model_kappa"].tolist() == pytest.approx([1.0, 7 / 15, 0.0])
+    assert (cross["n_backbones"] == 2).all() and (cross["n_items"] == 4).all()
+    reg = strictness_regression(cross.reset_index(), variant_texts(["G12"])).set_index("model")
+    assert reg.loc["univariate", "slope"] == pytest.approx(-23 / 30)
+    assert reg.loc["univariate", "n_points"] == 3
+    assert reg.loc["mt_bench", "note"].startswith("n/a")

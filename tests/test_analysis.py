@@ -148,6 +148,13 @@ def test_by_task_type_means_and_mapping(df):
     assert subj["n_configs"] == 1 and obj["n_configs"] == 2
     assert np.isfinite(likert["mean_kappa_lo"]) and likert["mean_kappa_lo"] <= likert["mean_kappa_hi"]
     assert likert["overlap_minus_kappa"] == pytest.approx(likert["overlap"] - likert["mean_kappa"])
+    # §4.2 "Binary tasks had higher raw overlap ... but lower chance-corrected reliability", Fleiss over every
+    # configuration where defined: likert = A only (C: every verdict '5', undefined). A by hand: items
+    # (1,1,1) P=1, (1,1,2) P=(4+1-3)/6=1/3, (2,2,2) 1, (2,2,1) 1/3 -> P-bar 2/3; p(1)=p(2)=1/2, P_e 1/2;
+    # kappa = (2/3 - 1/2) / (1/2) = 1/3. Binary = B: -1/8 (tests/test_lottery_paper_rows.py)
+    assert likert["fleiss_kappa_all"] == pytest.approx(1 / 3) and likert["fleiss_kappa_all_n"] == 1
+    binary = _row(g, grouping="task type", group="binary")
+    assert binary["fleiss_kappa_all"] == pytest.approx(-1 / 8)
 
 
 # --------------------------------------------------------------------------- 3. no prompt wins

@@ -53,7 +53,9 @@ class Ref:
         if self.status not in STATUS_TEXT:
             raise ValueError(f"ledger row {self.where!r}: status must be one of {sorted(STATUS_TEXT)}")
         if self.status == PAPER and not self.tests:
-            raise ValueError(f"ledger row {self.where!r}: a paper's-definition row needs its hand-computed test")
+            raise ValueError(
+                f"ledger row {self.where!r}: a paper's-definition row needs its hand-computed test"
+            )
         if self.status != PAPER and not self.how:
             raise ValueError(f"ledger row {self.where!r}: say how ours differs or why it is missing")
         for k in self.keys:
@@ -107,7 +109,7 @@ LEDGER: tuple[Ref, ...] = (
                     "tests/test_metrics_agreement.py::test_fleiss_kappa_worked_example")),
     Ref(_L, "§3.2", "the paper set kappa = 0.80 as the human robustness baseline and kappa > 0.61 as the "
         "usability threshold", ("table:agreement_collapse.band",), PAPER,
-        "the band is read off the mean pairwise Cohen's kappa", ("tests/test_own_judge.py::test_agreement_band_uses_the_whole_ci",)),
+        "the band is read off the mean pairwise Cohen's kappa", ("tests/test_analysis.py::test_agreement_collapse_hand_computed",)),
     Ref(_L, "§4.1, §C.3", "Agreement falls from kappa = 0.89 with a fixed prompt to kappa = 0.24 across "
         "paraphrastic variants", ("headline:paraphrase_kappa", "table:agreement_collapse.fleiss_kappa_all"), PAPER,
         "mean over every configuration where Fleiss' kappa is defined, n of m in the note",
@@ -239,7 +241,7 @@ LEDGER: tuple[Ref, ...] = (
         "calculated using bootstrapping with 1000 samples", ("rubric:table3",), PAPER,
         "Kendall's tau-b, Pareto-dominance aggregation, paired bootstrap with Bonferroni",
         ("tests/test_rubric_definitions.py::test_three_conditions_use_the_8th_9th_and_991st_992nd_of_1000_differences",
-         "tests/test_metrics_bootstrap.py::test_paired_bootstrap_with_pareto_dominance_matrices")),
+         "tests/test_metrics_correlation.py::test_pareto_dominance_tau_incomparable_items_are_ties")),
     Ref(_R, "§A.1", "a trend of tau decreasing and then increasing based on criteria order in prompts 4 and 6",
         ("rubric:table7",), OURS, "our positional-bias table (table7), a name of its own"),
     Ref(_R, "Appendix B.1", "The examples chosen from ASAP++ are essay IDs 449, 1264, 1616, 9125, 9430, 9497, "
@@ -271,7 +273,9 @@ def render(ledger: tuple[Ref, ...] = LEDGER) -> str:
         rows = [r for r in ledger if r.paper == paper]
         counts = ", ".join(f"{sum(r.status == s for r in rows)} {t}" for s, t in STATUS_TEXT.items())
         lines += [f"## {title}", "", f"{len(rows)} rows: {counts}.", ""]
-        lines += ["| where | the paper's words | ours (keys) | status | how ours differs / why missing | tests |"]
+        lines += [
+            "| where | the paper's words | ours (keys) | status | how ours differs / why missing | tests |"
+        ]
         lines += ["|---|---|---|---|---|---|"]
         for r in rows:
             keys = "<br>".join(f"`{k}`" for k in r.keys) or "-"
@@ -289,8 +293,12 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "paper_ledger.md"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m promptlottery.ledger", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(DOC), help="where to write the ledger (default: docs/paper_ledger.md)")
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from the generated ledger")
+    ap.add_argument(
+        "--out", default=str(DOC), help="where to write the ledger (default: docs/paper_ledger.md)"
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="exit 1 if the file differs from the generated ledger"
+    )
     args = ap.parse_args(argv)
     out, text = Path(args.out), render()
     if args.check:

@@ -148,6 +148,13 @@ LEDGER: tuple[Ref, ...] = (
         "plurality_ties_to_p1 beside it is ours",
         (_T + "test_aggregators_are_scored_on_the_same_items_with_coverage",
          "tests/test_analysis.py::test_aggregation_vs_humans_hand_computed")),
+    Ref(_L, "§5, Table 6", "The comparison uses Pearson correlation with human scores across three datasets with "
+        "public annotations", ("table:aggregation_vs_humans.n",), OURS,
+        "every configuration with human labels in our runs (STS-B, Topical-Chat, SummEval in the CPU study), not "
+        "the paper's three; each method scored on the items all methods cover"),
+    Ref(_L, "§5.2", "The classifier was selected to maximize TNR because false negatives can corrupt evaluation "
+        "quality", ("gate:operating_points",), OURS, _GATE5 + "ours tunes on val/tpr (the paper's TNR with "
+        "'needs aggregation' as its positive class is our TPR), while §F.1 names MCC and balanced accuracy"),
     Ref(_L, "§5.1, Figures 4-5", "Inter-prompt aggregation achieves stronger reliability than inter-model or "
         "hybrid aggregation", ("table:ensemble_designs",), OURS,
         "k judges per design, mean pairwise Cohen among them and the tie-broken plurality's correlation with "
@@ -207,6 +214,13 @@ LEDGER: tuple[Ref, ...] = (
         "balanced accuracy over 35 two-epoch trials ... using an 80/20 stratified holdout split",
         ("gate:training_history",), OURS, _GATE5 + "objective val/tpr on a 60/20/20 split; DeBERTa-v3-large "
         "needs a GPU (CPU runs a tiny DeBERTa)"),
+    Ref(_L, "§F.1", "Gradient accumulation, sequence length, and LoRA target modules were fixed at 8 steps, 512 "
+        "tokens, and query/key/value projections", ("gate:training_history",), OURS,
+        "conf/gate/classifier/deberta_v3_large.yaml sets 8 / 512 / query_proj, key_proj, value_proj as the paper; "
+        "it needs a GPU (hardware): the CPU runs use deberta_tiny or minilm (256 tokens)"),
+    Ref(_L, "§F.2", "The Llama 3.1 8B classifier predicts whether a judge's score matches at least three of five "
+        "semantically similar judges, outputting category 0 or 1", ("gate:operating_points",), OURS,
+        _GATE5 + "the LLM baseline runs the stage's backbone (a small CPU model here; Llama 3.1 8B needs a GPU)"),
     Ref(_L, "§F.2", "queries are truncated to 3,500 characters and few-shot examples to 1,200 characters each",
         ("gate:operating_points",), OURS, _GATE5 + "ours cuts 3,000 characters in the middle and drops shots"),
     # ---------------------------------------------------------------- the rubric paper

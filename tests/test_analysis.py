@@ -148,6 +148,13 @@ def test_by_task_type_means_and_mapping(df):
     assert subj["n_configs"] == 1 and obj["n_configs"] == 2
     assert np.isfinite(likert["mean_kappa_lo"]) and likert["mean_kappa_lo"] <= likert["mean_kappa_hi"]
     assert likert["overlap_minus_kappa"] == pytest.approx(likert["overlap"] - likert["mean_kappa"])
+    # §4.2 "Binary tasks had higher raw overlap ... but lower chance-corrected reliability", Fleiss over every
+    # configuration where defined: likert = A only (C: every verdict '5', undefined). A by hand: items
+    # (1,1,1) P=1, (1,1,2) P=(4+1-3)/6=1/3, (2,2,2) 1, (2,2,1) 1/3 -> P-bar 2/3; p(1)=p(2)=1/2, P_e 1/2;
+    # kappa = (2/3 - 1/2) / (1/2) = 1/3. Binary = B: -1/8 (tests/test_lottery_paper_rows.py)
+    assert likert["fleiss_kappa_all"] == pytest.approx(1 / 3) and likert["fleiss_kappa_all_n"] == 1
+    binary = _row(g, grouping="task type", group="binary")
+    assert binary["fleiss_kappa_all"] == pytest.approx(-1 / 8)
 
 
 # --------------------------------------------------------------------------- 3. no prompt wins
@@ -279,8 +286,9 @@ def test_rank_tau_batch_equals_metrics():
 
 def test_aggregation_vs_humans_hand_computed(df):
     ag = aggregation_vs_humans(df, n_resamples=R)
-    # plurality = majority = median = 1 1 2 2 (= P1): r = 2 / sqrt(5); mean = 1, 4/3, 2, 5/3: r = 0.8
-    for m in ("P1", "plurality", "majority", "median"):
+    # plurality (2 of 3 judges) = ties_to_P1 = median = 1 1 2 2 (= P1): r = 2 / sqrt(5); mean = 1, 4/3, 2,
+    # 5/3: r = 0.8
+    for m in ("P1", "plurality", "plurality_ties_to_p1", "median"):
         assert _row(ag, config_id=A, method=m)["pearson"] == pytest.approx(2 / np.sqrt(5))
     assert _row(ag, config_id=A, method="mean")["pearson"] == pytest.approx(0.8)
     assert _row(ag, config_id=A, method="plurality")["diff_vs_ref"] == pytest.approx(0.0)

@@ -55,8 +55,9 @@ def test_report_has_every_section_and_says_why_when_na(analysis):
     assert "labels collapsed: every verdict is '5'" in text
     assert "n/a: fewer than 2 evaluated systems" in text
     assert (
-        "| 0.89 |" in text
-        and "| 0.86 |" in text
+        "| 0.89 (at T = 1e-5) |" in text
+        and "| 0.86 (at T = 1e-5) |" in text
+        and "| 0.39 (at T = 0.7) |" in text
         and "94.7%" in text
         and "r = -0.11" in text
         and "tau = 0.176" in text

@@ -23,7 +23,7 @@ from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_
 from promptlottery.analysis.headlines import BY_CONSTRUCTION
 from promptlottery.analysis.stage import LotteryOptions, analyse
 from promptlottery.judging.table import add_verdicts, load_judgments
-from tests.test_analysis_fixtures import config_a, config_b, judgments
+from tests.test_analysis_fixtures import _row, config_a, config_b, config_c, judgments
 
 FIVE = {
     "P1": ["2", "1", "4", "3"],
@@ -97,14 +97,18 @@ def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source
 
 def test_aggregators_are_scored_on_the_same_items_with_coverage():
     ag = aggregation_vs_humans(_five(), n_resamples=20).set_index("method")
-    # majority (more than half of 5 = 3 votes) has no verdict on i2; every method is scored on i1, i3, i4
+    # the paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges) has no verdict on
+    # i2 (1 1 2 2 3: no label has 3 votes); every method is scored on i1, i3, i4
     assert (ag["n"] == 3).all()
-    assert ag.loc["majority", "n_covered"] == 3 and ag.loc["majority", "coverage"] == pytest.approx(0.75)
+    assert ag.loc["plurality", "n_covered"] == 3 and ag.loc["plurality", "coverage"] == pytest.approx(0.75)
+    # ours, the tie-broken mode, covers every item (i2: tie 1/2, P1 says 1)
+    assert ag.loc["plurality_ties_to_p1", "n_covered"] == 4
+    assert "majority" not in ag.index
     assert ag.loc["P1", "n_covered"] == 4 and ag.loc["P1", "coverage"] == pytest.approx(1.0)
     # P1 on i1, i3, i4 = 2, 4, 3 against humans 1, 3, 4: Kendall tau = (2 - 1) / 3
     assert ag.loc["P1", "kendall"] == pytest.approx(1 / 3)
-    # majority = 2, 4, 1 against 1, 3, 4: pairs (i1,i3) +, (i1,i4) -, (i3,i4) - -> -1/3
-    assert ag.loc["majority", "kendall"] == pytest.approx(-1 / 3)
+    # plurality (3 of 5) = 2, 4, 1 against 1, 3, 4: pairs (i1,i3) +, (i1,i4) -, (i3,i4) - -> -1/3
+    assert ag.loc["plurality", "kendall"] == pytest.approx(-1 / 3)
 
 
 def test_judges_are_the_five_variants_in_order():
@@ -112,3 +116,107 @@ def test_judges_are_the_five_variants_in_order():
     _, items = convergence_analysis(_five(), n_resamples=20)
     assert set(items["judge_order"]) == {"P1,P2,P3,P4,P5"}
     assert isinstance(items, pd.DataFrame)
+
+
+# --------------------------------------------------------------------------- issue 24: the rows' populations
+
+
+def _binary(labels: dict[str, list[str]], backbone: str = "bb1") -> list[dict]:
+    """A binary configuration (topical_chat_usr / G1), one row per variant x item."""
+    return [
+        _row(
+            "topical_chat_usr",
+            "dialogue_quality",
+            "G1",
+            "binary_yes_no",
+            backbone,
+            "engaging",
+            f"t{k + 1}",
+            None,
+            float(lab == "yes"),
+            v,
+            lab,
+        )  # fmt: skip
+        for v, labs in labels.items()
+        for k, lab in enumerate(labs)
+    ]
+
+
+# t1: yes yes yes no no -> cluster "yes" at the 3rd call; t2: yes no yes no no -> "no" at the 5th
+BIN5 = {
+    "P1": ["yes", "yes"],
+    "P2": ["yes", "no"],
+    "P3": ["yes", "yes"],
+    "P4": ["no", "no"],
+    "P5": ["no", "no"],
+}
+
+
+def test_convergence_rows_compare_the_non_binary_pool_and_name_all_scales_as_ours():
+    # §5.2: 37.68% / 21.05% / 41.27% are "for non-binary tasks". Non-binary pool = FIVE only:
+    # by 3rd 1/4, 4th-5th 2/4, never 1/4, cluster 3/4; adaptive cost (§5.2.1) 3 x 1/4 + 5 x (2/4 + 1/4) = 4.5.
+    # All scales pooled (ours) = FIVE + BIN5, 6 items: by 3rd {i1, t1} 2/6, 4th-5th {i3, i4, t2} 3/6,
+    # never {i2} 1/6; adaptive 3 x 2/6 + 5 x 4/6 = 13/3.
+    d = add_verdicts(load_judgments(judgments(config_a(labels=FIVE, baselines=False), _binary(BIN5))))
+    h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
+    got = [h.loc[k, "ours"] for k in ("converged_by_3", "converged_by_5", "never_converged", "cluster_share")]
+    assert got == pytest.approx([1 / 4, 2 / 4, 1 / 4, 3 / 4])
+    assert h.loc["adaptive_calls", "ours"] == pytest.approx(4.5)
+    assert h.loc["adaptive_calls", "paper"] == "4.247 calls (non-binary)"
+    assert h.loc["converged_by_3", "paper"] == "37.68% (non-binary)"
+    got = [h.loc[f"{k}_all", "ours"] for k in ("converged_by_3", "converged_by_5", "never_converged")]
+    assert got == pytest.approx([2 / 6, 3 / 6, 1 / 6])
+    assert h.loc["adaptive_calls_all", "ours"] == pytest.approx(13 / 3)
+    for k in ("cluster_share_all", "converged_by_3_all", "adaptive_calls_all"):
+        assert h.loc[k, "definition"].startswith("ours") and h.loc[k, "paper"].startswith("(ours")
+
+
+def test_kappa_means_keep_every_configuration_where_fleiss_is_defined():
+    # NEAR: 5 judges x 5 binary items, 24 of 25 verdicts "yes" (96% >= 95%: collapsed for our filter).
+    # Fleiss by hand: items t1-t4 all yes: P_i = (25 - 5) / 20 = 1; t5 4 yes 1 no: (16 + 1 - 5) / 20 = 0.6;
+    # P-bar = 4.6 / 5 = 0.92; P_e = 0.96^2 + 0.04^2 = 0.9232; kappa = (0.92 - 0.9232) / 0.0768 = -1/24.
+    # Config C (stsb, every verdict "5"): Fleiss undefined (P_e = 1), so the paper's mean is over 1 of 2;
+    # the collapse-filtered mean (ours) drops both: 0 of 2.
+    near = {v: ["yes"] * 5 for v in ("P1", "P2", "P3", "P4")} | {"P5": ["yes"] * 4 + ["no"]}
+    d = add_verdicts(load_judgments(judgments(_binary(near), config_c())))
+    h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
+    assert h.loc["paraphrase_kappa", "ours"] == pytest.approx(-1 / 24)
+    assert h.loc["paraphrase_kappa", "n"] == 1
+    assert h.loc["paraphrase_kappa", "note"].startswith("mean over 1 of 2 configurations")
+    assert "collapse-filtered (ours" in h.loc["paraphrase_kappa", "note"]
+    assert np.isnan(h.loc["paraphrase_kappa_filtered", "ours"])
+    assert "all 2 configurations" in h.loc["paraphrase_kappa_filtered", "note"]
+    assert h.loc["paraphrase_kappa_filtered", "definition"].startswith("ours")
+
+
+def test_the_fixed_prompt_rows_carry_the_papers_value_at_their_temperature():
+    # §3.2: Fleiss 0.89 and Cohen 0.86 at T = 1e-5; "At T = 0.7, fixed-prompt runs had lower Fleiss' kappa = 0.39"
+    h = analyse(add_verdicts(load_judgments(judgments(config_a()))), LotteryOptions.from_dict(OPTS))
+    h = h["tables"]["headlines"].set_index("key")
+    assert h.loc["fixed_kappa_T0.7", "paper"] == "0.39 (at T = 0.7)"
+    assert h.loc["fixed_kappa_T1e-05", "paper"] == "0.89 (at T = 1e-5)"
+    assert h.loc["fixed_kappa_cohen_T1e-05", "paper"] == "0.86 (at T = 1e-5)"
+    assert h.loc["fixed_kappa_cohen_T0.7", "paper"].startswith("not reported at T = 0.7")
+
+
+def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
+    # Appendix B / Table 12's outcome on two backbones judging config A's items (G12, Likert):
+    #   P1: bb1 1 1 2 2, bb2 1 1 2 2 -> Fleiss 1
+    #   P2: bb1 1 1 2 2, bb2 1 2 2 2 -> P-bar = 3/4 (item 2 split: P_i = 0); p(1) = 3/8, p(2) = 5/8,
+    #       P_e = 34/64; kappa = (48/64 - 34/64) / (30/64) = 7/15
+    #   P3: bb1 1 2 2 1, bb2 2 2 1 1 -> P-bar = 2/4; P_e = 1/2; kappa = 0
+    # strictness (G12 tags): P1 plain = 1 step, P2 and P3 strict = 2 steps; two levels, so the OLS slope is
+    # mean(strict) - mean(plain) = (7/15 + 0) / 2 - 1 = -23/30 (centring within the task moves no slope)
+    from promptlottery.analysis.wording import cross_model_agreement, strictness_regression, variant_texts
+
+    bb2 = {"P1": ["1", "1", "2", "2"], "P2": ["1", "2", "2", "2"], "P3": ["2", "2", "1", "1"]}
+    d = add_verdicts(
+        load_judgments(judgments(config_a(baselines=False), config_a("bb2", bb2, baselines=False)))
+    )
+    cross = cross_model_agreement(d).set_index("variant")
+    assert cross["cross_model_kappa"].tolist() == pytest.approx([1.0, 7 / 15, 0.0])
+    assert (cross["n_backbones"] == 2).all() and (cross["n_items"] == 4).all()
+    reg = strictness_regression(cross.reset_index(), variant_texts(["G12"])).set_index("model")
+    assert reg.loc["univariate", "slope"] == pytest.approx(-23 / 30)
+    assert reg.loc["univariate", "n_points"] == 3
+    assert reg.loc["mt_bench", "note"].startswith("n/a")

@@ -363,3 +363,74 @@ def test_validate_prompts_experiment_composes_and_runs(tmp_path):
     assert list(df["group"]) == GROUP_IDS
     assert df["mean_jaccard"].between(0, 1).all() and df["mean_sim"].between(-1, 1).all()
     assert (tmp_path / "validation_variants.csv").exists()
+
+
+class _Stub:
+    """Says Yes to every paraphrase except G12's P3 (one of the eight asked here)."""
+
+    max_concurrency = 4
+
+    def __init__(self):
+        self.calls = 0
+
+    def identity(self):
+        return {"backend": "stub", "model": "yes-but-one"}
+
+    def generate(self, requests, decoding):
+        from promptlottery.backends.base import JudgeResponse
+
+        p3 = variant_texts_of("G12")["P3"]
+        out = []
+        for r in requests:
+            self.calls += 1
+            no = p3 in r.messages[0]["content"].split("Instruction B:\n", 1)[1]
+            probs = {"Yes": 0.1, "No": 0.7} if no else {"Yes": 0.6, "No": 0.2}
+            out.append(JudgeResponse("No" if no else "Yes", probs, 10, 1, 0.0))
+        return out
+
+    def is_retryable(self, exc):
+        return False
+
+    def count_tokens(self, request):
+        return 1
+
+
+def variant_texts_of(gid):
+    from promptlottery.prompts.validation import variant_texts
+
+    return variant_texts(load_group(gid))
+
+
+def _fake_encoder(texts):
+    rng = np.random.default_rng(0)
+    return np.array([rng.normal(size=8) + len(t) % 7 for t in texts])
+
+
+def test_llm_equivalence_rating_is_cached_and_leaves_the_other_outputs_alone(tmp_path):
+    from tests.conftest import compose
+
+    over = ["+experiment=validate_prompts", "validation.groups=[G1,G12]", "backbone=fake"]
+    plain = tmp_path / "plain"
+    run_validation(compose(over, tmp_path=tmp_path), plain, encoder=_fake_encoder)
+    assert not (plain / "validation_equivalence.csv").exists()
+    # hand count: G1 and G12 have P2-P5 each, 8 paraphrases; the stub refuses G12/P3 only: 7 / 8 accepted
+    stub = _Stub()
+    rated = tmp_path / "rated"
+    cfg = compose([*over, "validation.equivalence=true"], tmp_path=tmp_path)
+    rec = run_validation(cfg, rated, backend=stub, encoder=_fake_encoder)
+    assert rec["equivalence"]["share_accepted"] == pytest.approx(7 / 8) and stub.calls == 8
+    eq = pd.read_csv(rated / "validation_equivalence.csv").set_index(["group", "variant"])
+    assert eq.loc[("G12", "P3"), "accepted"] == 0.0 and eq.loc[("G12", "P3"), "p_yes"] == pytest.approx(0.125)
+    assert eq.loc[("G1", "P2"), "p_yes"] == pytest.approx(0.75)
+    # the other outputs are the same with or without the rating
+    for name in ("validation.csv", "validation_variants.csv"):
+        assert (plain / name).read_text() == (rated / name).read_text()
+    md = (rated / "validation.md").read_text()
+    assert "81%, 84% and 79%" in md and "| 87.5% (fake) |" in md and "0.93 (sBERT)" in md
+    # a second run reads every verdict from the call cache
+    again = _Stub()
+    run_validation(cfg, tmp_path / "again", backend=again, encoder=_fake_encoder)
+    assert again.calls == 0
+    # the fake backend answers through the same path (the label probabilities' argmax)
+    fake = run_validation(cfg, tmp_path / "fake", encoder=_fake_encoder)["equivalence"]
+    assert fake["n_answered"] == 8 and 0.0 <= fake["share_accepted"] <= 1.0

@@ -51,6 +51,11 @@ AGREEMENT_MEASURES = {
         "chance": False,
         "label": "Krippendorff's alpha (interval, unrounded weighted score)",
     },
+    # the paper's kappa means (§3.2, §4.1) average every configuration where kappa is defined; the
+    # collapse filter above (>= collapse_share of the verdicts one label) is ours, so the unfiltered
+    # measures are kept beside the filtered ones (undefined only where every verdict is one label)
+    "fleiss_kappa_all": {"chance": False, "label": "Fleiss' kappa, no collapse filter (the paper's mean)"},
+    "mean_kappa_all": {"chance": False, "label": "mean pairwise Cohen's kappa, no collapse filter"},
 }
 CONT_DECIMALS = 2  # continuous scores are rounded to 0.01 before interval alpha (bounds its value domain)
 
@@ -60,6 +65,8 @@ def _measure(name: str, labels: list[float]):
         "overlap": partial(mean_pairwise_overlap, labels=labels),
         "mean_kappa": partial(mean_pairwise_cohen_kappa, labels=labels),
         "fleiss_kappa": partial(fleiss_kappa, labels=labels),
+        "fleiss_kappa_all": partial(fleiss_kappa, labels=labels),
+        "mean_kappa_all": partial(mean_pairwise_cohen_kappa, labels=labels),
         "alpha_nominal": partial(krippendorff_alpha, level="nominal", labels=labels),
         "alpha_interval": partial(krippendorff_alpha, level="interval", labels=labels),
         "alpha_interval_cont": partial(krippendorff_alpha, level="interval"),
@@ -283,7 +290,8 @@ GROUPINGS = {
     "backbone": ["backbone"],
     "task type x family type x backbone": ["task_type", "family_type", "backbone"],
 }
-TASK_MEASURES = ("overlap", "mean_kappa", "fleiss_kappa", "alpha_nominal")
+#: fleiss_kappa_all: the paper's comparison of task types (§4.2) keeps every configuration where it is defined
+TASK_MEASURES = ("overlap", "mean_kappa", "fleiss_kappa", "fleiss_kappa_all", "alpha_nominal")
 
 
 def agreement_by_task_type(

@@ -18,8 +18,10 @@ from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.verdict import item_table, verdict_summary
 from promptlottery.analysis.wording import (
+    cross_model_agreement,
     prompt_similarities,
     similarity_vs_stability,
+    strictness_regression,
     variant_texts,
     wording_dimensions,
 )
@@ -82,6 +84,18 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["wording_dimensions"] = wording_dimensions(
             va, texts, n_permutations=opts.n_permutations, seed=opts.seed, level=opts.level
         )
+        # Appendix B / Table 12's outcome: cross-model score agreement per paraphrase
+        cross = cross_model_agreement(df, temperature=opts.temperature)
+        tables["cross_model_agreement"] = cross
+        tables["wording_dimensions_cross_model"] = wording_dimensions(
+            cross,
+            texts,
+            metric="cross_model",
+            n_permutations=opts.n_permutations,
+            seed=opts.seed,
+            level=opts.level,
+        )
+        tables["format_strictness_regression"] = strictness_regression(cross, texts)
         for k in ("summary", "pairs", "systems", "trajectories"):
             tables[f"rank_{k}"] = per["tables"][f"rank_{k}"]
         rank_dists = extra["rank_distributions"] = per["rank_distributions"]

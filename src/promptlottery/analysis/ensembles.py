@@ -1,9 +1,9 @@
 """Analyses 7-8: aggregating the variants' verdicts, and how fast the plurality settles.
 
-7. Plurality (modal label; ties broken by the P1 label, see
-   :mod:`promptlottery.judging.aggregate`), majority (strictly more than half of the judges with
-   a verdict), mean and median across the variants, each correlated with the human labels next to
-   the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
+7. The paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges; no verdict on a
+   no-consensus item), ours ``plurality_ties_to_p1`` (the modal label, ties broken by the P1 label,
+   see :mod:`promptlottery.judging.aggregate`), mean and median across the variants, each
+   correlated with the human labels next to the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
    backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
    items.
 8. For each item, the paper's plurality cluster (a label given by at least 3 of 5 judges), the call
@@ -61,9 +61,10 @@ def aggregation_vs_humans(
 ) -> pd.DataFrame:
     """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
 
-    One row per configuration x method (``P1``, ``plurality``, ``majority``, ``mean``, ``median``),
-    every method scored on the same items: those with a human label that every method covers
-    (``n``; ``majority`` has no verdict without a strict majority). ``n_covered`` / ``coverage``:
+    One row per configuration x method (``P1``, ``plurality`` (the paper's: at least 3 of 5),
+    ``plurality_ties_to_p1`` (ours), ``mean``, ``median``), every method scored on the same items:
+    those with a human label that every method covers (``n``; ``plurality`` has no verdict on a
+    no-consensus item). ``n_covered`` / ``coverage``:
     the items with a human label the method itself covers, and their share. Pearson and Kendall
     with CIs, and for the
     aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
@@ -77,7 +78,7 @@ def aggregation_vs_humans(
         methods = {reference: v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)}
         for name, fn in AGGREGATORS.items():
             methods[name] = np.asarray(fn(v.to_numpy(float)), dtype=float)
-        # every method is scored on the items that all of them cover (majority leaves some out)
+        # every method is scored on the items that all of them cover (plurality leaves no-consensus ones out)
         humans = np.isfinite(h)
         common = humans & np.logical_and.reduce([np.isfinite(m) for m in methods.values()])
         for name, all_scores in methods.items():
@@ -209,9 +210,10 @@ def ensemble_designs(
             rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
             if e.note:
                 notes.append(f"mean_kappa: {e.note}")
-            for agg in ("plurality", "mean"):
+            # ours: the tie-broken plurality (every item has one), so each design keeps all its items
+            for agg, name in (("plurality_ties_to_p1", "plurality_ties_to_p1"), ("mean", "mean")):
                 res = correlate_with_human(
-                    AGGREGATORS[agg](m).astype(float),
+                    AGGREGATORS[name](m).astype(float),
                     h,
                     n_resamples=n_resamples,
                     seed=seed,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -66,7 +66,7 @@ class Headline:
     key: str
     finding: str
     paper: str
-    #: yields ``(key, finding, estimate, lo, hi, n, backbones, note)`` for each row of this spec
+    #: yields ``(key, finding, estimate, lo, hi, n, backbones, note[, paper])`` for each row of this spec
     compute: Callable[[Headline, Context], Iterator[tuple]]
     pct: bool = False
     #: the dataset the paper measured this on (its rows are preferred when present) and its name
@@ -127,23 +127,57 @@ def _mean_row(df: pd.DataFrame, m: str, dists: dict | None, level: float) -> tup
     return float(df[m].astype(float).mean()), lo, hi
 
 
-def _n_note(n: int, total: int) -> str:
+def _n_note(n: int, total: int, measure: str = "") -> str:
     if total == 0:
         return "n/a: no configuration"
+    filtered = measure in ("fleiss_kappa", "mean_kappa")
+    why = (
+        "labels collapsed: >= 95% of the verdicts one label, see the label table"
+        if filtered
+        else "every verdict one label"
+    )
     if n == 0:
-        return f"n/a: kappa undefined in all {total} configurations (labels collapsed, see the label table)"
+        return f"n/a: kappa undefined in all {total} configurations ({why})"
     if n < total:
-        return f"mean over {n} of {total} configurations (kappa undefined in the others)"
-    return f"mean over {n} configuration{'s' if n != 1 else ''}; CI: items resampled within each"
+        return f"mean over {n} of {total} configurations (kappa undefined in the others: {why})"
+    return f"mean over {n} of {total} configurations; CI: items resampled within each"
 
 
+def _filtered_note(h: Headline, mask: pd.Series, ctx: Context) -> str:
+    """The collapse-filtered mean (ours) of an unfiltered paper row, with its n of m."""
+    if h.measure not in _UNFILTERED:
+        return ""
+    measure = _UNFILTERED[h.measure]
+    est, lo, hi, n, total = _stratified_mean(
+        ctx.tables[h.table], ctx.dists.get(h.table, {}), mask, measure, ctx.level
+    )
+    if not total:
+        return ""
+    value = rp.ci(est, lo, hi) if np.isfinite(est) else "n/a"
+    return f"collapse-filtered (ours, >= 95% one label left out): {value} over {n} of {total} configurations"
+
+
+#: the paper's unfiltered kappa measures and the collapse-filtered ones of ours beside them
+_UNFILTERED = {"fleiss_kappa_all": "fleiss_kappa", "mean_kappa_all": "mean_kappa"}
 _NAN3 = (np.nan, np.nan, np.nan)
 
 
 def _kappa(h: Headline, mask: pd.Series, key: str, finding: str, ctx: Context, note=None):
     col = ctx.tables[h.table]
     est, lo, hi, n, total = _stratified_mean(col, ctx.dists.get(h.table, {}), mask, h.measure, ctx.level)
-    return key, finding, est, lo, hi, n, backbones(col[mask]), note(n, total) if note else _n_note(n, total)
+    text = note(n, total) if note else _n_note(n, total, h.measure)
+    extra = _filtered_note(h, mask, ctx) if total else ""
+    return key, finding, est, lo, hi, n, backbones(col[mask]), f"{text}; {extra}" if extra else text
+
+
+def _fixed_paper(h: Headline, t: float) -> str:
+    """The paper's fixed-prompt figure at temperature ``t`` (§3.2: 0.89 / 0.86 at T = 1e-5, 0.39 at 0.7)."""
+    cohen = h.measure.startswith("mean_kappa")
+    if t < GREEDY_BELOW:
+        return rp.PAPER["fixed_kappa_cohen" if cohen else "fixed_kappa"]
+    if np.isclose(t, 0.7):
+        return rp.PAPER["fixed_kappa_cohen_t07" if cohen else "fixed_kappa_t07"]
+    return rp.PAPER["fixed_kappa_other_t"]
 
 
 def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
@@ -169,8 +203,9 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
         key, finding = f"{h.key}_T{t:g}", f"{h.finding} (T = {t:g})"
         if source != "none":
             key, finding = f"{key}_{source}", f"{h.finding} (T = {t:g}, repeats in other batches)"
+        paper = _fixed_paper(h, t)
         if source == "none" and t < GREEDY_BELOW and (col.loc[mask, "overlap"].astype(float) == 1.0).all():
-            yield key, finding, *_NAN3, int(mask.sum()), backbones(col[mask]), BY_CONSTRUCTION
+            yield key, finding, *_NAN3, int(mask.sum()), backbones(col[mask]), BY_CONSTRUCTION, paper
             continue
         row = _kappa(h, mask, key, finding, ctx)
         if source != "none":
@@ -189,7 +224,7 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
                 f"{row[-1]}; verdict source {','.join(sorted(sources))}, not the paraphrase "
                 f"rows' ({','.join(sorted(para_sources))}): the same-source paraphrase row is {same}",
             )
-        yield row
+        yield (*row, paper)
     if fixed.empty:
         yield h.na(
             "n/a: no fixed-prompt baseline (run P1 with n_samples=5 at T=0.7, and at T=1e-5 with repeat_source=batch)"
@@ -210,7 +245,7 @@ def paraphrase_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
         mask_t = mask & (col[column] == value)
 
         def note(n, total):
-            return _n_note(n, total) if total else f"n/a: no {value} judge family in these runs"
+            return _n_note(n, total, h.measure) if total else f"n/a: no {value} judge family in these runs"
 
         yield _kappa(h, mask_t, h.key, h.finding, ctx, note)
 
@@ -247,7 +282,8 @@ def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
 
 def _why_na(h: Headline, r: pd.DataFrame) -> str:
     if r.empty or not r["n_items"].iloc[0]:
-        return "n/a: no binary configuration" if h.group == "pooled: binary" else "n/a: no items"
+        kind = h.group.removeprefix("pooled: ")
+        return f"n/a: no {kind} configuration" if kind != "all" else "n/a: no items"
     for part in str(r["note"].iloc[0]).split("; "):  # e.g. "converged_by_5: n/a: fewer than 5 judges"
         if part.startswith(f"{h.column}: "):
             return part[len(h.column) + 2 :]
@@ -273,8 +309,38 @@ def cluster_share(h: Headline, ctx: Context) -> Iterator[tuple]:
     yield h.key, h.finding, *est3, int(r["n_items"]), backbones(ctx.collapse), note
 
 
+def adaptive_cost(h: Headline, ctx: Context) -> Iterator[tuple]:
+    """Mean calls of adaptive full aggregation, derived from the pooled convergence shares (§5.2.1).
+
+    The paper: "37.68% of non-binary cases reach plurality by three calls, 21.05% by five calls, and
+    41.27% require more than five calls" and "full aggregation at 4.247 calls": an item converging by
+    the third call costs 3, every other one 5, so 3 x 0.3768 + 5 x (0.2105 + 0.4127) = 4.2464
+    (:func:`promptlottery.gating.simulate.adaptive_calls`, the same formula).
+    """
+    conv = ctx.tables["convergence_summary"]
+    r = conv[conv["group"] == h.group] if not conv.empty else conv
+    cols = ("converged_by_3", "converged_by_5", "never_converged")
+    if r.empty or not all(c in r for c in cols) or not np.isfinite(r[list(cols)].iloc[0].astype(float)).all():
+        yield h.na(_why_na(replace(h, column="converged_by_5"), r) if len(r) else "n/a: no items")
+        return
+    r = r.iloc[0]
+
+    def cost(b3, b5, never):
+        return 3.0 * b3 + 5.0 * (b5 + never)
+
+    est = cost(*(float(r[c]) for c in cols))
+    note = (
+        f"3 x {r['converged_by_3']:.4f} + 5 x ({r['converged_by_5']:.4f} + {r['never_converged']:.4f}); "
+        "CI: n/a (derived from the shares)"
+    )
+    yield h.key, h.finding, est, np.nan, np.nan, int(r["n_items"]), backbones(ctx.collapse), note
+
+
 _SYSTEMS = dict(dataset="squad_v2", dataset_name="SQuAD v2")
-_FLEISS = "paper (§3.2: Fleiss' kappa, 0.89 fixed -> 0.24 paraphrased)"
+_FLEISS = (
+    "paper (§3.2, §C.3: Fleiss' kappa, 0.89 fixed at T = 1e-5 -> 0.24 paraphrased), averaged over every "
+    "configuration where it is defined"
+)
 _CLUSTER = 'paper: a label given by "at least three of five" judges (§F.2); no such label = no consensus'
 _ONLINE = "paper (online: earliest call k with 3 of 5 votes among the first k calls, no hindsight)"
 _TIES = "ours (ties_to_P1: the modal label, ties broken toward P1, so a tie counts as a match)"
@@ -296,8 +362,55 @@ def _p1(key: str, group: str, scales: str, paper: str, column: str, definition: 
     )
 
 
-def _share(key: str, finding: str, definition: str) -> Headline:
-    return Headline(key, finding, rp.PAPER[key], cluster_share, pct=True, definition=definition, column=key)
+def _share(key: str, finding: str, definition: str, *, ours_all: bool = False) -> Headline:
+    """A convergence share: the paper's on the non-binary pool (§5.2), or ours on all scales pooled."""
+    if ours_all:
+        return Headline(
+            f"{key}_all",
+            f"{finding} (all scales pooled)",
+            rp.OURS_ALL_SCALES,
+            cluster_share,
+            pct=True,
+            definition=f"ours: {definition}, on every configuration (binary included)",
+            column=key,
+            group="pooled: all",
+        )
+    return Headline(
+        key,
+        f"{finding} (non-binary scales)",
+        rp.PAPER[key],
+        cluster_share,
+        pct=True,
+        definition=definition,
+        column=key,
+        group="pooled: non-binary",
+    )
+
+
+def _adaptive(*, ours_all: bool = False) -> Headline:
+    finding = "adaptive full aggregation, mean calls derived from the convergence shares"
+    definition = 'paper (§5.2.1): "full aggregation at 4.247 calls" = 3 x by-3rd + 5 x (by-5th + never)'
+    if ours_all:
+        return Headline(
+            "adaptive_calls_all",
+            f"{finding} (all scales pooled)",
+            rp.OURS_ALL_SCALES,
+            adaptive_cost,
+            definition=f"ours: {definition}, on every configuration (binary included)",
+            group="pooled: all",
+        )
+    return Headline(
+        "adaptive_calls",
+        f"{finding} (non-binary scales)",
+        rp.PAPER["adaptive_calls"],
+        adaptive_cost,
+        definition=definition,
+        group="pooled: non-binary",
+    )
+
+
+_ONLINE_ALL = _ONLINE.removeprefix("paper ")
+_CLUSTER_ALL = "a label given by at least three of five judges"
 
 
 #: the headline rows, in report order
@@ -308,14 +421,15 @@ HEADLINES: tuple[Headline, ...] = (
         rp.PAPER["fixed_kappa"],
         fixed_kappa,
         definition=_FLEISS,
+        measure="fleiss_kappa_all",
     ),
     Headline(
         "fixed_kappa_cohen",
         "mean pairwise Cohen's kappa, fixed prompt P1 repeated",
         rp.PAPER["fixed_kappa_cohen"],
         fixed_kappa,
-        definition="paper's second figure (§3.2: pairwise Cohen 0.86)",
-        measure="mean_kappa",
+        definition="paper's second figure (§3.2: pairwise Cohen 0.86 at T = 1e-5); mean over configurations",
+        measure="mean_kappa_all",
     ),
     Headline(
         "paraphrase_kappa",
@@ -323,6 +437,14 @@ HEADLINES: tuple[Headline, ...] = (
         rp.PAPER["paraphrase_kappa"],
         paraphrase_kappa,
         definition=_FLEISS,
+        measure="fleiss_kappa_all",
+    ),
+    Headline(
+        "paraphrase_kappa_filtered",
+        "Fleiss' kappa across the five paraphrases, collapsed configurations left out",
+        "(ours: the paper's mean keeps every configuration where kappa is defined)",
+        paraphrase_kappa,
+        definition="ours (Fleiss' kappa; configurations with >= 95% of verdicts one label left out)",
     ),
     Headline(
         "paraphrase_kappa_cohen",
@@ -347,6 +469,7 @@ HEADLINES: tuple[Headline, ...] = (
         paraphrase_kappa,
         where=("family_type", "objective"),
         definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+        measure="fleiss_kappa_all",
     ),
     Headline(
         "subjective_kappa",
@@ -355,6 +478,7 @@ HEADLINES: tuple[Headline, ...] = (
         paraphrase_kappa,
         where=("family_type", "subjective"),
         definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+        measure="fleiss_kappa_all",
     ),
     Headline(
         "similarity_r",
@@ -386,10 +510,18 @@ HEADLINES: tuple[Headline, ...] = (
     _p1("p1_match_all", "pooled: all", "all", rp.PAPER["p1_match_all"], "p1_match", _CLUSTER),
     _p1("p1_match_binary_ties_to_p1", "pooled: binary", "binary", "(ours)", "p1_match_ties_to_p1", _TIES),
     _p1("p1_match_all_ties_to_p1", "pooled: all", "all", "(ours)", "p1_match_ties_to_p1", _TIES),
-    _share("cluster_share", "items with a plurality cluster (all scales)", _CLUSTER),
+    _share("cluster_share", "items with a plurality cluster", _CLUSTER),
     _share("converged_by_3", "items whose cluster is reached by the 3rd call", _ONLINE),
     _share("converged_by_5", "items whose cluster is reached at the 4th or 5th call", _ONLINE),
     _share("never_converged", "items with no cluster within five calls", _ONLINE),
+    _adaptive(),
+    _share("cluster_share", "items with a plurality cluster", _CLUSTER_ALL, ours_all=True),
+    _share("converged_by_3", "items whose cluster is reached by the 3rd call", _ONLINE_ALL, ours_all=True),
+    _share(
+        "converged_by_5", "items whose cluster is reached at the 4th or 5th call", _ONLINE_ALL, ours_all=True
+    ),
+    _share("never_converged", "items with no cluster within five calls", _ONLINE_ALL, ours_all=True),
+    _adaptive(ours_all=True),
 )
 
 
@@ -403,7 +535,9 @@ def headlines(
     ctx = Context(tables, dists, rank_dists or {}, opts.level)
     rows = []
     for h in HEADLINES:
-        for key, finding, est, lo, hi, n, bb, note in h.compute(h, ctx):
-            values = (key, finding, h.paper, est, lo, hi, h.pct, n, bb, note, h.definition)
+        for row in h.compute(h, ctx):
+            key, finding, est, lo, hi, n, bb, note = row[:8]
+            paper = row[8] if len(row) > 8 else h.paper  # a spec may name the paper's figure per row
+            values = (key, finding, paper, est, lo, hi, h.pct, n, bb, note, h.definition)
             rows.append(dict(zip(COLUMNS, values)))
     return pd.DataFrame(rows)

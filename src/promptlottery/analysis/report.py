@@ -19,24 +19,39 @@ CSV_FLOAT = "%.4f"
 #: with 4 significant digits instead of 4 decimals, which would print them as 0.0000
 CSV_SIGNIFICANT = ("temperature", "cont_range_max", "cont_range_mean")
 
-#: the paper's headline values (Prompt Lottery seed paper)
+#: the paper's headline values (Prompt Lottery paper, 2610.38076v1), with the section they come from
 PAPER = {
-    "fixed_kappa": "0.89",
-    "fixed_kappa_cohen": "0.86",
+    # §3.2: "Fixed-prompt repeated runs established Cohen's kappa = 0.86 and Fleiss' kappa = 0.89" at the
+    # study's T = 10^-5 (§3), and "At T = 0.7, fixed-prompt runs had lower Fleiss' kappa = 0.39"
+    "fixed_kappa": "0.89 (at T = 1e-5)",
+    "fixed_kappa_cohen": "0.86 (at T = 1e-5)",
+    "fixed_kappa_t07": "0.39 (at T = 0.7)",
+    "fixed_kappa_cohen_t07": "not reported at T = 0.7 (0.86 is at T = 1e-5)",
+    "fixed_kappa_other_t": "not reported at this T (0.89 at T = 1e-5, 0.39 at T = 0.7)",
+    # §C.3: "Agreement falls from kappa = 0.89 with a fixed prompt to kappa = 0.24 across paraphrastic variants"
     "paraphrase_kappa": "about 0.24",
     "paraphrase_kappa_cohen": "not reported",
+    # §C.3: "Objective tasks show greater invariance (kappa = 0.47-0.69) than subjective tasks (0.26-0.28)"
     "objective_kappa": "0.47-0.69",
     "subjective_kappa": "0.26-0.28",
-    "similarity_r": "r = -0.11",
+    # §4.3: "The similarity-stability correlation was r = -0.11 (p = 0.157)"
+    "similarity_r": "r = -0.11 (p = 0.157)",
+    # §4.4: "SQuAD v2 had tau = 0.176 and 43.3% rank changes"
     "squad_tau": "tau = 0.176",
     "squad_rank_changes": "43.3% rank changes",
+    # §5.2: "The default prompt matches plurality in 94.7% of binary cases but only 44.0% overall"
     "p1_match_binary": "94.7%",
     "p1_match_all": "44.0%",
-    "cluster_share": "58.73%",
-    "converged_by_3": "37.68%",
-    "converged_by_5": "21.05%",
-    "never_converged": "41.27%",
+    # §5.2 / §5.2.1, non-binary tasks: 58.73% strict plurality = 37.68% by the third call + 21.05% by
+    # the fifth; 41.27% never converge; full (adaptive) aggregation costs 4.247 calls
+    "cluster_share": "58.73% (non-binary)",
+    "converged_by_3": "37.68% (non-binary)",
+    "converged_by_5": "21.05% (non-binary)",
+    "never_converged": "41.27% (non-binary)",
+    "adaptive_calls": "4.247 calls (non-binary)",
 }
+#: the paper column of a row of our own beside a paper row measured on another population
+OURS_ALL_SCALES = "(ours: all scales pooled; the paper's figure is for non-binary tasks)"
 
 
 def write_table(

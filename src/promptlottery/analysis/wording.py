@@ -6,6 +6,7 @@ agreement (Cohen's kappa, or raw overlap) with the other variants of its configu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -204,5 +205,123 @@ def wording_dimensions(
             p=float((1 + np.sum(null >= obs - 1e-12)) / (1 + len(null))),
             note="",
         )
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+# --- Appendix B / Table 12: the paper's outcome, cross-model score agreement per paraphrase --------
+
+#: a paraphrase's output-format strictness as steps (Appendix B: "+0.076 kappa per step")
+STRICTNESS_STEPS = {"loose": 0, "plain": 1, "strict": 2}
+
+
+def cross_model_agreement(df: pd.DataFrame, *, temperature: float | None = None) -> pd.DataFrame:
+    """Each paraphrase's cross-model score agreement: Fleiss' kappa among the backbones judging the
+    same items with that variant (Appendix B / Table 12 test "whether [the dimensions] are associated
+    with cross-model score agreement"; the summary names no measure: Fleiss' kappa, the paper's
+    agreement measure of §3.2, is ours to choose here).
+
+    One row per task (a configuration without its backbone, ``config_id``) x variant with
+    ``cross_model_kappa`` on the items every backbone judged (``n_items``), ``n_backbones``; NaN with a
+    ``note`` where fewer than 2 backbones or 2 complete items, or every verdict is one label. The
+    table has the columns :func:`wording_dimensions` reads (``metric="cross_model"``).
+    """
+    from promptlottery.judging.table import CONFIG_KEYS, paraphrase_rows
+    from promptlottery.metrics import UndefinedMetricWarning, fleiss_kappa
+    from promptlottery.prompts.scales import get_scale
+
+    if df.empty:
+        return pd.DataFrame(columns=["config_id", "prompt_group", "variant", "cross_model_kappa"])
+    work = pd.concat(
+        [paraphrase_rows(g, temperature) for _, g in df.groupby("config_id", sort=True)], ignore_index=True
+    )
+    keys = [k for k in CONFIG_KEYS if k != "backbone"]
+    task = [
+        "/".join(p for p in row if p and p != "None") for row in zip(*(work[k].astype(str) for k in keys))
+    ]
+    rows = []
+    for tid, g in sorted(work.groupby(pd.Series(task, index=work.index)), key=lambda t: t[0]):
+        labels = sorted(get_scale(g["scale"].iloc[0]).scores)
+        for v, gv in sorted(g.groupby("variant"), key=lambda t: t[0]):
+            m = gv.pivot_table(index="item_id", columns="backbone", values="value", aggfunc="first").dropna()
+            rec: dict[str, Any] = {
+                "config_id": tid,
+                "dataset": g["dataset"].iloc[0],
+                "prompt_group": g["prompt_group"].iloc[0],
+                "variant": v,
+                "n_backbones": int(gv["backbone"].nunique()),
+                "n_items": len(m),
+                "cross_model_kappa": np.nan,
+                "note": "",
+            }
+            if m.shape[1] < 2 or len(m) < 2:
+                rec["note"] = (
+                    f"n/a: need >= 2 backbones and >= 2 complete items, have {m.shape[1]} x {len(m)}"
+                )
+            else:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", UndefinedMetricWarning)
+                    rec["cross_model_kappa"] = float(fleiss_kappa(m.to_numpy(float), labels=labels))
+                if not np.isfinite(rec["cross_model_kappa"]):
+                    rec["note"] = f"n/a: {caught[0].message}" if caught else "n/a: undefined"
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+AGREEMENT_COLUMNS["cross_model"] = "cross_model_kappa"
+
+
+def strictness_regression(points: pd.DataFrame, tags: pd.DataFrame) -> pd.DataFrame:
+    """Appendix B: output-format strictness against cross-model agreement (OLS, statsmodels).
+
+    The paper: "Output-format strictness had a univariate slope of +0.076 kappa per step, but the
+    effect weakened to +0.031 with other features fixed and was not significant (p = 0.17). The
+    MT-Bench family designed to span those phrases had a +0.005 slope." Here: ``y`` = each
+    paraphrase's ``cross_model_kappa`` (:func:`cross_model_agreement`) centred within its task (as in
+    :func:`wording_dimensions`, ours), ``x`` = strictness in steps (:data:`STRICTNESS_STEPS`, loose 0,
+    plain 1, strict 2). Rows: ``univariate`` (y ~ x), ``adjusted`` (y ~ x + the other six dimensions,
+    one-hot, first level dropped), ``mt_bench`` (univariate on the MT-Bench task's paraphrases), each
+    with ``slope``, ``se``, ``p``, ``n_points`` or a note saying why not.
+    """
+    import statsmodels.api as sm
+
+    from promptlottery.prompts.groups import WORDING_DIMENSIONS
+
+    pts = points.merge(tags, on=["prompt_group", "variant"], how="left")
+    pts = pts[np.isfinite(pts["cross_model_kappa"].astype(float))].reset_index(drop=True)
+    pts["x"] = pts["format_strictness"].map(STRICTNESS_STEPS)
+    pts = pts[pts["x"].notna()].reset_index(drop=True)
+    pts["y"] = pts["cross_model_kappa"] - pts.groupby("config_id")["cross_model_kappa"].transform("mean")
+    others = [d for d in WORDING_DIMENSIONS if d != "format_strictness"]
+    rows = []
+    for model, sub, covars in (
+        ("univariate", pts, []),
+        ("adjusted", pts, others),
+        ("mt_bench", pts[pts["dataset"] == "mt_bench"], []),
+    ):
+        rec: dict[str, Any] = {
+            "model": model,
+            "n_points": len(sub),
+            "slope": np.nan,
+            "se": np.nan,
+            "p": np.nan,
+        }
+        X = pd.DataFrame({"x": sub["x"].astype(float)})
+        if covars:
+            dummies = pd.get_dummies(
+                sub[covars].astype(object).fillna("(none)"), drop_first=True, dtype=float
+            )
+            X = pd.concat([X, dummies.loc[:, dummies.std() > 0]], axis=1)
+        X = sm.add_constant(X, has_constant="add")
+        if len(sub) < X.shape[1] + 1 or sub["x"].nunique() < 2:
+            why = "no variation in strictness" if len(sub) and sub["x"].nunique() < 2 else "too few points"
+            rec["note"] = f"n/a: {why} ({len(sub)} paraphrases with a defined cross-model kappa)"
+        elif np.linalg.matrix_rank(X.to_numpy(float)) < X.shape[1]:
+            rec["note"] = "n/a: strictness is collinear with the other dimensions on these paraphrases"
+        else:
+            fit = sm.OLS(sub["y"].to_numpy(float), X.to_numpy(float)).fit()
+            rec.update(slope=float(fit.params[1]), se=float(fit.bse[1]), p=float(fit.pvalues[1]), note="")
+            if model == "adjusted":
+                rec["note"] = f"other dimensions held fixed: {', '.join(X.columns[2:]) or 'none vary'}"
         rows.append(rec)
     return pd.DataFrame(rows)

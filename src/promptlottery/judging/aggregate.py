@@ -32,6 +32,7 @@ import pandas as pd
 __all__ = [
     "AGGREGATORS",
     "aggregate",
+    "cluster_label",
     "cluster_match",
     "cluster_threshold",
     "convergence",
@@ -184,9 +185,22 @@ def median_score(matrix: Any) -> np.ndarray:
     return out
 
 
+def cluster_label(matrix: Any) -> np.ndarray:
+    """The aggregation the paper calls plurality (Table 6, §5.2): the label given by at least 3 of the
+    5 judges, i.e. :func:`plurality_cluster`; no verdict where no label has the votes (no consensus).
+
+    >>> cluster_label([[1, 1, 2, 2, 1], [1, 2, 2, 3, 3]]).tolist()
+    [1.0, nan]
+    """
+    return plurality_cluster(matrix)
+
+
+#: the aggregations of the variants' verdicts, by the name the report prints: ``plurality`` is the
+#: paper's (a label given by at least 3 of 5 judges, Table 6 / §5.2); ``plurality_ties_to_p1`` is
+#: ours (the modal label, ties broken toward P1, so every item has one); ``mean`` and ``median``
 AGGREGATORS: dict[str, Callable[[Any], np.ndarray]] = {
-    "plurality": plurality,
-    "majority": majority,
+    "plurality": cluster_label,
+    "plurality_ties_to_p1": plurality,
     "mean": mean_score,
     "median": median_score,
 }

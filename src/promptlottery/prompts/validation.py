@@ -13,7 +13,15 @@ texts we measure, per group:
 
 A paraphrase whose similarity to P1 is below ``threshold`` (0.85) is flagged. A group meets the
 target of a validated paraphrase set when ``mean_sim >= 0.90`` and ``mean_jaccard <= 0.5``:
-the variants mean the same while sharing few words.
+the variants mean the same while sharing few words (thresholds ours).
+
+The paper (§3.1): "their average sBERT similarity was 0.93 despite lexical overlap of 0.38 +- 0.01.
+Three LLMs rated prompt similarity at 81%, 84%, and 79%, respectively". With
+``validation.equivalence=true`` the stage's backbone rates each paraphrase against P1
+(:func:`rate_equivalence`: "does B ask for the same judgment as A? Yes / No", through the cached
+backend calls; the share it accepts is its rating, ours beside the paper's three); sweep
+``backbone=`` over the panel for one rating per judge. The wording of that question is ours (the
+summary prints none). The other outputs are the same with or without it.
 """
 
 from __future__ import annotations
@@ -40,6 +48,14 @@ TEXT_MODE = "rendered with placeholder values ([RESPONSE], ...), system + user"
 _WORD = re.compile(r"\w+")
 
 Encoder = Callable[[list[str]], np.ndarray]
+#: the paper's §3.1 figures, printed beside ours
+PAPER_VALIDATION = {
+    "sbert_similarity": "0.93",
+    "lexical_overlap": "0.38 +- 0.01",
+    "llm_equivalence": "81%, 84% and 79% (three LLMs)",
+}
+EQUIVALENCE_LABELS = ("Yes", "No")
+EQUIVALENCE_VERSION = 1  # bump when the question's wording changes (it is in the cache key)
 
 
 # -- text measures -----------------------------------------------------------------------------
@@ -194,6 +210,95 @@ def validate_all(
     return summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
 
 
+# -- LLM rating of equivalence (§3.1) -------------------------------------------------------------
+
+
+def equivalence_question(original: str, variant: str) -> str:
+    """The question put to a judge (ours): does prompt B ask for the same judgment as prompt A?"""
+    return (
+        "Two instructions for an evaluator follow. Decide whether instruction B asks for the same "
+        "judgment as instruction A (the same criterion and the same scale), whatever the wording.\n\n"
+        f"Instruction A:\n{original}\n\nInstruction B:\n{variant}\n\n"
+        "Does B ask for the same judgment as A? Answer Yes or No.\nAnswer:"
+    )
+
+
+def rate_equivalence(
+    groups: Iterable[PromptGroup],
+    backend: Any,
+    cache: Any,
+    *,
+    prompt_format: str = "chat",
+    backbone: str = "",
+) -> pd.DataFrame:
+    """One row per paraphrase (P2..Pn) of each group: the backend's verdict on "same judgment as P1?".
+
+    ``accepted`` is the argmax of the two labels' probabilities (``p_yes`` = p(Yes) / (p(Yes) + p(No)))
+    where the backend gives them, else the answer's first word; NaN with a ``note`` when neither
+    names a label. Calls go through ``cache`` (:class:`~promptlottery.judging.cache.CallCache`), keyed
+    by the backend's identity, the messages, the decoding and :data:`EQUIVALENCE_VERSION`.
+    """
+    from promptlottery.backends.base import Decoding, JudgeRequest
+    from promptlottery.judging.cache import cache_key
+    from promptlottery.judging.runner import CallStats, run_calls
+
+    decoding = Decoding(max_new_tokens=4)
+    ident = backend.identity()
+    reqs, rows = [], []
+    for group in groups:
+        texts = variant_texts(group)
+        for vid, text in texts.items():
+            if vid == ORIGINAL:
+                continue
+            q = equivalence_question(texts[ORIGINAL], text)
+            body = (
+                {"prompt": q}
+                if prompt_format == "completion"
+                else {"messages": [{"role": "user", "content": q}]}
+            )
+            key = cache_key(
+                {"task": "paraphrase_equivalence", "version": EQUIVALENCE_VERSION, "backend": ident,
+                 **body, "labels": list(EQUIVALENCE_LABELS), "decoding": decoding.as_dict()}
+            )  # fmt: skip
+            reqs.append(JudgeRequest(key=key, labels=EQUIVALENCE_LABELS, **body))
+            rows.append({"group": group.id, "variant": vid, "backbone": backbone, "key": key})
+    answers = (
+        run_calls(reqs, backend, cache, decoding, stats=CallStats(), desc="equivalence ratings")
+        if reqs
+        else {}
+    )
+    for r in rows:
+        a = answers[r.pop("key")]
+        probs = {k: float(v) for k, v in (a.label_probs or {}).items() if k in EQUIVALENCE_LABELS}
+        words = word_tokens(a.raw_text or "")
+        r["raw_output"] = a.raw_text
+        r["p_yes"] = probs.get("Yes", 0.0) / sum(probs.values()) if sum(probs.values()) > 0 else np.nan
+        if np.isfinite(r["p_yes"]):
+            r["accepted"], r["note"] = float(r["p_yes"] >= 0.5), ""
+        elif words and words[0] in ("yes", "no"):
+            r["accepted"], r["note"] = (
+                float(words[0] == "yes"),
+                "no label probabilities: the answer's first word",
+            )
+        else:
+            r["accepted"], r["note"] = np.nan, "n/a: neither label probabilities nor a Yes / No answer"
+    return pd.DataFrame(
+        rows, columns=["group", "variant", "backbone", "raw_output", "p_yes", "accepted", "note"]
+    )
+
+
+def equivalence_summary(ratings: pd.DataFrame) -> dict[str, Any]:
+    """The share of paraphrases the judge accepts as equivalent (answered ones), beside the paper's."""
+    ok = ratings["accepted"].dropna() if len(ratings) else pd.Series(dtype=float)
+    return {
+        "backbone": ratings["backbone"].iloc[0] if len(ratings) else "",
+        "n_paraphrases": len(ratings),
+        "n_answered": len(ok),
+        "share_accepted": float(ok.mean()) if len(ok) else float("nan"),
+        "paper": PAPER_VALIDATION["llm_equivalence"],
+    }
+
+
 # -- report ---------------------------------------------------------------------------------------
 
 _COLUMNS = {
@@ -254,12 +359,17 @@ def _select_groups(spec: Any, groups_dir: str | None) -> list[PromptGroup]:
     return [load_group(gid, groups_dir) for gid in ids]
 
 
-def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
+def run_validation(
+    cfg, output_dir: str | Path, *, backend: Any = None, encoder: Encoder | None = None
+) -> dict[str, Any]:
     """Stage ``validate_prompts``: validate the prompt groups; write validation.csv / .md to ``output_dir``.
 
     Options (``cfg.validation``): ``threshold`` (flag a paraphrase below this similarity to P1),
     ``groups`` (``all``, a list of ids or a comma-separated string), ``target_similarity``,
-    ``max_overlap`` and ``groups_dir`` (defaults: the packaged groups). Loads no dataset or LLM.
+    ``max_overlap`` and ``groups_dir`` (defaults: the packaged groups), ``equivalence`` (default
+    false: loads no dataset or LLM; true: the backbone rates each paraphrase, see
+    :func:`rate_equivalence`, written to ``validation_equivalence.csv`` / ``.md``). ``backend`` and
+    ``encoder`` replace the backbone's backend and the sentence encoder (tests).
     """
     from omegaconf import OmegaConf
 
@@ -274,7 +384,10 @@ def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    variants = validate_variants(groups, threshold=threshold)
+    equivalence = None
+    if bool(_option(options, "equivalence", False)):
+        equivalence = _equivalence(cfg, groups, output_dir, backend)
+    variants = validate_variants(groups, threshold=threshold, encoder=encoder)
     summary = summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
     summary.to_csv(output_dir / "validation.csv", index=False)
     variants.to_csv(output_dir / "validation_variants.csv", index=False)
@@ -289,7 +402,8 @@ def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
     )
     table = to_markdown(summary)
     (output_dir / "validation.md").write_text(
-        f"# Paraphrase validation\n\n{note}\n\n{table}\n", encoding="utf-8"
+        f"# Paraphrase validation\n\n{note}\n\n{table}\n\n{paper_comparison(summary, equivalence)}\n",
+        encoding="utf-8",
     )
     print(note)
     print(table)
@@ -302,8 +416,15 @@ def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
         f"groups meeting the target: {int(summary['meets_target'].sum())}/{len(summary)}"
         + (f"; missed: {missed}" if missed else "")
     )
+    if equivalence is not None:
+        print(
+            f"LLM equivalence rating backbone={equivalence['backbone']}: "
+            f"{equivalence['share_accepted']:.1%} of {equivalence['n_answered']} paraphrases accepted "
+            f"(paper: {equivalence['paper']})"
+        )
     return {
         "status": "ok",
+        **({"equivalence": equivalence} if equivalence is not None else {}),
         "n_groups": len(summary),
         "n_flagged": int(len(flagged)),
         "flagged": [f"{r.group}/{r.variant}" for r in flagged.itertuples()],
@@ -313,3 +434,60 @@ def run_validation(cfg, output_dir: str | Path) -> dict[str, Any]:
         "summary": summary.to_dict("records"),
         "outputs": {"csv": str(output_dir / "validation.csv"), "markdown": str(output_dir / "validation.md")},
     }
+
+
+def paper_comparison(summary: pd.DataFrame, equivalence: dict[str, Any] | None = None) -> str:
+    """The paper's §3.1 validation figures beside ours (means over the groups validated)."""
+    sim, jac = float(summary["mean_sim_to_p1"].mean()), float(summary["mean_jaccard"].mean())
+    llm = "not run (validation.equivalence=true)"
+    if equivalence is not None:
+        share = equivalence["share_accepted"]
+        llm = f"{share:.1%} ({equivalence['backbone']})" if np.isfinite(share) else "n/a"
+    return "\n".join(
+        [
+            "## Beside the paper (§3.1)",
+            "",
+            "| measure | paper | ours (mean over groups) | how ours differs |",
+            "|---|---|---|---|",
+            f"| similarity of the paraphrases to P1 | {PAPER_VALIDATION['sbert_similarity']} (sBERT) | {sim:.3f} | "
+            "ours: all-MiniLM-L6-v2 cosine, templates rendered with placeholders |",
+            f"| lexical overlap | {PAPER_VALIDATION['lexical_overlap']} | {jac:.3f} | ours: token Jaccard, "
+            "mean over variant pairs |",
+            f"| LLM rating of equivalence | {PAPER_VALIDATION['llm_equivalence']} | {llm} | ours: the question "
+            "of `rate_equivalence`, one judge per run |",
+        ]
+    )
+
+
+def _equivalence(cfg, groups: list[PromptGroup], output_dir: Path, backend: Any) -> dict[str, Any]:
+    """Rate every paraphrase with the stage's backbone; write validation_equivalence.csv / .md."""
+    from hydra.utils import instantiate
+
+    from promptlottery.judging.cache import CallCache
+
+    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
+    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    ratings = rate_equivalence(
+        groups, backend, cache, prompt_format=cfg.backbone.prompt_format, backbone=cfg.backbone.name
+    )
+    ratings.to_csv(output_dir / "validation_equivalence.csv", index=False)
+    s = equivalence_summary(ratings)
+    share = "n/a" if not np.isfinite(s["share_accepted"]) else f"{s['share_accepted']:.1%}"
+    per_group = ratings.groupby("group", sort=False)["accepted"].mean()
+    lines = [
+        "# Paraphrase validation: LLM rating of equivalence",
+        "",
+        f"Judge: {s['backbone']}. Question (ours): does instruction B (a paraphrase) ask for the same judgment "
+        "as instruction A (P1)? Yes / No, argmax of the two labels' probabilities.",
+        "",
+        "| measure | paper (§3.1) | ours |",
+        "|---|---|---|",
+        f"| LLM rating of equivalence (share of paraphrases accepted) | {s['paper']} | {share} "
+        f"({s['n_answered']} of {s['n_paraphrases']} answered) |",
+        "",
+        "| group | share accepted |",
+        "|---|---|",
+        *(f"| {g} | {v:.2f} |" if np.isfinite(v) else f"| {g} | n/a |" for g, v in per_group.items()),
+    ]
+    (output_dir / "validation_equivalence.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return s

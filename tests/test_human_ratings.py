@@ -153,3 +153,46 @@ def test_unknown_human_option_is_one_line():
 
     with pytest.raises(ConfigError, match=r"unknown human option\(s\) \['raters'\]"):
         HumanOptions.from_dict({"raters": 3})
+
+
+def test_lottery_report_section_and_metrics(tmp_path):
+    """The lottery stage with analysis.human_ratings: the human tables, the report section and the
+    results.json metrics; without it, no human table (the report as before)."""
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
+    from promptlottery.pipeline import run as judge
+
+    ratings = tmp_path / "human_ratings.parquet"
+    _import(export=EXPORTS).to_parquet(ratings)
+    data = [
+        "dataset=table",
+        f"dataset.path={REPO}/examples/own_judge/qa_answers.jsonl",
+        "dataset.fields.id=id",
+        "dataset.fields.response=answer",
+        "dataset.fields.context=question",
+        "dataset.fields.reference=gold",
+        "dataset.fields.system=system",
+        "dataset.fields.human=rating",
+        "judge=own",
+        f"judge.group_file={REPO}/examples/own_judge/correctness.yaml",
+        "backbone=fake",
+        "decoding.temperature=0.7",
+    ]
+    judge(compose([*data, "judge.variant=P1", "n_samples=3"], tmp_path=tmp_path), tmp_path / "runs" / "P1")
+    judge(compose([*data, "judge.variant=P2"], tmp_path=tmp_path), tmp_path / "runs" / "P2")
+    base = dict(
+        runs=str(tmp_path / "runs" / "*"), embeddings="none", plots=False, n_resamples=30, n_permutations=10
+    )
+    rec = run_lottery(LotteryOptions(**base, human_ratings=str(ratings)), tmp_path / "with")
+    report = (tmp_path / "with" / "report.md").read_text()
+    assert "## Human baseline under rewording" in report and "ratio judge/human (ours)" in report
+    deg = pd.read_csv(tmp_path / "with" / "tables" / "human_degradation.csv")
+    assert list(deg["measure"]) == ["overlap", "cohen", "fleiss", "alpha"]
+    cid = deg["config_id"].iloc[0]
+    assert rec["metrics"][f"human/{cid}/cohen/human_drop"] == pytest.approx(
+        deg["human_drop"].iloc[1], abs=1e-4
+    )
+    assert "human/within/overlap" in rec["metrics"]
+    run_lottery(LotteryOptions(**base), tmp_path / "without")
+    assert "Human baseline" not in (tmp_path / "without" / "report.md").read_text()
+    assert not (tmp_path / "without" / "tables" / "human_agreement.csv").exists()

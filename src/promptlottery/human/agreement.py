@@ -324,6 +324,10 @@ def degradation(
                 lo, hi = _ci(s.dist[setting][m], level)
                 rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = s.est[setting][m], lo, hi
             notes = list(t.notes) if t is not None else []
+            if t is not None and t.codes.shape[1] * (t.codes.shape[1] - 1) // 2 > MAX_PAIRS_RESAMPLED:
+                notes.append(
+                    f"cohen: no CI ({t.codes.shape[1]} raters: more than {MAX_PAIRS_RESAMPLED} pairs)"
+                )
             if setting in s.notes:
                 notes.append(s.notes[setting])
             rec["notes"] = "; ".join(notes)

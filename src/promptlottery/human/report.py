@@ -28,7 +28,8 @@ def render_human_section(
     R.p(
         "Definitions (ours; the paper's summary does not define them, see `promptlottery.human.agreement`): "
         "humans *within one wording* = annotators who rated the same (item, wording) cell; *across wordings* = "
-        "the ratings of one item under different wordings (slot s of each wording's cell). The judge *within* = "
+        "ratings of one item under different wordings by different annotators (units (item, slot), raters the "
+        "wordings). The judge *within* = "
         "repeated samples of the fixed reference prompt; *across* = the prompt variants. **Degradation (ours)** = "
         "agreement within one wording minus agreement across wordings; **ratio** = judge drop / human drop "
         f"(defined where the human drop is > 0). Brackets: {pct}% bootstrap CIs over items."

@@ -274,7 +274,7 @@ def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
     out = job.output_dir
     for name, t in tables.items():
         rp.write_table(t, name, out / "tables")
-    R = rp.Report("Human baseline under rewording")
+    R = rp.Report("Human baseline")
     render_human_section(R, tables, level=opts.level, verdict=opts.verdict if judgments is not None else None)
     (out / opts.report).write_text(R.text(), encoding="utf-8")
     metrics = human_metrics(tables)

@@ -189,3 +189,10 @@ def test_per_rater_table_beside_the_fixed_prompt():
     assert list(out["side"]) == ["human", "judge"]
     judge = out[out["side"] == "judge"].iloc[0]
     assert judge["overlap"] == pytest.approx(8 / 9)  # the judge-within row of the toy above
+
+
+def test_judgments_of_another_prompt_group_are_named_not_compared():
+    j = toy_judgments().assign(prompt_group="G_other")
+    t = human_vs_judge(toy_ratings(), j, HumanAnalysisOptions(n_resamples=20))
+    assert t["human_degradation"].empty
+    assert t["human_agreement"]["notes"].str.contains("no judged configuration of prompt group G_toy").all()

@@ -103,6 +103,14 @@ def human_vs_judge(
     if not configs:
         items = sorted(ratings["item_id"].astype(str).unique())
         a, _ = degradation(human_tables(ratings, labels, items), {}, len(items), len(labels), **opts.boot)
+        if judgments is not None and len(judgments):
+            group = (
+                ratings["prompt_group"].dropna().unique().tolist()
+                if "prompt_group" in ratings.columns
+                else []
+            )
+            miss = f"no judged configuration{' of prompt group ' + str(group[0]) if group else ''} shares items with the ratings"
+            a["notes"] = [f"{n}; {miss}" if n else miss for n in a["notes"]]
         agree.append(a.assign(config_id=""))
     for cid, rows in configs:
         para = paraphrase_rows(rows, opts.temperature)

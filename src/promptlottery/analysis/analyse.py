@@ -111,6 +111,10 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         if parsed is not None:
             tables["agreement_collapse_parsed"], agreement_dists["agreement_collapse_parsed"] = parsed
         tables["headlines"] = headlines(tables, agreement_dists, opts, rank_dists)
+        if opts.human_ratings or opts.human_raters:  # the human-baseline section (issue 26)
+            from promptlottery.human.analysis import human_tables_for_report
+
+            tables.update(human_tables_for_report(df, opts))
     return {"tables": tables, **extra}
 
 

@@ -65,6 +65,10 @@ class LotteryOptions:
     #: analyse one backbone's judgments in different dtypes together
     allow_mixed_dtypes: bool = False
     n_jobs: int = 1
+    #: a human_ratings.parquet (python -m run +human=import): the human-baseline section (promptlottery.human)
+    human_ratings: str | None = None
+    #: the datasets' own per-rater labels: human agreement under one wording beside the fixed prompt's
+    human_raters: bool = False
 
     def __post_init__(self) -> None:
         # a StrEnum member is a str: asdict / json / the report record the plain value

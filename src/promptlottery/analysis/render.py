@@ -236,6 +236,10 @@ def render_report(
     )
 
     render_later_sections(R, result, opts, out_dir, figures)
+    if opts.human_ratings or opts.human_raters:  # the human-baseline section (issue 26)
+        from promptlottery.human.report import render_human_section
+
+        render_human_section(R, t, level=opts.level, verdict=opts.verdict)
 
     R.h("Files")
     R.bullets(

@@ -126,6 +126,10 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
             v = r[col]
             if v is not None and np.isfinite(v):
                 out[f"{r['key']}{suffix}"] = float(v)
+    if any(k.startswith("human_") for k in tables):  # the human-baseline section (issue 26)
+        from promptlottery.human.analysis import human_metrics
+
+        out.update(human_metrics(tables))
     return out
 
 

@@ -1,0 +1,373 @@
+"""Human agreement within one wording and across wordings, the judge's on the same items, and the
+degradation of each (no I/O: pure functions over DataFrames).
+
+The paper, §3.2: "10 annotators rated 650 data points, yielding average human agreement of 0.78
+Overlap, 0.71 pairwise Cohen's κ, 0.80 Fleiss' κ, and 0.63 Krippendorff's α"; the Abstract:
+"LLMaJ judges exhibit 6-9× larger agreement degradation under prompt rephrasings than humans".
+The summary of the paper defines neither "degradation" nor how the human agreement under one
+wording and across wordings are formed, so the definitions below are **ours**:
+
+* **Raters and units.** Humans, *within one wording*: a unit is an (item, wording) cell, its
+  raters the annotators who rated it. Humans, *across wordings*: a unit is (item, slot ``s``), its
+  raters the wordings (``w_0, w_1, ...`` in natural order); wording ``w_j``'s rating is the one at
+  position ``(s + j) mod n`` of the cell's ``n`` ratings in annotator order, skipping a rating
+  already used or one by an annotator already in the unit. So a unit holds ratings of one item
+  given under different wordings by different annotators (wherever the cells allow it; a unit
+  where they do not is counted in the notes): the across pairs differ from the within pairs by the
+  wording, not by being one annotator's two ratings. The judge, *within one
+  wording* (the fixed prompt, §3.2's "fixed-prompt repeated runs"): a unit is an item, its raters
+  the repeated samples of the reference variant. The judge, *across wordings* (paraphrases): a unit
+  is an item, its raters the prompt variants (the human campaign's wordings, sample 0).
+* **The four measures** of §3.2, each from :mod:`promptlottery.metrics` on the nominal scale of
+  the campaign's labels: ``overlap`` (mean over rater pairs of the share of shared units with the
+  same label), ``cohen`` (mean over rater pairs of Cohen's kappa; pairs with fewer than two shared
+  units or no variation are left out), ``fleiss`` (Fleiss' kappa on the units whose raters are
+  complete: within one wording, the first ``m`` ratings of every cell, ``m`` the fewest any cell
+  has; across wordings, the units that have every wording), ``alpha`` (Krippendorff's alpha,
+  nominal unless ``alpha_level`` says otherwise; incomplete units allowed).
+* **Degradation (ours)** of a measure ``A``: ``drop = A(within one wording) - A(across wordings)``,
+  an absolute difference; the **ratio** is ``drop(judge) / drop(human)``, defined only where the
+  human drop is positive. The paper's "6-9x" is printed beside it, not computed by us.
+* **Confidence intervals**: percentile bootstrap over items (every unit of a drawn item comes
+  along; human and judge share each draw, so the ratio's interval is paired), ``n_resamples``
+  draws with ``seed``.
+
+The verdict kind of the judge's labels is the one of the judgments table it is given (the
+``label`` column of :func:`promptlottery.judging.table.add_verdicts`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.metrics import (
+    UndefinedMetricWarning,
+    fleiss_kappa,
+    krippendorff_alpha,
+    mean_pairwise_cohen_kappa,
+    mean_pairwise_overlap,
+)
+from promptlottery.metrics._resampled import (
+    fleiss_kappa_resampled,
+    krippendorff_alpha_resampled,
+    mean_defined,
+    pairwise_kappa_resampled,
+    pairwise_overlap_resampled,
+    resample_counts,
+)
+from promptlottery.metrics.bootstrap import resample_indices
+
+MEASURES = ("overlap", "cohen", "fleiss", "alpha")
+SETTINGS = ("within", "across")
+#: the paper's human agreement (§3.2) and its human-vs-judge degradation ratio (Abstract)
+PAPER_HUMAN = {"overlap": 0.78, "cohen": 0.71, "fleiss": 0.80, "alpha": 0.63}
+PAPER_RATIO = "6-9x"
+#: above this many rater pairs, the pairwise kappa's bootstrap (items x pairs x labels^2 counts) is skipped
+MAX_PAIRS_RESAMPLED = 1000
+
+
+@dataclass
+class RaterTable:
+    """One setting's ratings as integer codes: ``codes`` units x raters (-1 = missing), the item
+    of each unit (``unit_item``, an index into the analysis' items), and the complete table Fleiss'
+    kappa is computed on (``fleiss_codes`` / ``fleiss_item``)."""
+
+    codes: np.ndarray
+    unit_item: np.ndarray
+    fleiss_codes: np.ndarray
+    fleiss_item: np.ndarray
+    raters: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_units(self) -> int:
+        return int(self.codes.shape[0])
+
+
+def _encode(values: pd.Series, labels: tuple[str, ...]) -> np.ndarray:
+    pos = {lab: i for i, lab in enumerate(labels)}
+    return np.array([pos.get(v, -1) if isinstance(v, str) else -1 for v in values], dtype=np.int64)
+
+
+def _table(
+    long: pd.DataFrame, unit: list[str], rater: str, items: list[str], labels: tuple[str, ...], raters: str
+) -> RaterTable:
+    """Pivot ``long`` (one row per rating, a ``code`` column) into a units x raters table."""
+    index = {it: n for n, it in enumerate(items)}
+    wide = long.pivot_table(index=unit, columns=rater, values="code", aggfunc="first")
+    wide = wide.sort_index()
+    codes = wide.fillna(-1).to_numpy(dtype=np.int64)
+    unit_item = np.array([index[u[0] if isinstance(u, tuple) else u] for u in wide.index], dtype=np.int64)
+    keep = (codes >= 0).sum(axis=1) >= 1
+    return RaterTable(codes[keep], unit_item[keep], codes[keep], unit_item[keep], raters)
+
+
+def human_tables(ratings: pd.DataFrame, labels: tuple[str, ...], items: list[str]) -> dict[str, RaterTable]:
+    """The human ``within`` and ``across`` tables of ``ratings`` on ``items`` (see the module docstring)."""
+    r = ratings[ratings["item_id"].isin(items)].copy()
+    r["code"] = _encode(r["label"], labels)
+    r = r.sort_values(["item_id", "wording", "annotator"], kind="mergesort")
+    r["slot"] = r.groupby(["item_id", "wording"]).cumcount()
+    within = _table(r, ["item_id", "wording"], "annotator", items, labels, "annotators")
+    # Fleiss: the first m ratings of every cell with at least two, m the fewest such a cell has
+    sizes = r.groupby(["item_id", "wording"]).size()
+    rated = sizes[sizes >= 2]
+    if len(rated):
+        m = int(rated.min())
+        sub = r.set_index(["item_id", "wording"]).loc[rated.index].reset_index()
+        sub = sub[sub["slot"] < m]
+        f = _table(sub, ["item_id", "wording"], "slot", items, labels, "slots")
+        within.fleiss_codes, within.fleiss_item = f.codes, f.unit_item
+        if (sizes > m).any():
+            within.notes.append(
+                f"fleiss: the first {m} ratings of each cell (cells carry {sizes.min()}-{sizes.max()})"
+            )
+    else:
+        within.fleiss_codes, within.fleiss_item = np.empty((0, 2), np.int64), np.empty(0, np.int64)
+    across = _table(_across_slots(r), ["item_id", "slot"], "wording", items, labels, "wordings")
+    clashes = int(r.attrs.get("clashes", 0))
+    if clashes:
+        across.notes.append(f"{clashes} (item, slot) unit(s) hold two ratings by one annotator")
+    complete = (across.codes >= 0).all(axis=1)
+    across.fleiss_codes, across.fleiss_item = across.codes[complete], across.unit_item[complete]
+    if (~complete).any():
+        across.notes.append(
+            f"fleiss: {int(complete.sum())} of {len(complete)} (item, slot) units have every wording"
+        )
+    return {"within": within, "across": across}
+
+
+def _across_slots(r: pd.DataFrame) -> pd.DataFrame:
+    """The ratings with their across-wordings ``slot`` (see the module docstring); the number of
+    units with one annotator twice in ``r.attrs["clashes"]``."""
+    from promptlottery.judging.table import natural_key
+
+    out, clashes = [], 0
+    wordings = sorted(r["wording"].unique(), key=natural_key)
+    for _item, g in r.groupby("item_id", sort=True):
+        cells = {w: c.sort_values("annotator", kind="mergesort") for w, c in g.groupby("wording")}
+        n_slots = max(len(c) for c in cells.values())
+        used: dict[str, set[int]] = {w: set() for w in cells}
+        for s in range(n_slots):
+            in_unit: set[str] = set()
+            for j, w in enumerate(wordings):
+                if w not in cells:
+                    continue
+                c, n = cells[w], len(cells[w])
+                pick = fallback = None
+                for t in range(n):
+                    i = (s + j + t) % n
+                    if i in used[w]:
+                        continue
+                    if c["annotator"].iloc[i] in in_unit:
+                        fallback = i if fallback is None else fallback
+                        continue
+                    pick = i
+                    break
+                if pick is None and fallback is not None:
+                    pick, clashes = fallback, clashes + 1
+                if pick is None:
+                    continue
+                used[w].add(pick)
+                in_unit.add(c["annotator"].iloc[pick])
+                out.append(c.iloc[[pick]].assign(slot=s))
+    res = pd.concat(out, ignore_index=True) if out else r.iloc[0:0].assign(slot=0)
+    r.attrs["clashes"] = clashes
+    return res
+
+
+def judge_tables(
+    fixed: pd.DataFrame | None,
+    para: pd.DataFrame,
+    labels: tuple[str, ...],
+    items: list[str],
+    wordings: list[str],
+) -> dict[str, RaterTable]:
+    """The judge's ``within`` (fixed prompt: items x samples) and ``across`` (items x variants) tables."""
+    out = {}
+    p = para[para["item_id"].isin(items) & para["variant"].isin(wordings)].copy()
+    if len(p):
+        p["code"] = _encode(p["label"], labels)
+        out["across"] = _table(p, ["item_id"], "variant", items, labels, "variants")
+        complete = (out["across"].codes >= 0).all(axis=1)
+        out["across"].fleiss_codes = out["across"].codes[complete]
+        out["across"].fleiss_item = out["across"].unit_item[complete]
+    if fixed is not None and len(fixed):
+        f = fixed[fixed["item_id"].isin(items)].copy()
+        f["code"] = _encode(f["label"], labels)
+        t = _table(f, ["item_id"], "sample_index", items, labels, "samples of the reference variant")
+        ok = (t.codes >= 0).all(axis=1)
+        t.fleiss_codes, t.fleiss_item = t.codes[ok], t.unit_item[ok]
+        out["within"] = t
+    return out
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def measures(t: RaterTable, n_labels: int, *, alpha_level: str = "nominal") -> dict[str, float]:
+    """The four measures of one table (NaN where undefined), from the public metric functions."""
+    labels = list(range(n_labels))
+    m = np.where(t.codes >= 0, t.codes, np.nan).astype(float)
+    f = np.where(t.fleiss_codes >= 0, t.fleiss_codes, np.nan).astype(float)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        out["overlap"] = _safe(mean_pairwise_overlap, m, labels=labels)
+        out["cohen"] = _safe(mean_pairwise_cohen_kappa, m, labels=labels)
+        out["fleiss"] = _safe(fleiss_kappa, f, labels=labels)
+        out["alpha"] = _safe(krippendorff_alpha, m, level=alpha_level, labels=labels)
+    return out
+
+
+def _safe(fn, matrix: np.ndarray, **kw) -> float:
+    if matrix.shape[0] < 1 or matrix.ndim != 2 or matrix.shape[1] < 2:
+        return float("nan")
+    m = matrix[~np.isnan(matrix).all(axis=1)]
+    if m.shape[0] < 1:
+        return float("nan")
+    try:
+        return float(fn(m, **kw))
+    except ValueError:
+        return float("nan")
+
+
+def resampled_measures(
+    t: RaterTable, w_items: np.ndarray, n_labels: int, *, alpha_level: str = "nominal"
+) -> dict[str, np.ndarray]:
+    """Each measure on every resample (rows of ``w_items``: copies of each item), NaN where undefined."""
+    n_res = w_items.shape[0]
+    nan = np.full(n_res, np.nan)
+    out = dict.fromkeys(MEASURES, nan)
+    if t.n_units == 0 or t.codes.shape[1] < 2:
+        return out
+    w = w_items[:, t.unit_item]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["overlap"] = mean_defined(pairwise_overlap_resampled(w, t.codes))
+        n_pairs = t.codes.shape[1] * (t.codes.shape[1] - 1) // 2
+        if n_pairs <= MAX_PAIRS_RESAMPLED:
+            out["cohen"] = mean_defined(pairwise_kappa_resampled(w, t.codes, n_labels, None))
+        if len(t.fleiss_codes) and t.fleiss_codes.shape[1] >= 2:
+            out["fleiss"] = fleiss_kappa_resampled(w_items[:, t.fleiss_item], t.fleiss_codes, n_labels)
+        out["alpha"] = krippendorff_alpha_resampled(w, t.codes, np.arange(n_labels, dtype=float), alpha_level)
+    return out
+
+
+def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
+    ok = dist[np.isfinite(dist)]
+    if ok.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(ok, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
+    return float(lo), float(hi)
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+@dataclass
+class Side:
+    """One rater population's two tables (within one wording, across wordings) and their numbers."""
+
+    name: str
+    tables: dict[str, RaterTable]
+    notes: dict[str, str] = field(default_factory=dict)
+    est: dict[str, dict[str, float]] = field(default_factory=dict)
+    dist: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+
+
+def degradation(
+    human: dict[str, RaterTable],
+    judges: dict[str, dict[str, RaterTable]],
+    n_items: int,
+    n_labels: int,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    alpha_level: str = "nominal",
+    judge_notes: dict[str, dict[str, str]] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The agreement table (one row per side and setting) and the degradation table (one row per
+    judge and measure), with bootstrap CIs over the ``n_items`` items the tables index."""
+    idx = resample_indices(n_items, n_resamples, seed=seed)
+    w = resample_counts(idx, n_items)
+    sides = [Side("human", human)] + [
+        Side(k, v, dict((judge_notes or {}).get(k, {}))) for k, v in judges.items()
+    ]
+    for s in sides:
+        for setting in SETTINGS:
+            t = s.tables.get(setting)
+            if t is None:
+                s.est[setting] = dict.fromkeys(MEASURES, float("nan"))
+                s.dist[setting] = dict.fromkeys(MEASURES, np.full(n_resamples, np.nan))
+                continue
+            s.est[setting] = measures(t, n_labels, alpha_level=alpha_level)
+            s.dist[setting] = resampled_measures(t, w, n_labels, alpha_level=alpha_level)
+    agree_rows = []
+    for s in sides:
+        for setting in SETTINGS:
+            t = s.tables.get(setting)
+            rec: dict[str, Any] = {
+                "side": s.name,
+                "setting": setting,
+                "raters": t.raters if t is not None else "",
+                "n_items": int(len(np.unique(t.unit_item))) if t is not None else 0,
+                "n_units": t.n_units if t is not None else 0,
+                "n_raters": int(t.codes.shape[1]) if t is not None else 0,
+            }
+            for m in MEASURES:
+                lo, hi = _ci(s.dist[setting][m], level)
+                rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = s.est[setting][m], lo, hi
+            notes = list(t.notes) if t is not None else []
+            if t is not None and t.codes.shape[1] * (t.codes.shape[1] - 1) // 2 > MAX_PAIRS_RESAMPLED:
+                notes.append(
+                    f"cohen: no CI ({t.codes.shape[1]} raters: more than {MAX_PAIRS_RESAMPLED} pairs)"
+                )
+            if setting in s.notes:
+                notes.append(s.notes[setting])
+            rec["notes"] = "; ".join(notes)
+            agree_rows.append(rec)
+    deg_rows = []
+    h = sides[0]
+    for s in sides[1:]:
+        for m in MEASURES:
+            h_drop = h.est["within"][m] - h.est["across"][m]
+            j_drop = s.est["within"][m] - s.est["across"][m]
+            h_dist = h.dist["within"][m] - h.dist["across"][m]
+            j_dist = s.dist["within"][m] - s.dist["across"][m]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r_dist = np.where(h_dist > 0, j_dist / np.where(h_dist > 0, h_dist, 1.0), np.nan)
+            ratio = (
+                j_drop / h_drop
+                if np.isfinite(h_drop) and h_drop > 0 and np.isfinite(j_drop)
+                else float("nan")
+            )
+            note = ""
+            if np.isfinite(h_drop) and h_drop <= 0:
+                note = "ratio n/a: the human agreement does not drop across wordings"
+            elif not np.isfinite(j_drop):
+                note = "ratio n/a: " + (s.notes.get("within") or "the judge's drop is undefined")
+            undefined = int(np.sum(~np.isfinite(r_dist)))
+            if np.isfinite(ratio) and undefined:
+                note = f"ratio CI over the {n_resamples - undefined} of {n_resamples} resamples with a human drop > 0"
+            rec = {"judge": s.name, "measure": m}
+            for key, est, dist in (
+                ("human_within", h.est["within"][m], h.dist["within"][m]),
+                ("human_across", h.est["across"][m], h.dist["across"][m]),
+                ("human_drop", h_drop, h_dist),
+                ("judge_within", s.est["within"][m], s.dist["within"][m]),
+                ("judge_across", s.est["across"][m], s.dist["across"][m]),
+                ("judge_drop", j_drop, j_dist),
+                ("ratio", ratio, r_dist),
+            ):
+                lo, hi = _ci(dist, level)
+                rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = est, lo, hi
+            rec["paper_ratio"] = PAPER_RATIO
+            rec["notes"] = note
+            deg_rows.append(rec)
+    return pd.DataFrame(agree_rows), pd.DataFrame(deg_rows)

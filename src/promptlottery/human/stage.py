@@ -1,0 +1,282 @@
+"""The human-baseline stages (``conf/human/``): campaign, import, analyse.
+
+    python -m run +human=campaign dataset=fed_turn judge=dialogue_understandable dataset.limit=50
+    python -m run +human=import human.campaign=DIR human.export='DIR/export_*.json'   # or human.table=FILE
+    python -m run +human=analyse human.ratings=DIR/human_ratings.parquet human.runs='outputs/.../*'
+
+The options are the ``human:`` node, checked by :class:`HumanOptions` (one-line ConfigError for an
+unknown key or a bad value) before any output. The stages register themselves in
+:data:`STAGES` (read by :mod:`promptlottery.stages`).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from promptlottery.config import ConfigError
+from promptlottery.human.assignment import SAME_ITEM, Design
+from promptlottery.stages import StageJob, run_stage
+
+logger = logging.getLogger(__name__)
+
+#: stage name -> entry point, merged into promptlottery.stages.STAGES
+STAGES = {
+    "human_campaign": "promptlottery.human.stage:run_campaign",
+    "human_import": "promptlottery.human.stage:run_import",
+    "human_analyse": "promptlottery.human.stage:run_analyse",
+}
+
+
+@dataclass
+class HumanOptions:
+    """The ``human:`` node (see ``conf/human/*.yaml`` for each key)."""
+
+    name: str = "campaign"
+    # campaign
+    annotators: Any = 10
+    raters_per_task: int = 3
+    wordings_per_item: int | None = None
+    wordings: list[str] | None = None
+    same_item: str = "not_back_to_back"
+    seed: int = 0
+    label_studio_url: str | None = None
+    api_key_env: str = "LABEL_STUDIO_API_KEY"
+    # import
+    campaign: str | None = None
+    export: Any = None
+    table: str | None = None
+    # analyse
+    ratings: str | None = None
+    runs: Any = None
+    verdict: str = "argmax"
+    reference: str = "P1"
+    temperature: float | None = None
+    n_resamples: int = 1000
+    level: float = 0.95
+    alpha_level: str = "nominal"
+    report: str = "human_report.md"
+    judge_bench: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.same_item not in SAME_ITEM:
+            raise ConfigError(f"human.same_item={self.same_item!r}: must be one of {', '.join(SAME_ITEM)}")
+        a = self.annotators
+        if not (
+            (isinstance(a, int) and not isinstance(a, bool) and a >= 2)
+            or (isinstance(a, list) and len(a) >= 2)
+        ):
+            raise ConfigError(
+                f"human.annotators={a!r}: a number >= 2 or a list of at least two annotator ids"
+            )
+        if (
+            isinstance(self.n_resamples, bool)
+            or not isinstance(self.n_resamples, int)
+            or self.n_resamples < 1
+        ):
+            raise ConfigError(f"human.n_resamples={self.n_resamples!r}: must be an integer >= 1")
+        if not 0.0 < self.level < 1.0:
+            raise ConfigError(f"human.level={self.level}: must be in (0, 1)")
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> HumanOptions:
+        d = dict(d or {})
+        valid = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - valid)
+        if unknown:
+            raise ConfigError(f"unknown human option(s) {unknown}; valid: {sorted(valid)}")
+        return cls(**d)
+
+    @property
+    def design(self) -> Design:
+        return Design(self.raters_per_task, self.wordings_per_item, self.same_item, self.seed)
+
+
+def _options(cfg) -> tuple[HumanOptions, dict]:
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.to_container(cfg.human, resolve=True) if cfg.get("human") is not None else {}
+    return HumanOptions.from_dict(node), OmegaConf.to_container(cfg, resolve=True)
+
+
+def _job(stage: str, cfg, output_dir, config: dict) -> StageJob:
+    root = cfg.paths.root_dir if cfg.get("paths") else "."
+    return StageJob(stage, output_dir, config=config, root=root, fields={"stage": stage})
+
+
+# --------------------------------------------------------------------------- campaign
+
+
+def run_campaign(cfg, output_dir: str | Path) -> dict[str, Any]:
+    """``stage: human_campaign``: the assignment and the Label Studio files (and projects)."""
+    opts, config = _options(cfg)
+    return run_stage(_job("human_campaign", cfg, output_dir, config), lambda job: _campaign(cfg, opts, job))
+
+
+def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    from promptlottery.data import load_items
+    from promptlottery.data.registry import sample_items
+    from promptlottery.human.campaign import build_campaign, write_campaign
+    from promptlottery.human.labelstudio import LabelStudioClient, labeling_config, tasks_for
+    from promptlottery.prompts.groups import resolve_group
+
+    opts.design  # noqa: B018 - the design's checks, before anything is loaded
+    group = resolve_group(cfg.judge)
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True) if cfg.dataset.get("options") else {}
+    items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
+    items = sample_items(
+        items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
+    )
+    c = build_campaign(opts.name, items, group, opts.annotators, opts.design, wordings=opts.wordings)
+    client = (
+        LabelStudioClient(opts.label_studio_url, api_key_env=opts.api_key_env)
+        if opts.label_studio_url
+        else None
+    )
+    files = write_campaign(c, job.output_dir)  # first: a failed project creation keeps the files
+    if client is not None:
+        c.projects = client.create_projects(
+            tasks_for(c.assignment, c.instructions, c.name), labeling_config(c.labels), title=opts.name
+        )
+        files = write_campaign(c, job.output_dir)  # campaign.json with the project ids
+    loads = c.assignment.groupby("annotator").size()
+    job.note(
+        items=len(c.items), wordings=len(c.wordings), annotators=len(c.annotators), tasks=len(c.assignment)
+    )
+    return job.ok(
+        campaign=c.record() | {"items": len(c.items)},
+        n_tasks=len(c.assignment),
+        load_min=int(loads.min()),
+        load_max=int(loads.max()),
+        files={k: str(v) for k, v in files.items() if k != "tasks"},
+        label_studio=opts.label_studio_url or "none: import files written (tasks/<annotator>.json)",
+    )
+
+
+# --------------------------------------------------------------------------- import
+
+
+def run_import(cfg, output_dir: str | Path) -> dict[str, Any]:
+    """``stage: human_import``: a Label Studio export or a plain table -> ``human_ratings.parquet``."""
+    opts, config = _options(cfg)
+    return run_stage(_job("human_import", cfg, output_dir, config), lambda job: _import(opts, job))
+
+
+def _paths(spec: Any) -> list[str]:
+    specs = [spec] if isinstance(spec, str) else list(spec or [])
+    out = []
+    for s in specs:
+        found = sorted(glob.glob(str(s)))
+        if not found:
+            from promptlottery.human.ratings import RatingsError
+
+            raise RatingsError(f"human.export={s}: no such file")
+        out.extend(found)
+    return out
+
+
+def import_ratings(opts: HumanOptions) -> pd.DataFrame:
+    """The checked ratings of ``opts.export`` or ``opts.table`` against ``opts.campaign``."""
+    from promptlottery.human.campaign import load_campaign
+    from promptlottery.human.ratings import Known, RatingsError, check_ratings, read_label_studio, read_table
+
+    if bool(opts.export) == bool(opts.table):
+        raise ConfigError(
+            "human_import needs exactly one of human.export=<Label Studio JSON export(s)> or human.table=<file>"
+        )
+    if not opts.campaign:
+        raise ConfigError(
+            "human_import needs human.campaign=<the campaign directory> (its items, wordings, annotators, scale)"
+        )
+    camp = load_campaign(opts.campaign)
+    known = Known(
+        labels=tuple(camp["labels"]),
+        items=frozenset(camp["items"]),
+        wordings=frozenset(camp["wordings"]),
+        annotators=frozenset(camp["annotators"]),
+    )
+    raw = read_label_studio(_paths(opts.export)) if opts.export else read_table(opts.table)
+    if raw.empty:
+        raise RatingsError(f"{opts.export or opts.table}: no rating (no completed annotation)")
+    df = check_ratings(raw, known)
+    return df.assign(
+        campaign=camp["name"], dataset=camp["dataset"], prompt_group=camp["prompt_group"], scale=camp["scale"]
+    )
+
+
+def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
+    df = import_ratings(opts)
+    path = job.output_dir / "human_ratings.parquet"
+    job.output_dir.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(path, index=False)
+    job.note(ratings=len(df), annotators=df["annotator"].nunique())
+    return job.ok(
+        ratings=str(path),
+        n_ratings=len(df),
+        n_items=int(df["item_id"].nunique()),
+        n_wordings=int(df["wording"].nunique()),
+        n_annotators=int(df["annotator"].nunique()),
+    )
+
+
+# --------------------------------------------------------------------------- analyse
+
+
+def run_analyse(cfg, output_dir: str | Path) -> dict[str, Any]:
+    """``stage: human_analyse``: the human-baseline tables, ``human_report.md`` and results.json metrics."""
+    opts, config = _options(cfg)
+    return run_stage(_job("human_analyse", cfg, output_dir, config), lambda job: _analyse(opts, job, config))
+
+
+def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
+    from promptlottery.analysis import report as rp
+    from promptlottery.human.analysis import HumanAnalysisOptions, human_metrics, human_vs_judge
+    from promptlottery.human.per_rater import judge_bench_raters, per_rater_table, raters_agreement
+    from promptlottery.human.ratings import load_ratings
+    from promptlottery.human.report import render_human_section
+    from promptlottery.judging.table import add_verdicts, load_judgments
+
+    a_opts = HumanAnalysisOptions(
+        opts.reference, opts.temperature, opts.n_resamples, opts.seed, opts.level, opts.alpha_level
+    )
+    ratings = load_ratings(opts.ratings) if opts.ratings else None
+    judgments = add_verdicts(load_judgments(opts.runs), opts.verdict) if opts.runs else None
+    if ratings is None and judgments is None and not opts.judge_bench:
+        raise ConfigError(
+            "human_analyse needs human.ratings=<human_ratings.parquet>, human.runs=<judgments> or human.judge_bench"
+        )
+    tables: dict[str, pd.DataFrame] = {}
+    if ratings is not None:
+        tables.update(human_vs_judge(ratings, judgments, a_opts))
+    boot = dict(n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level)
+    raters = []
+    if judgments is not None:
+        raters.append(per_rater_table(judgments, reference=opts.reference, **boot))
+    for spec in opts.judge_bench:  # "path:metric"
+        path, _, metric = str(spec).rpartition(":")
+        if not path:
+            raise ConfigError(f"human.judge_bench entry {spec!r}: expected <JUDGE-BENCH json>:<metric>")
+        row = raters_agreement(judge_bench_raters(path, metric), **boot)
+        raters.append(
+            row.assign(
+                config_id=f"{Path(path).stem}/{metric}", side="human", wording="the dataset's own instruction"
+            )
+        )
+    raters = [r for r in raters if len(r)]
+    if raters:
+        tables["human_raters_agreement"] = pd.concat(raters, ignore_index=True)
+    out = job.output_dir
+    for name, t in tables.items():
+        rp.write_table(t, name, out / "tables")
+    R = rp.Report("Human baseline")
+    render_human_section(R, tables, level=opts.level, verdict=opts.verdict if judgments is not None else None)
+    (out / opts.report).write_text(R.text(), encoding="utf-8")
+    metrics = human_metrics(tables)
+    return job.ok(metrics=metrics, report=str(out / opts.report), options=asdict(opts))

@@ -276,6 +276,7 @@ def _tracking(corr: pd.DataFrame, cid: str, reference: str) -> str | None:
     return (
         f"{how}: Pearson r = {rp.ci(r['cont_pearson'], r['cont_pearson_lo'], r['cont_pearson_hi'])} "
         f"between its logprob-weighted score and the labels with {reference}{rest}"
+        + ("; its instability says little about a judge you would use" if lo <= 0 else "")
     )
 
 

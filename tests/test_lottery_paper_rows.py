@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
 from promptlottery.analysis.headlines import BY_CONSTRUCTION
-from promptlottery.analysis.stage import LotteryOptions, analyse
-from promptlottery.judging.table import add_verdicts, load_judgments
+from promptlottery.analysis.options import LotteryOptions
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import load_judgments
 from tests.test_analysis_fixtures import config_a, config_b, judgments
 
 FIVE = {
@@ -37,11 +39,11 @@ OPTS = {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": Fals
 
 
 def _five():
-    return add_verdicts(load_judgments(judgments(config_a(labels=FIVE, baselines=False))))
+    return JudgmentGrid.from_frame(load_judgments(judgments(config_a(labels=FIVE, baselines=False))))
 
 
 def test_p1_match_and_online_convergence_on_the_toy():
-    summary, items = convergence_analysis(_five(), n_resamples=20)
+    summary, items = convergence_analysis(_five(), LotteryOptions(n_resamples=20))
     s = summary[summary["group"] == CID].iloc[0]
     assert s["p1_match"] == pytest.approx(2 / 4)
     assert s["p1_match_ties_to_p1"] == pytest.approx(3 / 4)
@@ -73,7 +75,7 @@ def test_fleiss_is_the_headline_with_pairwise_cohen_beside_it():
     # P-bar = (1 + 5/3) / 6 = 4/9; yes 10 of 18 -> P_e = (5/9)^2 + (4/9)^2 = 41/81
     # Fleiss = (36/81 - 41/81) / (40/81) = -1/8
     # Cohen: P1-P2 agree on 2 of 6 (p_e 1/2) -> -1/3; P1-P3 and P2-P3 on 3 of 6 -> 0; mean -1/9
-    d = add_verdicts(load_judgments(judgments(config_b())))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(config_b())))
     h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     assert h.loc["paraphrase_kappa", "ours"] == pytest.approx(-1 / 8)
     assert h.loc["paraphrase_kappa_cohen", "ours"] == pytest.approx(-1 / 9)
@@ -83,7 +85,7 @@ def test_fleiss_is_the_headline_with_pairwise_cohen_beside_it():
 
 def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source():
     # config A's P1 repeated 3 times at T=1e-5 (identical labels) and at T=0.7 (parsed answers, all "5")
-    d = add_verdicts(load_judgments(judgments(config_a())))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(config_a())))
     t = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]
     h = t["headlines"].set_index("key")
     greedy = h.loc["fixed_kappa_T1e-05"]
@@ -96,7 +98,7 @@ def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source
 
 
 def test_aggregators_are_scored_on_the_same_items_with_coverage():
-    ag = aggregation_vs_humans(_five(), n_resamples=20).set_index("method")
+    ag = aggregation_vs_humans(_five(), LotteryOptions(n_resamples=20)).set_index("method")
     # majority (more than half of 5 = 3 votes) has no verdict on i2; every method is scored on i1, i3, i4
     assert (ag["n"] == 3).all()
     assert ag.loc["majority", "n_covered"] == 3 and ag.loc["majority", "coverage"] == pytest.approx(0.75)
@@ -109,6 +111,6 @@ def test_aggregators_are_scored_on_the_same_items_with_coverage():
 
 def test_judges_are_the_five_variants_in_order():
     # the toy's judge order is P1..P5 (the convergence table records it)
-    _, items = convergence_analysis(_five(), n_resamples=20)
+    _, items = convergence_analysis(_five(), LotteryOptions(n_resamples=20))
     assert set(items["judge_order"]) == {"P1,P2,P3,P4,P5"}
     assert isinstance(items, pd.DataFrame)

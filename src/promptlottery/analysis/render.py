@@ -16,7 +16,7 @@ from promptlottery.analysis.agreement import AGREEMENT_MEASURES
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.render_sections import _config_notes, render_later_sections
 from promptlottery.analysis.verdict import render_verdict
-from promptlottery.judging.grid import VERDICT_KINDS, JudgmentGrid
+from promptlottery.judging.grid import JudgmentGrid, describe_verdict
 from promptlottery.judging.table import families_of_type
 
 _COLLAPSE_COLS = {
@@ -60,7 +60,7 @@ def render_report(
     t = result["tables"]
     R = rp.Report("Prompt lottery report")
     render_verdict(R, t["verdict"])
-    verdict = VERDICT_KINDS[grid.verdict]
+    verdict = describe_verdict(grid.verdict)
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs or []))
     R.bullets(
         [

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.judging.table import (
+    GREEDY_BELOW,
     AnalysisError,
     FixedSetting,
     add_verdicts,
@@ -288,8 +289,6 @@ class JudgmentGrid:
     @cached_property
     def sampled_reference(self) -> bool:
         """Whether any reference-variant judgment was sampled (temperature >= 1e-3)."""
-        from promptlottery.judging.table import GREEDY_BELOW
-
         df = self.judgments
         return bool(
             ((df["temperature"].astype(float) >= GREEDY_BELOW) & (df["variant"] == self.reference)).any()

@@ -12,13 +12,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.labels import collapse_reason, format_distribution, label_distribution
-from promptlottery.analysis.options import DEFAULT_THRESHOLDS, LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import (
     UndefinedMetricWarning,
@@ -30,6 +29,9 @@ from promptlottery.metrics import (
     mean_pairwise_overlap,
     overlap,
 )
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 #: measures on the label matrix; "chance" marks the chance-corrected ones (skipped on collapse)
 AGREEMENT_MEASURES = {
@@ -146,9 +148,7 @@ def _band(kappa: float, thresholds: dict) -> str:
     return "below usable"
 
 
-def agreement_collapse(
-    grid: JudgmentGrid, opts: LotteryOptions | None = None, *, return_distributions: bool = False
-):
+def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distributions: bool = False):
     """Analysis 1: agreement among the variants next to the fixed-prompt baselines, per configuration.
 
     One row per configuration of ``grid`` and setting: ``paraphrases`` (the variants at the main
@@ -160,9 +160,8 @@ def agreement_collapse(
     for stratified group CIs (:func:`agreement_by_task_type`). ``opts``: ``n_resamples``, ``seed``,
     ``level`` and ``thresholds`` (the reference variant and temperature are the grid's).
     """
-    opts = opts or LotteryOptions()
     reference = grid.reference
-    th = {**DEFAULT_THRESHOLDS, **(opts.thresholds or {})}
+    th = opts.thresholds  # the defaults merged in (LotteryOptions)
     rows_out, dists = [], {}
     for conf in grid:
         cid, scale, para = conf.config_id, conf.scale, conf.paraphrases

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.humans import correlate_with_human
-from promptlottery.analysis.options import LotteryOptions
 from promptlottery.judging.aggregate import (
     AGGREGATORS,
     cluster_match,
@@ -41,10 +40,13 @@ from promptlottery.metrics import (
 )
 from promptlottery.prompts.scales import get_scale
 
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
+
 TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
 
 
-def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> pd.DataFrame:
+def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
 
     One row per configuration x method (``P1``, ``plurality``, ``majority``, ``mean``, ``median``),
@@ -55,7 +57,7 @@ def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions | None = None
     aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
     ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
     """
-    boot = (opts or LotteryOptions()).resampling
+    boot = opts.resampling
     reference = grid.reference
     out = []
     for conf in grid:
@@ -121,7 +123,7 @@ def _task_ids(df: pd.DataFrame) -> pd.Series:
     return pd.Series(["/".join(p for p in row if p) for row in zip(*cols)], index=df.index, dtype=object)
 
 
-def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> pd.DataFrame:
+def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 7b: inter-prompt vs inter-model vs hybrid ensembles at equal numbers of judgments.
 
     Per task (dataset x family x prompt group x criterion), with ``V`` variants and ``B`` backbones:
@@ -132,7 +134,6 @@ def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> 
     among them (mean pairwise Cohen's kappa) and the plurality's and mean's correlation with the
     humans, with CIs.
     """
-    opts = opts or LotteryOptions()
     boot, reference, max_judges = opts.resampling, grid.reference, opts.max_ensemble_judges
     out = []
     work = grid.paraphrases
@@ -204,9 +205,7 @@ def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> 
     return pd.DataFrame(out)
 
 
-def convergence_analysis(
-    grid: JudgmentGrid, opts: LotteryOptions | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analysis 8, with the paper's plurality cluster. Returns ``(summary, items)``.
 
     The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
@@ -225,7 +224,7 @@ def convergence_analysis(
     P1 equals the plurality with ties broken toward P1, so every tie is a match) and
     ``p1_match_unique`` (ours: the same on items with an untied plurality only).
     """
-    boot = (opts or LotteryOptions()).resampling
+    boot = opts.resampling
     per_item = []
     for conf in grid:
         cid, order = conf.config_id, conf.order

@@ -9,15 +9,17 @@ same items; and how often each variant is the best of its configuration.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.options import LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 CORRELATIONS = {"pearson": pearson, "kendall": kendall_tau}
 
@@ -46,7 +48,7 @@ def correlate_with_human(
     return rec
 
 
-def variant_human_correlation(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> pd.DataFrame:
+def variant_human_correlation(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 3 (per variant): correlation with humans, CIs, and Williams' test against P1.
 
     Columns: configuration, ``variant``, ``n``, ``pearson`` / ``kendall`` (verdict scores) and
@@ -54,7 +56,7 @@ def variant_human_correlation(grid: JudgmentGrid, opts: LotteryOptions | None = 
     ``williams_t`` / ``williams_p`` (H0: the variant and P1 correlate equally with the humans;
     Pearson on verdict scores; empty for P1 itself) and ``notes``.
     """
-    boot = (opts or LotteryOptions()).resampling
+    boot = opts.resampling
     reference = grid.reference
     out = []
     for conf in grid:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.options import LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import natural_key
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 
 def label_distribution(values: Iterable[Any]) -> dict[str, float]:
@@ -40,7 +42,7 @@ def collapse_reason(values: Iterable[Any], share: float) -> str | None:
     return None
 
 
-def label_table(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> pd.DataFrame:
+def label_table(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """The verdicts' label distribution per configuration and setting, and whether they collapse.
 
     ``per_judge`` gives each judge's (variant's, or sample's) modal label and its share; ``collapsed``
@@ -49,7 +51,7 @@ def label_table(grid: JudgmentGrid, opts: LotteryOptions | None = None) -> pd.Da
     where the verdicts came from (``argmax``, ``weighted_rounded``, ``parsed_fallback``,
     ``sampled_parsed``; ``missing`` = no verdict).
     """
-    collapse_share = (opts or LotteryOptions()).thresholds["collapse_share"]
+    collapse_share = opts.thresholds["collapse_share"]
     out = []
     for conf in grid:
         cid = conf.config_id

@@ -11,14 +11,13 @@ run afterwards on the merged tables, as before.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from promptlottery.analysis.agreement import agreement_collapse, sort_collapse, variant_agreement
 from promptlottery.analysis.ensembles import aggregation_vs_humans
 from promptlottery.analysis.humans import variant_human_correlation
-from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.ranks import rank_reversals
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning
@@ -34,6 +33,9 @@ PER_CONFIGURATION = (
     "rank_trajectories",
     "aggregation_vs_humans",
 )
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 
 def configuration_tables(grid: JudgmentGrid, opts: LotteryOptions) -> dict[str, Any]:

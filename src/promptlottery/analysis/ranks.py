@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.analysis.options import LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import natural_key
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 
 def _system_means(x: np.ndarray, codes: np.ndarray, n_sys: int, idx: np.ndarray) -> np.ndarray:
@@ -92,9 +94,7 @@ class _MeanPairStat:
         return float(self.batch(np.arange(len(x))[None, :], x, codes)[0])
 
 
-def rank_reversals(
-    grid: JudgmentGrid, opts: LotteryOptions | None = None, *, return_distributions: bool = False
-):
+def rank_reversals(grid: JudgmentGrid, opts: LotteryOptions, *, return_distributions: bool = False):
     """Analysis 6. Returns ``{"summary", "pairs", "systems", "trajectories"}`` tables.
 
     ``opts.rank_score`` is ``"value"`` (the verdict's scale score) or ``"cont"`` (the unrounded
@@ -105,7 +105,6 @@ def rank_reversals(
     system under every variant (the data of the rank-trajectory plot). With
     ``return_distributions=True`` also returns ``{(config_id, statistic): bootstrap replicates}``.
     """
-    opts = opts or LotteryOptions()
     summary, pairs, systems, traj = [], [], [], []
     dists: dict[tuple[str, str], np.ndarray] = {}
     for conf in grid:

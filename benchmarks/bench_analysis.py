@@ -131,28 +131,29 @@ def paper_grid(sweep: Path, root: Path, n_tasks: int, items: int = 100, seed: in
 
 def loop_vs_vectorised(globs: list[list[str]], n_resamples: int) -> None:
     """Part 2, on the first configuration of the grid (task 0, backbone 0)."""
-    from promptlottery.analysis.stage import LotteryOptions, analyse
-    from promptlottery.judging.table import add_verdicts, load_judgments
+    from promptlottery.analysis.analyse import analyse
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.judging.grid import JudgmentGrid
     from promptlottery.metrics import bootstrap
 
     runs = [g.replace("_*", "_b0_*") for g in globs[0]]
-    df = add_verdicts(load_judgments(runs))
     opts = LotteryOptions.from_dict({"runs": runs, "embeddings": "none", "n_resamples": n_resamples})
     times = {}
     batch_form = bootstrap._batch_form
     for mode in ("vectorised", "loop"):
+        grid = JudgmentGrid.load(runs)  # a fresh grid each time: its matrices are built inside the timing
         if mode == "loop":
             bootstrap._batch_form = lambda stat: (None, {})
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                analyse(df, opts)
+                analyse(grid, opts)
                 times[mode] = time.perf_counter() - t0
         finally:
             bootstrap._batch_form = batch_form
     print(
-        f"bench=loop_vs_vectorised configurations=1 judgments={len(df)} n_resamples={n_resamples} "
+        f"bench=loop_vs_vectorised configurations=1 judgments={grid.n_judgments} n_resamples={n_resamples} "
         f"loop_s={times['loop']:.2f} vectorised_s={times['vectorised']:.2f} "
         f"speedup={times['loop'] / times['vectorised']:.1f}",
         flush=True,
@@ -161,7 +162,8 @@ def loop_vs_vectorised(globs: list[list[str]], n_resamples: int) -> None:
 
 def growth(globs: list[list[str]], work: Path, plots: bool, n_jobs: int, extrapolate: int) -> None:
     """Part 3: the first 1, 2, 4, ... tasks analysed end to end."""
-    from promptlottery.analysis.stage import LotteryOptions, run_lottery
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
 
     sizes = sorted({min(s, len(globs)) for s in (1, 2, 4, 8, 16, 33)} | {len(globs)})
     points = []

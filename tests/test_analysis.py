@@ -19,22 +19,30 @@ from promptlottery.analysis.agreement import (
 )
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis, ensemble_designs
 from promptlottery.analysis.humans import best_variant_counts, variant_human_correlation
+from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.ranks import _pair_stats, _system_means, rank_reversals
 from promptlottery.analysis.wording import similarity_vs_stability, wording_dimensions
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
 from promptlottery.metrics import kendall_tau, mean_pairwise_cohen_kappa, resample_indices
 from promptlottery.prompts.groups import WORDING_DIMENSIONS
 from tests.test_analysis_fixtures import config_a, config_b, config_c, default_judgments, judgments
 
 R = 60  # bootstrap resamples: enough for the interval machinery, fast
+OPTS = LotteryOptions(n_resamples=R)
 A = "stsb/semantic_alignment/G12/similarity/bb1"
 B = "topical_chat_usr/dialogue_quality/G1/engaging/bb1"
 C = "stsb/semantic_alignment/G12/similarity/bb2"
 
 
 @pytest.fixture(scope="module")
-def df():
-    return add_verdicts(load_judgments(default_judgments()))
+def grid():
+    return JudgmentGrid.from_frame(load_judgments(default_judgments()))
+
+
+@pytest.fixture(scope="module")
+def df(grid):
+    return grid.judgments
 
 
 def _row(table, **where):
@@ -80,8 +88,8 @@ def test_load_dedupes_the_shared_p1_sample(df):
 # --------------------------------------------------------------------------- 1. agreement collapse
 
 
-def test_agreement_collapse_hand_computed(df):
-    t = agreement_collapse(df, n_resamples=R)
+def test_agreement_collapse_hand_computed(grid):
+    t = agreement_collapse(grid, OPTS)
     para = _row(t, config_id=A, setting="paraphrases")
     # pairs: P1-P2 identical (kappa 1, overlap 1); P1-P3 and P2-P3 agree on 2 of 4 with chance 1/2 (kappa 0)
     assert para["overlap"] == pytest.approx(2 / 3)
@@ -107,8 +115,8 @@ def test_agreement_collapse_hand_computed(df):
     assert set(t.loc[t["config_id"] == C, "setting"]) == {"paraphrases"}  # no baseline for C
 
 
-def test_agreement_binary_config(df):
-    t = agreement_collapse(df, n_resamples=R)
+def test_agreement_binary_config(grid):
+    t = agreement_collapse(grid, OPTS)
     b = _row(t, config_id=B, setting="paraphrases")
     # P1-P2 agree on t1, t4 (2/6); P1-P3 on t1, t5, t6 (3/6); P2-P3 on t1, t2, t3 (3/6) -> 8/18
     assert b["overlap"] == pytest.approx(8 / 18)
@@ -135,8 +143,8 @@ def test_agreement_measures_too_small():
 # --------------------------------------------------------------------------- 2. task types
 
 
-def test_by_task_type_means_and_mapping(df):
-    t, d = agreement_collapse(df, n_resamples=R, return_distributions=True)
+def test_by_task_type_means_and_mapping(grid):
+    t, d = agreement_collapse(grid, OPTS, return_distributions=True)
     g = agreement_by_task_type(t, d)
     likert = _row(g, grouping="task type", group="likert")
     assert likert["n_configs"] == 2  # A and C
@@ -160,8 +168,8 @@ def test_by_task_type_means_and_mapping(df):
 # --------------------------------------------------------------------------- 3. no prompt wins
 
 
-def test_variant_correlations_hand_computed(df):
-    c = variant_human_correlation(df, n_resamples=R)
+def test_variant_correlations_hand_computed(grid):
+    c = variant_human_correlation(grid, OPTS)
     p1 = _row(c, config_id=A, variant="P1")
     # x = 1 1 2 2 vs h = 1 2 3 4: r = 2 / sqrt(1 * 5); tau-b = 4 / sqrt(4 * 6)
     assert p1["pearson"] == pytest.approx(2 / np.sqrt(5))
@@ -236,8 +244,8 @@ def test_wording_dimensions_eta_squared_and_null():
     assert "one level only" in out.loc["role_framing", "note"]
 
 
-def test_variant_agreement(df):
-    va = variant_agreement(df).set_index(["config_id", "variant"])
+def test_variant_agreement(grid):
+    va = variant_agreement(grid).set_index(["config_id", "variant"])
     assert va.loc[(A, "P1"), "kappa_with_others"] == pytest.approx(0.5)  # kappa 1 with P2, 0 with P3
     assert va.loc[(A, "P3"), "kappa_with_others"] == pytest.approx(0.0)
     assert va.loc[(A, "P3"), "overlap_with_others"] == pytest.approx(0.5)
@@ -247,8 +255,8 @@ def test_variant_agreement(df):
 # --------------------------------------------------------------------------- 6. rank reversals
 
 
-def test_rank_reversals_hand_computed(df):
-    r = rank_reversals(df, n_resamples=R)
+def test_rank_reversals_hand_computed(grid):
+    r = rank_reversals(grid, OPTS)
     s = _row(r["summary"], config_id=A)
     # P1 = P2 (tau 1, no flip, no rank change); vs P3: tau 0, 1 of 6 pairs flips (B-D), 2 of 4 ranks change
     assert s["kendall_tau"] == pytest.approx(1 / 3)
@@ -284,8 +292,8 @@ def test_rank_tau_batch_equals_metrics():
 # --------------------------------------------------------------------------- 7. aggregation
 
 
-def test_aggregation_vs_humans_hand_computed(df):
-    ag = aggregation_vs_humans(df, n_resamples=R)
+def test_aggregation_vs_humans_hand_computed(grid):
+    ag = aggregation_vs_humans(grid, OPTS)
     # plurality (2 of 3 judges) = ties_to_P1 = median = 1 1 2 2 (= P1): r = 2 / sqrt(5); mean = 1, 4/3, 2,
     # 5/3: r = 0.8
     for m in ("P1", "plurality", "plurality_ties_to_p1", "median"):
@@ -296,13 +304,15 @@ def test_aggregation_vs_humans_hand_computed(df):
     assert b["pearson"] == pytest.approx(1.0)
 
 
-def test_ensemble_designs_equal_numbers(df):
+def test_ensemble_designs_equal_numbers(grid):
     # two backbones: the plurality of two judges is the first judge, so no design is compared
-    two = _row(ensemble_designs(df, n_resamples=R), task="stsb/semantic_alignment/G12/similarity")
+    two = _row(ensemble_designs(grid, OPTS), task="stsb/semantic_alignment/G12/similarity")
     assert two["note"] == "n/a: needs >= 3 backbones (have 3 variants, 2 backbones)"
     # a third backbone with A's labels: k = 3 judges per design on the same 4 items
-    three = add_verdicts(load_judgments(judgments(config_a(), config_c(), config_a("bb3", baselines=False))))
-    e = ensemble_designs(three, n_resamples=R)
+    three = JudgmentGrid.from_frame(
+        load_judgments(judgments(config_a(), config_c(), config_a("bb3", baselines=False)))
+    )
+    e = ensemble_designs(three, OPTS)
     stsb = e[e["task"] == "stsb/semantic_alignment/G12/similarity"].set_index("design")
     designs = {"inter-prompt (bb1)", "inter-prompt (bb2)", "inter-prompt (bb3)", "inter-model", "hybrid"}
     assert set(stsb.index) == designs
@@ -310,15 +320,15 @@ def test_ensemble_designs_equal_numbers(df):
     assert stsb.loc["inter-model", "judges"] == "P1@bb1 P1@bb2 P1@bb3"
     assert stsb.loc["hybrid", "judges"] == "P1@bb1 P2@bb2 P3@bb3"
     assert "k = 3 < 5" in stsb.loc["hybrid", "note"]
-    b = _row(ensemble_designs(df, n_resamples=R), task="topical_chat_usr/dialogue_quality/G1/engaging")
+    b = _row(ensemble_designs(grid, OPTS), task="topical_chat_usr/dialogue_quality/G1/engaging")
     assert b["note"].startswith("n/a: needs >= 3 backbones")
 
 
 # --------------------------------------------------------------------------- 8. convergence
 
 
-def test_convergence_hand_computed(df):
-    summary, items = convergence_analysis(df, n_resamples=R)
+def test_convergence_hand_computed(grid):
+    summary, items = convergence_analysis(grid, OPTS)
     b = _row(summary, group=B)
     # 3 judges: the cluster needs 2 votes. Online, a label has 2 votes after the 2nd call in rows 1
     # (yes yes) and 4 (no no), after the 3rd in the others; P1 gives the cluster's label in rows 1, 4, 5, 6
@@ -339,7 +349,8 @@ def test_convergence_hand_computed(df):
 
 def test_degenerate_judgments_still_analyse(tmp_path):
     """Parse failures, a variant with no verdict at all, no human labels, a lone variant: n/a, no crash."""
-    from promptlottery.analysis.stage import LotteryOptions, analyse, render_report
+    from promptlottery.analysis.analyse import analyse
+    from promptlottery.analysis.render import render_report
 
     a = judgments(config_a(baselines=False))
     a.loc[a["variant"] == "P2", ["argmax_label", "parsed_label", "weighted_score"]] = (
@@ -351,7 +362,7 @@ def test_degenerate_judgments_still_analyse(tmp_path):
     a["human"] = np.nan
     lone = judgments(config_b())
     lone = lone[lone["variant"] == "P1"]  # one variant only
-    d = add_verdicts(load_judgments(pd.concat([a, lone], ignore_index=True)))
+    d = JudgmentGrid.from_frame(load_judgments(pd.concat([a, lone], ignore_index=True)))
     opts = LotteryOptions.from_dict(
         {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": False}
     )
@@ -369,11 +380,11 @@ def test_degenerate_judgments_still_analyse(tmp_path):
 
 
 def test_headlines_use_squad_v2_when_present():
-    from promptlottery.analysis.stage import LotteryOptions, analyse
+    from promptlottery.analysis.analyse import analyse
 
     squad = judgments(config_a(baselines=False))
     squad["dataset"] = "squad_v2"
-    d = add_verdicts(load_judgments(pd.concat([squad, judgments(config_b())], ignore_index=True)))
+    d = JudgmentGrid.from_frame(load_judgments(pd.concat([squad, judgments(config_b())], ignore_index=True)))
     opts = LotteryOptions.from_dict(
         {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "embeddings": "none"}
     )

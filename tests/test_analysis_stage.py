@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from promptlottery.analysis.stage import LotteryOptions, run_lottery
+from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.stage import run_lottery
 from tests.test_analysis_fixtures import fake_encode, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
 from promptlottery.analysis.headlines import BY_CONSTRUCTION
-from promptlottery.analysis.stage import LotteryOptions, analyse
-from promptlottery.judging.table import add_verdicts, load_judgments
+from promptlottery.analysis.options import LotteryOptions
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import load_judgments
 from tests.test_analysis_fixtures import _row, config_a, config_b, config_c, judgments
 
 FIVE = {
@@ -37,11 +39,11 @@ OPTS = {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": Fals
 
 
 def _five():
-    return add_verdicts(load_judgments(judgments(config_a(labels=FIVE, baselines=False))))
+    return JudgmentGrid.from_frame(load_judgments(judgments(config_a(labels=FIVE, baselines=False))))
 
 
 def test_p1_match_and_online_convergence_on_the_toy():
-    summary, items = convergence_analysis(_five(), n_resamples=20)
+    summary, items = convergence_analysis(_five(), LotteryOptions(n_resamples=20))
     s = summary[summary["group"] == CID].iloc[0]
     assert s["p1_match"] == pytest.approx(2 / 4)
     assert s["p1_match_ties_to_p1"] == pytest.approx(3 / 4)
@@ -73,7 +75,7 @@ def test_fleiss_is_the_headline_with_pairwise_cohen_beside_it():
     # P-bar = (1 + 5/3) / 6 = 4/9; yes 10 of 18 -> P_e = (5/9)^2 + (4/9)^2 = 41/81
     # Fleiss = (36/81 - 41/81) / (40/81) = -1/8
     # Cohen: P1-P2 agree on 2 of 6 (p_e 1/2) -> -1/3; P1-P3 and P2-P3 on 3 of 6 -> 0; mean -1/9
-    d = add_verdicts(load_judgments(judgments(config_b())))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(config_b())))
     h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     assert h.loc["paraphrase_kappa", "ours"] == pytest.approx(-1 / 8)
     assert h.loc["paraphrase_kappa_cohen", "ours"] == pytest.approx(-1 / 9)
@@ -83,7 +85,7 @@ def test_fleiss_is_the_headline_with_pairwise_cohen_beside_it():
 
 def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source():
     # config A's P1 repeated 3 times at T=1e-5 (identical labels) and at T=0.7 (parsed answers, all "5")
-    d = add_verdicts(load_judgments(judgments(config_a())))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(config_a())))
     t = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]
     h = t["headlines"].set_index("key")
     greedy = h.loc["fixed_kappa_T1e-05"]
@@ -96,7 +98,7 @@ def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source
 
 
 def test_aggregators_are_scored_on_the_same_items_with_coverage():
-    ag = aggregation_vs_humans(_five(), n_resamples=20).set_index("method")
+    ag = aggregation_vs_humans(_five(), LotteryOptions(n_resamples=20)).set_index("method")
     # the paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges) has no verdict on
     # i2 (1 1 2 2 3: no label has 3 votes); every method is scored on i1, i3, i4
     assert (ag["n"] == 3).all()
@@ -113,7 +115,7 @@ def test_aggregators_are_scored_on_the_same_items_with_coverage():
 
 def test_judges_are_the_five_variants_in_order():
     # the toy's judge order is P1..P5 (the convergence table records it)
-    _, items = convergence_analysis(_five(), n_resamples=20)
+    _, items = convergence_analysis(_five(), LotteryOptions(n_resamples=20))
     assert set(items["judge_order"]) == {"P1,P2,P3,P4,P5"}
     assert isinstance(items, pd.DataFrame)
 
@@ -157,7 +159,7 @@ def test_convergence_rows_compare_the_non_binary_pool_and_name_all_scales_as_our
     # by 3rd 1/4, 4th-5th 2/4, never 1/4, cluster 3/4; adaptive cost (§5.2.1) 3 x 1/4 + 5 x (2/4 + 1/4) = 4.5.
     # All scales pooled (ours) = FIVE + BIN5, 6 items: by 3rd {i1, t1} 2/6, 4th-5th {i3, i4, t2} 3/6,
     # never {i2} 1/6; adaptive 3 x 2/6 + 5 x 4/6 = 13/3.
-    d = add_verdicts(load_judgments(judgments(config_a(labels=FIVE, baselines=False), _binary(BIN5))))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(config_a(labels=FIVE, baselines=False), _binary(BIN5))))
     h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     got = [h.loc[k, "ours"] for k in ("converged_by_3", "converged_by_5", "never_converged", "cluster_share")]
     assert got == pytest.approx([1 / 4, 2 / 4, 1 / 4, 3 / 4])
@@ -178,7 +180,7 @@ def test_kappa_means_keep_every_configuration_where_fleiss_is_defined():
     # Config C (stsb, every verdict "5"): Fleiss undefined (P_e = 1), so the paper's mean is over 1 of 2;
     # the collapse-filtered mean (ours) drops both: 0 of 2.
     near = {v: ["yes"] * 5 for v in ("P1", "P2", "P3", "P4")} | {"P5": ["yes"] * 4 + ["no"]}
-    d = add_verdicts(load_judgments(judgments(_binary(near), config_c())))
+    d = JudgmentGrid.from_frame(load_judgments(judgments(_binary(near), config_c())))
     h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     assert h.loc["paraphrase_kappa", "ours"] == pytest.approx(-1 / 24)
     assert h.loc["paraphrase_kappa", "n"] == 1
@@ -191,7 +193,7 @@ def test_kappa_means_keep_every_configuration_where_fleiss_is_defined():
 
 def test_the_fixed_prompt_rows_carry_the_papers_value_at_their_temperature():
     # §3.2: Fleiss 0.89 and Cohen 0.86 at T = 1e-5; "At T = 0.7, fixed-prompt runs had lower Fleiss' kappa = 0.39"
-    h = analyse(add_verdicts(load_judgments(judgments(config_a()))), LotteryOptions.from_dict(OPTS))
+    h = analyse(JudgmentGrid.from_frame(load_judgments(judgments(config_a()))), LotteryOptions.from_dict(OPTS))
     h = h["tables"]["headlines"].set_index("key")
     assert h.loc["fixed_kappa_T0.7", "paper"] == "0.39 (at T = 0.7)"
     assert h.loc["fixed_kappa_T1e-05", "paper"] == "0.89 (at T = 1e-5)"

@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.verdict import NO_CONSENSUS, agreement_band, item_table, k_needed, strict_majority
+from promptlottery.analysis.verdict import NO_CONSENSUS, agreement_band, item_table
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError
+from promptlottery.judging.aggregate import majority, online_convergence
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.prompts.groups import PromptError, check_variables, group_from_template, load_group_file
 from tests.conftest import MODEL_CACHE, REPO, compose, subprocess_env
 
@@ -223,24 +225,32 @@ def test_unknown_template_variable_fails_before_any_model_call(tmp_path):
 # ------------------------------------------------------------------------------ the verdict's definitions
 
 
+def _majority(labels: list, n_judges: int):
+    return majority([labels], n_judges=n_judges)[0]
+
+
+def _k_needed(labels: list) -> float:
+    return online_convergence([labels], rule="majority")[0]
+
+
 def test_strict_majority_is_ceil_j_plus_one_over_two_of_j():
     # 3 of 5 is a majority, 2 of 5 (even when it is the unique plurality) is not
-    assert strict_majority(["4", "4", "4", "1", "2"], 5) == "4"
-    assert strict_majority(["4", "4", "1", "2", "3"], 5) is None
+    assert _majority(["4", "4", "4", "1", "2"], 5) == "4"
+    assert _majority(["4", "4", "1", "2", "3"], 5) is None
     # 2 of 3; of 2 variants both must agree; a missing verdict is no vote
-    assert strict_majority(["yes", "no", "yes"], 3) == "yes"
-    assert strict_majority(["yes", "no"], 2) is None
-    assert strict_majority(["yes", None, None], 3) is None
+    assert _majority(["yes", "no", "yes"], 3) == "yes"
+    assert _majority(["yes", "no"], 2) is None
+    assert _majority(["yes", None, None], 3) is None
 
 
 def test_k_needed_is_where_the_running_majority_settles():
     # P1 alone is the final majority and every longer prefix agrees
-    assert k_needed(["4", "4", "4", "4", "4"]) == 1
+    assert _k_needed(["4", "4", "4", "4", "4"]) == 1
     # prefixes: 1 -> '2'; 2 -> none; 3 -> '4' (2 of 3); 4 -> '4' (3 of 4); 5 -> '4' (3 of 5)
-    assert k_needed(["2", "4", "4", "4", "1"]) == 3
+    assert _k_needed(["2", "4", "4", "4", "1"]) == 3
     # prefix 3 is '4' but prefix 4 ('4','4','1','1') has none: settles only at 5
-    assert k_needed(["4", "4", "1", "1", "4"]) == 5
-    assert math.isnan(k_needed(["1", "2", "3", "1", "2"]))
+    assert _k_needed(["4", "4", "1", "1", "4"]) == 5
+    assert math.isnan(_k_needed(["1", "2", "3", "1", "2"]))
 
 
 def _judgments(labels: dict[str, list[str]], systems: list[str]) -> pd.DataFrame:
@@ -257,7 +267,7 @@ def _judgments(labels: dict[str, list[str]], systems: list[str]) -> pd.DataFrame
 
 
 def test_item_table_and_summary_by_hand():
-    from promptlottery.analysis.stage import LotteryOptions
+    from promptlottery.analysis.options import LotteryOptions
     from promptlottery.analysis.verdict import verdict_summary
 
     # 4 items x 3 variants: i0 stable; i1 majority 2 overrides P1's 1; i2 no consensus; i3 majority = P1
@@ -265,7 +275,7 @@ def test_item_table_and_summary_by_hand():
         {"P1": ["3", "1", "1", "5"], "P2": ["3", "2", "2", "5"], "P3": ["3", "2", "3", "4"]},
         ["a", "a", "b", "b"],
     )
-    t = item_table(df)
+    t = item_table(JudgmentGrid.from_verdicts(df))
     by = t.set_index("item_id")
     assert list(t["item_id"])[:1] == ["i2"] and list(t["item_id"])[-1] == "i0"  # most unstable first
     assert by.loc["i2", "majority"] == NO_CONSENSUS and by.loc["i1", "majority"] == "2"
@@ -286,7 +296,7 @@ def test_item_table_and_summary_by_hand():
 def test_item_table_carries_the_item_texts_after_the_id():
     df = _judgments({"P1": ["1", "2"], "P2": ["1", "3"]}, ["a", "b"])
     df["input_response"] = df["item_id"].map({"i0": "Paris", "i1": "Lisbon"})
-    t = item_table(df)
+    t = item_table(JudgmentGrid.from_verdicts(df))
     assert list(t.columns[:3]) == ["config_id", "item_id", "response"]
     assert t.set_index("item_id")["response"].to_dict() == {"i0": "Paris", "i1": "Lisbon"}
 

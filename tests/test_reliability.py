@@ -168,7 +168,8 @@ def test_sigkill_between_writes_and_stale_parquets_are_not_analysed(tmp_path):
 
 
 def test_failed_job_in_a_sweep_is_reported_not_analysed(tmp_path):
-    from promptlottery.analysis.stage import LotteryOptions, run_lottery
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
 
     sweep = tmp_path / "sweep"
     # P2 alone has the system prompt "You are an expert in comparing meaning.": the fake backend refuses it

@@ -18,12 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.stage import LotteryOptions, analyse
+from promptlottery.analysis.analyse import analyse
+from promptlottery.analysis.options import LotteryOptions
 from promptlottery.backends.base import Decoding, JudgeResponse
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache
 from promptlottery.judging.calls import BatchPlan
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.runner import Condition, build_requests, judge, repeat_plans
 from promptlottery.judging.table import add_verdicts, fixed_settings, load_judgments, paraphrase_rows
 from promptlottery.prompts import load_group
@@ -147,7 +149,9 @@ def test_batch_repeats_are_measured_not_by_construction():
     para = paraphrase_rows(d)
     assert len(para) == 12 and set(para.loc[para["variant"] == "P1", "repeat_source"]) == {"none"}
     opts = {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": False, "embeddings": "none"}
-    h = analyse(d, LotteryOptions.from_dict(opts))["tables"]["headlines"].set_index("key")
+    h = analyse(JudgmentGrid.from_frame(d), LotteryOptions.from_dict(opts))["tables"]["headlines"].set_index(
+        "key"
+    )
     row = h.loc["fixed_kappa_T1e-05_batch"]
     assert row["ours"] == pytest.approx(23 / 35)
     assert "repeat_source=batch" in row["note"] and "by construction" not in row["note"]
@@ -161,7 +165,9 @@ def test_batch_repeats_are_measured_not_by_construction():
 def test_batch_repeats_that_agree_are_a_measurement_of_1():
     d = _with_batch_repeats({"i1": "111", "i2": "111", "i3": "222", "i4": "222"})
     opts = {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "plots": False, "embeddings": "none"}
-    h = analyse(d, LotteryOptions.from_dict(opts))["tables"]["headlines"].set_index("key")
+    h = analyse(JudgmentGrid.from_frame(d), LotteryOptions.from_dict(opts))["tables"]["headlines"].set_index(
+        "key"
+    )
     assert h.loc["fixed_kappa_T1e-05_batch", "ours"] == pytest.approx(1.0)
     assert "fixed_kappa_T1e-05" not in h.index  # no ordinary greedy repeats in this table
 

@@ -12,20 +12,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.labels import collapse_reason, format_distribution, label_distribution
-from promptlottery.judging.table import (
-    configurations,
-    fixed_settings,
-    judge_matrix,
-    paraphrase_configurations,
-    paraphrase_rows,
-    variant_order,
-)
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import (
     UndefinedMetricWarning,
     bootstrap_ci,
@@ -36,10 +29,10 @@ from promptlottery.metrics import (
     mean_pairwise_overlap,
     overlap,
 )
-from promptlottery.prompts.scales import get_scale
 
-#: reference thresholds on kappa (Landis & Koch style bands used by the paper)
-DEFAULT_THRESHOLDS = {"robust": 0.80, "usable": 0.61, "collapse_share": 0.95}
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
+
 #: measures on the label matrix; "chance" marks the chance-corrected ones (skipped on collapse)
 AGREEMENT_MEASURES = {
     "overlap": {"chance": False, "label": "overlap (mean pairwise)"},
@@ -147,9 +140,7 @@ def agreement_measures(
     return out
 
 
-def _complete(rows: pd.DataFrame, by: str, order: list) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    v = judge_matrix(rows, "value", by=by, order=order)
-    c = judge_matrix(rows, "cont", by=by, order=order)
+def _complete(v: pd.DataFrame, c: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     keep = v.notna().all(axis=1) & c.notna().all(axis=1)
     return v[keep], c[keep], int((~keep).sum())
 
@@ -164,63 +155,53 @@ def _band(kappa: float, thresholds: dict) -> str:
     return "below usable"
 
 
-def agreement_collapse(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    thresholds: dict | None = None,
-    return_distributions: bool = False,
-):
+def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distributions: bool = False):
     """Analysis 1: agreement among the variants next to the fixed-prompt baselines, per configuration.
 
-    ``df`` is a judgments table with verdicts (:func:`~promptlottery.judging.table.add_verdicts`).
-    One row per configuration and setting: ``paraphrases`` (the variants at the main temperature)
-    and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``; ``fixed T=<t>
-    batch`` when each repeat had its own batch composition, column ``repeat_source``). Columns:
-    each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the mean
-    pairwise kappa against the robust / usable thresholds), the label distribution and ``notes``.
+    One row per configuration of ``grid`` and setting: ``paraphrases`` (the variants at the main
+    temperature) and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``;
+    ``fixed T=<t> batch`` when each repeat had its own batch composition, column ``repeat_source``).
+    Columns: each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the
+    mean pairwise kappa against the robust / usable thresholds), the label distribution and ``notes``.
     With ``return_distributions=True`` also returns ``{(config_id, setting, measure): replicates}``
-    for stratified group CIs (:func:`agreement_by_task_type`).
+    for stratified group CIs (:func:`agreement_by_task_type`). ``opts``: ``n_resamples``, ``seed``,
+    ``level`` and ``thresholds`` (the reference variant and temperature are the grid's).
     """
-    th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    reference = grid.reference
+    th = opts.thresholds  # the defaults merged in (LotteryOptions)
     rows_out, dists = [], {}
-    for cid, rows in configurations(df):
-        scale = get_scale(rows["scale"].iloc[0])
-        settings = []
-        para = paraphrase_rows(rows, temperature)
-        order = variant_order(para["variant"], reference)
-        settings.append(
+    for conf in grid:
+        cid, scale, para = conf.config_id, conf.scale, conf.paraphrases
+        order = conf.order
+        settings = [
             (
                 "paraphrases",
                 para,
-                "variant",
-                order,
+                conf.matrix("value"),
+                conf.matrix("cont"),
                 ",".join(map(str, order)),
                 para["temperature"].min(),
                 "none",
             )
-        )
-        for f in fixed_settings(rows, reference):
+        ]
+        for f in conf.fixed:
             samples = sorted(f.rows["sample_index"].unique())
             judges = f"{reference} x{len(samples)} samples"
-            settings.append((f.name, f.rows, "sample_index", samples, judges, f.temperature, f.repeat_source))
-        for setting, g, by, order, judges, temp, source in settings:
-            v, c, dropped = _complete(g, by, order)
+            v, c = conf.fixed_matrix(f, "value"), conf.fixed_matrix(f, "cont")
+            settings.append((f.name, f.rows, v, c, judges, f.temperature, f.repeat_source))
+        for setting, g, v, c, judges, temp, source in settings:
+            v, c, dropped = _complete(v, c)
             res = agreement_measures(
                 v.to_numpy(),
                 list(scale.scores),
                 c.to_numpy(),
-                n_resamples=n_resamples,
-                seed=seed,
-                level=level,
+                n_resamples=opts.n_resamples,
+                seed=opts.seed,
+                level=opts.level,
                 collapse_share=th["collapse_share"],
                 scale_labels=list(scale.labels),
             )
-            first = rows.iloc[0]
+            first = conf.first
             rec: dict[str, Any] = {
                 "config_id": cid,
                 "dataset": first["dataset"],
@@ -305,7 +286,7 @@ def agreement_by_task_type(
     """Analysis 2: mean agreement across configurations by task type, family type and backbone.
 
     Binary vs Likert (the scale), objective vs subjective (the judge family, see
-    :data:`~promptlottery.judging.table.OBJECTIVE_FAMILIES`), per backbone; raw overlap next to the
+    :func:`~promptlottery.judging.table.families_of_type`), per backbone; raw overlap next to the
     chance-corrected measures and their gap. The CI of a group mean averages the configurations'
     bootstrap replicates (items resampled within each configuration); configurations where a
     measure is undefined are left out of that measure's mean (``<measure>_n`` counts the others).
@@ -351,9 +332,7 @@ def agreement_by_task_type(
     return pd.DataFrame(rows)
 
 
-def variant_agreement(
-    df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None
-) -> pd.DataFrame:
+def variant_agreement(grid: JudgmentGrid) -> pd.DataFrame:
     """Each variant's agreement with the other variants of its configuration (mean over pairs).
 
     One row per configuration x variant: ``kappa_with_others`` (mean Cohen's kappa with each other
@@ -361,10 +340,10 @@ def variant_agreement(
     items of the paraphrase matrix. Used by analyses 4 and 5.
     """
     out = []
-    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
-        scale = get_scale(rows["scale"].iloc[0])
-        v = judge_matrix(para, "value", order=order).dropna()
-        labels = sorted(scale.scores)
+    for conf in grid:
+        order = conf.order
+        v = conf.matrix("value").dropna()
+        labels = sorted(conf.scale.scores)
         for a in order:
             kappas, overlaps = [], []
             for b in order:
@@ -377,9 +356,9 @@ def variant_agreement(
             k = np.array(kappas, dtype=float)
             out.append(
                 {
-                    "config_id": cid,
-                    "prompt_group": rows["prompt_group"].iloc[0],
-                    "backbone": rows["backbone"].iloc[0],
+                    "config_id": conf.config_id,
+                    "prompt_group": conf.first["prompt_group"],
+                    "backbone": conf.backbone,
                     "variant": a,
                     "n_items": len(v),
                     "kappa_with_others": float(np.nanmean(k)) if np.isfinite(k).any() else np.nan,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse
-from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs, paraphrase_rows_all
+from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
 from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.labels import label_table
@@ -25,37 +25,22 @@ from promptlottery.analysis.wording import (
     variant_texts,
     wording_dimensions,
 )
-from promptlottery.judging.table import (
-    GREEDY_BELOW,
-    AnalysisError,
-    add_verdicts,
-    configurations,
-    fixed_settings,
-    group_files,
-    main_temperature,
-    paraphrase_rows,
-    variant_order,
-)
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import UndefinedMetricWarning
 
 logger = logging.getLogger(__name__)
 
 
-def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
-    """Run analyses 1-8 on a judgments table with verdicts; returns ``{"tables": ..., ...}``."""
-    kw = dict(reference=opts.reference, temperature=opts.temperature)
-    boot = dict(n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level)
+def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
+    """Run analyses 1-8 on a judgment grid; returns ``{"tables": ..., ...}``."""
     tables: dict[str, pd.DataFrame] = {}
     extra: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        tables["configurations"] = configuration_table(df, opts)
-        tables["label_distributions"] = label_table(
-            df, collapse_share=opts.thresholds["collapse_share"], **kw
-        )
-        per = analyse_configurations(
-            df, opts.n_jobs, thresholds=opts.thresholds, rank_score=opts.rank_score, kw=kw, boot=boot
-        )
+        tables["configurations"] = configuration_table(grid)
+        tables["label_distributions"] = label_table(grid, opts)
+        per = analyse_configurations(grid, opts)
         collapse, dists = per["tables"]["agreement_collapse"], per["distributions"]
         tables["agreement_collapse"] = collapse
         extra["distributions"] = dists
@@ -65,7 +50,7 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         tables["best_variant_counts"] = best_variant_counts(corr, by=opts.best_by, reference=opts.reference)
         va = per["tables"]["variant_agreement"]
         tables["variant_agreement"] = va
-        texts = variant_texts(df["prompt_group"].unique(), files=group_files(df))
+        texts = variant_texts(grid.prompt_groups(), files=grid.group_files())
         try:
             if opts.embeddings == "none":
                 raise AnalysisError("analysis.embeddings=none")
@@ -85,7 +70,7 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
             va, texts, n_permutations=opts.n_permutations, seed=opts.seed, level=opts.level
         )
         # Appendix B / Table 12's outcome: cross-model score agreement per paraphrase
-        cross = cross_model_agreement(df, temperature=opts.temperature)
+        cross = cross_model_agreement(grid)
         tables["cross_model_agreement"] = cross
         tables["wording_dimensions_cross_model"] = wording_dimensions(
             cross,
@@ -100,50 +85,43 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
             tables[f"rank_{k}"] = per["tables"][f"rank_{k}"]
         rank_dists = extra["rank_distributions"] = per["rank_distributions"]
         tables["aggregation_vs_humans"] = per["tables"]["aggregation_vs_humans"]
-        tables["ensemble_designs"] = ensemble_designs(df, max_judges=opts.max_ensemble_judges, **kw, **boot)
-        conv_summary, conv_items = convergence_analysis(df, **kw, **boot)
+        tables["ensemble_designs"] = ensemble_designs(grid, opts)
+        conv_summary, conv_items = convergence_analysis(grid, opts)
         tables["convergence_summary"] = conv_summary
         tables["convergence_items"] = conv_items
-        tables["unstable_items"] = item_table(df, **kw)
+        tables["unstable_items"] = item_table(grid)
         tables["verdict"] = verdict_summary(tables["unstable_items"], tables, opts)
         agreement_dists = {"agreement_collapse": dists}
-        parsed = parsed_collapse(df, opts, kw, boot)
+        parsed = parsed_collapse(grid, opts)
         if parsed is not None:
             tables["agreement_collapse_parsed"], agreement_dists["agreement_collapse_parsed"] = parsed
         tables["headlines"] = headlines(tables, agreement_dists, opts, rank_dists)
         if opts.human_ratings or opts.human_raters:  # the human-baseline section (issue 26)
             from promptlottery.human.analysis import human_tables_for_report
 
-            tables.update(human_tables_for_report(df, opts))
+            tables.update(human_tables_for_report(grid.judgments, opts))
     return {"tables": tables, **extra}
 
 
-def parsed_collapse(df: pd.DataFrame, opts: LotteryOptions, kw: dict, boot: dict):
+def parsed_collapse(grid: JudgmentGrid, opts: LotteryOptions):
     """The paraphrase rows' agreement on labels parsed from the text, when a sampled fixed-prompt
     baseline uses that source (``sampled_verdict=parsed``): its comparison on the same source."""
-    sampled = df["temperature"].astype(float) >= GREEDY_BELOW
-    if opts.sampled_verdict != "parsed" or not (sampled & (df["variant"] == opts.reference)).any():
+    if opts.sampled_verdict != "parsed" or not grid.sampled_reference:
         return None
-    para = paraphrase_rows_all(df, opts.temperature)  # the repeats are not needed again
-    table, dists = agreement_collapse(
-        add_verdicts(para, "parsed"), **kw, **boot, thresholds=opts.thresholds, return_distributions=True
-    )
+    # the repeats are not needed again: the paraphrase settings alone, under the parsed verdict
+    table, dists = agreement_collapse(grid.paraphrase_grid("parsed"), opts, return_distributions=True)
     keep = table["setting"] == "paraphrases"
     return table[keep].reset_index(drop=True), {k: v for k, v in dists.items() if k[1] == "paraphrases"}
 
 
-def configuration_table(df: pd.DataFrame, opts: LotteryOptions) -> pd.DataFrame:
+def configuration_table(grid: JudgmentGrid) -> pd.DataFrame:
     rows = []
-    for cid, g in configurations(df):
-        para = paraphrase_rows(g, opts.temperature)
-        first = g.iloc[0]
-        fixed = [
-            f"{f.name.removeprefix('fixed ')} x{f.rows['sample_index'].nunique()}"
-            for f in fixed_settings(g, opts.reference)
-        ]
+    for conf in grid:
+        g, para, first = conf.rows, conf.paraphrases, conf.first
+        fixed = [f"{f.name.removeprefix('fixed ')} x{f.rows['sample_index'].nunique()}" for f in conf.fixed]
         rows.append(
             {
-                "config_id": cid,
+                "config_id": conf.config_id,
                 "dataset": first["dataset"],
                 "judge_family": first["judge_family"],
                 "family_type": first["family_type"],
@@ -152,8 +130,8 @@ def configuration_table(df: pd.DataFrame, opts: LotteryOptions) -> pd.DataFrame:
                 "scale": first["scale"],
                 "backbone": first["backbone"],
                 "model": first["model"],
-                "main_temperature": main_temperature(g, opts.temperature),
-                "variants": ",".join(variant_order(para["variant"], opts.reference)),
+                "main_temperature": conf.main_temperature,
+                "variants": ",".join(conf.order),
                 "n_items": int(para["item_id"].nunique()),
                 "fixed_baselines": "; ".join(fixed) or "none",
                 "n_judgments": len(g),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,15 +29,8 @@ from promptlottery.judging.aggregate import (
     online_convergence,
     plurality_cluster,
 )
-from promptlottery.judging.table import (
-    configurations,
-    human_vector,
-    judge_matrix,
-    natural_key,
-    paraphrase_configurations,
-    paraphrase_rows,
-    variant_order,
-)
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import human_vector, natural_key, variant_order
 from promptlottery.metrics import (
     UndefinedMetricWarning,
     item_mean,
@@ -47,18 +40,13 @@ from promptlottery.metrics import (
 )
 from promptlottery.prompts.scales import get_scale
 
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
+
 TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
 
 
-def aggregation_vs_humans(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> pd.DataFrame:
+def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
 
     One row per configuration x method (``P1``, ``plurality`` (the paper's: at least 3 of 5),
@@ -70,11 +58,14 @@ def aggregation_vs_humans(
     aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
     ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
     """
+    boot = opts.resampling
+    reference = grid.reference
     out = []
-    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
-        v = judge_matrix(para, "value", order=order)
-        h = human_vector(para, v.index)
-        first = rows.iloc[0]
+    for conf in grid:
+        cid, order = conf.config_id, conf.order
+        v = conf.matrix("value")
+        h = conf.humans(v.index)
+        first = conf.first
         methods = {reference: v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)}
         for name, fn in AGGREGATORS.items():
             methods[name] = np.asarray(fn(v.to_numpy(float)), dtype=float)
@@ -95,7 +86,7 @@ def aggregation_vs_humans(
                 if humans.any()
                 else np.nan,
             }
-            res = correlate_with_human(scores, h, n_resamples=n_resamples, seed=seed, level=level)
+            res = correlate_with_human(scores, h, **boot)
             notes = res.pop("notes")
             rec.update(res)
             rec["diff_vs_ref"] = rec["diff_vs_ref_lo"] = rec["diff_vs_ref_hi"] = np.nan
@@ -111,9 +102,7 @@ def aggregation_vs_humans(
                                 scores[keep],
                                 methods[reference][keep],
                                 h[keep],
-                                n_resamples=n_resamples,
-                                level=level,
-                                seed=seed,
+                                **boot,
                             )
                         if np.isfinite(t.difference):
                             rec.update(
@@ -135,16 +124,7 @@ def _task_ids(df: pd.DataFrame) -> pd.Series:
     return pd.Series(["/".join(p for p in row if p) for row in zip(*cols)], index=df.index, dtype=object)
 
 
-def ensemble_designs(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    max_judges: int = 5,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> pd.DataFrame:
+def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 7b: inter-prompt vs inter-model vs hybrid ensembles at equal numbers of judgments.
 
     Per task (dataset x family x prompt group x criterion), with ``V`` variants and ``B`` backbones:
@@ -155,8 +135,9 @@ def ensemble_designs(
     among them (mean pairwise Cohen's kappa) and the plurality's and mean's correlation with the
     humans, with CIs.
     """
+    boot, reference, max_judges = opts.resampling, grid.reference, opts.max_ensemble_judges
     out = []
-    work = paraphrase_rows_all(df, temperature)
+    work = grid.paraphrases
     for task, rows in sorted(work.groupby(_task_ids(work)), key=lambda t: natural_key(t[0])):
         variants = variant_order(rows["variant"], reference)
         backbones = sorted(rows["backbone"].unique(), key=natural_key)
@@ -203,9 +184,7 @@ def ensemble_designs(
             e = estimate_with_ci(
                 partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)),
                 m,
-                n_resamples=n_resamples,
-                seed=seed,
-                level=level,
+                **boot,
             )
             rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
             if e.note:
@@ -215,9 +194,7 @@ def ensemble_designs(
                 res = correlate_with_human(
                     AGGREGATORS[name](m).astype(float),
                     h,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    level=level,
+                    **boot,
                     prefix=f"{agg}_",
                 )
                 notes += res.pop(f"{agg}_notes")
@@ -230,23 +207,7 @@ def ensemble_designs(
     return pd.DataFrame(out)
 
 
-def paraphrase_rows_all(df: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
-    return (
-        pd.concat([paraphrase_rows(rows, temperature) for _, rows in configurations(df)], ignore_index=True)
-        if len(df)
-        else df
-    )
-
-
-def convergence_analysis(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analysis 8, with the paper's plurality cluster. Returns ``(summary, items)``.
 
     The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
@@ -265,9 +226,11 @@ def convergence_analysis(
     P1 equals the plurality with ties broken toward P1, so every tie is a match) and
     ``p1_match_unique`` (ours: the same on items with an untied plurality only).
     """
+    boot = opts.resampling
     per_item = []
-    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
-        v = judge_matrix(para, "label", order=order)
+    for conf in grid:
+        cid, order = conf.config_id, conf.order
+        v = conf.matrix("label")
         m = v.to_numpy(dtype=object)
         conv = convergence(m)
         conv["cluster"] = plurality_cluster(m)
@@ -275,8 +238,8 @@ def convergence_analysis(
         conv["p1_in_cluster"] = cluster_match(conv["first_judge"], conv["cluster"])
         conv.insert(0, "item_id", v.index.to_numpy())
         conv.insert(0, "judge_order", ",".join(order))
-        conv.insert(0, "binary", bool(rows["binary"].iloc[0]))
-        conv.insert(0, "backbone", rows["backbone"].iloc[0])
+        conv.insert(0, "binary", conf.binary)
+        conv.insert(0, "backbone", conf.backbone)
         conv.insert(0, "config_id", cid)
         per_item.append(conv)
     items = pd.concat(per_item, ignore_index=True) if per_item else pd.DataFrame()
@@ -327,7 +290,7 @@ def convergence_analysis(
                 )
                 notes.append(f"{key}: n/a: {why}")
                 continue
-            e = estimate_with_ci(item_mean, ind, n_resamples=n_resamples, seed=seed, level=level)
+            e = estimate_with_ci(item_mean, ind, **boot)
             rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
         rec["mean_converged_at"] = float(np.nanmean(at)) if np.isfinite(at).any() else np.nan
         rec["note"] = "; ".join(notes)

@@ -9,14 +9,17 @@ same items; and how often each variant is the best of its configuration.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.judging.table import human_vector, judge_matrix, paraphrase_configurations
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 CORRELATIONS = {"pearson": pearson, "kendall": kendall_tau}
 
@@ -45,15 +48,7 @@ def correlate_with_human(
     return rec
 
 
-def variant_human_correlation(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> pd.DataFrame:
+def variant_human_correlation(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """Analysis 3 (per variant): correlation with humans, CIs, and Williams' test against P1.
 
     Columns: configuration, ``variant``, ``n``, ``pearson`` / ``kendall`` (verdict scores) and
@@ -61,12 +56,15 @@ def variant_human_correlation(
     ``williams_t`` / ``williams_p`` (H0: the variant and P1 correlate equally with the humans;
     Pearson on verdict scores; empty for P1 itself) and ``notes``.
     """
+    boot = opts.resampling
+    reference = grid.reference
     out = []
-    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
-        v = judge_matrix(para, "value", order=order)
-        c = judge_matrix(para, "cont", order=order)
-        h = human_vector(para, v.index)
-        first = rows.iloc[0]
+    for conf in grid:
+        cid, order = conf.config_id, conf.order
+        v = conf.matrix("value")
+        c = conf.matrix("cont")
+        h = conf.humans(v.index)
+        first = conf.first
         for var in order:
             rec: dict[str, Any] = {
                 "config_id": cid,
@@ -76,10 +74,8 @@ def variant_human_correlation(
                 "family_type": first["family_type"],
                 "variant": var,
             }
-            a = correlate_with_human(v[var].to_numpy(), h, n_resamples=n_resamples, seed=seed, level=level)
-            b = correlate_with_human(
-                c[var].to_numpy(), h, n_resamples=n_resamples, seed=seed, level=level, prefix="cont_"
-            )
+            a = correlate_with_human(v[var].to_numpy(), h, **boot)
+            b = correlate_with_human(c[var].to_numpy(), h, **boot, prefix="cont_")
             notes = a.pop("notes") + b.pop("cont_notes")
             rec.update(a)
             rec.update({k: val for k, val in b.items() if k != "cont_n"})

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.table import configurations, fixed_settings, natural_key, paraphrase_rows
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import natural_key
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 
 def label_distribution(values: Iterable[Any]) -> dict[str, float]:
@@ -38,20 +42,21 @@ def collapse_reason(values: Iterable[Any], share: float) -> str | None:
     return None
 
 
-def label_table(
-    df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None, collapse_share: float = 0.95
-) -> pd.DataFrame:
+def label_table(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     """The verdicts' label distribution per configuration and setting, and whether they collapse.
 
     ``per_judge`` gives each judge's (variant's, or sample's) modal label and its share; ``collapsed``
-    says why kappa-type measures are meaningless there (empty if they are not); ``sources`` counts
+    says why kappa-type measures are meaningless there (empty if they are not; ``opts.thresholds``'
+    ``collapse_share``); ``sources`` counts
     where the verdicts came from (``argmax``, ``weighted_rounded``, ``parsed_fallback``,
     ``sampled_parsed``; ``missing`` = no verdict).
     """
+    collapse_share = opts.thresholds["collapse_share"]
     out = []
-    for cid, rows in configurations(df):
-        settings = [("paraphrases", paraphrase_rows(rows, temperature), "variant")]
-        settings += [(f.name, f.rows, "sample_index") for f in fixed_settings(rows, reference)]
+    for conf in grid:
+        cid = conf.config_id
+        settings = [("paraphrases", conf.paraphrases, "variant")]
+        settings += [(f.name, f.rows, "sample_index") for f in conf.fixed]
         for setting, g, by in settings:
             dist = label_distribution(g["label"])
             per_judge = []

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from promptlottery.analysis.agreement import DEFAULT_THRESHOLDS
 from promptlottery.config import ConfigError
+
+#: reference thresholds on kappa (Landis & Koch style bands used by the paper)
+DEFAULT_THRESHOLDS = {"robust": 0.80, "usable": 0.61, "collapse_share": 0.95}
 
 
 class Embeddings(StrEnum):
@@ -39,7 +41,11 @@ CHOICES: dict[str, type[StrEnum]] = {"embeddings": Embeddings, "rank_score": Ran
 
 @dataclass
 class LotteryOptions:
-    """The ``analysis:`` node of ``conf/analysis/lottery.yaml`` (see there for each key)."""
+    """The ``analysis:`` node of ``conf/analysis/lottery.yaml`` (see there for each key).
+
+    The one options object every analysis takes beside the :class:`~promptlottery.judging.grid.JudgmentGrid`
+    (whose ``verdict``, ``sampled_verdict``, ``reference`` and ``temperature`` it was built with).
+    """
 
     runs: Any = None
     verdict: str = "argmax"
@@ -90,6 +96,11 @@ class LotteryOptions:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"analysis.{key}={v!r}: must be an integer >= 1")
+
+    @property
+    def resampling(self) -> dict[str, Any]:
+        """``n_resamples``, ``seed`` and ``level``: the keywords of every bootstrap CI."""
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "level": self.level}
 
     @classmethod
     def from_dict(cls, d: dict | None) -> LotteryOptions:

@@ -1,8 +1,8 @@
 """The per-configuration analyses, run for many configurations in parallel (``analysis.n_jobs``).
 
 Analyses 1, 3, 4's agreement table, 6 and 7a look at one configuration at a time: each worker
-runs them on one configuration's rows (the rows :func:`~promptlottery.judging.table.configurations`
-gives, with the same bootstrap seed), and the tables are rebuilt from the workers' rows in
+runs them on one configuration of the grid (:meth:`~promptlottery.judging.grid.JudgmentGrid.only`,
+with the same bootstrap seed), and the tables are rebuilt from the workers' rows in
 configuration order, so that they equal -- and are written byte for byte as -- the tables of a
 serial run (tested). The analyses that pool configurations (2, 4-5 summaries, 7b, 8, headlines)
 run afterwards on the merged tables, as before.
@@ -11,7 +11,7 @@ run afterwards on the merged tables, as before.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ from promptlottery.analysis.agreement import agreement_collapse, sort_collapse, 
 from promptlottery.analysis.ensembles import aggregation_vs_humans
 from promptlottery.analysis.humans import variant_human_correlation
 from promptlottery.analysis.ranks import rank_reversals
-from promptlottery.judging.table import configurations
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning
 
 #: the tables computed per configuration (rank_* are analysis 6's four tables)
@@ -34,24 +34,23 @@ PER_CONFIGURATION = (
     "aggregation_vs_humans",
 )
 
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
-def configuration_tables(
-    df: pd.DataFrame, *, thresholds: dict, rank_score: str, kw: dict, boot: dict
-) -> dict[str, Any]:
-    """The per-configuration tables of ``df`` (one or many configurations) and their replicates."""
+
+def configuration_tables(grid: JudgmentGrid, opts: LotteryOptions) -> dict[str, Any]:
+    """The per-configuration tables of ``grid`` (one or many configurations) and their replicates."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        collapse, dists = agreement_collapse(
-            df, thresholds=thresholds, return_distributions=True, **kw, **boot
-        )
+        collapse, dists = agreement_collapse(grid, opts, return_distributions=True)
         tables = {
             "agreement_collapse": collapse,
-            "variant_human_correlation": variant_human_correlation(df, **kw, **boot),
-            "variant_agreement": variant_agreement(df, **kw),
+            "variant_human_correlation": variant_human_correlation(grid, opts),
+            "variant_agreement": variant_agreement(grid),
         }
-        ranks, rank_dists = rank_reversals(df, score=rank_score, return_distributions=True, **kw, **boot)
+        ranks, rank_dists = rank_reversals(grid, opts, return_distributions=True)
         tables.update({f"rank_{k}": v for k, v in ranks.items()})
-        tables["aggregation_vs_humans"] = aggregation_vs_humans(df, **kw, **boot)
+        tables["aggregation_vs_humans"] = aggregation_vs_humans(grid, opts)
     return {"tables": tables, "distributions": dists, "rank_distributions": rank_dists}
 
 
@@ -60,15 +59,13 @@ def _rebuild(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame([rec for p in parts for rec in p.to_dict("records")])
 
 
-def analyse_configurations(df: pd.DataFrame, n_jobs: int, **options: Any) -> dict[str, Any]:
-    """:func:`configuration_tables` of every configuration, ``n_jobs`` at a time (1: in this process)."""
-    if n_jobs == 1:
-        return configuration_tables(df, **options)
+def analyse_configurations(grid: JudgmentGrid, opts: LotteryOptions) -> dict[str, Any]:
+    """:func:`configuration_tables` of every configuration, ``opts.n_jobs`` at a time (1: in this process)."""
+    if opts.n_jobs == 1:
+        return configuration_tables(grid, opts)
     from joblib import Parallel, delayed
 
-    parts = Parallel(n_jobs=n_jobs)(
-        delayed(configuration_tables)(rows, **options) for _, rows in configurations(df)
-    )
+    parts = Parallel(n_jobs=opts.n_jobs)(delayed(configuration_tables)(grid.only([c]), opts) for c in grid)
     tables = {name: _rebuild([p["tables"][name] for p in parts]) for name in PER_CONFIGURATION}
     if len(tables["agreement_collapse"]):
         tables["agreement_collapse"] = sort_collapse(tables["agreement_collapse"])

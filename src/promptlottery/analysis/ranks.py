@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
-from promptlottery.judging.table import (
-    judge_matrix,
-    natural_key,
-    paraphrase_configurations,
-    system_vector,
-)
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import natural_key
+
+if TYPE_CHECKING:
+    from promptlottery.analysis.options import LotteryOptions
 
 
 def _system_means(x: np.ndarray, codes: np.ndarray, n_sys: int, idx: np.ndarray) -> np.ndarray:
@@ -95,22 +94,12 @@ class _MeanPairStat:
         return float(self.batch(np.arange(len(x))[None, :], x, codes)[0])
 
 
-def rank_reversals(
-    df: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    temperature: float | None = None,
-    score: str = "value",
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    return_distributions: bool = False,
-):
+def rank_reversals(grid: JudgmentGrid, opts: LotteryOptions, *, return_distributions: bool = False):
     """Analysis 6. Returns ``{"summary", "pairs", "systems", "trajectories"}`` tables.
 
-    ``score`` is ``"value"`` (the verdict's scale score) or ``"cont"`` (the unrounded weighted
-    score). ``summary``: per configuration, the mean over variant pairs of tau, flip share and
-    rank-change share with bootstrap CIs (items resampled, system means recomputed), or a note
+    ``opts.rank_score`` is ``"value"`` (the verdict's scale score) or ``"cont"`` (the unrounded
+    weighted score). ``summary``: per configuration, the mean over variant pairs of tau, flip share
+    and rank-change share with bootstrap CIs (items resampled, system means recomputed), or a note
     saying why there is nothing to rank. ``pairs``: the three numbers for every pair of variants.
     ``systems``: each system's best and worst rank. ``trajectories``: mean score and rank of every
     system under every variant (the data of the rank-trajectory plot). With
@@ -118,14 +107,15 @@ def rank_reversals(
     """
     summary, pairs, systems, traj = [], [], [], []
     dists: dict[tuple[str, str], np.ndarray] = {}
-    for cid, rows, para, order in paraphrase_configurations(df, reference, temperature):
-        x = judge_matrix(para, score, order=order)
-        sys = system_vector(para, x.index)
+    for conf in grid:
+        cid, order = conf.config_id, conf.order
+        x = conf.matrix(str(opts.rank_score))
+        sys = conf.systems(x.index)
         has = np.array([s is not None and not pd.isna(s) for s in sys])
         rec: dict[str, Any] = {
             "config_id": cid,
-            "dataset": rows["dataset"].iloc[0],
-            "backbone": rows["backbone"].iloc[0],
+            "dataset": conf.first["dataset"],
+            "backbone": conf.backbone,
             "n_variants": len(order),
         }
         names = sorted({str(s) for s in sys[has]}, key=natural_key)
@@ -182,9 +172,7 @@ def rank_reversals(
         rec.update(n_systems=len(names), n_items=int(has.sum()))
         notes = []
         for k, name in enumerate(("kendall_tau", "flip_share", "rank_change_share")):
-            e = estimate_with_ci(
-                _MeanPairStat(k + 2, len(names)), xv, codes, n_resamples=n_resamples, seed=seed, level=level
-            )
+            e = estimate_with_ci(_MeanPairStat(k + 2, len(names)), xv, codes, **opts.resampling)
             rec[name], rec[f"{name}_lo"], rec[f"{name}_hi"] = e.estimate, e.low, e.high
             if e.distribution is not None:
                 dists[(cid, name)] = e.distribution

@@ -16,7 +16,8 @@ from promptlottery.analysis.agreement import AGREEMENT_MEASURES
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.render_sections import _config_notes, render_later_sections
 from promptlottery.analysis.verdict import render_verdict
-from promptlottery.judging.table import OBJECTIVE_FAMILIES, SUBJECTIVE_FAMILIES
+from promptlottery.judging.grid import JudgmentGrid, describe_verdict
+from promptlottery.judging.table import families_of_type
 
 _COLLAPSE_COLS = {
     "config_id": "configuration",
@@ -36,7 +37,7 @@ _COLLAPSE_COLS = {
 
 
 def write_outputs(
-    result: dict, df: pd.DataFrame, opts: LotteryOptions, out_dir: str | Path, files: list[str]
+    result: dict, grid: JudgmentGrid, opts: LotteryOptions, out_dir: str | Path, files: list[str]
 ) -> dict[str, Any]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -49,27 +50,23 @@ def write_outputs(
         from promptlottery.analysis.plots import draw_all
 
         figures = draw_all(tables, out_dir / opts.figures_dir, thresholds=opts.thresholds)
-    text = render_report(result, df, opts, out_dir, figures, files)
+    text = render_report(result, grid, opts, out_dir, figures, files)
     (out_dir / opts.report).write_text(text, encoding="utf-8")
     return {"tables": written, "figures": figures, "report": out_dir / opts.report}
 
 
 def render_report(
-    result: dict, df: pd.DataFrame, opts: LotteryOptions, out_dir: Path, figures: dict, files: list[str]
+    result: dict, grid: JudgmentGrid, opts: LotteryOptions, out_dir: Path, figures: dict, files: list[str]
 ) -> str:
     t = result["tables"]
     R = rp.Report("Prompt lottery report")
     render_verdict(R, t["verdict"])
     R.figure(figures.get("verdict_map"), out_dir, "verdict map", missing="no item with paraphrase verdicts")
-    verdict = {
-        "argmax": "the argmax label (the most probable scale label; the paper's near-greedy setting)",
-        "weighted": "the logprob-weighted score rounded to the nearest scale label",
-        "parsed": "the label parsed from the generated text",
-    }[opts.verdict]
+    verdict = describe_verdict(grid.verdict)
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs or []))
     R.bullets(
         [
-            f"Runs: `{runs}` ({len(files)} judgment files, {len(df)} judgments, "
+            f"Runs: `{runs}` ({len(files)} judgment files, {grid.n_judgments} judgments, "
             f"{t['configurations'].shape[0]} configurations)",
             f"Verdict: {verdict}. Continuous measures (interval Krippendorff alpha, Pearson, Kendall tau) are also "
             "computed on the unrounded logprob-weighted score (columns `alpha_interval_cont`, `cont_*`).",
@@ -85,7 +82,8 @@ def render_report(
             f"Thresholds: kappa >= {opts.thresholds['robust']:.2f} robust, >= {opts.thresholds['usable']:.2f} usable; "
             f"verdicts count as collapsed when one label has >= {opts.thresholds['collapse_share']:.0%} of them "
             "(kappa-type measures are then reported as n/a, not as a number).",
-            f"Task types: objective = {', '.join(OBJECTIVE_FAMILIES)}; subjective = {', '.join(SUBJECTIVE_FAMILIES)}; "
+            f"Task types: objective = {', '.join(families_of_type('objective'))}; "
+            f"subjective = {', '.join(families_of_type('subjective'))}; "
             "binary = two-label scales, Likert = the others.",
             f"Reference variant: {opts.reference}; judge order for aggregation and convergence: "
             f"{opts.reference} first, then the other variants in natural order.",

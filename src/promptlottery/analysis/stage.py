@@ -23,13 +23,14 @@ import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.render import render_report, write_outputs
-from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
+from promptlottery.analysis.render import write_outputs
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import AnalysisError
 from promptlottery.stages import StageJob, run_stage
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LotteryOptions", "analyse", "render_report", "run", "run_lottery", "summary_metrics"]
+__all__ = ["load_grid", "run", "run_lottery", "summary_metrics"]
 
 
 def run_lottery(
@@ -63,27 +64,19 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     output_dir = job.output_dir
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of sweep / job directories")
-    problems: list[dict[str, str]] = []
-    loaded = load_judgments(
-        opts.runs,
-        allow_partial=opts.allow_partial,
-        allow_mixed_dtypes=opts.allow_mixed_dtypes,
-        problems=problems,
-    )
-    files = sorted({str(Path(d) / "judgments.parquet") for d in loaded["run_dir"].unique() if d})
-    df = add_verdicts(loaded, opts.verdict, sampled=opts.sampled_verdict)
-    incomplete = problems[0] if problems else {}
+    grid = load_grid(opts)
+    files, incomplete = grid.files, grid.problems
     logger.info(
         "lottery analysis files=%d judgments=%d configurations=%d",
         len(files),
-        len(df),
-        df["config_id"].nunique(),
+        grid.n_judgments,
+        len(grid),
     )
-    result = analyse(df, opts, encode=encode)
+    result = analyse(grid, opts, encode=encode)
     result["tables"]["incomplete_configurations"] = pd.DataFrame(
         sorted(incomplete.items()), columns=["config_id", "status"]
     )
-    written = write_outputs(result, df, opts, output_dir, files)
+    written = write_outputs(result, grid, opts, output_dir, files)
     metrics = summary_metrics(result["tables"])
     tracker = job.tracker
     tracker.log_metrics({"metrics": metrics})  # the same keys as results.json: compare can mix the two
@@ -94,13 +87,26 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     record = job.ok(
         analysis=asdict(opts),
         metrics=metrics,
-        n_judgments=len(df),
+        n_judgments=grid.n_judgments,
         n_files=len(files),
         partial=bool(opts.allow_partial and incomplete),
         incomplete_configurations=incomplete,
         report=str(written["report"]),
     )
     return {**record, "files": files, "written": written}
+
+
+def load_grid(opts: LotteryOptions) -> JudgmentGrid:
+    """The judgment grid of ``opts.runs``, built once with the options' verdict, reference and temperature."""
+    return JudgmentGrid.load(
+        opts.runs,
+        verdict=opts.verdict,
+        sampled=opts.sampled_verdict,
+        reference=opts.reference,
+        temperature=opts.temperature,
+        allow_partial=opts.allow_partial,
+        allow_mixed_dtypes=opts.allow_mixed_dtypes,
+    )
 
 
 def make_analysis_tracker(logger_cfg, config: dict, opts: LotteryOptions):

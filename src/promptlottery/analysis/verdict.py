@@ -26,54 +26,36 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.judging.aggregate import plurality_cluster
-from promptlottery.judging.table import judge_matrix, paraphrase_configurations
+from promptlottery.judging.aggregate import majority, online_convergence
+from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics.bootstrap import bootstrap_ci
 
 NO_CONSENSUS = "no consensus"
 
 
-def strict_majority(labels: list[Any], n_judges: int) -> Any | None:
-    """The label given by >= ceil((J + 1) / 2) of ``n_judges`` judges, else None (missing = no vote).
-
-    >>> strict_majority(["1", "1", "2", "1", "3"], 5), strict_majority(["1", "1", "2", "2", "3"], 5)
-    ('1', None)
-    """
-    cluster = plurality_cluster(np.array([labels], dtype=object), n_judges=n_judges)[0]
-    return None if pd.isna(cluster) else cluster
-
-
-def k_needed(labels: list[Any]) -> float:
-    """Smallest k from which the running strict majority equals the final one (NaN: no final majority).
-
-    >>> k_needed(["1", "1", "1"]), k_needed(["2", "1", "1"]), k_needed(["1", "2", "3"])
-    (1.0, 3.0, nan)
-    """
-    final = strict_majority(labels, len(labels))
-    if final is None:
-        return float("nan")
-    k = len(labels)
-    for j in range(len(labels), 0, -1):
-        if strict_majority(labels[:j], j) != final:
-            break
-        k = j
-    return float(k)
-
-
-def item_table(df: pd.DataFrame, *, reference: str = "P1", temperature: float | None = None) -> pd.DataFrame:
+def item_table(grid: JudgmentGrid) -> pd.DataFrame:
     """One row per configuration x item, sorted within a configuration by how much its verdict varies;
-    the item's texts (judgment columns ``input_<name>``, written for ``dataset=table``) follow its id."""
+    the item's texts (judgment columns ``input_<name>``, written for ``dataset=table``) follow its id.
+
+    ``majority``: :func:`~promptlottery.judging.aggregate.majority` of the J variants (``n_judges=J``);
+    ``k_needed``: :func:`~promptlottery.judging.aggregate.online_convergence` with ``rule="majority"``.
+    """
+    reference = grid.reference
     out = []
-    for cid, _rows, para, order in paraphrase_configurations(df, reference, temperature):
-        lab = judge_matrix(para, "label", order=order)
-        val = judge_matrix(para, "value", order=order)
+    for conf in grid:
+        cid, order, para = conf.config_id, conf.order, conf.paraphrases
+        lab = conf.matrix("label")
+        val = conf.matrix("value")
+        labs = lab.to_numpy(dtype=object)
+        majorities = majority(labs, n_judges=len(order))
+        needed = online_convergence(labs, rule="majority")
         first = para.drop_duplicates("item_id").set_index("item_id")
         texts = [c for c in para.columns if c.startswith("input_")]  # dataset=table: the item's texts
-        for item in lab.index:
+        for i, item in enumerate(lab.index):
             labels = lab.loc[item].tolist()
             given = [x for x in labels if not pd.isna(x)]
             counts = pd.Series(given, dtype=object).value_counts()
-            maj = strict_majority(labels, len(order))
+            maj = None if pd.isna(majorities[i]) else majorities[i]
             ref = lab.loc[item, reference] if reference in lab.columns else None
             v = val.loc[item].to_numpy(dtype=float)
             out.append(
@@ -92,7 +74,7 @@ def item_table(df: pd.DataFrame, *, reference: str = "P1", temperature: float | 
                     "reference_label": None if pd.isna(ref) else ref,
                     "changed": bool(counts.size > 1) if len(given) >= 2 else None,
                     "majority_differs": None if maj is None or pd.isna(ref) else bool(maj != ref),
-                    "k_needed": k_needed(labels),
+                    "k_needed": float(needed[i]),
                     "labels": " ".join(f"{j}:{'-' if pd.isna(x) else x}" for j, x in zip(order, labels)),
                 }
             )
@@ -139,7 +121,7 @@ def verdict_summary(items: pd.DataFrame, tables: dict[str, pd.DataFrame], opts) 
     """One row per configuration: the numbers of the plain-words verdict, and the sentence itself."""
     if items.empty:
         return pd.DataFrame()
-    boot = dict(n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level)
+    boot = opts.resampling
     col = tables.get("agreement_collapse", pd.DataFrame())
     ranks = tables.get("rank_summary", pd.DataFrame())
     rows = []

@@ -215,7 +215,7 @@ def wording_dimensions(
 STRICTNESS_STEPS = {"loose": 0, "plain": 1, "strict": 2}
 
 
-def cross_model_agreement(df: pd.DataFrame, *, temperature: float | None = None) -> pd.DataFrame:
+def cross_model_agreement(grid) -> pd.DataFrame:
     """Each paraphrase's cross-model score agreement: Fleiss' kappa among the backbones judging the
     same items with that variant (Appendix B / Table 12 test "whether [the dimensions] are associated
     with cross-model score agreement"; the summary names no measure: Fleiss' kappa, the paper's
@@ -226,15 +226,14 @@ def cross_model_agreement(df: pd.DataFrame, *, temperature: float | None = None)
     ``note`` where fewer than 2 backbones or 2 complete items, or every verdict is one label. The
     table has the columns :func:`wording_dimensions` reads (``metric="cross_model"``).
     """
-    from promptlottery.judging.table import CONFIG_KEYS, paraphrase_rows
+    from promptlottery.judging.table import CONFIG_KEYS
     from promptlottery.metrics import UndefinedMetricWarning, fleiss_kappa
     from promptlottery.prompts.scales import get_scale
 
-    if df.empty:
+    if not len(grid):
         return pd.DataFrame(columns=["config_id", "prompt_group", "variant", "cross_model_kappa"])
-    work = pd.concat(
-        [paraphrase_rows(g, temperature) for _, g in df.groupby("config_id", sort=True)], ignore_index=True
-    )
+    # the grid's paraphrase setting of every configuration (each variant once, at its main temperature)
+    work = pd.concat([conf.paraphrases for conf in grid], ignore_index=True)
     keys = [k for k in CONFIG_KEYS if k != "backbone"]
     task = [
         "/".join(p for p in row if p and p != "None") for row in zip(*(work[k].astype(str) for k in keys))

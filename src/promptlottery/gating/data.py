@@ -26,15 +26,8 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.judging.aggregate import online_convergence, plurality_cluster, plurality_details
-from promptlottery.judging.table import (
-    add_verdicts,
-    configurations,
-    judge_matrix,
-    load_judgments,
-    natural_key,
-    paraphrase_rows,
-    variant_order,
-)
+from promptlottery.judging.grid import Configuration, JudgmentGrid
+from promptlottery.judging.table import judge_matrix, natural_key
 
 logger = logging.getLogger(__name__)
 
@@ -95,26 +88,24 @@ def label_confidence(label_probs: Any, label: Any) -> float:
 
 
 def build_examples(
-    rows: pd.DataFrame,
-    *,
-    reference: str = "P1",
-    variants: Iterable[str] | None = None,
-    min_judges: int = 2,
+    conf: Configuration, *, variants: Iterable[str] | None = None, min_judges: int = 2
 ) -> pd.DataFrame:
-    """Gate examples of ONE configuration's paraphrase rows (already carrying ``label``/``value``).
+    """Gate examples of ONE configuration of the grid (its paraphrase setting's verdicts).
 
-    ``variants`` restricts and orders the judges (default: every variant, ``reference`` first,
-    then natural order). Items with fewer than ``min_judges`` verdicts are dropped.
+    ``variants`` restricts and orders the judges (default: every variant, the grid's reference
+    first, then natural order). Items with fewer than ``min_judges`` verdicts are dropped.
     """
-    order = variant_order(rows["variant"], reference)
-    if variants is not None:
+    order, rows = conf.order, conf.paraphrases
+    if variants is None:
+        labels = conf.matrix("label")
+    else:
         wanted = list(variants)
         missing = [v for v in wanted if v not in order]
         if missing:
             raise GateDataError(f"variants {missing} not in the judgments (present: {order})")
         order = wanted
-    rows = rows[rows["variant"].isin(order)]
-    labels = judge_matrix(rows, "label", order=order)
+        rows = rows[rows["variant"].isin(order)]
+        labels = judge_matrix(rows, "label", order=order)
     det = plurality_details(labels)
     det.index = labels.index
     det["cluster"] = list(plurality_cluster(labels.to_numpy(dtype=object), n_judges=len(order)))
@@ -183,20 +174,22 @@ def load_examples(
     temperature: float | None = None,
     min_judges: int = 2,
 ) -> pd.DataFrame:
-    """Gate examples of every configuration found under ``runs`` (globs of sweep dirs)."""
-    df = load_judgments(runs)
-    for col in ("raw_output", "label_probs", "cache_key", "query"):
-        if col not in df.columns:
-            df[col] = None
-    df = add_verdicts(df, verdict)
+    """Gate examples of every configuration of the judgment grid under ``runs`` (globs of sweep dirs)."""
+    grid = JudgmentGrid.load(
+        runs,
+        verdict=verdict,
+        reference=reference,
+        temperature=temperature,
+        columns=("raw_output", "label_probs", "cache_key", "query"),
+    )
     frames = []
-    for cid, g in configurations(df):
-        rows = paraphrase_rows(g, temperature)
-        if rows["variant"].nunique() < 2:
+    for conf in grid:
+        cid = conf.config_id
+        if len(conf.order) < 2:
             logger.warning("skipping config=%s: fewer than 2 prompt variants", cid)
             continue
         try:
-            ex = build_examples(rows, reference=reference, variants=variants, min_judges=min_judges)
+            ex = build_examples(conf, variants=variants, min_judges=min_judges)
         except GateDataError as e:
             logger.warning("skipping config=%s: %s", cid, e)
             continue

@@ -34,6 +34,7 @@ __all__ = [
     "aggregate",
     "cluster_label",
     "cluster_match",
+    "CONVERGENCE_RULES",
     "cluster_threshold",
     "convergence",
     "convergence_shares",
@@ -139,17 +140,30 @@ def plurality(matrix: Any) -> np.ndarray:
     return plurality_details(matrix)["plurality"].to_numpy()
 
 
-def majority(matrix: Any) -> np.ndarray:
-    """The label given by strictly more than half of the judges with a verdict; missing otherwise.
+def majority(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
+    """The label given by more than half of the judges, per item; missing where no label has that.
+
+    The one majority of this project, with two denominators:
+
+    * ``n_judges=None``: more than half of the judges *with a verdict* on the item (a missing
+      verdict leaves the panel; ``majority`` of analysis 7a);
+    * ``n_judges=J``: at least ``ceil((J + 1) / 2)`` of the ``J`` judges of the design (more than
+      half of J), a missing verdict being a judge that voted for no label: the prompt-lottery
+      paper's plurality cluster (:func:`plurality_cluster`) and the verdict's majority.
+
+    At most one label can have more than half of the votes, so there is never a tie.
 
     >>> majority([[1, 1, 2], [1, 2, 3], [1, 1, None], [1, 2, None]]).tolist()
     [1.0, nan, 1.0, nan]
+    >>> majority([[1, 1, None], [1, 2, None]], n_judges=3).tolist()
+    [1.0, nan]
     """
-    det = plurality_details(matrix)
-    ok = det["votes"].to_numpy() * 2 > det["n_judges"].to_numpy()
-    out = det["plurality"].to_numpy().copy()
-    out[~ok] = np.nan if out.dtype.kind == "f" else None
-    return out
+    codes, uniques, numeric = _encode(matrix)
+    if n_judges is None:
+        need = (codes >= 0).sum(axis=1) // 2 + 1
+    else:
+        need = np.full(codes.shape[0], cluster_threshold(n_judges))
+    return _decode(_cluster_codes(codes, len(uniques), need), uniques, numeric)
 
 
 def _numeric(matrix: Any) -> np.ndarray:
@@ -232,27 +246,9 @@ def convergence(matrix: Any, *, strict: bool = True) -> pd.DataFrame:
     [1.0, 3.0, nan]
     """
     codes, uniques, numeric = _encode(matrix)
-    n, j = codes.shape
-    onehot = _onehot(codes, len(uniques))
-    first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
-    cum = np.cumsum(onehot, axis=1)  # n x j x labels: counts after the first k+1 judges
-    final, final_unique, _ = (
-        _winner(cum[:, -1, :], first, j + 1) if j else (np.full(n, -1), np.zeros(n, bool), 0)
-    )
-    ok = np.zeros((n, j), dtype=bool)
-    for k in range(j):
-        win, uniq, top = _winner(cum[:, k, :], first, j + 1)
-        good = (win == final) & (top > 0)
-        ok[:, k] = good & uniq if strict else good
-    # converged at k (1-based) when ok holds for every prefix from k to j
-    suffix_all = np.flip(np.cumprod(np.flip(ok, axis=1), axis=1), axis=1).astype(bool)
-    any_ok = suffix_all.any(axis=1)
-    converged = np.where(any_ok, suffix_all.argmax(axis=1) + 1, np.nan).astype(float)
     det = plurality_details(matrix)
-    det["first_judge"] = _decode(codes[:, 0], uniques, numeric) if j else None
-    det["converged_at"] = converged
-    if strict:
-        det.loc[~final_unique, "converged_at"] = np.nan
+    det["first_judge"] = _decode(codes[:, 0], uniques, numeric) if codes.shape[1] else None
+    det["converged_at"] = online_convergence(matrix, rule="mode" if strict else "mode_ties_to_first")
     return det
 
 
@@ -305,11 +301,15 @@ def cluster_threshold(n_judges: int) -> int:
     return n_judges // 2 + 1
 
 
-def _cluster_codes(codes: np.ndarray, n_labels: int, need: int) -> np.ndarray:
-    counts = _onehot(codes, n_labels).sum(axis=1)
+def _cluster_codes(
+    codes: np.ndarray, n_labels: int, need: np.ndarray, *, counts: np.ndarray | None = None
+) -> np.ndarray:
+    """Per item, the label with at least ``need`` votes (``-1``: none); ``need`` > half the votes."""
+    if counts is None:
+        counts = _onehot(codes, n_labels).sum(axis=1)
     top = counts.max(axis=1) if n_labels else np.zeros(len(codes), dtype=int)
     # at most one label can reach a strict majority, so argmax is that label
-    return np.where(top >= need, counts.argmax(axis=1) if n_labels else -1, -1)
+    return np.where((top >= need) & (top > 0), counts.argmax(axis=1) if n_labels else -1, -1)
 
 
 def plurality_cluster(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
@@ -322,28 +322,63 @@ def plurality_cluster(matrix: Any, *, n_judges: int | None = None) -> np.ndarray
     >>> plurality_cluster([[1, 2, 2, 3, 3], [4, 4, 3, 4, 1], [2, 2, 2, None, None]]).tolist()
     [nan, 4.0, 2.0]
     """
-    codes, uniques, numeric = _encode(matrix)
-    j = codes.shape[1] if n_judges is None else n_judges
-    return _decode(_cluster_codes(codes, len(uniques), cluster_threshold(j)), uniques, numeric)
+    arr = _as_matrix(matrix)
+    return majority(arr, n_judges=arr.shape[1] if n_judges is None else n_judges)
 
 
-def online_convergence(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
-    """The call at which each item's plurality cluster is reached online (1-based; NaN = never).
+#: the running verdict of the first k of J judges, per rule of :func:`online_convergence`
+CONVERGENCE_RULES = ("cluster", "majority", "mode", "mode_ties_to_first")
 
-    The earliest ``k`` at which some label has ``ceil((J + 1) / 2)`` votes among the first ``k`` judges
-    in column order: the stop a user could make after ``k`` calls without seeing the later judges (the
-    paper's "reached by the third call" / "by the fifth call"). The label reached is the item's
-    :func:`plurality_cluster`, since no other label can also reach a strict majority of ``J``.
+
+def online_convergence(matrix: Any, *, rule: str = "cluster", n_judges: int | None = None) -> np.ndarray:
+    """The call (1-based, judges in column order) from which each item's running verdict of the first
+    ``k`` judges is its final verdict of all ``J`` judges and stays so; NaN where there is no final verdict.
+
+    The one convergence function of this project; ``rule`` says what the running verdict is:
+
+    * ``"cluster"`` (default; the prompt-lottery paper's, §5.2: plurality "reached by the third call" /
+      "by the fifth call"): the label with ``ceil((J + 1) / 2)`` votes among the first ``k`` judges,
+      ``J`` = ``n_judges`` (default: the columns). Once reached it stays, so this is the earliest
+      ``k`` at which the item's :func:`plurality_cluster` is reached: the stop a user could make after
+      ``k`` calls without seeing the later judges;
+    * ``"majority"`` (ours, the verdict's ``k_needed``): the majority of the first ``k`` judges, a
+      label with ``ceil((k + 1) / 2)`` of the ``k`` (a missing verdict votes for none): the smallest
+      ``k`` from which the running majority equals the final one for every ``k' >= k``;
+    * ``"mode"`` (ours, :func:`convergence`): the modal label of the first ``k``, nobody when tied,
+      so an item whose final mode is tied never converges;
+    * ``"mode_ties_to_first"`` (ours): the modal label, ties broken by the earliest judge as in
+      :func:`plurality`, so every item with a verdict converges by the last judge.
 
     >>> online_convergence([[4, 4, 3, 4, 1], [4, 3, 4, 2, 1], [5, 5, 5, 1, 1], [1, 2, 2, 3, 3]]).tolist()
     [4.0, nan, 3.0, nan]
+    >>> online_convergence([["1", "1", "1"], ["2", "1", "1"], ["1", "2", "3"]], rule="majority").tolist()
+    [1.0, 3.0, nan]
+    >>> online_convergence([[1, 1, 2], [1, 2, 2], [1, 2, 3]], rule="mode").tolist()
+    [1.0, 3.0, nan]
     """
+    if rule not in CONVERGENCE_RULES:
+        raise ValueError(f"unknown convergence rule {rule!r}; valid: {CONVERGENCE_RULES}")
     codes, uniques, _ = _encode(matrix)
     n, j = codes.shape
-    need = cluster_threshold(j if n_judges is None else n_judges)
-    cum = np.cumsum(_onehot(codes, len(uniques)), axis=1)  # n x k x labels
-    reached = (cum.max(axis=2) >= need) if len(uniques) else np.zeros((n, j), dtype=bool)
-    return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, np.nan).astype(float)
+    if not j:
+        return np.full(n, np.nan)
+    onehot = _onehot(codes, len(uniques))
+    cum = np.cumsum(onehot, axis=1)  # n x k x labels: counts after the first k+1 judges
+    first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
+    leaders = np.full((n, j), -1, dtype=int)
+    for k in range(j):
+        if rule in ("cluster", "majority"):
+            # more than half of the J judges (cluster) or of the first k + 1 (majority)
+            need = cluster_threshold((j if n_judges is None else n_judges) if rule == "cluster" else k + 1)
+            leaders[:, k] = _cluster_codes(codes, len(uniques), np.full(n, need), counts=cum[:, k, :])
+        else:
+            win, uniq, _ = _winner(cum[:, k, :], first, j + 1)
+            leaders[:, k] = win if rule == "mode_ties_to_first" else np.where(uniq, win, -1)
+    final = leaders[:, -1]
+    ok = (leaders == final[:, None]) & (final[:, None] >= 0)
+    # converged at k (1-based) when ok holds for every prefix from k to j
+    suffix_all = np.flip(np.cumprod(np.flip(ok, axis=1), axis=1), axis=1).astype(bool)
+    return np.where(suffix_all.any(axis=1), suffix_all.argmax(axis=1) + 1, np.nan).astype(float)
 
 
 def convergence_shares(

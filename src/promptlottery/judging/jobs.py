@@ -246,34 +246,3 @@ def excluded_configs(config_ids: Iterable[str], problems: pd.DataFrame) -> dict[
             if base and cid.startswith(base + "/"):
                 out[cid] = f"n/a: another backbone of {base} is incomplete ({notes.get(other, other)})"
     return out
-
-
-def check_identities(df: pd.DataFrame, *, allow_mixed_dtypes: bool = False) -> None:
-    """One backend identity per backbone name; dtypes mixed only when ``allow_mixed_dtypes``.
-
-    Raises AnalysisError naming both identities (and a run dir of each).
-    """
-    from promptlottery.judging.table import AnalysisError
-
-    if "backend_identity" not in df.columns:
-        return
-    for bb, g in df.groupby("backbone", sort=True):
-        seen = g.drop_duplicates("backend_identity")[["backend_identity", "run_dir"]]
-        if len(seen) < 2:
-            continue
-        (a, da), (b, db) = seen.head(2).itertuples(index=False, name=None)
-        ia, ib = (json.loads(x) if x else {} for x in (a, b))
-        if {k: v for k, v in ia.items() if k != "dtype"} == {k: v for k, v in ib.items() if k != "dtype"}:
-            if allow_mixed_dtypes:
-                logger.warning(
-                    "backbone=%s mixes dtypes %s and %s (allowed)", bb, ia.get("dtype"), ib.get("dtype")
-                )
-                continue
-            raise AnalysisError(
-                f"backbone {bb!r} mixes dtypes {ia.get('dtype')} ({da}) and {ib.get('dtype')} ({db}): the same config "
-                "judges differently in each; set analysis.allow_mixed_dtypes=true to analyse them together"
-            )
-        raise AnalysisError(
-            f"backbone name {bb!r} stands for two backends: {a} ({da}) and {b} ({db}); give each its own "
-            "backbone.name"
-        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from promptlottery.judging import jobs
 from promptlottery.prompts.scales import get_scale
 
 logger = logging.getLogger(__name__)
@@ -85,13 +86,6 @@ def families_of_type(kind: str) -> tuple[str, ...]:
     return tuple(f for f, t in builtin_family_types().items() if t == kind)
 
 
-def __getattr__(name: str):
-    # OBJECTIVE_FAMILIES / SUBJECTIVE_FAMILIES: read from the group YAML on first use, not at import
-    if name in ("OBJECTIVE_FAMILIES", "SUBJECTIVE_FAMILIES"):
-        return families_of_type(name.split("_")[0].lower())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def natural_key(s: Any) -> tuple:
     """Sort key that puts P2 before P10."""
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
@@ -122,8 +116,6 @@ def load_judgments(
     sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the fixed-prompt
     baseline) are kept once.
     """
-    from promptlottery.judging import jobs
-
     table = pd.DataFrame(columns=list(jobs.PROBLEM_COLUMNS))
     if isinstance(runs, pd.DataFrame):
         frames = [runs.copy()]
@@ -159,7 +151,7 @@ def load_judgments(
     df["repeat_source"] = df["repeat_source"].fillna("none").astype(str)
     df["seed"] = df["seed"].fillna(0).astype(int)
     df["item_id"] = df["item_id"].astype(str)
-    jobs.check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
+    check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
     notes: dict[str, str] = {}
     if not table.empty:
         ids = pd.Series(config_ids(df), index=df.index)
@@ -192,6 +184,35 @@ def load_judgments(
     ]
     df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
     return df.drop(columns="_ident").reset_index(drop=True)
+
+
+def check_identities(df: pd.DataFrame, *, allow_mixed_dtypes: bool = False) -> None:
+    """One backend identity per backbone name; dtypes mixed only when ``allow_mixed_dtypes``.
+
+    Raises AnalysisError naming both identities (and a run dir of each).
+    """
+    if "backend_identity" not in df.columns:
+        return
+    for bb, g in df.groupby("backbone", sort=True):
+        seen = g.drop_duplicates("backend_identity")[["backend_identity", "run_dir"]]
+        if len(seen) < 2:
+            continue
+        (a, da), (b, db) = seen.head(2).itertuples(index=False, name=None)
+        ia, ib = (json.loads(x) if x else {} for x in (a, b))
+        if {k: v for k, v in ia.items() if k != "dtype"} == {k: v for k, v in ib.items() if k != "dtype"}:
+            if allow_mixed_dtypes:
+                logger.warning(
+                    "backbone=%s mixes dtypes %s and %s (allowed)", bb, ia.get("dtype"), ib.get("dtype")
+                )
+                continue
+            raise AnalysisError(
+                f"backbone {bb!r} mixes dtypes {ia.get('dtype')} ({da}) and {ib.get('dtype')} ({db}): the same config "
+                "judges differently in each; set analysis.allow_mixed_dtypes=true to analyse them together"
+            )
+        raise AnalysisError(
+            f"backbone name {bb!r} stands for two backends: {a} ({da}) and {b} ({db}); give each its own "
+            "backbone.name"
+        )
 
 
 def _without_dtype(identity: str) -> str:
@@ -319,15 +340,6 @@ def variant_order(variants: Iterable[str], reference: str = "P1") -> list[str]:
     """Variants in natural order with the reference first."""
     vs = sorted(set(variants), key=natural_key)
     return ([reference] if reference in vs else []) + [v for v in vs if v != reference]
-
-
-def paraphrase_configurations(
-    df: pd.DataFrame, reference: str = "P1", temperature: float | None = None
-) -> Iterator[tuple[str, pd.DataFrame, pd.DataFrame, list[str]]]:
-    """``(config_id, rows, paraphrase rows, variant order)`` for each configuration, sorted by id."""
-    for cid, rows in configurations(df):
-        para = paraphrase_rows(rows, temperature)
-        yield cid, rows, para, variant_order(para["variant"], reference)
 
 
 def judge_matrix(

@@ -212,7 +212,7 @@ def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
     from promptlottery.analysis.wording import cross_model_agreement, strictness_regression, variant_texts
 
     bb2 = {"P1": ["1", "1", "2", "2"], "P2": ["1", "2", "2", "2"], "P3": ["2", "2", "1", "1"]}
-    d = add_verdicts(
+    d = JudgmentGrid.from_frame(
         load_judgments(judgments(config_a(baselines=False), config_a("bb2", bb2, baselines=False)))
     )
     cross = cross_model_agreement(d).set_index("variant")

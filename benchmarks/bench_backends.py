@@ -153,7 +153,7 @@ def part_vllm(items, variants) -> dict:
 
 
 def part_openai(items, variants) -> dict:
-    from promptlottery.backends.openai_backend import VLLMServerBackend
+    from promptlottery.backends.openai_compat import VLLMServerBackend
     from promptlottery.backends.serve import VLLMServer
     from promptlottery.backends.weights import materialize
 

@@ -1,7 +1,7 @@
 """The OpenAI-compatible backend against a stdlib HTTP stub on 127.0.0.1 (fast, offline).
 
-Retries on 429/503 (then success), no retry on a context overflow (400) or a refused model (404),
-the concurrency limit, the logprob -> label_probs mapping, the parsed-label fallback when the
+The one retry layer (judging.calls.run_calls) on 429/503 (then success), no retry on a context
+overflow (400) or a refused model (404), the concurrency limit, the logprob -> label_probs mapping, the parsed-label fallback when the
 server gives no logprobs, and the API key never reaching results, judgments, cache or W&B files.
 """
 
@@ -18,17 +18,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_backend import (
+from promptlottery.backends.openai_compat import OpenAIBackend, VLLMServerBackend, approx_token_count
+from promptlottery.backends.openai_wire import (
     ContextOverflowError,
     ModelRefusedError,
-    OpenAIBackend,
     TransientBackendError,
-    VLLMServerBackend,
     label_probs_from_top_logprobs,
 )
-from promptlottery.backends.openai_compat import approx_token_count
 from promptlottery.judging.cache import CallCache
-from promptlottery.judging.runner import CallStats, JudgingError, run_calls
+from promptlottery.judging.calls import CallStats, JudgingError, run_calls
 from promptlottery.judging.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
 from promptlottery.prompts.scales import get_scale
 
@@ -116,7 +114,7 @@ def stub():
 
 
 def _backend(url, **kw):
-    kw = {"max_retries": 3, "backoff_s": 0.01, "max_backoff_s": 0.05, "api_key_env": "", **kw}
+    kw = {"api_key_env": "", **kw}
     return VLLMServerBackend("judge-model", base_url=url, **kw)
 
 
@@ -211,34 +209,54 @@ def test_no_logprobs_falls_back_to_the_parsed_label(stub):
     assert "logprobs" not in stub.seen[-1]["body"]
 
 
-# -- retries ---------------------------------------------------------------------------------------
-def test_retries_429_and_503_then_succeeds(stub):
+# -- retries: one layer, run_calls; the backend sends each request once per generate() ----------------
+def _run(b, tmp_path, n=1, max_retries=3, name="c"):
+    return run_calls(
+        _reqs(n), b, CallCache(tmp_path / f"{name}.sqlite"), Decoding(), stats=CallStats(),
+        max_retries=max_retries, backoff_s=0.01,
+    )  # fmt: skip
+
+
+def test_retries_429_and_503_then_succeeds(stub, tmp_path):
     stub.script = [
         (429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"}),
         (503, {"error": {"message": "overloaded"}}, {}),
     ]
-    out = _backend(stub.url).generate(_reqs(1), Decoding())
-    assert out[0].raw_text == "4" and len(stub.seen) == 3
+    answers = _run(_backend(stub.url), tmp_path)
+    assert answers["key0000"].raw_text == "4" and len(stub.seen) == 3  # 2 transient failures, then 200
 
 
-def test_transient_errors_give_up_after_max_retries_and_are_retryable(stub):
-    stub.script = [(503, "busy", {})] * 3
-    b = _backend(stub.url, max_retries=2)
+def test_a_transient_error_is_retried_max_retries_times_then_fails(stub, tmp_path):
+    stub.script = [(503, "busy", {})] * 10
+    b = _backend(stub.url)
     with pytest.raises(TransientBackendError, match="503") as ei:
         b.generate(_reqs(1), Decoding())
-    assert len(stub.seen) == 3 and b.is_retryable(ei.value)
+    assert len(stub.seen) == 1 and b.is_retryable(ei.value)  # the backend itself sends once
+    for max_retries in (0, 2):
+        stub.seen.clear()
+        with pytest.raises(JudgingError, match="503"):
+            _run(b, tmp_path, max_retries=max_retries, name=f"r{max_retries}")
+        assert len(stub.seen) == 1 + max_retries  # the first try, then max_retries retries
 
 
-def test_runner_retries_a_transient_batch(stub, tmp_path):
+def test_retry_after_is_read_into_the_error(stub):
+    stub.script = [(429, {"error": {"message": "slow down"}}, {"Retry-After": "7"})]
+    with pytest.raises(TransientBackendError) as ei:
+        _backend(stub.url).generate(_reqs(1), Decoding())
+    assert ei.value.retry_after == 7.0
+
+
+def test_a_retried_batch_sends_only_the_requests_that_failed(stub):
     stub.script = [(502, "bad gateway", {})]
-    b = _backend(stub.url, max_retries=0)  # only the runner retries here
-    stats = CallStats()
-    answers = run_calls(
-        _reqs(2), b, CallCache(tmp_path / "c.sqlite"), Decoding(), stats=stats, max_retries=2, backoff_s=0.01
-    )
-    assert (
-        len(answers) == 2 and stats.cache_misses == 2 and len(stub.seen) == 4
-    )  # the batch of 2 (1 failed), then again
+    b = _backend(stub.url, max_concurrency=1)  # one at a time: the first request gets the 502
+    with pytest.raises(TransientBackendError):
+        b.generate(_reqs(3), Decoding())
+    assert len(stub.seen) == 3  # every request was sent once; two were answered
+    out = b.generate(_reqs(3), Decoding())  # the retry of the same batch
+    assert [o.raw_text for o in out] == ["4"] * 3 and len(stub.seen) == 4
+    assert stub.seen[-1]["body"]["messages"][0]["content"] == "rate 0"  # only the failed one again
+    b.generate(_reqs(3), Decoding())  # nothing is kept once a batch succeeded
+    assert len(stub.seen) == 7
 
 
 @pytest.mark.parametrize(
@@ -259,17 +277,9 @@ def test_no_retry_on_context_overflow_or_refused_model(stub, tmp_path, status, m
     with pytest.raises(exc) as ei:
         b.generate(_reqs(1), Decoding())
     assert len(stub.seen) == 1 and not b.is_retryable(ei.value)
-    # the runner does not retry it either: one request, then a clear failure
+    # the call loop does not retry it either: one request, then a clear failure
     with pytest.raises(JudgingError, match=re.escape(message[:20])):
-        run_calls(
-            _reqs(1),
-            b,
-            CallCache(tmp_path / "c.sqlite"),
-            Decoding(),
-            stats=CallStats(),
-            max_retries=4,
-            backoff_s=0.01,
-        )
+        _run(b, tmp_path, max_retries=4)
     assert len(stub.seen) == 2
 
 
@@ -277,7 +287,7 @@ def test_unreachable_server_is_transient():
     with socket.socket() as s:  # a free port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    b = _backend(f"http://127.0.0.1:{port}/v1", max_retries=1)
+    b = _backend(f"http://127.0.0.1:{port}/v1")
     with pytest.raises(TransientBackendError, match="Connect") as ei:
         b.generate(_reqs(1), Decoding())
     assert b.is_retryable(ei.value)
@@ -292,7 +302,7 @@ def test_concurrency_limit(stub):
 # -- the API key -----------------------------------------------------------------------------------
 def test_api_key_comes_from_the_named_environment_variable(stub, monkeypatch):
     monkeypatch.delenv("PL_TEST_OPENAI_KEY", raising=False)
-    b = OpenAIBackend("gpt-x", base_url=stub.url, api_key_env="PL_TEST_OPENAI_KEY", max_retries=0)
+    b = OpenAIBackend("gpt-x", base_url=stub.url, api_key_env="PL_TEST_OPENAI_KEY")
     with pytest.raises(BackendError, match="PL_TEST_OPENAI_KEY is not set") as ei:
         b.generate(_reqs(1), Decoding())
     assert not b.is_retryable(ei.value) and not stub.seen
@@ -319,7 +329,7 @@ def test_api_key_never_reaches_results_judgments_cache_or_wandb(stub, tmp_path, 
             f"backbone.backend.base_url={stub.url}",
             "backbone.backend.tokenizer=null",
             "backbone.backend.api_key_env=PL_TEST_OPENAI_KEY",
-            "backbone.backend.backoff_s=0.01",
+            "backoff_s=0.01",
             "dataset.limit=3",
             "logger=wandb",
             f"logger.dir={tmp_path / 'wandb'}",

@@ -154,8 +154,6 @@ def _sweep(tmp_path: Path, name: str, base_url: str, cache: Path) -> subprocess.
         f"dataset.limit={N_ITEMS}",
         "logger=none",
         "backbone.backend.max_concurrency=2",
-        "backbone.backend.max_retries=1",
-        "backbone.backend.backoff_s=0.2",
         "max_retries=1",
         "backoff_s=0.2",
         f"paths.data_dir={DATA_DIR}",

@@ -74,6 +74,10 @@ class RecordingBackend(FakeBackend):
         self.max_length = max_length
         self.seen: list = []
 
+    @property
+    def context_length(self) -> int:
+        return self.max_length
+
     def count_tokens(self, request):  # like the transformers backend: an over-long prompt raises
         n = super().count_tokens(request)
         if n >= self.max_length:

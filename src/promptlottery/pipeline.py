@@ -210,7 +210,7 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
         "uncached_prompt_tokens": uncached_tokens,
         "cost_usd": None if price is None else round(uncached_tokens / 1e6 * price, 6),
         # "tokenizer", or how the backend approximated when its tokenizer could not be loaded
-        "token_count": getattr(backend, "token_count_method", "tokenizer"),
+        "token_count": backend.token_count_method,
     }
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return job.write("dry_run", estimate=estimate)

@@ -8,8 +8,9 @@ Heavy imports (torch, transformers, vllm, openai) happen inside each backend.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ class JudgeRequest:
     sample_index: int = 0
     #: chat requests only: text the assistant turn already starts with (e.g. "Content: 4\nStyle:"),
     #: so the label is read right after it. None (the default) leaves the request unchanged. A
-    #: backend that honours it sets ``supports_assistant_prefix = True``; completion prompts simply
-    #: end with their prefix.
+    #: backend that honours it declares ``Backend.supports_assistant_prefix``; completion prompts
+    #: simply end with their prefix.
     assistant_prefix: str | None = None
 
 
@@ -76,24 +77,56 @@ class JudgeResponse:
 
 
 class BackendError(RuntimeError):
-    """A backend call failed (unreachable server, refused model, context overflow, ...)."""
+    """A backend call failed (unreachable server, refused model, context overflow, ...).
+
+    ``retry_after``: seconds the server asked the client to wait before a retry (HTTP
+    ``Retry-After``), where it said; the call loop waits at least that long before retrying.
+    """
+
+    def __init__(self, *args: object, retry_after: float | None = None):
+        super().__init__(*args)
+        self.retry_after = retry_after
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """What the judging runner needs from a backend."""
+class Backend(ABC):
+    """What the call loop (:mod:`promptlottery.judging.calls`) needs from a backend.
+
+    Every backend subclasses this class (as inspect_ai's providers subclass ``ModelAPI``): it must
+    say who it is (:meth:`identity`), answer a batch (:meth:`generate`) and count prompt tokens
+    (:meth:`count_tokens`); the optional abilities below are declared here, once, with the value
+    that holds when a backend does not say otherwise, and a backend overrides the ones it has.
+    """
 
     #: at most this many requests in flight / in one batch
-    max_concurrency: int
+    max_concurrency: int = 1
+    #: the backend honours ``JudgeRequest.assistant_prefix`` on chat requests (continues the
+    #: assistant turn after it); a backend that cannot gets no such requests
+    supports_assistant_prefix: bool = False
+    #: how :meth:`count_tokens` counts: ``"tokenizer"`` (the backbone's own), or the approximation
+    #: a backend fell back to (``"approx_chars_div_4"``); dry runs report it
+    token_count_method: str = "tokenizer"
 
+    @property
+    def context_length(self) -> int | None:
+        """The longest prompt + answer in tokens the backend takes, where it knows it, else None."""
+        return None
+
+    @abstractmethod
     def identity(self) -> dict[str, Any]:
         """Backend name, model id and revision: the parts of the cache key the backend owns."""
 
+    @abstractmethod
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
-        """Answer ``requests`` in order. Raises BackendError for the batch on failure."""
+        """Answer ``requests`` in order, each once. Raises BackendError for the batch on failure."""
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is transient (429 / 5xx / timeout) and the call may be retried."""
+        """Whether ``exc`` is transient (429 / 5xx / timeout) and the call may be retried.
 
+        The retry predicate of the one retry layer (:func:`promptlottery.judging.calls.run_calls`);
+        default: no error is transient (an in-process computation that failed fails again).
+        """
+        return False
+
+    @abstractmethod
     def count_tokens(self, request: JudgeRequest) -> int:
         """Prompt tokens of ``request`` as the backbone's tokenizer counts them (dry runs)."""

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 
-from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """Label probabilities derived from a hash of the rendered request.
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
@@ -84,9 +84,6 @@ class FakeBackend:
             self.calls += 1
             out.append(JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0))
         return out
-
-    def is_retryable(self, exc: BaseException) -> bool:
-        return False
 
     def count_tokens(self, request: JudgeRequest) -> int:
         return len(self._text(request).split())

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 
-from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
 
 _WORD = re.compile(r"\w+")
 
 
-class SentenceOverlapQA:
+class SentenceOverlapQA(Backend):
     max_concurrency = 64
 
     def identity(self) -> dict:
@@ -32,9 +32,6 @@ class SentenceOverlapQA:
             )
             out.append(JudgeResponse(best, None, len(text.split()), len(best.split()), 0.0))
         return out
-
-    def is_retryable(self, exc: BaseException) -> bool:
-        return False
 
     def count_tokens(self, request: JudgeRequest) -> int:
         return len((request.prompt or request.messages[-1]["content"]).split())

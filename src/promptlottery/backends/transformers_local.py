@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 
 from promptlottery.backends import tokens
-from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.weights import materialize, source_revision
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def resolve_dtype(name: str, device: str) -> str:
     return "bfloat16" if device.startswith("cuda") else "float32"
 
 
-class TransformersBackend:
+class TransformersBackend(Backend):
     #: chat requests may carry ``assistant_prefix`` (see backends.base.JudgeRequest)
     supports_assistant_prefix = True
 
@@ -196,8 +196,9 @@ class TransformersBackend:
     def count_tokens(self, request: JudgeRequest) -> int:
         return len(self.encode(request))
 
-    def is_retryable(self, exc: BaseException) -> bool:
-        return False  # local compute: a failure will fail again
+    @property
+    def context_length(self) -> int:
+        return self.max_length
 
     # -- the forward pass ---------------------------------------------------------------------
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from promptlottery.backends import tokens
-from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_compat import ContextOverflowError, approx_token_count, load_tokenizer
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.openai_compat import approx_token_count, load_tokenizer
+from promptlottery.backends.openai_wire import ContextOverflowError
 from promptlottery.backends.transformers_local import _seed, resolve_dtype
 from promptlottery.backends.weights import materialize, source_revision
 
@@ -67,7 +68,7 @@ def shutdown_engines() -> None:
     gc.collect()
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     #: chat requests may carry ``assistant_prefix`` (see backends.base.JudgeRequest)
     supports_assistant_prefix = True
 
@@ -207,8 +208,9 @@ class VLLMBackend:
             self.token_count_method = "approx_chars_div_4"
             return approx_token_count(request)
 
-    def is_retryable(self, exc: BaseException) -> bool:
-        return False  # in-process compute: a failure will fail again
+    @property
+    def context_length(self) -> int | None:
+        return self.max_model_len  # None: the model's own, which the engine knows once loaded
 
     # -- the engine ---------------------------------------------------------------------------
     def engine_args(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
 from promptlottery.gating.config import LLMBaselineConfig
-from promptlottery.judging.cache import CallCache, cache_key
+from promptlottery.judging.cache import CallCache, make_request
 from promptlottery.judging.calls import CallStats, run_calls
 
 logger = logging.getLogger(__name__)
@@ -175,13 +175,10 @@ def pick_shots(train_df: pd.DataFrame, n_shot: int, seed: int) -> list:
     return out
 
 
-def context_limit(backend) -> int | None:
-    """The backend's context length in tokens, where it says (transformers / vLLM), else None."""
-    for attr in ("max_length", "max_model_len"):
-        v = getattr(backend, attr, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    return None
+def context_limit(backend: Backend) -> int | None:
+    """The backend's context length in tokens, where it says (``Backend.context_length``), else None."""
+    v = backend.context_length
+    return v if isinstance(v, int) and v > 0 else None
 
 
 def _fits(backend, request: JudgeRequest, limit: int) -> bool:
@@ -233,19 +230,14 @@ def llm_prompt_classifier(
     )
 
     def request(messages: list[dict[str, str]]) -> JudgeRequest:
-        key = cache_key(
-            {
-                "backend": ident,
-                "messages": messages,
-                "prompt": None,
-                "labels": LABELS,
-                "decoding": dec.as_dict(),
-                "task": "gate_llm_baseline",
-                "task_version": TASK_VERSION,
-                "sample_index": 0,
-            }
+        return make_request(
+            "gate_llm_baseline",
+            ident,
+            dec,
+            messages=messages,
+            labels=LABELS,
+            parts={"task_version": TASK_VERSION},
         )
-        return JudgeRequest(key=key, labels=LABELS, messages=messages)
 
     limit = context_limit(backend)
     requests, beyond = [], 0

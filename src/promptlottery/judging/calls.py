@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.judging.cache import CallCache
+from promptlottery.judging.cache import CacheError, CallCache
 
 logger = logging.getLogger(__name__)
 
@@ -70,15 +71,31 @@ class JudgingError(RuntimeError):
     """The runner stopped; every judgment computed before the failure is in the cache."""
 
 
+#: the longest wait before a retry that a server's ``Retry-After`` may ask for
+MAX_RETRY_AFTER_S = 60.0
+
+
+def retry_delay(attempt: int, backoff_s: float, exc: BaseException) -> float:
+    """Seconds before retry ``attempt + 1``: ``backoff_s * 2**attempt`` times a jitter in [0.5, 1)
+    (parallel jobs do not retry in step), at least the server's ``Retry-After`` (up to
+    :data:`MAX_RETRY_AFTER_S`)."""
+    delay = backoff_s * 2**attempt * (0.5 + random.random() / 2)
+    after = exc.retry_after if isinstance(exc, BackendError) else None
+    return max(delay, min(after, MAX_RETRY_AFTER_S)) if after else delay
+
+
 def _call(
     backend: Backend, batch: list[JudgeRequest], decoding: Decoding, max_retries: int, backoff_s: float
 ):
+    """The one retry layer: ``backend.generate(batch)``, retried up to ``max_retries`` times while
+    ``backend.is_retryable`` (the predicate, as inspect_ai's ``ModelAPI.should_retry``) calls the
+    error transient; a permanent error is raised at once. Backends do not retry inside."""
     for attempt in range(max_retries + 1):
         try:
             return backend.generate(batch, decoding)
         except Exception as exc:  # noqa: BLE001 - the predicate decides
             if attempt < max_retries and backend.is_retryable(exc):
-                delay = backoff_s * 2**attempt
+                delay = retry_delay(attempt, backoff_s, exc)
                 logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt + 1, delay, exc)
                 time.sleep(delay)
                 continue
@@ -104,7 +121,8 @@ def run_calls(
     always computed with the same neighbours: a resumed run reproduces an uninterrupted one
     exactly. A batch with any uncached request is computed whole and its misses written at once.
     ``plan`` changes the order and the batch size (:class:`BatchPlan`; default: length order, the
-    backend's ``max_concurrency``).
+    backend's ``max_concurrency``). A batch that fails with an error the backend calls transient is
+    retried up to ``max_retries`` times after ``backoff_s * 2**attempt`` seconds (:func:`_call`).
     """
     plan = plan or BatchPlan()
     unique = list({r.key: r for r in requests}.values())
@@ -119,9 +137,7 @@ def run_calls(
     todo = [b for b in batches if any(r.key not in cached for r in b)]
     answers = dict(cached)
     misses = sum(1 for r in unique if r.key not in cached)
-    if todo and getattr(cache, "readonly", False):  # fail before computing answers it cannot keep
-        from promptlottery.judging.cache import CacheError
-
+    if todo and cache.readonly:  # fail before computing answers it cannot keep
         raise CacheError(
             f"call cache dir {Path(cache.location).parent} is read-only and {misses} calls are not cached; make it "
             "writable or set paths.cache_dir to a writable directory"

@@ -16,7 +16,7 @@ import pandas as pd
 
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, cache_key
+from promptlottery.judging.cache import CallCache, make_request
 from promptlottery.judging.runner import CallStats, run_calls
 from promptlottery.prompts.groups import render
 
@@ -45,17 +45,16 @@ def answer_requests(
                 for ex in examples
             ]
             messages, prompt = None, "\n\n".join([*shots, body])
-        key = cache_key(
-            {
-                "stage": "predict",
-                "backend": backend.identity(),
-                "messages": messages,
-                "prompt": prompt,
-                "decoding": decoding.as_dict(),
-                "template": template,
-            }
+        reqs.append(
+            make_request(
+                "predict",
+                backend.identity(),
+                decoding,
+                messages=messages,
+                prompt=prompt,
+                parts={"template": template},
+            )
         )
-        reqs.append(JudgeRequest(key=key, labels=(), messages=messages, prompt=prompt))
     return reqs
 
 

@@ -13,7 +13,7 @@ from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, cache_key
+from promptlottery.judging.cache import CallCache, make_request
 
 # the call loop lives in judging.calls (the gate and the rubric study use it without the grid);
 # re-exported here for the callers that import it from the runner
@@ -95,25 +95,24 @@ def build_requests(
         else:
             raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
         for k in range(n_samples):
-            key = cache_key(
-                {
-                    "backend": ident,
-                    "messages": messages,
-                    "prompt": prompt,
-                    "labels": labels,
-                    "decoding": decoding.as_dict(),
+            req = make_request(
+                "judge",
+                ident,
+                decoding,
+                messages=messages,
+                prompt=prompt,
+                labels=labels,
+                sample_index=k,
+                parts={
                     "prompt_group": group.id,
                     "variant": condition.variant,
                     "rubric": condition.rubric,
                     "text_version": group.version,
                     "text_hash": group.text_hash(condition.variant),
-                    "sample_index": k,
                     **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
-                }
+                },
             )
-            out.append(
-                (item, JudgeRequest(key=key, labels=labels, messages=messages, prompt=prompt, sample_index=k))
-            )
+            out.append((item, req))
     return out
 
 

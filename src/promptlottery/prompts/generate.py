@@ -236,29 +236,12 @@ def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
 
 
 def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
-    from promptlottery.backends.base import JudgeRequest
-    from promptlottery.judging.cache import cache_key
-    from promptlottery.judging.runner import CallStats, run_calls
+    from promptlottery.judging.cache import make_request
+    from promptlottery.judging.calls import CallStats, run_calls
 
     messages = [{"role": "user", "content": rewording_prompt(text)}]
-    ident, dec = backend.identity(), decoding.as_dict()
-    reqs = [
-        JudgeRequest(
-            key=cache_key(
-                {
-                    "task": "paraphrase",
-                    "backend": ident,
-                    "messages": messages,
-                    "decoding": dec,
-                    "sample_index": i,
-                }
-            ),
-            labels=(),
-            messages=messages,
-            sample_index=i,
-        )
-        for i in indices
-    ]
+    ident = backend.identity()
+    reqs = [make_request("paraphrase", ident, decoding, messages=messages, sample_index=i) for i in indices]
     answers = run_calls(reqs, backend, cache, decoding, stats=CallStats(), desc="paraphrase candidates")
     return [answers[r.key].raw_text for r in reqs]
 

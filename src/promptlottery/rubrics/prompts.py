@@ -26,7 +26,7 @@ from typing import Any
 
 from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import cache_key
+from promptlottery.judging.cache import make_request
 from promptlottery.prompts.groups import render
 from promptlottery.rubrics.task_base import Criterion, Example, RubricTask, load_text
 
@@ -201,17 +201,13 @@ def to_request(
         prompt = f"{rendered.system}\n\n{rendered.user}\n\n{rendered.prefix}"
     else:
         raise ValueError(f"prompt_format must be 'chat' or 'completion', got {prompt_format!r}")
-    key = cache_key(
-        {
-            "study": "rubric",
-            "backend": identity,
-            "messages": messages,
-            "prompt": prompt,
-            "assistant_prefix": prefix,
-            "labels": labels,
-            "decoding": decoding.as_dict(),
-            "sample_index": 0,
-            **tags,
-        }
+    return make_request(
+        "rubric",
+        identity,
+        decoding,
+        messages=messages,
+        prompt=prompt,
+        labels=labels,
+        assistant_prefix=prefix,
+        parts=tags,
     )
-    return JudgeRequest(key=key, labels=labels, messages=messages, prompt=prompt, assistant_prefix=prefix)

@@ -40,7 +40,7 @@ class Judge:
         max_retries: int = 4,
         backoff_s: float = 1.0,
     ):
-        if prompt_format == "chat" and not getattr(backend, "supports_assistant_prefix", False):
+        if prompt_format == "chat" and not backend.supports_assistant_prefix:
             raise ValueError(
                 f"backbone {backbone}: backend {type(backend).__name__} does not honour JudgeRequest.assistant_prefix "
                 "(needed to read each answer after '<name>:' in a chat turn); use prompt_format=completion"

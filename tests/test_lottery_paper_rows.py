@@ -159,7 +159,9 @@ def test_convergence_rows_compare_the_non_binary_pool_and_name_all_scales_as_our
     # by 3rd 1/4, 4th-5th 2/4, never 1/4, cluster 3/4; adaptive cost (§5.2.1) 3 x 1/4 + 5 x (2/4 + 1/4) = 4.5.
     # All scales pooled (ours) = FIVE + BIN5, 6 items: by 3rd {i1, t1} 2/6, 4th-5th {i3, i4, t2} 3/6,
     # never {i2} 1/6; adaptive 3 x 2/6 + 5 x 4/6 = 13/3.
-    d = JudgmentGrid.from_frame(load_judgments(judgments(config_a(labels=FIVE, baselines=False), _binary(BIN5))))
+    d = JudgmentGrid.from_frame(
+        load_judgments(judgments(config_a(labels=FIVE, baselines=False), _binary(BIN5)))
+    )
     h = analyse(d, LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     got = [h.loc[k, "ours"] for k in ("converged_by_3", "converged_by_5", "never_converged", "cluster_share")]
     assert got == pytest.approx([1 / 4, 2 / 4, 1 / 4, 3 / 4])
@@ -193,7 +195,9 @@ def test_kappa_means_keep_every_configuration_where_fleiss_is_defined():
 
 def test_the_fixed_prompt_rows_carry_the_papers_value_at_their_temperature():
     # §3.2: Fleiss 0.89 and Cohen 0.86 at T = 1e-5; "At T = 0.7, fixed-prompt runs had lower Fleiss' kappa = 0.39"
-    h = analyse(JudgmentGrid.from_frame(load_judgments(judgments(config_a()))), LotteryOptions.from_dict(OPTS))
+    h = analyse(
+        JudgmentGrid.from_frame(load_judgments(judgments(config_a()))), LotteryOptions.from_dict(OPTS)
+    )
     h = h["tables"]["headlines"].set_index("key")
     assert h.loc["fixed_kappa_T0.7", "paper"] == "0.39 (at T = 0.7)"
     assert h.loc["fixed_kappa_T1e-05", "paper"] == "0.89 (at T = 1e-5)"

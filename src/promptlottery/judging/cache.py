@@ -70,6 +70,8 @@ CALL_KINDS: dict[str, CallKind] = {
     ),
     # prompts.generate: a paraphrase candidate, free text from a chat prompt
     "paraphrase": CallKind({"task": "paraphrase"}, ("messages", "sample_index")),
+    # prompts.validation: does a paraphrase ask for the same judgment as P1 (Yes / No, §3.1's LLM rating)
+    "paraphrase_equivalence": CallKind({"task": "paraphrase_equivalence"}, ("messages", "prompt", "labels")),
     # gating.baselines: the gate's LLM prompt classifier (yes / no)
     "gate_llm_baseline": CallKind(
         {"task": "gate_llm_baseline"}, ("messages", "prompt", "labels", "sample_index")

@@ -238,9 +238,9 @@ def rate_equivalence(
     names a label. Calls go through ``cache`` (:class:`~promptlottery.judging.cache.CallCache`), keyed
     by the backend's identity, the messages, the decoding and :data:`EQUIVALENCE_VERSION`.
     """
-    from promptlottery.backends.base import Decoding, JudgeRequest
-    from promptlottery.judging.cache import cache_key
-    from promptlottery.judging.runner import CallStats, run_calls
+    from promptlottery.backends.base import Decoding
+    from promptlottery.judging.cache import make_request
+    from promptlottery.judging.calls import CallStats, run_calls
 
     decoding = Decoding(max_new_tokens=4)
     ident = backend.identity()
@@ -256,11 +256,12 @@ def rate_equivalence(
                 if prompt_format == "completion"
                 else {"messages": [{"role": "user", "content": q}]}
             )
-            key = cache_key(
-                {"task": "paraphrase_equivalence", "version": EQUIVALENCE_VERSION, "backend": ident,
-                 **body, "labels": list(EQUIVALENCE_LABELS), "decoding": decoding.as_dict()}
+            req = make_request(
+                "paraphrase_equivalence", ident, decoding, labels=EQUIVALENCE_LABELS,
+                parts={"version": EQUIVALENCE_VERSION}, **body,
             )  # fmt: skip
-            reqs.append(JudgeRequest(key=key, labels=EQUIVALENCE_LABELS, **body))
+            key = req.key
+            reqs.append(req)
             rows.append({"group": group.id, "variant": vid, "backbone": backbone, "key": key})
     answers = (
         run_calls(reqs, backend, cache, decoding, stats=CallStats(), desc="equivalence ratings")

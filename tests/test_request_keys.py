@@ -59,10 +59,12 @@ PINNED = {
         "64a1dca6efc861625339edb92bf566882417ccdc5312ebed5525693ee6bd5557",
         "923f7fe00a518669bf2cb288f6028ca3a2a15fea50873e8adf3ef94814b9d7c8",
     ],
+    # changed on purpose with the paper's §F.2 cuts (gating.baselines TASK_VERSION 2: queries cut to 3,500
+    # characters, shots to 1,200, keeping the start); before: 7cb93941..., a9a0418f..., e2c14644...
     "gate_llm_baseline": [
-        "7cb93941b6a42f2edb7caddbfbbc3009b543dff92a6c97fde9019e11924ee783",
-        "a9a0418f6ad7fc61549663d24e85e6461ec5c699a3cc60e74e53add9b27a055c",
-        "e2c14644ac00f65db12ce875009a5e4b74d811affcf2eacfe8ce7005d84f4284",
+        "6580dd03eb6eabe323d8b94e59d5ee8eeeaaafb3b43e855902eb3b8d32102bfc",
+        "83f41d909d7601ebc6650aeec7c434ce8da3900b00994b46857d0a483792f6dc",
+        "f0a99d896df86a6345a99604b4011579df58506555a8bcd005cded22f33d5f12",
     ],
 }
 
@@ -192,7 +194,14 @@ def test_the_builder_refuses_a_request_part_its_kind_does_not_key():
         make_request("judge", ident, dec, messages=msgs, prompt="p")
     with pytest.raises(ValueError, match="call kind 'pairwise': must be one of"):
         make_request("pairwise", ident, dec, messages=msgs)
-    assert sorted(CALL_KINDS) == ["gate_llm_baseline", "judge", "paraphrase", "predict", "rubric"]
+    assert sorted(CALL_KINDS) == [
+        "gate_llm_baseline",
+        "judge",
+        "paraphrase",
+        "paraphrase_equivalence",
+        "predict",
+        "rubric",
+    ]
 
 
 def test_what_changes_the_answer_changes_the_key_and_nothing_else_does():

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from promptlottery.analysis.agreement import DEFAULT_THRESHOLDS
-from promptlottery.config import ConfigError
+from promptlottery.errors import ConfigError
 
 
 class Embeddings(StrEnum):

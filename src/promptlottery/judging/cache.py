@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from promptlottery.backends.base import JudgeResponse
+from promptlottery.errors import UserError
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -28,7 +29,7 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class CacheError(RuntimeError):
+class CacheError(UserError, RuntimeError):
     """The call cache cannot be used (unreadable file, read-only dir with calls to add)."""
 
 

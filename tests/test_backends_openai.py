@@ -28,7 +28,7 @@ from promptlottery.backends.openai_backend import (
 )
 from promptlottery.backends.openai_compat import approx_token_count
 from promptlottery.judging.cache import CallCache
-from promptlottery.judging.runner import CallStats, JudgingError, run_calls
+from promptlottery.judging.calls import CallStats, JudgingError, run_calls
 from promptlottery.judging.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
 from promptlottery.prompts.scales import get_scale
 
@@ -308,7 +308,7 @@ def test_api_key_comes_from_the_named_environment_variable(stub, monkeypatch):
 
 
 def test_api_key_never_reaches_results_judgments_cache_or_wandb(stub, tmp_path, monkeypatch):
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
     from tests.conftest import compose
 
     monkeypatch.setenv("PL_TEST_OPENAI_KEY", SECRET)

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from promptlottery.pipeline import run as judge_run
+from promptlottery.stages import run_stage as judge_run
 from tests.conftest import compose
 
 VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
@@ -121,7 +121,7 @@ def test_gate_stage_end_to_end(grid, tmp_path):
 
 
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
-    from promptlottery.gating.stage import run
+    from promptlottery.stages import run_stage as run
 
     cfg = compose(
         [
@@ -143,7 +143,7 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
 
 def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):
     from promptlottery.gating import stage
-    from promptlottery.judging.runner import JudgingError
+    from promptlottery.judging.calls import JudgingError
 
     def fail(*args, **kwargs):
         raise JudgingError("gate llm baseline: 1 batch(es) failed; first error: prompt too long")

@@ -15,11 +15,11 @@ import pytest
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
 from promptlottery.metrics import kendall_tau
-from promptlottery.rubrics import RubricCondition, make_task
 from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks
-from promptlottery.rubrics.prompts import PromptBuilder
+from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.strata import compare_strata, table4, two_strata
 from promptlottery.rubrics.tables import Settings, StudyData
+from promptlottery.rubrics.tasks import make_task
 from tests.test_rubric_study import make_asap
 
 

@@ -29,6 +29,7 @@ from promptlottery.analysis import report as rp
 from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.judging.table import judge_matrix, paraphrase_configurations
 from promptlottery.metrics.bootstrap import bootstrap_ci
+from promptlottery.tracking import tables
 
 NO_CONSENSUS = "no consensus"
 
@@ -186,7 +187,7 @@ def sentence(rec: dict, opts) -> str:
     """The plain-words verdict of one configuration (numbers from :func:`verdict_summary`)."""
     th = opts.thresholds
     ref = opts.reference
-    kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
+    kappa = tables.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
     if rec["band"] == "n/a":
         agree = (
             f"mean pairwise Cohen's kappa across the {rec['n_variants']} variants is undefined "
@@ -203,15 +204,15 @@ def sentence(rec: dict, opts) -> str:
         agree = f"agreement across the {rec['n_variants']} variants is mean pairwise Cohen's kappa = {kappa}, {rel}"
     parts = [
         f"{rec['config_id']}: {_LEAD[rec['band']]}. {agree[0].upper()}{agree[1:]}",
-        f"{rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "
+        f"{tables.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "
         "different verdict from at least one paraphrase",
         f"the majority of the variants overrides the original prompt ({ref}) on "
-        f"{rp.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])} "
+        f"{tables.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])} "
         f"of the items with a majority ({rec['no_consensus']:.0%} have none)",
     ]
     if rec["n_systems"] >= 2 and np.isfinite(rec["flip_share"]):
         parts.append(
-            f"between two variants {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
+            f"between two variants {tables.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
             f"system pairs swap order and {rec['rank_change_share']:.0%} of the {rec['n_systems']} systems change rank"
         )
     km = rec["k_most"]
@@ -252,7 +253,7 @@ def show(lottery_dir: str | Path) -> str:
     d = Path(lottery_dir)
     hl = pd.read_csv(d / "tables" / "headlines.csv")
     hl["ours"] = [
-        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+        tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
         for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
     ]
     hl["note"] = hl["note"].fillna("")

@@ -40,6 +40,7 @@ from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.task_base import RubricTask, load_text
 from promptlottery.rubrics.tasks import make_task
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.tables import write_table
 
 logger = logging.getLogger(__name__)
 
@@ -224,8 +225,7 @@ def write_tables(output_dir: Path, tables, tests: pd.DataFrame, *, header: str =
     folder.mkdir(parents=True, exist_ok=True)
     md = [header]
     for t in tables:
-        t.wide().to_csv(folder / f"{t.id}.csv", index=False)
-        (folder / f"{t.id}.md").write_text(t.markdown())
+        write_table(t.wide(), folder, t.id, markdown=t.markdown())
         md.append(t.markdown())
     pd.concat([t.long() for t in tables], ignore_index=True).to_csv(output_dir / "cells.csv", index=False)
     tests.to_csv(output_dir / "significance.csv", index=False)

@@ -37,7 +37,8 @@ def grid(tmp_path_factory):
 
 
 def test_gate_stage_end_to_end(grid, tmp_path):
-    from promptlottery.stages import get_stage
+    from promptlottery.gating.stage import gate
+    from promptlottery.stages import get_stage, run_stage
 
     cfg = compose(
         [
@@ -53,7 +54,8 @@ def test_gate_stage_end_to_end(grid, tmp_path):
     )
     assert cfg.stage == "gate"
     out = tmp_path / "gate"
-    rec = get_stage(cfg.stage)(cfg, out)
+    assert get_stage(cfg.stage) is gate
+    rec = run_stage(cfg, out)
     assert rec["status"] == "ok"
     for name in (
         "classifier_metrics",

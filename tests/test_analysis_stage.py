@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from promptlottery.analysis.stage import LotteryOptions, run_lottery
+from tests.conftest import compose
 from tests.test_analysis_fixtures import fake_encode, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,7 +127,7 @@ def test_options_are_checked():
     ],
 )
 def test_bad_option_is_one_line_config_error(bad, message):
-    from promptlottery.config import ConfigError
+    from promptlottery.errors import ConfigError
 
     with pytest.raises(ConfigError) as exc:
         LotteryOptions.from_dict({"runs": "x", **bad})
@@ -250,15 +251,12 @@ def test_compare_results_and_wandb_offline(sweep, analysis, tmp_path, monkeypatc
 
 
 def test_compare_stage(sweep, tmp_path):
-    from omegaconf import OmegaConf
-
-    from promptlottery.stages import run_stage as compare_run
+    from promptlottery.stages import run_stage
 
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
-    cfg = OmegaConf.create(
-        {"analysis": {"runs": [str(jobs[0]), str(jobs[1])]}, "paths": {"root_dir": str(REPO)}}
-    )
-    rec = compare_run(cfg, tmp_path)
+    cfg = compose(["+analysis=compare", f"analysis.runs=[{jobs[0]},{jobs[1]}]"], tmp_path=tmp_path)
+    assert cfg.stage == "compare"
+    rec = run_stage(cfg, tmp_path)
     assert rec["status"] == "ok" and len(rec["runs"]) == 2
     assert (tmp_path / "compare.md").exists()
 

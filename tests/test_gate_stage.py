@@ -146,6 +146,7 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
 def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):
     from promptlottery.gating import stage
     from promptlottery.judging.calls import JudgingError
+    from promptlottery.stages import run_stage
 
     def fail(*args, **kwargs):
         raise JudgingError("gate llm baseline: 1 batch(es) failed; first error: prompt too long")
@@ -163,7 +164,7 @@ def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path,
         tmp_path=grid,
     )
     out = tmp_path / "gate"
-    rec = stage.run(cfg, out)
+    rec = run_stage(cfg, out)
     assert rec["status"] == "ok"
     assert "prompt too long" in rec["metrics"]["llm_baseline_error"]
     assert "n/a: the LLM prompt classifier failed" in (out / "report.md").read_text()

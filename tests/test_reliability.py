@@ -331,7 +331,8 @@ BAD = [
 
 @pytest.mark.parametrize(("override", "message"), BAD)
 def test_bad_value_is_a_one_line_config_error(override, message, tmp_path):
-    from promptlottery.config import ConfigError, check_config
+    from promptlottery.config import check_config
+    from promptlottery.errors import ConfigError
     from promptlottery.stages import run_stage as run
 
     cfg = compose(["backbone=fake", override], tmp_path=tmp_path)

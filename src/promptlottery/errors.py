@@ -2,7 +2,7 @@
 
 Each package raises its own subclass (``ConfigError`` here; ``DatasetError``, ``CacheError``,
 ``JudgingError``, ``AnalysisError``, ``OutputDirError`` next to the code that raises them); the job
-wrapper (:func:`promptlottery.tracking.job.run_stage`) prints a :class:`UserError` of a single run
+entry (:func:`promptlottery.stages.main`) prints a :class:`UserError` of a single run
 as ``error: <message>`` and exits with status 2. This module imports nothing, so every layer can
 use it.
 """

@@ -118,10 +118,11 @@ def run_job(
     ``failed`` record unless the body wrote one or the directory belongs to another job; finish the
     tracker (if one was built) with the exit code; log ``<label> done|failed key=value ...``."""
     out = job.output_dir
-    claimed = False
+    checked = claimed = False
     try:
         if check is not None:
             check()  # before anything is written: a refused config claims no directory
+        checked = True
         if claim:
             claim_output_dir(out, job.config)
             claimed = True
@@ -131,7 +132,7 @@ def run_job(
             raise RuntimeError(f"stage {job.stage} returned without writing {out / 'results.json'}")
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
-        if job.record is None and _may_record(out, exc, claim=claim, claimed=claimed):
+        if job.record is None and _may_record(out, exc, checked=checked, claim=claim, claimed=claimed):
             out.mkdir(parents=True, exist_ok=True)
             job.write("failed", error=message)
         if job._tracker is not None:
@@ -158,12 +159,14 @@ def run_job(
     return result
 
 
-def _may_record(out: Path, exc: Exception, *, claim: bool, claimed: bool) -> bool:
+def _may_record(out: Path, exc: Exception, *, checked: bool, claim: bool, claimed: bool) -> bool:
     """Whether a failure may be written into ``out``: never into another job's directory.
 
-    A job that claims its directory and was refused before the claim (a bad config) records why
-    only into a directory that holds no job's files yet (Hydra's own files aside)."""
-    if isinstance(exc, OutputDirError):
+    A config refused by the check creates no directory: its failure is recorded only where the
+    directory exists already (a ``python -m run`` job's, made by Hydra). A job that claims its
+    directory and failed before the claim records only into a directory that holds no job's files
+    yet (Hydra's own files aside)."""
+    if isinstance(exc, OutputDirError) or (not checked and not out.is_dir()):
         return False
     if claim and not claimed:
         return not (out / ".job.json").exists() and not (out / "results.json").exists()

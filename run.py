@@ -16,10 +16,10 @@ log = logging.getLogger("promptlottery")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    from promptlottery.stages import main as run_job
+    from promptlottery import stages
 
     out = HydraConfig.get().runtime.output_dir
-    record = run_job(cfg, out)
+    record = stages.main(cfg, out)
     log.info(
         "stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls")
     )

@@ -134,9 +134,11 @@ test-human: setup setup-labelstudio
 bench: setup setup-vllm
 	$(PY) benchmarks/run_all.py
 
+# ruff, then the import layers of pyproject.toml's [tool.importlinter] (this checkout's src/ first)
 lint: setup
 	$(PY) -m ruff check src tests benchmarks sweeps run.py
 	$(PY) -m ruff format --check src tests benchmarks sweeps run.py
+	PYTHONPATH=src $(VENV)/bin/lint-imports
 
 format: setup
 	$(PY) -m ruff format src tests benchmarks sweeps run.py

@@ -6,7 +6,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from promptlottery.config import register_configs
+from promptlottery.stages import register_configs
 
 register_configs()
 log = logging.getLogger("promptlottery")
@@ -16,12 +16,10 @@ log = logging.getLogger("promptlottery")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    from promptlottery.stages import get_stage
-    from promptlottery.tracking.guard import guarded_job
+    from promptlottery import stages
 
     out = HydraConfig.get().runtime.output_dir
-    with guarded_job(cfg, out):
-        record = get_stage(cfg.stage)(cfg, out)
+    record = stages.main(cfg, out)
     log.info(
         "stage=%s output_dir=%s status=%s calls=%s", cfg.stage, out, record.get("status"), record.get("calls")
     )

@@ -68,7 +68,7 @@ def judge_all(backend, reqs, answers: dict | None = None) -> dict:
     (the responses by request key into ``answers`` when given)."""
     from promptlottery.backends.base import Decoding
     from promptlottery.judging.cache import CallCache
-    from promptlottery.judging.runner import CallStats, run_calls
+    from promptlottery.judging.calls import CallStats, run_calls
 
     t0 = time.perf_counter()
     backend.generate(reqs[:2], Decoding())  # loads the model / starts the engine, warms the kernels
@@ -187,7 +187,7 @@ def backbone_backend(backbone: str, dtype: str):
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from promptlottery.config import register_configs
+    from promptlottery.stages import register_configs
 
     register_configs()
     overrides = [f"backbone={backbone}", f"backbone.backend.dtype={dtype}", f"paths.model_dir={MODEL_DIR}"]

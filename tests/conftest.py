@@ -18,7 +18,7 @@ def compose(overrides: list[str], *, tmp_path: Path | None = None, config_name: 
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from promptlottery.config import register_configs
+    from promptlottery.stages import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -13,6 +13,7 @@ import pytest
 
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
+from tests.conftest import compose
 from tests.test_analysis_fixtures import fake_encode, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,7 +129,7 @@ def test_options_are_checked():
     ],
 )
 def test_bad_option_is_one_line_config_error(bad, message):
-    from promptlottery.config import ConfigError
+    from promptlottery.errors import ConfigError
 
     with pytest.raises(ConfigError) as exc:
         LotteryOptions.from_dict({"runs": "x", **bad})
@@ -252,26 +253,33 @@ def test_compare_results_and_wandb_offline(sweep, analysis, tmp_path, monkeypatc
 
 
 def test_compare_stage(sweep, tmp_path):
-    from omegaconf import OmegaConf
-
-    from promptlottery.analysis.compare import run as compare_run
+    from promptlottery.stages import run_stage
 
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
-    cfg = OmegaConf.create(
-        {"analysis": {"runs": [str(jobs[0]), str(jobs[1])]}, "paths": {"root_dir": str(REPO)}}
-    )
-    rec = compare_run(cfg, tmp_path)
+    cfg = compose(["+analysis=compare", f"analysis.runs=[{jobs[0]},{jobs[1]}]"], tmp_path=tmp_path)
+    assert cfg.stage == "compare"
+    rec = run_stage(cfg, tmp_path)
     assert rec["status"] == "ok" and len(rec["runs"]) == 2
     assert (tmp_path / "compare.md").exists()
 
 
-def test_sweep_callback_decides_the_job_stage(monkeypatch):
-    """`+analysis=lottery` in a judging sweep (runs unset): the jobs judge; the stage itself never does."""
-    from promptlottery.analysis import callbacks
-    from promptlottery.tracking import guard
+def test_the_analysis_configs_name_their_stage():
+    """`+analysis=lottery` runs the analysis; `+analysis=lottery_after_sweep` judges and adds the callback
+    that analyses the sweep when it ends; the lottery stage itself never judges."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
-    monkeypatch.setattr(guard, "in_multirun", lambda: True)
-    assert callbacks.job_stage(None) == "judge"
-    assert callbacks.job_stage("outputs/grid/*") == "lottery"
-    monkeypatch.setattr(guard, "in_multirun", lambda: False)
-    assert callbacks.job_stage(None) == "lottery"
+    from promptlottery.stages import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        alone = hydra_compose("config", overrides=["+analysis=lottery"], return_hydra_config=True)
+        after = hydra_compose("config", overrides=["+analysis=lottery_after_sweep"], return_hydra_config=True)
+        own = hydra_compose("config", overrides=["+experiment=own_judge"], return_hydra_config=True)
+    assert alone.stage == "lottery" and not alone.hydra.callbacks.get("lottery_analysis")
+    assert after.stage == "judge" and after.analysis.verdict == alone.analysis.verdict
+    target = "promptlottery.analysis.callbacks.LotteryAnalysis"
+    assert after.hydra.callbacks.lottery_analysis._target_ == target
+    assert own.stage == "judge" and own.hydra.callbacks.lottery_analysis._target_ == target

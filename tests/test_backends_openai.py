@@ -318,7 +318,7 @@ def test_api_key_comes_from_the_named_environment_variable(stub, monkeypatch):
 
 
 def test_api_key_never_reaches_results_judgments_cache_or_wandb(stub, tmp_path, monkeypatch):
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
     from tests.conftest import compose
 
     monkeypatch.setenv("PL_TEST_OPENAI_KEY", SECRET)

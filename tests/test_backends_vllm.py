@@ -99,7 +99,7 @@ def _server_cfg(srv, tmp_path, *extra):
 # -- in process -------------------------------------------------------------------------------------
 def test_inprocess_vllm_judges_and_writes_the_default_schema(tmp_path):
     from promptlottery.backends import vllm_backend
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
 
     recs = []
     for variant in ("P1", "P2"):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from promptlottery.pipeline import run as judge_run
+from promptlottery.stages import run_stage as judge_run
 from tests.cluster_services import postgres_url  # noqa: F401 - fixture
 from tests.conftest import DATA_DIR, REPO, compose
 

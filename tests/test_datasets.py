@@ -466,7 +466,7 @@ def test_dataset_config_composes_and_loads(config):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from promptlottery.config import register_configs
+    from promptlottery.stages import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

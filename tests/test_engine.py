@@ -14,9 +14,10 @@ from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data.schema import DatasetError, Item
 from promptlottery.judging.cache import CallCache
-from promptlottery.judging.runner import Condition, JudgingError, build_requests, judge
-from promptlottery.pipeline import run
+from promptlottery.judging.calls import JudgingError
+from promptlottery.judging.runner import Condition, build_requests, judge
 from promptlottery.prompts import PromptError, load_group
+from promptlottery.stages import run_stage as run
 from tests.conftest import REPO, compose
 
 FAKE = ["backbone=fake", "dataset.limit=10"]

@@ -11,7 +11,7 @@ from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data import load_items
 from promptlottery.judging.runner import build_requests
-from promptlottery.pipeline import build_condition
+from promptlottery.judging.stage import build_condition
 from promptlottery.prompts import load_group
 from tests.conftest import DATA_DIR, REPO, compose
 
@@ -52,7 +52,7 @@ def test_sweep_params_cover_five_variants_and_cpu_backbones():
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from promptlottery.config import register_configs
+    from promptlottery.stages import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -7,9 +7,10 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from promptlottery.config import ConfigError, check_config
+from promptlottery.errors import ConfigError
 from promptlottery.gating.backbones import MiniLM, Pretrained, RandomInit, backbone_class
 from promptlottery.gating.config import ClassifierConfig, GateConfig, QueryTruncation, Verdict
+from promptlottery.stages import check as check_config
 from tests.conftest import compose
 
 

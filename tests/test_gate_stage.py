@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from promptlottery.pipeline import run as judge_run
+from promptlottery.stages import run_stage as judge_run
 from tests.conftest import compose
 
 VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
@@ -37,7 +37,8 @@ def grid(tmp_path_factory):
 
 
 def test_gate_stage_end_to_end(grid, tmp_path):
-    from promptlottery.stages import get_stage
+    from promptlottery.gating.stage import gate
+    from promptlottery.stages import get_stage, run_stage
 
     cfg = compose(
         [
@@ -53,7 +54,8 @@ def test_gate_stage_end_to_end(grid, tmp_path):
     )
     assert cfg.stage == "gate"
     out = tmp_path / "gate"
-    rec = get_stage(cfg.stage)(cfg, out)
+    assert get_stage(cfg.stage) is gate
+    rec = run_stage(cfg, out)
     assert rec["status"] == "ok"
     for name in (
         "classifier_metrics",
@@ -158,7 +160,7 @@ def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
 
 
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
-    from promptlottery.gating.stage import run
+    from promptlottery.stages import run_stage as run
 
     cfg = compose(
         [
@@ -180,7 +182,8 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
 
 def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):
     from promptlottery.gating import stage
-    from promptlottery.judging.runner import JudgingError
+    from promptlottery.judging.calls import JudgingError
+    from promptlottery.stages import run_stage
 
     def fail(*args, **kwargs):
         raise JudgingError("gate llm baseline: 1 batch(es) failed; first error: prompt too long")
@@ -198,7 +201,7 @@ def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path,
         tmp_path=grid,
     )
     out = tmp_path / "gate"
-    rec = stage.run(cfg, out)
+    rec = run_stage(cfg, out)
     assert rec["status"] == "ok"
     assert "prompt too long" in rec["metrics"]["llm_baseline_error"]
     assert "n/a: the LLM prompt classifier failed" in (out / "report.md").read_text()

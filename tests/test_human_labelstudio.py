@@ -130,8 +130,7 @@ def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeyp
     from label_studio_sdk import LabelStudio
 
     from promptlottery.human.labelstudio import LabelStudioClient
-    from promptlottery.human.stage import run_analyse, run_campaign, run_import
-    from promptlottery.pipeline import run as judge
+    from promptlottery.stages import run_stage
 
     url, token = label_studio
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", token)
@@ -148,7 +147,7 @@ def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeyp
         tmp_path=tmp_path,
     )
     camp_dir = tmp_path / "campaign"
-    rec = run_campaign(cfg, camp_dir)
+    rec = run_stage(cfg, camp_dir)
     camp = json.loads((camp_dir / "campaign.json").read_text())
     projects = camp["label_studio_projects"]
     assert rec["n_tasks"] == 8 * 3 * 3 and sorted(projects) == [f"a0{n}" for n in range(1, 7)]
@@ -184,7 +183,7 @@ def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeyp
     # 3. export, 4. import
     exports = LabelStudioClient(url).export(projects, tmp_path / "export")
     assert len(exports) == 6
-    run_import(
+    run_stage(
         compose(
             ["+human=import", f"human.campaign={camp_dir}", f"human.export={tmp_path}/export/*.json"],
             tmp_path=tmp_path,
@@ -203,10 +202,10 @@ def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeyp
             [*DATA, "backbone=fake", f"judge.variant={v}", f"n_samples={n}", "decoding.temperature=0.7"],
             tmp_path=tmp_path,
         )
-        judge(jc, runs / v)
+        run_stage(jc, runs / v)
     # 5. analyse
     out = tmp_path / "analyse"
-    rec = run_analyse(
+    rec = run_stage(
         compose(
             [
                 "+human=analyse",

@@ -111,7 +111,7 @@ def test_plain_table(tmp_path):
 
 
 def test_campaign_stage_without_a_server_writes_the_import_files(tmp_path):
-    from promptlottery.human.stage import run_campaign
+    from promptlottery.stages import run_stage
 
     cfg = compose(
         [
@@ -131,7 +131,7 @@ def test_campaign_stage_without_a_server_writes_the_import_files(tmp_path):
         ],
         tmp_path=tmp_path,
     )
-    rec = run_campaign(cfg, tmp_path / "c")
+    rec = run_stage(cfg, tmp_path / "c")
     assert (
         rec["status"] == "ok" and rec["n_tasks"] == 6 * 2 * 3 and (rec["load_min"], rec["load_max"]) == (9, 9)
     )
@@ -160,7 +160,7 @@ def test_lottery_report_section_and_metrics(tmp_path):
     results.json metrics; without it, no human table (the report as before)."""
     from promptlottery.analysis.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
-    from promptlottery.pipeline import run as judge
+    from promptlottery.stages import run_stage as judge
 
     ratings = tmp_path / "human_ratings.parquet"
     _import(export=EXPORTS).to_parquet(ratings)

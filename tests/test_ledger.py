@@ -74,7 +74,8 @@ def test_the_ledger_covers_each_papers_tables_and_figures():
 
 @pytest.fixture(scope="module")
 def lottery_report(tmp_path_factory):
-    from promptlottery.analysis.stage import LotteryOptions, run_lottery
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
 
     root = tmp_path_factory.mktemp("ledger")
     sweep = write_sweep(root / "grid")
@@ -118,7 +119,7 @@ def test_every_validation_key_exists_in_the_stages_outputs(tmp_path):
 
 def test_every_rubric_key_is_a_table_of_the_study_on_the_fixtures(tmp_path):
     """The rubric study on the ASAP set-1 and the InFoBench fixtures (tests/test_rubric_study.py)."""
-    from promptlottery.rubrics.study import run
+    from promptlottery.stages import run_stage as run
     from tests.test_rubric_study import RecordingFake, asap_run, cells, compose_rubric, make_infobench
 
     _, _, job = asap_run(tmp_path / "asap")
@@ -138,8 +139,8 @@ def test_every_rubric_key_is_a_table_of_the_study_on_the_fixtures(tmp_path):
 @pytest.mark.slow
 def test_every_gate_key_is_a_table_the_gate_writes(tmp_path):
     """The gate stage on the grid of tests/test_gate_stage.py (fake judge, tiny DeBERTa)."""
-    from promptlottery.pipeline import run as judge_run
     from promptlottery.stages import get_stage
+    from promptlottery.stages import run_stage as judge_run
     from tests.conftest import compose
     from tests.test_gate_stage import VARIANTS
 

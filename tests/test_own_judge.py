@@ -194,7 +194,7 @@ def test_group_file_and_template_load_from_anywhere(tmp_path):
 
 def test_unknown_template_variable_fails_before_any_model_call(tmp_path):
     from promptlottery.backends.fake import FakeBackend
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
 
     data = write_jsonl(tmp_path / "t.jsonl", ROWS)
     gf = tmp_path / "bad.yaml"

@@ -13,15 +13,15 @@ import pytest
 import yaml
 
 from promptlottery.data.schema import Item
-from promptlottery.prompts.generate import (
+from promptlottery.prompts.generate import generate_group
+from promptlottery.prompts.groups import group_from_template, load_group_file
+from promptlottery.prompts.paraphrase_checks import (
     ParaphraseOptions,
     check_same_variables,
     check_scale,
     extreme_items,
-    generate_group,
     polarity,
 )
-from promptlottery.prompts.groups import group_from_template, load_group_file
 from promptlottery.prompts.scales import get_scale
 from promptlottery.prompts.template_parts import clean
 from tests.conftest import MODEL_CACHE, REPO, subprocess_env

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -344,18 +345,19 @@ def test_validate_all_flags_a_dissimilar_variant(tmp_path):
 def test_validate_prompts_experiment_composes_and_runs(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from promptlottery.config import register_configs
-    from promptlottery.stages import get_stage
+    from promptlottery.prompts.stage import validate_prompts
+    from promptlottery.stages import get_stage, register_configs, run_stage
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=["+experiment=validate_prompts", "logger=none"])
     assert cfg.stage == "validate_prompts"
     assert cfg.validation.threshold == 0.85 and cfg.validation.groups == "all"
-    assert get_stage(cfg.stage) is run_validation
+    assert get_stage(cfg.stage) is validate_prompts
 
-    record = run_validation(cfg, tmp_path)
+    record = run_stage(cfg, tmp_path)
     assert record["status"] == "ok" and record["n_groups"] == len(GROUP_IDS)
+    assert json.loads((tmp_path / "results.json").read_text())["n_groups"] == len(GROUP_IDS)
     table = (tmp_path / "validation.md").read_text()
     for gid in GROUP_IDS:
         assert f"| {gid} " in table

@@ -66,7 +66,7 @@ def _finish(p: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
 
 def _job(tmp: Path, name: str, *overrides: str) -> Path:
     """One judging job in process (fake backend) into ``tmp/name``."""
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
 
     out = tmp / name
     run(compose(["backbone=fake", f"dataset.limit={LIMIT}", *overrides], tmp_path=tmp), out)
@@ -135,15 +135,15 @@ import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {repo!r})
 from tests.conftest import compose
-import promptlottery.pipeline as pipeline
-import promptlottery.stages as stages  # every stage writes its results.json through stages.StageJob
-real = stages.write_results
+import promptlottery.stages as stages
+import promptlottery.tracking.job as job  # every stage writes its results.json through job.StageJob
+real = job.write_results
 def killed(path, **kw):
     if kw.get("status") == "ok":
         os.kill(os.getpid(), signal.SIGKILL)  # the parquet is written, results.json is not
     return real(path, **kw)
-stages.write_results = killed
-pipeline.run(compose(["backbone=fake", "dataset.limit={limit}", "judge.variant=P2"], tmp_path=Path({tmp!r})), {out!r})
+job.write_results = killed
+stages.run_stage(compose(["backbone=fake", "dataset.limit={limit}", "judge.variant=P2"], tmp_path=Path({tmp!r})), {out!r})
 """
 
 
@@ -332,8 +332,9 @@ BAD = [
 
 @pytest.mark.parametrize(("override", "message"), BAD)
 def test_bad_value_is_a_one_line_config_error(override, message, tmp_path):
-    from promptlottery.config import ConfigError, check_config
-    from promptlottery.pipeline import run
+    from promptlottery.config import check_config
+    from promptlottery.errors import ConfigError
+    from promptlottery.stages import run_stage as run
 
     cfg = compose(["backbone=fake", override], tmp_path=tmp_path)
     with pytest.raises(ConfigError) as e:

@@ -185,7 +185,7 @@ def test_old_tables_without_the_column_read_as_none():
 def test_the_judging_job_takes_the_option_and_records_it(tmp_path):
     import json
 
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
     from tests.conftest import compose
 
     cfg = compose(

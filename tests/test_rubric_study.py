@@ -18,9 +18,10 @@ from promptlottery.backends.fake import FakeBackend
 from promptlottery.data import load_items
 from promptlottery.metrics import kendall_tau, pareto_dominance_tau
 from promptlottery.prompts.scales import SCALES
-from promptlottery.rubrics import RubricCondition, make_task
-from promptlottery.rubrics.study import run
-from promptlottery.rubrics.tasks import TEXTS, last_paragraphs
+from promptlottery.rubrics.prompts import RubricCondition
+from promptlottery.rubrics.task_base import TEXTS, last_paragraphs
+from promptlottery.rubrics.tasks import make_task
+from promptlottery.stages import run_stage as run
 from tests.conftest import DATA_DIR, REPO, compose
 
 N_ESSAYS = 40

@@ -135,7 +135,7 @@ def test_cluster_launcher_configs_compose(launcher, target, tmp_path):
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from promptlottery.config import register_configs
+    from promptlottery.stages import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -152,7 +152,7 @@ def test_cluster_launcher_configs_compose(launcher, target, tmp_path):
 
 
 def test_gpu_backbone_dry_run_on_this_cpu_approximates_tokens_and_says_so(tmp_path, capsys):
-    from promptlottery.pipeline import run
+    from promptlottery.stages import run_stage as run
     from tests.conftest import compose
 
     cfg = compose(

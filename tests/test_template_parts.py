@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from promptlottery.prompts.generate import ParaphraseOptions, generate_group
+from promptlottery.prompts.generate import generate_group
 from promptlottery.prompts.groups import PromptError, group_from_template
+from promptlottery.prompts.paraphrase_checks import ParaphraseOptions
 from promptlottery.prompts.scales import get_scale
 from promptlottery.prompts.template_parts import assemble, parse_rewording, split_template
 

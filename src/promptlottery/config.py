@@ -1,6 +1,9 @@
 """Structured configs behind the YAML: a typo in a key fails at compose time.
 
-The YAML groups under ``conf/`` fill these dataclasses; Hydra checks every key against them.
+The YAML groups under ``conf/`` fill these dataclasses; Hydra checks every key against them. This
+module imports no stage: a stage with typed options registers them itself (the gate's
+``GateConfig``: ``gating.config.register_configs``), and :func:`promptlottery.stages.register_configs`
+calls every registration.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from promptlottery.gating.config import GateConfig
+from promptlottery.errors import ConfigError
 
 
 @dataclass
@@ -118,14 +121,15 @@ class RunConfig:
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    #: which job runs: a name in promptlottery.stages.STAGES
+    #: which job runs: a name in promptlottery.stages.STAGES (each stage's config group sets it)
     stage: str = "judge"
-    #: options of the non-judging stages, free-form (each stage checks its own keys)
+    #: options of the non-judging stages, free-form here (each stage checks its own keys)
     analysis: Any = None
     validation: Any = None
     rubric: Any = None
-    #: the gate stage (conf/gate/): checked against GateConfig at compose time
-    gate: GateConfig | None = None
+    #: the gate stage (conf/gate/): typed by the gate's own schema (gating.config.register_configs),
+    #: which conf/gate/selective.yaml composes in, so its keys are checked at compose time too
+    gate: Any = None
     predict: Any = None
     paraphrase: Any = None
     #: the human-baseline stages (conf/human/): checked by promptlottery.human.stage.HumanOptions
@@ -142,10 +146,6 @@ def group_variants(group_file: str | None) -> str:
     return ",".join(load_group_file(group_file).variants)
 
 
-class ConfigError(ValueError):
-    """A config value outside its valid range, or a key the structured config does not define."""
-
-
 def register_configs() -> None:
     from promptlottery.tracking.jobdir import unique_suffix
 
@@ -153,14 +153,6 @@ def register_configs() -> None:
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
-    OmegaConf.register_new_resolver("lottery_job_stage", _lottery_job_stage, replace=True)
-
-
-def _lottery_job_stage(runs: Any) -> str:
-    # imported on use: composing a config must not load the analysis stack
-    from promptlottery.analysis.callbacks import job_stage
-
-    return job_stage(runs)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
@@ -222,5 +214,3 @@ def check_config(cfg: DictConfig) -> None:
             Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    if OmegaConf.select(cfg, "gate") is not None:
-        GateConfig.from_dict(cfg.gate)  # the cross-field checks (__post_init__), before any output

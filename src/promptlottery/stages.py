@@ -1,157 +1,121 @@
-"""The jobs `python -m run` can run, by name (``stage=...``), and the shell every stage runs in.
+"""The jobs `python -m run` can run, by name (``stage=...``), and how one is run.
 
-A stage is a function from its options to a result record and the files it writes. The shell
-around it (as lightning-hydra-template's ``task_wrapper``) is :func:`run_stage`: it keeps the time,
-builds the tracker on first use, writes ``results.json`` for a failure (the stage writes the one
-for success through :meth:`StageJob.ok`), finishes the tracker with the exit code and logs the
-final line. ``results.json`` is written atomically and redacted (:func:`tracking.records.write_results`);
-claiming the output directory and the one-line error of a single run stay in
-:func:`tracking.guard.guarded_job`, around the whole job.
+One rule finds a stage: ``stage=NAME`` runs the function ``NAME`` of its package's ``stage.py``
+(``stage=gate`` -> ``promptlottery.gating.stage.gate``); :data:`STAGES` names the package. The
+config picks the stage by name: ``conf/config.yaml`` judges (``stage: judge``), and each
+stage's config group sets its own (``+analysis=lottery`` -> ``stage: lottery``, ``+gate=selective``
+-> ``stage: gate``, ...). A stage is a function ``(cfg, job, **kw) -> record`` that does its work and
+writes its ``results.json`` through ``job`` (:class:`~promptlottery.tracking.job.StageJob`);
+:func:`run_stage` runs it inside the one job wrapper (:func:`~promptlottery.tracking.job.run_job`),
+which checks the config once (:func:`check`) and records a failure.
+
+:func:`register_configs` puts the run schema and every stage's typed options into Hydra's
+ConfigStore (``promptlottery.config`` imports no stage: each stage registers its own).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import time
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from promptlottery.tracking.records import write_results
+from omegaconf import DictConfig, OmegaConf
+
+from promptlottery.errors import ConfigError, UserError
+from promptlottery.tracking.job import StageJob, run_job
 
 logger = logging.getLogger(__name__)
 
+#: stage name -> the package whose ``stage.py`` defines a function of that name
 STAGES: dict[str, str] = {
-    "compare": "promptlottery.analysis.compare:run",
-    "gate": "promptlottery.gating.stage:run",
-    "human_analyse": "promptlottery.human.stage:run_analyse",
-    "human_campaign": "promptlottery.human.stage:run_campaign",
-    "human_import": "promptlottery.human.stage:run_import",
-    "judge": "promptlottery.pipeline:run",
-    "lottery": "promptlottery.analysis.stage:run",
-    "paraphrase": "promptlottery.prompts.generate:run",
-    "rubric": "promptlottery.rubrics.study:run",
-    "validate_prompts": "promptlottery.prompts.validation:run_validation",
+    "compare": "analysis",
+    "gate": "gating",
+    "human_analyse": "human",
+    "human_campaign": "human",
+    "human_import": "human",
+    "judge": "judging",
+    "lottery": "analysis",
+    "paraphrase": "prompts",
+    "rubric": "rubrics",
+    "validate_prompts": "prompts",
 }
 
-T = TypeVar("T")
+#: the modules of the stages' typed options: each has ``register_configs()`` (its schema in the
+#: ConfigStore) and ``check(cfg)`` (its cross-field checks, run with the config check)
+STAGE_OPTIONS = ("promptlottery.gating.config",)
 
 
-def get_stage(name: str) -> Callable:
+def register_configs() -> None:
+    """The run schema, its resolvers and every stage's typed options, in Hydra's ConfigStore."""
+    from promptlottery import config
+
+    config.register_configs()
+    for module in STAGE_OPTIONS:
+        importlib.import_module(module).register_configs()
+
+
+def check(cfg: DictConfig) -> None:
+    """The one config check of a job, before any output: the run config's keys and ranges
+    (:func:`promptlottery.config.check_config`), then every stage's typed options."""
+    from promptlottery.config import check_config
+
+    check_config(cfg)
+    for module in STAGE_OPTIONS:
+        importlib.import_module(module).check(cfg)
+
+
+def get_stage(name: str) -> Callable[..., dict[str, Any]]:
+    """The function of stage ``name``: ``promptlottery.<STAGES[name]>.stage.<name>``."""
     if name not in STAGES:
-        raise ValueError(f"unknown stage {name!r}; valid: {sorted(STAGES)}")
-    module, _, attr = STAGES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+        raise ConfigError(f"stage={name}: unknown stage; valid: {sorted(STAGES)}")
+    return getattr(importlib.import_module(f"promptlottery.{STAGES[name]}.stage"), name)
 
 
-class StageJob:
-    """One run of a stage: where it writes, what its records carry, its tracker.
-
-    ``fields`` go into every record the job writes, ok or failed (e.g. ``stage``, ``condition``);
-    ``tracker`` is a tracker (finished by :func:`run_stage`), or the keywords of
-    :func:`tracking.wandb_logger.make_tracker` (``name``, ``group``, ``job_type``) to build one
-    from ``config["logger"]`` on first use of :attr:`tracker` (a dry run that never logs starts no
-    W&B run), or None (no-op).
-    """
-
-    def __init__(
-        self,
-        stage: str,
-        output_dir: str | Path,
-        *,
-        config: dict,
-        root: str | Path = ".",
-        tracker: Any = None,
-        fields: dict[str, Any] | None = None,
-        t0: float | None = None,
-    ):
-        self.stage = stage
-        self.output_dir = Path(output_dir)
-        self.config = config
-        self.root = root
-        self.fields = dict(fields or {})
-        self.notes: dict[str, Any] = {}
-        self.record: dict[str, Any] | None = None
-        self._tracker_source = tracker
-        self._tracker = None if tracker is None or isinstance(tracker, dict) else tracker
-        self.t0 = time.perf_counter() if t0 is None else t0
-
-    @property
-    def tracker(self):
-        if self._tracker is None:
-            from promptlottery.tracking.wandb_logger import NullTracker, make_tracker
-
-            kw = self._tracker_source
-            self._tracker = (
-                NullTracker() if kw is None else make_tracker(self.config["logger"], config=self.config, **kw)
-            )
-        return self._tracker
-
-    @property
-    def seconds(self) -> float:
-        return round(time.perf_counter() - self.t0, 3)
-
-    def write(self, status: str, **fields: Any) -> dict[str, Any]:
-        """Write ``results.json`` (atomic, secrets redacted) and remember it as this job's record."""
-        self.record = write_results(
-            self.output_dir / "results.json",
-            config=self.config,
-            status=status,
-            root=self.root,
-            **self.fields,
-            **fields,
-        )
-        return self.record
-
-    def ok(self, **fields: Any) -> dict[str, Any]:
-        """The success record, with the seconds since the job started last."""
-        return self.write("ok", **fields, seconds=self.seconds)
-
-    def note(self, **fields: Any) -> None:
-        """key=value pairs for the final log line."""
-        self.notes.update(fields)
+def run_stage(cfg: DictConfig, output_dir: str | Path, *, claim: bool = False, **kw: Any) -> dict[str, Any]:
+    """Run the stage ``cfg.stage`` names into ``output_dir`` inside the job wrapper; ``kw`` go to
+    the stage (tests pass a fake ``backend=``); ``claim`` takes the directory first (``python -m run``)."""
+    name = OmegaConf.select(cfg, "stage", default="judge")
+    config = _config(cfg)
+    root = (config.get("paths") or {}).get("root_dir", ".")
+    job = StageJob(name, output_dir, config=config, root=root)
+    return run_job(job, lambda job: get_stage(name)(cfg, job, **kw), check=lambda: check(cfg), claim=claim)
 
 
-def run_stage(job: StageJob, body: Callable[[StageJob], T], *, name: str | None = None) -> T:
-    """Run ``body(job)``; on failure write a ``failed`` record unless the body wrote one; finish
-    the tracker (if one was built) with the exit code; log ``<name> done|failed key=value ...``."""
-    name = name or job.stage
+def main(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
+    """A ``python -m run`` job: secrets redacted from every log handler and Hydra's ``.hydra/*.yaml``,
+    the stage run with its directory claimed and, for a single run, a :class:`UserError` shown as one
+    line on stderr with exit status 2 instead of a traceback (a sweep re-raises, so Hydra records the
+    failed job and the other jobs go on)."""
+    from promptlottery.tracking.secrets import install_log_redaction, redact_yaml_files
+
+    install_log_redaction()
+    redact_yaml_files(sorted((Path(output_dir) / ".hydra").glob("*.yaml")))
     try:
-        result = body(job)
-        if job.record is None:
-            raise RuntimeError(
-                f"stage {job.stage} returned without writing {job.output_dir / 'results.json'}"
-            )
-    except Exception as exc:
-        message = f"{type(exc).__name__}: {exc}"
-        if job.record is None:
-            job.write("failed", error=message)
-        if job._tracker is not None:
-            job._tracker.finish(exit_code=1)
-        logger.error(
-            "%s failed stage=%s %soutput_dir=%s error=%s",
-            name,
-            job.stage,
-            _kv(job.fields),
-            job.output_dir,
-            message,
-        )
-        raise
-    if job._tracker is not None:
-        job._tracker.finish()
-    logger.info(
-        "%s done stage=%s status=%s %s%soutput_dir=%s seconds=%.1f",
-        name,
-        job.stage,
-        job.record.get("status"),
-        _kv(job.fields),
-        _kv(job.notes),
-        job.output_dir,
-        time.perf_counter() - job.t0,
-    )
-    return result
+        return run_stage(cfg, output_dir, claim=True)
+    except UserError as exc:
+        if in_multirun():
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
-def _kv(fields: dict[str, Any]) -> str:
-    return "".join(f"{k}={v} " for k, v in fields.items() if k != "stage")
+def in_multirun() -> bool:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _config(cfg: DictConfig) -> dict[str, Any]:
+    for resolve in (True, False):  # resolved like a job's own record, unresolved if that fails
+        try:
+            return OmegaConf.to_container(cfg, resolve=resolve)
+        except Exception:  # noqa: BLE001
+            continue
+    return {}

@@ -1,13 +1,9 @@
 """Hydra callback: run the lottery analysis on a sweep's directory when the sweep ends.
 
-Enabled by ``+analysis=lottery`` in a judging sweep (``analysis.runs`` left unset): the jobs judge,
-and ``on_multirun_end`` analyses every judgments.parquet of the sweep into ``<sweep dir>/lottery``.
-Hydra calls ``on_multirun_end`` only when every job succeeded; otherwise run the analysis by hand
-(``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
-
-Which stage each job of such a sweep runs is decided here too (:func:`job_stage`, behind
-``stage: ${lottery_job_stage:${analysis.runs}}`` in ``conf/analysis/lottery.yaml``): the lottery
-stage itself never judges.
+Enabled by ``+analysis=lottery_after_sweep`` (``conf/analysis/lottery_after_sweep.yaml``, whose jobs
+judge: ``stage: judge``): ``on_multirun_end`` analyses every judgments.parquet of the sweep into
+``<sweep dir>/lottery``. Hydra calls ``on_multirun_end`` only when every job succeeded; otherwise
+run the analysis by hand (``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
 """
 
 from __future__ import annotations
@@ -22,13 +18,6 @@ from omegaconf import DictConfig, OmegaConf
 logger = logging.getLogger(__name__)
 
 
-def job_stage(runs: Any) -> str:
-    """``judge`` for a job of a sweep whose analysis this callback runs at the end, else ``lottery``."""
-    from promptlottery.tracking.guard import in_multirun
-
-    return "judge" if not runs and in_multirun() else "lottery"
-
-
 class LotteryAnalysis(Callback):
     def __init__(self, output_subdir: str = "lottery") -> None:
         self.output_subdir = output_subdir
@@ -41,7 +30,8 @@ class LotteryAnalysis(Callback):
         if not any(sweep_dir.rglob("judgments.parquet")):
             logger.warning("lottery analysis skipped: no judgments.parquet under %s", sweep_dir)
             return
-        from promptlottery.analysis.stage import LotteryOptions, make_analysis_tracker, run_lottery
+        from promptlottery.analysis.options import LotteryOptions
+        from promptlottery.analysis.stage import make_analysis_tracker, run_lottery
 
         out = sweep_dir / self.output_subdir
         opts = LotteryOptions.from_dict({**OmegaConf.to_container(a, resolve=True), "runs": str(sweep_dir)})

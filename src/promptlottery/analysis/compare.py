@@ -271,37 +271,6 @@ def compare(paths: list[str], out_dir: str | Path | None = None) -> dict[str, An
     return {"runs": runs, "config_diff": diff, "metrics": deltas, "markdown": text}
 
 
-def run(cfg, output_dir: str | Path) -> dict[str, Any]:
-    """Stage entry point (``stage: compare``): ``analysis.runs`` lists the runs."""
-    from omegaconf import OmegaConf
-
-    from promptlottery.stages import StageJob, run_stage
-
-    a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
-    runs = a.get("runs")
-    if not runs:
-        raise ValueError(
-            "analysis.runs is required: a list of run directories, e.g. analysis.runs='[dirA,dirB]'"
-        )
-    paths = [runs] if isinstance(runs, str) else list(runs)
-    job = StageJob(
-        "compare",
-        output_dir,
-        config=OmegaConf.to_container(cfg, resolve=True),
-        root=cfg.paths.root_dir if cfg.get("paths") else ".",
-        fields={"stage": "compare"},
-    )
-
-    def body(job: StageJob) -> dict[str, Any]:
-        res = compare(paths, output_dir)
-        print(res["markdown"])
-        return job.write(
-            "ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"])
-        )
-
-    return run_stage(job, body)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m promptlottery.analysis.compare", description=__doc__.split("\n")[0]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.judging.table import GREEDY_BELOW
+from promptlottery.tracking import tables
 
 COLUMNS = (
     "key",
@@ -302,9 +303,9 @@ def cluster_share(h: Headline, ctx: Context) -> Iterator[tuple]:
     note = ""
     if h.column == "p1_match":
         tied = r["p1_match_ties_to_p1"]
-        note = f"no cluster = no match; ties broken toward P1 (ours): {rp.pct_ci(tied, r['p1_match_ties_to_p1_lo'], r['p1_match_ties_to_p1_hi'])}"
+        note = f"no cluster = no match; ties broken toward P1 (ours): {tables.pct_ci(tied, r['p1_match_ties_to_p1_lo'], r['p1_match_ties_to_p1_hi'])}"
     elif h.column == "p1_match_ties_to_p1":
-        note = f"untied pluralities only: {rp.pct_ci(r['p1_match_unique'], r['p1_match_unique_lo'], r['p1_match_unique_hi'])}"
+        note = f"untied pluralities only: {tables.pct_ci(r['p1_match_unique'], r['p1_match_unique_lo'], r['p1_match_unique_hi'])}"
     est3 = (r[h.column], r[f"{h.column}_lo"], r[f"{h.column}_hi"])
     yield h.key, h.finding, *est3, int(r["n_items"]), backbones(ctx.collapse), note
 

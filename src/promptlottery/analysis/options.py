@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from promptlottery.config import ConfigError
+from promptlottery.errors import ConfigError
 
 #: reference thresholds on kappa (Landis & Koch style bands used by the paper)
 DEFAULT_THRESHOLDS = {"robust": 0.80, "usable": 0.61, "collapse_share": 0.95}

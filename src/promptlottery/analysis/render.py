@@ -18,6 +18,7 @@ from promptlottery.analysis.render_sections import _config_notes, render_later_s
 from promptlottery.analysis.verdict import render_verdict
 from promptlottery.judging.grid import JudgmentGrid, describe_verdict
 from promptlottery.judging.table import families_of_type
+from promptlottery.tracking import tables
 
 _COLLAPSE_COLS = {
     "config_id": "configuration",
@@ -110,7 +111,7 @@ def render_report(
     hl = t["headlines"].copy()
     if not hl.empty:
         hl["ours"] = [
-            rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+            tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
             for e, lo, hi, p in zip(hl["ours"], hl["ours_lo"], hl["ours_hi"], hl["pct"])
         ]
         hl["ours"] = [
@@ -193,7 +194,7 @@ def render_report(
     if not shown.empty:
         is_ref = shown["variant"] == opts.reference
         for c in ("williams_t", "williams_p"):
-            shown[c] = [("reference" if r else rp.fmt(v)) for r, v in zip(is_ref, shown[c])]
+            shown[c] = [("reference" if r else tables.fmt(v)) for r, v in zip(is_ref, shown[c])]
     R.table(
         shown,
         {
@@ -235,7 +236,7 @@ def render_report(
 
     render_later_sections(R, result, opts, out_dir, figures)
     if opts.human_ratings or opts.human_raters:  # the human-baseline section (issue 26)
-        from promptlottery.human.report import render_human_section
+        from promptlottery.analysis.human_section import render_human_section
 
         render_human_section(R, t, level=opts.level, verdict=opts.verdict)
 

@@ -2,7 +2,8 @@
 
 Everything written is a deterministic function of the tables: rows in a fixed order, floats with a
 fixed format (``%.4f`` in CSV, 3 decimals in Markdown), no timestamps; re-running the analysis on
-the same judgments writes byte-identical files.
+the same judgments writes byte-identical files. Values are written by the one table writer of every
+report (:mod:`promptlottery.tracking.tables`); this module holds the lottery's conventions.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from promptlottery.tracking import tables
 
 CSV_FLOAT = "%.4f"
 #: columns whose values are small by nature (T = 1e-05, the batch noise of a repeat source): written
@@ -57,79 +60,34 @@ OURS_ALL_SCALES = "(ours: all scales pooled; the paper's figure is for non-binar
 def write_table(
     df: pd.DataFrame, name: str, tables_dir: str | Path, *, columns: dict[str, str] | None = None
 ) -> dict:
-    """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all)."""
-    tables_dir = Path(tables_dir)
-    tables_dir.mkdir(parents=True, exist_ok=True)
-    csv = tables_dir / f"{name}.csv"
-    small = {
-        c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.4g}") for c in CSV_SIGNIFICANT if c in df.columns
-    }
-    df.assign(**small).to_csv(csv, index=False, float_format=CSV_FLOAT, lineterminator="\n")
-    md = tables_dir / f"{name}.md"
-    md.write_text(markdown_table(df, columns) + "\n", encoding="utf-8")
-    return {"csv": csv, "md": md}
-
-
-def fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return ""
-    if isinstance(x, (bool, np.bool_)):
-        return "yes" if x else "no"
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    if isinstance(x, (float, np.floating)):
-        if not np.isfinite(x):
-            return "n/a"
-        if float(x).is_integer() and abs(x) < 1e6 and digits == 0:
-            return str(int(x))
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
-def ci(est: Any, lo: Any, hi: Any, digits: int = 3) -> str:
-    """``0.243 [0.120, 0.350]``; ``n/a`` when the estimate is undefined."""
-    if est is None or (isinstance(est, (float, np.floating)) and not np.isfinite(est)):
-        return "n/a"
-    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{est:.{digits}f} [n/a]"
-    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def pct_ci(est: Any, lo: Any, hi: Any) -> str:
-    if est is None or not np.isfinite(est):
-        return "n/a"
-    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{100 * est:.1f}% [n/a]"
-    return f"{100 * est:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-def _cell(v: Any) -> str:
-    s = fmt(v)
-    return s.replace("|", "\\|").replace("\n", " ")
+    """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all), in the
+    lottery's conventions: CSV floats ``%.4f`` (:data:`CSV_SIGNIFICANT` columns 4 significant digits)."""
+    small = {c: _csv_small for c in CSV_SIGNIFICANT}
+    markdown = markdown_table(df, columns) + "\n"
+    return tables.write_table(
+        df, tables_dir, name, markdown=markdown, float_format=CSV_FLOAT, csv_formats=small
+    )
 
 
 def markdown_table(df: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
-    """A GitHub Markdown table; ``columns`` maps source columns to headers (default: all)."""
-    if df is None or df.empty:
-        return "_(empty table)_"
-    columns = columns or {c: c for c in df.columns}
-    cols = [c for c in columns if c in df.columns]
-    lines = ["| " + " | ".join(columns[c] for c in cols) + " |", "|" + "---|" * len(cols)]
-    for _, row in df[cols].iterrows():
-        cells = (_small(row[c]) if c in CSV_SIGNIFICANT else _cell(row[c]) for c in cols)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """A Markdown table of the one writer (``tracking.tables``); ``columns`` maps source columns to
+    headers (default: all); :data:`CSV_SIGNIFICANT` columns with 4 significant digits."""
+    return tables.markdown_table(df, columns, formats={c: _small for c in CSV_SIGNIFICANT})
+
+
+def _csv_small(v: Any) -> str:
+    return "" if pd.isna(v) else f"{v:.4g}"
 
 
 def _small(x: Any) -> str:
     """A value of a :data:`CSV_SIGNIFICANT` column: 4 significant digits (``1e-05``, ``4.1e-06``)."""
-    return f"{x:.4g}" if isinstance(x, (float, np.floating)) and np.isfinite(x) else _cell(x)
+    return f"{x:.4g}" if isinstance(x, (float, np.floating)) and np.isfinite(x) else tables.fmt(x)
 
 
 def with_ci_columns(df: pd.DataFrame, measures: Sequence[str], *, pct: bool = False) -> pd.DataFrame:
     """A copy with each ``m`` replaced by the string ``est [lo, hi]`` (for Markdown)."""
     out = df.copy()
-    f = pct_ci if pct else ci
+    f = tables.pct_ci if pct else tables.ci
     for m in measures:
         if m in out.columns:
             n = len(out)

@@ -1,6 +1,8 @@
-"""The ``lottery`` stage: judgments of one or many sweeps in, tables + figures + report.md out.
+"""The analysis stages: ``lottery`` (judgments of one or many sweeps in, tables + figures + report.md
+out) and ``compare`` (two or more runs side by side, :mod:`~promptlottery.analysis.compare`).
 
     python -m run +analysis=lottery analysis.runs='outputs/cpu_study/grid/*/*'
+    python -m run +analysis=compare analysis.runs='[outputs/a,outputs/b]'
 
 Never calls a judge model (the only model it loads is the small sentence encoder of analysis 4,
 ``analysis.embeddings=minilm``; ``none`` skips it). Writes into its output directory:
@@ -26,11 +28,11 @@ from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.render import write_outputs
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
-from promptlottery.stages import StageJob, run_stage
+from promptlottery.tracking.job import StageJob, run_job
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["load_grid", "run", "run_lottery", "summary_metrics"]
+__all__ = ["compare", "load_grid", "lottery", "run_lottery", "summary_metrics"]
 
 
 def run_lottery(
@@ -56,14 +58,18 @@ def run_lottery(
         root=root,
         tracker=tracker,
         fields={"stage": "lottery"},
+        label="lottery analysis",
     )
-    return run_stage(job, lambda job: _lottery(opts, job, encode=encode), name="lottery analysis")
+    return run_job(job, lambda job: _lottery(opts, job, encode=encode))
 
 
 def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
     output_dir = job.output_dir
     if opts.runs in (None, "", []):
-        raise AnalysisError("analysis.runs is required: a glob (or list) of sweep / job directories")
+        raise AnalysisError(
+            "analysis.runs is required: a glob (or list) of sweep / job directories (to judge a sweep and "
+            "analyse it when it ends: +analysis=lottery_after_sweep)"
+        )
     grid = load_grid(opts)
     files, incomplete = grid.files, grid.problems
     logger.info(
@@ -139,14 +145,32 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     return out
 
 
-def run(cfg, output_dir: str | Path) -> dict[str, Any]:
-    """Stage entry point (``stage: lottery``)."""
+def lottery(cfg, job: StageJob) -> dict[str, Any]:
+    """Stage ``lottery``: the options of ``cfg.analysis``, the analysis into ``job.output_dir``."""
     from omegaconf import OmegaConf
 
+    job.fields["stage"] = "lottery"
+    job.label = "lottery analysis"
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     opts = LotteryOptions.from_dict(a)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    root = cfg.paths.root_dir if cfg.get("paths") else "."
-    tracker = make_analysis_tracker(cfg.logger, config, opts)
-    res = run_lottery(opts, output_dir, tracker=tracker, config=config, root=root)
+    job.track(make_analysis_tracker(cfg.logger, job.config, opts))
+    res = _lottery(opts, job)
     return {k: v for k, v in res.items() if k not in ("files", "written")}
+
+
+def compare(cfg, job: StageJob) -> dict[str, Any]:
+    """Stage ``compare``: ``analysis.runs`` lists the runs; writes compare.md, config_diff.csv, metrics.csv."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.analysis.compare import compare as compare_runs
+
+    job.fields["stage"] = "compare"
+    a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
+    runs = a.get("runs")
+    if not runs:
+        raise ValueError(
+            "analysis.runs is required: a list of run directories, e.g. analysis.runs='[dirA,dirB]'"
+        )
+    res = compare_runs([runs] if isinstance(runs, str) else list(runs), job.output_dir)
+    print(res["markdown"])
+    return job.write("ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"]))

@@ -29,6 +29,7 @@ from promptlottery.analysis import report as rp
 from promptlottery.judging.aggregate import majority, online_convergence
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics.bootstrap import bootstrap_ci
+from promptlottery.tracking import tables
 
 NO_CONSENSUS = "no consensus"
 
@@ -168,7 +169,7 @@ def sentence(rec: dict, opts) -> str:
     """The plain-words verdict of one configuration (numbers from :func:`verdict_summary`)."""
     th = opts.thresholds
     ref = opts.reference
-    kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
+    kappa = tables.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
     if rec["band"] == "n/a":
         agree = (
             f"mean pairwise Cohen's kappa across the {rec['n_variants']} variants is undefined "
@@ -185,15 +186,15 @@ def sentence(rec: dict, opts) -> str:
         agree = f"agreement across the {rec['n_variants']} variants is mean pairwise Cohen's kappa = {kappa}, {rel}"
     parts = [
         f"{rec['config_id']}: {_LEAD[rec['band']]}. {agree[0].upper()}{agree[1:]}",
-        f"{rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "
+        f"{tables.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {rec['n_items']} items get a "
         "different verdict from at least one paraphrase",
         f"the majority of the variants overrides the original prompt ({ref}) on "
-        f"{rp.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])} "
+        f"{tables.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])} "
         f"of the items with a majority ({rec['no_consensus']:.0%} have none)",
     ]
     if rec["n_systems"] >= 2 and np.isfinite(rec["flip_share"]):
         parts.append(
-            f"between two variants {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
+            f"between two variants {tables.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of "
             f"system pairs swap order and {rec['rank_change_share']:.0%} of the {rec['n_systems']} systems change rank"
         )
     km = rec["k_most"]
@@ -256,7 +257,7 @@ def _tracking(corr: pd.DataFrame, cid: str, reference: str) -> str | None:
         else "the judge is not shown to track the human labels"
     )
     return (
-        f"{how}: Pearson r = {rp.ci(r['cont_pearson'], r['cont_pearson_lo'], r['cont_pearson_hi'])} "
+        f"{how}: Pearson r = {tables.ci(r['cont_pearson'], r['cont_pearson_lo'], r['cont_pearson_hi'])} "
         f"between its logprob-weighted score and the labels with {reference}{rest}"
         + ("; its instability says little about a judge you would use" if lo <= 0 else "")
     )
@@ -284,20 +285,20 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
         track = _tracking(corr, rec["config_id"], reference)
         if track:
             lines.append(f"  - {track[0].upper()}{track[1:]}.")
-        kappa = rp.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
+        kappa = tables.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
         lines.append(
             f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
         )
         lines.append(
-            f"  - {rp.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {int(rec['n_items'])} items get "
+            f"  - {tables.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {int(rec['n_items'])} items get "
             "a different verdict from at least one wording; the wordings' majority overrides "
-            f"{reference} on {rp.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])}."
+            f"{reference} on {tables.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])}."
         )
         if int(rec.get("n_systems", 0) or 0) >= 2 and np.isfinite(float(rec.get("flip_share", np.nan))):
             flips = rec["flip_share"] > 0 or rec["rank_change_share"] > 0
             lines.append(
                 f"  - The ranking of {int(rec['n_systems'])} systems {'flips' if flips else 'holds'}: between two "
-                f"wordings {rp.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of system pairs "
+                f"wordings {tables.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of system pairs "
                 f"swap order, {rec['rank_change_share']:.0%} of the systems change rank."
             )
         km = float(rec["k_most"])
@@ -318,7 +319,7 @@ def show(lottery_dir: str | Path) -> str:
     measured = hl[pd.to_numeric(hl["ours"], errors="coerce").notna()].copy()
     missing = hl[pd.to_numeric(hl["ours"], errors="coerce").isna()]
     measured["ours"] = [
-        rp.pct_ci(e, lo, hi) if p else rp.ci(e, lo, hi)
+        tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
         for e, lo, hi, p in zip(measured["ours"], measured["ours_lo"], measured["ours_hi"], measured["pct"])
     ]
     lines = ["The finding:", *finding(d), ""]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from promptlottery.errors import UserError
+
 HumanKind = Literal["per_rater", "mean", "single", "none"]
 
 
@@ -37,5 +39,5 @@ class Item:
         return float(value)
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A dataset file is missing or malformed; the message names the file and line/row."""

@@ -106,7 +106,7 @@ BUILT_IN = (MiniLM, Pretrained, RandomInit)
 
 
 def _error(message: str) -> Exception:
-    from promptlottery.config import ConfigError
+    from promptlottery.errors import ConfigError
 
     return ConfigError(message)
 

@@ -1,12 +1,15 @@
 """The ``gate:`` node of the run config: structured configs behind ``conf/gate/``.
 
-``RunConfig.gate`` (in the ConfigStore's ``run_schema``) is a :class:`GateConfig`, so a typo in a key
-or a value outside an Enum's choices fails when Hydra composes the config; the checks that span
-fields run in ``__post_init__``, when the node becomes an object (:meth:`GateConfig.from_dict`, which
-``config.check_config`` calls before any output). The classifier's backbone is picked by
-``gate.classifier._target_`` (:mod:`promptlottery.gating.backbones`).
+The gate registers its own schema (:func:`register_configs`: ``gate/schema`` in the ConfigStore,
+the first default of ``conf/gate/selective.yaml``), so the ``gate:`` node is a :class:`GateConfig`
+and a typo in a key or a value outside an Enum's choices fails when Hydra composes the config; the
+checks that span fields run in ``__post_init__``, when the node becomes an object
+(:meth:`GateConfig.from_dict`; :func:`check` runs it with the job's config check, before any
+output). The classifier's backbone is picked by ``gate.classifier._target_``
+(:mod:`promptlottery.gating.backbones`).
 
-This module stays light (no torch, no transformers): ``promptlottery.config`` imports it.
+This module stays light (no torch, no transformers): the stage registry imports it to register
+the schema.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
+from promptlottery.errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 #: the backbone of the CPU default (``conf/gate/classifier/minilm.yaml``)
@@ -28,8 +33,6 @@ MINILM_TARGET = "promptlottery.gating.backbones.MiniLM"
 
 
 def _error(message: str) -> Exception:
-    from promptlottery.config import ConfigError  # promptlottery.config imports this module
-
     return ConfigError(message)
 
 
@@ -257,6 +260,19 @@ class GateConfig:
         if d.get("best_params"):
             d["classifier"] = apply_best_params(dict(d.get("classifier") or {}), d["best_params"])
         return _to_object(cls, d, "gate.")
+
+
+def register_configs() -> None:
+    """``gate/schema``: the gate's typed options, composed in by ``conf/gate/selective.yaml``."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="gate", name="schema", node=GateConfig, package="gate")
+
+
+def check(cfg: DictConfig) -> None:
+    """The gate's cross-field checks (``__post_init__``) of a composed run config, if it has a gate."""
+    if OmegaConf.select(cfg, "gate") is not None:
+        GateConfig.from_dict(cfg.gate)
 
 
 def _is_number(x: Any) -> bool:

@@ -6,10 +6,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from promptlottery.gating.simulate import PAPER_REFERENCE
+from promptlottery.tracking import tables
 
 #: policy name -> legend label
 POLICY_LABELS = {
@@ -26,34 +26,17 @@ POLICY_LABELS = {
 
 
 def fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        if math.isnan(v):
-            return "n/a"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        if v != 0 and abs(v) < 10 ** (-digits + 1):  # e.g. a learning rate: significant digits
-            return f"{v:.{digits}g}"
-        return f"{v:.{digits}f}"
-    return str(v).replace("|", "\\|")
+    """A gate value's text: the one table writer's (``tracking.tables.fmt``), small numbers (a learning
+    rate, a threshold near 0) with significant digits."""
+    return tables.fmt(v, digits, small="significant")
 
 
 def to_markdown(df: pd.DataFrame, digits: int = 3) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(str(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    return tables.markdown_table(df, digits=digits, small="significant") + "\n"
 
 
 def write_table(df: pd.DataFrame, out_dir: Path, name: str) -> None:
-    df.to_csv(out_dir / f"{name}.csv", index=False)
-    (out_dir / f"{name}.md").write_text(to_markdown(df))
+    tables.write_table(df, out_dir, name, markdown=to_markdown(df))
 
 
 def pct(v: Any) -> str:
@@ -238,7 +221,7 @@ def write_report(
         "and all its verdicts are negative. The reference decision (*five-judge decision*) is the cluster label, "
         "or on no-consensus items the plurality with ties to the earliest judge (P1).",
         f"Items: {sp['train']} train / {sp['validation']} validation / {sp['test']} test (instance-disjoint: "
-        f"{sp['disjoint']}, stratified by the label). Validation picks the epoch, the Optuna trial and every "
+        f"{fmt(sp['disjoint'])}, stratified by the label). Validation picks the epoch, the Optuna trial and every "
         f"threshold; **every figure below is on the {sp['test']} test items**. Examples (item x judge) "
         f"{s['n_train']} / {s['n_val']} / {s['n_test']}; share in the cluster {pct(s['positive_rate_train'])} / "
         f"{pct(s['positive_rate_val'])} / {pct(s['positive_rate_test'])}; no-consensus test items: "

@@ -2,7 +2,7 @@
 
     python -m run +gate=selective gate.runs='outputs/judge/multiruns/*'
 
-:func:`run` is five steps over the split of :func:`~promptlottery.gating.split.prepare`:
+:func:`gate` is five steps over the split of :func:`~promptlottery.gating.split.prepare`:
 :func:`train_gate`, :func:`run_baselines`, :func:`simulate_gate`, :func:`evaluate_transfer` and
 :func:`write_outputs` (``classifier_metrics``, ``operating_points``, ``cost_curve``,
 ``training_history`` and, with held-out group judgments, ``transfer_*`` tables as CSV and Markdown,
@@ -34,9 +34,9 @@ from promptlottery.gating.points import (
     transfer_at_matched,
 )
 from promptlottery.gating.simulate import full_reference, item_block
-from promptlottery.gating.split import GateData, prepare  # noqa: F401 - prepare re-exported (tune)
+from promptlottery.gating.split import GateData, prepare
 from promptlottery.judging.calls import CallStats
-from promptlottery.stages import StageJob, run_stage
+from promptlottery.tracking.job import StageJob
 
 logger = logging.getLogger(__name__)
 
@@ -117,17 +117,10 @@ class Simulation:
         return self.clf_table[self.clf_table["classifier"] == name].iloc[0].to_dict()
 
 
-def run(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    g = GateConfig.from_dict(config.get("gate"))
-    tracker = {"name": f"gate/{g.classifier.name}", "group": "gate", "job_type": "gate"}
-    job = StageJob("gate", out, config=config, root=cfg.paths.root_dir, tracker=tracker)
-    return run_stage(job, lambda job: _run(cfg, g, job))
-
-
-def _run(cfg: DictConfig, g: GateConfig, job: StageJob) -> dict[str, Any]:
+def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
+    """Stage ``gate``: the gate's options (checked with the config), then the five steps."""
+    g = GateConfig.from_dict(job.config.get("gate"))
+    job.track(name=f"gate/{g.classifier.name}", group="gate", job_type="gate")
     data = prepare(g)
     res = train_gate(g, data, job.output_dir)
     base = run_baselines(cfg, g, data)

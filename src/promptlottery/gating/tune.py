@@ -95,8 +95,10 @@ def compose(overrides: list[str]):
     from hydra.core.global_hydra import GlobalHydra
 
     from promptlottery.config import register_configs
+    from promptlottery.gating.config import register_configs as register_gate_schema
 
     register_configs()
+    register_gate_schema()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return hydra_compose("config", overrides=list(overrides))
@@ -147,7 +149,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
 
     from promptlottery.gating.model import ClassifierConfig, load_tokenizer, train_classifier
     from promptlottery.gating.report import to_markdown
-    from promptlottery.gating.stage import prepare
+    from promptlottery.gating.split import prepare
     from promptlottery.tracking.wandb_logger import make_tracker
 
     t0 = time.perf_counter()

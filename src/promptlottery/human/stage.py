@@ -5,8 +5,8 @@
     python -m run +human=analyse human.ratings=DIR/human_ratings.parquet human.runs='outputs/.../*'
 
 The options are the ``human:`` node, checked by :class:`HumanOptions` (one-line ConfigError for an
-unknown key or a bad value) before any output. The stages register themselves in
-:data:`STAGES` (read by :mod:`promptlottery.stages`).
+unknown key or a bad value) before any output. ``promptlottery.stages.STAGES`` maps each name to
+this module (``stage=human_campaign`` runs :func:`human_campaign`).
 """
 
 from __future__ import annotations
@@ -19,18 +19,11 @@ from typing import Any
 
 import pandas as pd
 
-from promptlottery.config import ConfigError
+from promptlottery.errors import ConfigError
 from promptlottery.human.assignment import SAME_ITEM, Design
-from promptlottery.stages import StageJob, run_stage
+from promptlottery.tracking.job import StageJob
 
 logger = logging.getLogger(__name__)
-
-#: stage name -> entry point, merged into promptlottery.stages.STAGES
-STAGES = {
-    "human_campaign": "promptlottery.human.stage:run_campaign",
-    "human_import": "promptlottery.human.stage:run_import",
-    "human_analyse": "promptlottery.human.stage:run_analyse",
-}
 
 
 @dataclass
@@ -104,18 +97,13 @@ def _options(cfg) -> tuple[HumanOptions, dict]:
     return HumanOptions.from_dict(node), OmegaConf.to_container(cfg, resolve=True)
 
 
-def _job(stage: str, cfg, output_dir, config: dict) -> StageJob:
-    root = cfg.paths.root_dir if cfg.get("paths") else "."
-    return StageJob(stage, output_dir, config=config, root=root, fields={"stage": stage})
-
-
 # --------------------------------------------------------------------------- campaign
 
 
-def run_campaign(cfg, output_dir: str | Path) -> dict[str, Any]:
+def human_campaign(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_campaign``: the assignment and the Label Studio files (and projects)."""
     opts, config = _options(cfg)
-    return run_stage(_job("human_campaign", cfg, output_dir, config), lambda job: _campaign(cfg, opts, job))
+    return _campaign(cfg, opts, job)
 
 
 def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
@@ -163,10 +151,10 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
 # --------------------------------------------------------------------------- import
 
 
-def run_import(cfg, output_dir: str | Path) -> dict[str, Any]:
+def human_import(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_import``: a Label Studio export or a plain table -> ``human_ratings.parquet``."""
     opts, config = _options(cfg)
-    return run_stage(_job("human_import", cfg, output_dir, config), lambda job: _import(opts, job))
+    return _import(opts, job)
 
 
 def _paths(spec: Any) -> list[str]:
@@ -229,18 +217,18 @@ def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
 # --------------------------------------------------------------------------- analyse
 
 
-def run_analyse(cfg, output_dir: str | Path) -> dict[str, Any]:
+def human_analyse(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_analyse``: the human-baseline tables, ``human_report.md`` and results.json metrics."""
     opts, config = _options(cfg)
-    return run_stage(_job("human_analyse", cfg, output_dir, config), lambda job: _analyse(opts, job, config))
+    return _analyse(opts, job, config)
 
 
 def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
     from promptlottery.analysis import report as rp
+    from promptlottery.analysis.human_section import render_human_section
     from promptlottery.human.analysis import HumanAnalysisOptions, human_metrics, human_vs_judge
     from promptlottery.human.per_rater import judge_bench_raters, per_rater_table, raters_agreement
     from promptlottery.human.ratings import load_ratings
-    from promptlottery.human.report import render_human_section
     from promptlottery.judging.table import add_verdicts, load_judgments
 
     a_opts = HumanAnalysisOptions(

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.errors import UserError
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -134,7 +135,7 @@ def make_request(
     )
 
 
-class CacheError(RuntimeError):
+class CacheError(UserError, RuntimeError):
     """The call cache cannot be used (unreadable file, read-only dir with calls to add)."""
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.errors import UserError
 from promptlottery.judging.cache import CacheError, CallCache
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class BatchPlan:
         )
 
 
-class JudgingError(RuntimeError):
+class JudgingError(UserError, RuntimeError):
     """The runner stopped; every judgment computed before the failure is in the cache."""
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, make_request
-from promptlottery.judging.runner import CallStats, run_calls
+from promptlottery.judging.calls import CallStats, run_calls
 from promptlottery.prompts.groups import render
 
 logger = logging.getLogger(__name__)

@@ -15,9 +15,8 @@ from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, make_request
 
-# the call loop lives in judging.calls (the gate and the rubric study use it without the grid);
-# re-exported here for the callers that import it from the runner
-from promptlottery.judging.calls import BatchPlan, CallStats, JudgingError, run_calls  # noqa: F401
+# the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
+from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion

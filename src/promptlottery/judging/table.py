@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from promptlottery.errors import UserError
 from promptlottery.judging import jobs
 from promptlottery.prompts.scales import get_scale
 
@@ -50,7 +51,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
-class AnalysisError(ValueError):
+class AnalysisError(UserError, ValueError):
     """The judgments cannot be analysed as asked (no files, missing columns, bad options)."""
 
 

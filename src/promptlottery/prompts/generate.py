@@ -42,30 +42,22 @@ from typing import Any
 
 import numpy as np
 
-from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, dump_group
+from promptlottery.prompts.groups import PromptGroup, Variant
 from promptlottery.prompts.paraphrase_checks import (
     Candidate,
     ParaphraseOptions,
-    check_same_variables,
-    check_scale,
-    extreme_items,
     polarity,
     reworded_candidate,
     text_checks,
 )
-from promptlottery.prompts.template_parts import INSTRUCTION, rewording_prompt, split_template
+from promptlottery.prompts.template_parts import INSTRUCTION, split_template
 
 __all__ = [
-    "ParaphraseOptions",
-    "Candidate",
-    "check_same_variables",
-    "check_scale",
-    "polarity",
-    "extreme_items",
-    "text_checks",
+    "candidate_extras",
+    "candidate_record",
     "generate_group",
-    "reworded_candidate",
-    "run",
+    "paraphrase_group",
+    "rejection_reasons",
 ]
 
 logger = logging.getLogger(__name__)
@@ -133,150 +125,23 @@ def generate_group(
     return kept, rejected, tried
 
 
-# ------------------------------------------------------------------------------ the stage
-
-
-def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = None) -> dict[str, Any]:
-    """Stage entry point (``stage: paraphrase``): generate, check, write the group YAML."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    from promptlottery.backends.base import Decoding
-    from promptlottery.judging.cache import CallCache
-    from promptlottery.prompts.groups import check_variables, group_from_template
-    from promptlottery.stages import StageJob, run_stage
-
-    opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
-    original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
-    # a template with nothing to reword fails here, before a model is loaded
-    split_template(original.variants["P1"].user, original.scale, where=f"paraphrase.template={opts.template}")
-    if cfg.backbone.prompt_format != "chat":
-        raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
-    items = _extreme_items(cfg, opts, original)
-    if items is not None:
-        check_variables(original, set().union(*(it.inputs for it in items)), where=opts.template)
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
-    gen = Decoding(
-        temperature=opts.temperature, max_new_tokens=opts.max_new_tokens, seed=cfg.seed, stop_at_label=False
-    )
-    judge_decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
-    if encode is None:
-        from promptlottery.embeddings import encode
-    job = StageJob(
-        "paraphrase",
-        output_dir,
-        config=OmegaConf.to_container(cfg, resolve=True),
-        root=cfg.paths.root_dir,
-        fields={"stage": "paraphrase"},
-    )
-
-    def body(job: StageJob) -> dict[str, Any]:
-        passing, rejected, tried = generate_group(
-            original,
-            opts,
-            ask=lambda text, idx: _ask(backend, cache, gen, text, idx),
-            score=None if items is None else lambda g: _score(cfg, backend, cache, judge_decoding, g, items),
-            encode=encode,
-        )
-        out = Path(opts.out)
-        kept, spare = passing[: opts.n], passing[opts.n :]
-        meta = {
-            "reviewed": False,
-            "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
-            "candidates_tried": tried,
-            "checks": "rewording (only the instruction text reworded; placeholder lines, answer format and "
-            f"layout verbatim), (a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} "
-            f"and overlap of the reworded text <= {opts.max_overlap} (validate_prompts), (d) polarity on "
-            f"{len(items or [])} extreme items",
-            "spare": [_record(c) for c in spare],
-            "rejected": [_record(c) for c in rejected],
-        }
-        record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
-        if len(kept) < opts.n:
-            path = dump_group(
-                _group(original, out, kept), out.with_suffix(".rejected.yaml"), _extras(kept), **meta
-            )
-            reasons = _reasons(rejected)
-            job.write("failed", **record)
-            raise PromptError(
-                f"paraphrase.template={opts.template}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
-                f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
-                "or lower paraphrase.n"
-            )
-        out.parent.mkdir(parents=True, exist_ok=True)
-        dump_group(_group(original, out, kept), out, _extras(kept), **meta)
-        msg = f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
-        print(msg)
-        job.note(out=out, kept=len(kept), tried=tried, passed=len(passing), rejected=len(rejected))
-        return job.write("ok", **record)
-
-    return run_stage(job, body, name="paraphrase")
-
-
-def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
-    """The items of check (d), or None when no dataset.path is given."""
-    if cfg.dataset.name != "table" or not cfg.dataset.get("path"):
-        logger.warning("paraphrase check (d) skipped: no dataset.path with human labels")
-        return None
-    from omegaconf import OmegaConf
-
-    from promptlottery.data import load_items
-
-    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    items = extreme_items(
-        load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options), opts.polarity_items
-    )
-    if len(items) < 3:
-        raise PromptError(
-            f"paraphrase check (d) needs >= 3 items with a human label (dataset.fields.human) in {cfg.dataset.path}, "
-            f"found {len(items)}"
-        )
-    return items
-
-
-def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
-    from promptlottery.judging.cache import make_request
-    from promptlottery.judging.calls import CallStats, run_calls
-
-    messages = [{"role": "user", "content": rewording_prompt(text)}]
-    ident = backend.identity()
-    reqs = [make_request("paraphrase", ident, decoding, messages=messages, sample_index=i) for i in indices]
-    answers = run_calls(reqs, backend, cache, decoding, stats=CallStats(), desc="paraphrase candidates")
-    return [answers[r.key].raw_text for r in reqs]
-
-
-def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> dict[str, np.ndarray]:
-    from promptlottery.judging.runner import Condition, judge
-
-    out = {}
-    for vid in group.variants:
-        cond = Condition(
-            dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,
-            backbone=cfg.backbone.name, criterion="human", prompt_format="chat",
-        )  # fmt: skip
-        df, _ = judge(items, cond, group, backend, cache, decoding)
-        out[vid] = df.set_index("item_id").loc[[it.id for it in items], "score"].to_numpy(dtype=float)
-    return out
-
-
-def _group(original: PromptGroup, out: Path, kept: list[Candidate]) -> PromptGroup:
+def paraphrase_group(original: PromptGroup, out: Path, kept: list[Candidate]) -> PromptGroup:
     variants = {"P1": original.variants["P1"]}
     variants.update({f"P{k}": Variant(f"P{k}", c.text) for k, c in enumerate(kept, start=2)})
     return PromptGroup(out.stem, original.judge_family, original.scale, 1, variants, original.description)
 
 
-def _record(c: Candidate) -> dict[str, Any]:
+def candidate_record(c: Candidate) -> dict[str, Any]:
     return {"candidate": c.index, "user": c.text, "checks": c.checks, "scores": c.scores}
 
 
-def _extras(kept: list[Candidate]) -> dict[str, dict]:
+def candidate_extras(kept: list[Candidate]) -> dict[str, dict]:
     return {
         f"P{k}": {"candidate": c.index, "checks": c.checks, "scores": c.scores} for k, c in enumerate(kept, 2)
     }
 
 
-def _reasons(rejected: list[Candidate]) -> str:
+def rejection_reasons(rejected: list[Candidate]) -> str:
     counts: dict[str, int] = {}
     for c in rejected:
         for name, chk in c.checks.items():

@@ -4,22 +4,17 @@ Reproduces the design of the rubric-modification paper (Huynh et al., "Quantifyi
 Effect of Rubric Modifications on Human-Autorater Agreement") on essay scoring (ASAP sets 1, 4, 6
 with ASAP++ traits) and instruction following (InFoBench decomposed questions):
 
-* :mod:`~promptlottery.rubrics.tasks`: per dataset, where the rubric texts, criteria, human
-  labels, agreement strata and solved examples come from (a registry by dataset name over
-  ``task_base``, ``asap_task`` and ``infobench_task``);
+* :mod:`~promptlottery.rubrics.tasks`: the registry of rubric tasks by dataset name
+  (``asap_task``, ``infobench_task``, over ``task_base``): where the rubric texts, criteria, human
+  labels, agreement strata and solved examples come from;
 * :mod:`~promptlottery.rubrics.prompts`: rubric conditions rendered into judge requests
   (holistic, analytic separate, analytic batch scored position by position);
 * :mod:`~promptlottery.rubrics.tables`: the comparisons (Kendall tau-b, Pareto dominance,
   yes-ratio, bootstrap CIs) and the paper-shaped tables, built from ``cells`` (cell and table
   layout), ``study_data`` (aligned arrays), ``ci`` (one block's CIs and its paired bootstrap
   tests, Bonferroni by the block's size) and ``strata`` (Table 4: raters agree vs disagree);
-* :mod:`~promptlottery.rubrics.study`: the ``rubric`` stage (``python -m run +experiment=rubric_*``).
+* :mod:`~promptlottery.rubrics.stage`: the ``rubric`` stage (``python -m run +experiment=rubric_*``).
 
 Rubric wording the datasets do not ship is package data under ``rubrics/texts/``; the official
 ASAP prompts, rubrics and (copyrighted) source texts are read from the data dir at run time.
 """
-
-from promptlottery.rubrics.prompts import RubricCondition
-from promptlottery.rubrics.tasks import TASKS, Criterion, RubricTask, make_task
-
-__all__ = ["TASKS", "Criterion", "RubricCondition", "RubricTask", "make_task"]

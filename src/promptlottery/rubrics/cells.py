@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from promptlottery.tracking.tables import fmt, markdown_table
+
 HUMAN = "human"
 NOT_APPLICABLE = "—"
 UNTESTED = "§"  # a paired test of this cell could not run (too few resamples with a defined tau)
@@ -64,8 +66,8 @@ class Cell:
     def text(self) -> str:
         if self.estimate is None:
             return self.note or NOT_APPLICABLE
-        ci = "" if self.low is None or self.high is None else f" [{self.low:.3f}, {self.high:.3f}]"
-        return f"{self.estimate:.3f}{ci}{self.marks}"
+        ci = "" if self.low is None or self.high is None else f" [{fmt(self.low)}, {fmt(self.high)}]"
+        return f"{fmt(self.estimate)}{ci}{self.marks}"
 
 
 @dataclass
@@ -113,14 +115,9 @@ class Table:
         lines = [f"### {self.title}", ""]
         if wide.empty:
             return "\n".join(lines + ["(no rows)", ""])
-        header = ["Block", "Condition", "n", *wide.columns[3:]]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "|".join(["---"] * len(header)) + "|")
-        last = None
-        for rec in wide.itertuples(index=False):
-            block = rec[0] if rec[0] != last else ""
-            last = rec[0]
-            lines.append("| " + " | ".join(str(v).replace("|", "/") for v in (block, *rec[1:])) + " |")
-        lines.append("")
+        # a block's name on its first row only
+        shown = wide.assign(block=wide["block"].where(wide["block"] != wide["block"].shift(), ""))
+        header = {"block": "Block", "row": "Condition", "n": "n", **{c: c for c in wide.columns[3:]}}
+        lines += [markdown_table(shown, header), ""]
         lines.extend(self.footer)
         return "\n".join(lines) + "\n"

@@ -1,7 +1,7 @@
 """One backbone's judge calls for the rubric study: holistic, separate and batch prompts.
 
-Split out of :mod:`promptlottery.rubrics.study` (the ``rubric`` stage), which re-exports
-:class:`Judge`; every call goes through the call cache.
+The ``rubric`` stage (:mod:`promptlottery.rubrics.stage`) runs one :class:`Judge` per backbone;
+every call goes through the call cache.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache
-from promptlottery.judging.runner import CallStats, run_calls
+from promptlottery.judging.calls import CallStats, run_calls
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.scales import Scale
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition, to_request
-from promptlottery.rubrics.tasks import Criterion, RubricTask
+from promptlottery.rubrics.task_base import Criterion, RubricTask
 
 __all__ = ["Judge"]
 

@@ -1,4 +1,4 @@
-"""Rubric-study tasks: per dataset, the rubric texts, criteria, human labels and solved examples.
+"""Rubric-study tasks by dataset: per dataset, the rubric texts, criteria, human labels and examples.
 
 A task answers every dataset-specific question of the study, so the runner and the tables never
 branch on a dataset name: which items are eligible, the task block and the response shown to the
@@ -18,33 +18,7 @@ from typing import Any
 
 from promptlottery.rubrics.asap_task import AsapTask
 from promptlottery.rubrics.infobench_task import InfoBenchTask
-from promptlottery.rubrics.task_base import (
-    STRATA,
-    TEXTS,
-    Criterion,
-    Example,
-    RubricTask,
-    clip_words,
-    last_paragraphs,
-    load_text,
-    scale_bands,
-)
-
-__all__ = [
-    "STRATA",
-    "TASKS",
-    "TEXTS",
-    "AsapTask",
-    "Criterion",
-    "Example",
-    "InfoBenchTask",
-    "RubricTask",
-    "clip_words",
-    "last_paragraphs",
-    "load_text",
-    "make_task",
-    "scale_bands",
-]
+from promptlottery.rubrics.task_base import RubricTask
 
 #: rubric tasks by dataset name (the loader's registry name)
 TASKS: dict[str, type[RubricTask]] = {"asap": AsapTask, "infobench": InfoBenchTask}

@@ -184,48 +184,16 @@ class SweepSummary(Callback):
             hc = HydraConfig.get()
             if hc.mode != RunMode.MULTIRUN:
                 return
-            job_dir = Path(hc.runtime.output_dir)
             sweep_dir = Path(hc.sweep.dir)
         except Exception:  # noqa: BLE001 - never let the summary break a job
             return
-        status = getattr(getattr(job_return, "status", None), "name", None)
-        exc = getattr(job_return, "_return_value", None)
-        foreign = type(exc).__name__ == "OutputDirError"  # the dir is another job's: write nothing there
-        if status == "FAILED" and not foreign and not (job_dir / "results.json").exists():
-            self._record_failure(job_dir, job_return, config)
+        # a failed job's results.json was written by the job wrapper (tracking.job.run_job); a job
+        # without one never started, was killed or died, and the summary lists it as missing
         redact_yaml_files([sweep_dir / "multirun.yaml"])
         try:
             write_summary(sweep_dir)
         except OSError as exc:
             logger.warning("sweep summary not written dir=%s error=%s", sweep_dir, exc)
-
-    @staticmethod
-    def _record_failure(job_dir: Path, job_return: Any, config: DictConfig) -> None:
-        """The job raised before writing results.json: record the error it raised."""
-        from omegaconf import OmegaConf
-
-        from promptlottery.tracking.records import write_results
-
-        exc = getattr(job_return, "_return_value", None)
-        cfg: Any = {}
-        for resolve in (True, False):  # resolved like a job's own record, unresolved if that fails
-            try:
-                cfg = {
-                    k: v for k, v in OmegaConf.to_container(config, resolve=resolve).items() if k != "hydra"
-                }
-                break
-            except Exception:  # noqa: BLE001
-                continue
-        try:
-            write_results(
-                job_dir / "results.json",
-                config=cfg,
-                status="failed",
-                root=cfg.get("paths", {}).get("root_dir", ".") if isinstance(cfg, dict) else ".",
-                error=f"{type(exc).__name__}: {exc}" if exc is not None else "job raised",
-            )
-        except Exception as e:  # noqa: BLE001
-            logger.warning("could not record failure dir=%s error=%s", job_dir, e)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -24,13 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from promptlottery.errors import UserError
+
 #: files a job writes whose presence means "this directory holds a job's outputs"
 OUTPUT_FILES = ("results.json", "judgments.parquet")
 _SUFFIX = f"{os.getpid()}-{secrets.token_hex(2)}"
 _HELD: dict[str, Any] = {}  # path -> open lock file, kept for the life of the process
 
 
-class OutputDirError(RuntimeError):
+class OutputDirError(UserError, RuntimeError):
     """The output directory belongs to another job."""
 
 

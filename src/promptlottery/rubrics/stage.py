@@ -1,6 +1,6 @@
 """The ``rubric`` stage: every rubric condition x every configured backbone, then the tables.
 
-``run(cfg, output_dir) -> dict`` reads the composed config (an ``experiment=rubric_*`` overlay):
+``rubric(cfg, job) -> dict`` reads the composed config (an ``experiment=rubric_*`` overlay):
 ``rubric.conditions`` (``conf/rubric/*.yaml`` files), ``rubric.backbones`` (``conf/backbone/*.yaml``
 files, instantiated one after the other inside this job, since the tables need them together),
 ``rubric.settings`` (CPU sizing: words kept of examples / source texts / responses),
@@ -26,19 +26,21 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
-from promptlottery.judging.runner import CallStats
+from promptlottery.judging.calls import CallStats
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.rubric_judge import Judge
 from promptlottery.rubrics.strata import two_strata
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
-from promptlottery.rubrics.tasks import RubricTask, load_text, make_task
-from promptlottery.stages import StageJob, run_stage
+from promptlottery.rubrics.task_base import RubricTask, load_text
+from promptlottery.rubrics.tasks import make_task
+from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.tables import write_table
 
 logger = logging.getLogger(__name__)
 
@@ -72,19 +74,19 @@ def _conditions(rc: dict[str, Any]) -> list[RubricCondition]:
     return sorted(conds, key=lambda c: rank.get(c.name, len(rank)))
 
 
-def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The rubric study of one dataset: calls (cached), scores, tables; ``backends`` by backbone
-    name replace instantiating ``rubric.backbones[name].backend`` (tests pass fakes)."""
+def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Stage ``rubric``: the rubric study of one dataset: calls (cached), scores, tables; ``backends``
+    by backbone name replace instantiating ``rubric.backbones[name].backend`` (tests pass fakes)."""
     from hydra.utils import instantiate
 
-    t0 = time.perf_counter()
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = job.output_dir
+    job.label = "rubric study"
+    job.track(name=f"rubric/{cfg.dataset.name}", group=f"rubric/{cfg.dataset.name}", job_type="rubric")
     if cfg.get("rubric") is None:
         raise ValueError(
             "stage=rubric needs a rubric: config; run an experiment, e.g. +experiment=rubric_asap_set1"
         )
-    config = OmegaConf.to_container(cfg, resolve=True)
+    config = job.config
     rc = config["rubric"]
     settings = dict(rc.get("settings") or {})
     stats_cfg = Settings(**{"seed": cfg.seed, **(rc.get("stats") or {})})
@@ -115,99 +117,83 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backends: dict[str, Any] | N
         [c.name for c in conditions],
         list(backbones),
     )
-    job = StageJob(
-        "rubric",
-        output_dir,
-        config=config,
-        root=cfg.paths.root_dir,
-        tracker={
-            "name": f"rubric/{cfg.dataset.name}",
-            "group": f"rubric/{cfg.dataset.name}",
-            "job_type": "rubric",
-        },
-        t0=t0,
-    )
-
-    def body(job: StageJob) -> dict[str, Any]:
-        stats = CallStats()
-        rows: list[dict] = []
-        identities, seconds, estimate = {}, {}, {}
-        for name, bcfg in backbones.items():
-            tb = time.perf_counter()
-            backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
-            judge = Judge(
-                task,
-                builder,
-                backbone=name,
-                backend=backend,
-                prompt_format=bcfg.get("prompt_format", "chat"),
-                cache=cache,
-                decoding=decoding,
-                stats=stats,
-                texts_version=texts_version,
-                max_retries=cfg.max_retries,
-                backoff_s=cfg.backoff_s,
-            )
-            identities[name] = judge.identity
-            if cfg.dry_run:
-                estimate[name] = {c.name: judge.dry_run(sample, c) for c in conditions}
-                continue
-            for cond in conditions:
-                rows += judge.condition(sample, cond)
-                logger.info(
-                    "condition done backbone=%s condition=%s calls_total=%d cache_misses=%d",
-                    name,
-                    cond.name,
-                    stats.total,
-                    stats.cache_misses,
-                )
-            seconds[name] = round(time.perf_counter() - tb, 1)
-            del backend, judge
-            gc.collect()
+    stats = CallStats()
+    rows: list[dict] = []
+    identities, seconds, estimate = {}, {}, {}
+    for name, bcfg in backbones.items():
+        tb = time.perf_counter()
+        backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
+        judge = Judge(
+            task,
+            builder,
+            backbone=name,
+            backend=backend,
+            prompt_format=bcfg.get("prompt_format", "chat"),
+            cache=cache,
+            decoding=decoding,
+            stats=stats,
+            texts_version=texts_version,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+        )
+        identities[name] = judge.identity
         if cfg.dry_run:
-            for name, per in estimate.items():
-                tot = {
-                    k: sum(v[k] for v in per.values())
-                    for k in ("calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
-                }
-                print(f"dry_run backbone={name} " + " ".join(f"{k}={v}" for k, v in tot.items()))
-            return job.write("dry_run", n_items=len(sample), estimate=estimate)
-        scores = pd.DataFrame(rows)
-        scores.to_parquet(output_dir / "scores.parquet", index=False)
-        data = StudyData(task, sample, scores, conditions, list(backbones))
-        tables, tests = build_tables(data, stats_cfg)
-        write_tables(
-            output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
-        )
-        calls = {**stats.counts(), "unscored": stats.parse_failures}
-        summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
-        strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
-        strata.update(pd.Series([s for s in two_strata(data.strata) if s]).value_counts().to_dict())
-        record = job.ok(
-            backends=identities,
-            calls=calls,
-            seconds_by_backbone=seconds,
-            sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
-            human_holistic=task.human_holistic_source,
-            tables=summary,
-            n_significant=_significant(tests, "paired"),
-            n_strata_significant=_significant(tests, "unpaired strata"),
-        )
-        tracker = job.tracker
-        tracker.log_metrics(
-            {
-                "calls": calls,
-                **{t: {k: v for k, v in cells.items() if v is not None} for t, cells in summary.items()},
+            estimate[name] = {c.name: judge.dry_run(sample, c) for c in conditions}
+            continue
+        for cond in conditions:
+            rows += judge.condition(sample, cond)
+            logger.info(
+                "condition done backbone=%s condition=%s calls_total=%d cache_misses=%d",
+                name,
+                cond.name,
+                stats.total,
+                stats.cache_misses,
+            )
+        seconds[name] = round(time.perf_counter() - tb, 1)
+        del backend, judge
+        gc.collect()
+    if cfg.dry_run:
+        for name, per in estimate.items():
+            tot = {
+                k: sum(v[k] for v in per.values())
+                for k in ("calls", "cached_calls", "prompt_tokens", "uncached_prompt_tokens")
             }
-        )
-        for t in tables:
-            tracker.log_table(t.id, t.wide())
-        tracker.log_table("significance", tests)
-        tracker.log_table("scores", scores.drop(columns=["cache_key"]))
-        job.note(n=len(sample), calls=calls)
-        return record
-
-    return run_stage(job, body, name="rubric study")
+            print(f"dry_run backbone={name} " + " ".join(f"{k}={v}" for k, v in tot.items()))
+        return job.write("dry_run", n_items=len(sample), estimate=estimate)
+    scores = pd.DataFrame(rows)
+    scores.to_parquet(output_dir / "scores.parquet", index=False)
+    data = StudyData(task, sample, scores, conditions, list(backbones))
+    tables, tests = build_tables(data, stats_cfg)
+    write_tables(
+        output_dir, tables, tests, header=_header(cfg, task, sample, conditions, backbones, settings)
+    )
+    calls = {**stats.counts(), "unscored": stats.parse_failures}
+    summary = {t.id: {f"{c.block} | {c.row} | {c.column}": c.estimate for c in t.cells} for t in tables}
+    strata = pd.Series([s for s in data.strata if s]).value_counts().to_dict()
+    strata.update(pd.Series([s for s in two_strata(data.strata) if s]).value_counts().to_dict())
+    record = job.ok(
+        backends=identities,
+        calls=calls,
+        seconds_by_backbone=seconds,
+        sample={"n": len(sample), "item_ids": [it.id for it in sample], "strata": strata},
+        human_holistic=task.human_holistic_source,
+        tables=summary,
+        n_significant=_significant(tests, "paired"),
+        n_strata_significant=_significant(tests, "unpaired strata"),
+    )
+    tracker = job.tracker
+    tracker.log_metrics(
+        {
+            "calls": calls,
+            **{t: {k: v for k, v in cells.items() if v is not None} for t, cells in summary.items()},
+        }
+    )
+    for t in tables:
+        tracker.log_table(t.id, t.wide())
+    tracker.log_table("significance", tests)
+    tracker.log_table("scores", scores.drop(columns=["cache_key"]))
+    job.note(n=len(sample), calls=calls)
+    return record
 
 
 def _significant(tests: pd.DataFrame, kind: str) -> int:
@@ -242,8 +228,7 @@ def write_tables(output_dir: Path, tables, tests: pd.DataFrame, *, header: str =
     folder.mkdir(parents=True, exist_ok=True)
     md = [header]
     for t in tables:
-        t.wide().to_csv(folder / f"{t.id}.csv", index=False)
-        (folder / f"{t.id}.md").write_text(t.markdown())
+        write_table(t.wide(), folder, t.id, markdown=t.markdown())
         md.append(t.markdown())
     pd.concat([t.long() for t in tables], ignore_index=True).to_csv(output_dir / "cells.csv", index=False)
     tests.to_csv(output_dir / "significance.csv", index=False)

@@ -1,15 +1,14 @@
-"""The main job: one condition of the grid, from config to judgments, metrics and records.
+"""The ``judge`` stage: one condition of the grid, from config to judgments, metrics and records.
 
-``run(cfg) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
-backend with ``hydra.utils.instantiate`` and passes plain objects down to the library.
+``judge(cfg, job) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
+backend with ``hydra.utils.instantiate`` and passes plain objects down to the library; it runs
+inside the job wrapper (``promptlottery.stages.run_stage``), which checked the config.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import time
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,11 +17,12 @@ from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
+from promptlottery.judging import runner
 from promptlottery.judging.cache import CallCache, cache_location
-from promptlottery.judging.runner import Condition, build_requests, condition_metrics, judge
+from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
 from promptlottery.prompts.requests import to_scale_label
-from promptlottery.stages import StageJob, run_stage
+from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import atomic_write, file_sha256
 
 logger = logging.getLogger(__name__)
@@ -69,20 +69,17 @@ def _group_where(cfg: DictConfig, group: PromptGroup) -> str:
     return f"{src} (prompt group {group.id})" if src else f"prompt group {group.id}"
 
 
-def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, Any]:
-    """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``output_dir``."""
+def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
+    """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``job.output_dir``."""
     from hydra.utils import instantiate
 
-    from promptlottery.config import check_config
-
-    t0 = time.perf_counter()
-    check_config(cfg)  # before anything is written
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    config = OmegaConf.to_container(cfg, resolve=True)
+    output_dir = job.output_dir
     group = resolve_group(cfg.judge)
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
     condition = build_condition(cfg, group)
+    job.label = "condition"
+    job.fields["condition"] = condition.id
+    job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
     if not from_file and group.judge_family != cfg.judge.family:
         raise ValueError(
             f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
@@ -126,63 +123,48 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(cache_location(cfg.paths))
-    job = StageJob(
-        "judge",
-        output_dir,
-        config=config,
-        root=cfg.paths.root_dir,
-        tracker={"name": condition.id, "group": f"{cfg.dataset.name}/{cfg.judge.family}"},
-        fields={"condition": condition.id},
-        t0=t0,
-    )
     if cfg.dry_run:
-        return run_stage(
-            job, lambda job: dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
-        )
-
-    def body(job: StageJob) -> dict[str, Any]:
-        job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
-        df, stats = judge(
-            items,
-            condition,
-            group,
-            backend,
-            cache,
-            decoding,
-            n_samples=cfg.n_samples,
-            examples=examples,
-            max_retries=cfg.max_retries,
-            repeat_source=cfg.repeat_source,
-            backoff_s=cfg.backoff_s,
-        )
-        if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
-            inputs = {it.id: it.inputs for it in items}
-            for name in sorted(set().union(*inputs.values())):
-                df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
-        if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
-            df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
-        metrics = condition_metrics(df)
-        calls = {**stats.counts(), "parse_failures": stats.parse_failures}
-        # judgments first, results.json last, each atomically: a results.json saying `ok` always
-        # describes the parquet next to it (its hash is recorded, see judging.jobs)
-        parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
-        record = job.ok(
-            backend=backend.identity(),
-            judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
-            metrics=metrics,
-            calls=calls,
-        )
-        job.tracker.log_metrics({"metrics": metrics, "calls": calls})
-        job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
-        job.note(
-            n=len(df),
-            cache_hits=stats.cache_hits,
-            cache_misses=stats.cache_misses,
-            parse_failures=stats.parse_failures,
-        )
-        return record
-
-    return run_stage(job, body, name="condition")
+        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
+    job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
+    df, stats = runner.judge(
+        items,
+        condition,
+        group,
+        backend,
+        cache,
+        decoding,
+        n_samples=cfg.n_samples,
+        examples=examples,
+        max_retries=cfg.max_retries,
+        repeat_source=cfg.repeat_source,
+        backoff_s=cfg.backoff_s,
+    )
+    if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
+        inputs = {it.id: it.inputs for it in items}
+        for name in sorted(set().union(*inputs.values())):
+            df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
+    if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
+        df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
+    metrics = condition_metrics(df)
+    calls = {**stats.counts(), "parse_failures": stats.parse_failures}
+    # judgments first, results.json last, each atomically: a results.json saying `ok` always
+    # describes the parquet next to it (its hash is recorded, see judging.jobs)
+    parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
+    record = job.ok(
+        backend=backend.identity(),
+        judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
+        metrics=metrics,
+        calls=calls,
+    )
+    job.tracker.log_metrics({"metrics": metrics, "calls": calls})
+    job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
+    job.note(
+        n=len(df),
+        cache_hits=stats.cache_hits,
+        cache_misses=stats.cache_misses,
+        parse_failures=stats.parse_failures,
+    )
+    return record
 
 
 def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:

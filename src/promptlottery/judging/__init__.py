@@ -1,0 +1,1 @@
+"""The runner (grid -> cached calls -> parsed judgments), the judge stage and the judgments read back."""

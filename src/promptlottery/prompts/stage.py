@@ -1,0 +1,162 @@
+"""The prompt stages: ``paraphrase`` (a chat backbone rewords a judge prompt, only checked candidates
+are kept: :mod:`~promptlottery.prompts.generate`) and ``validate_prompts`` (the prompt groups'
+similarity and overlap: :mod:`~promptlottery.prompts.validation`).
+
+    python -m run +paraphrase=generate paraphrase.template=PATH paraphrase.scale=likert_1_5 \\
+        paraphrase.n=4 paraphrase.out=GROUP.yaml backbone=smollm2 dataset.path=... dataset.fields.*=...
+    python -m run +experiment=validate_prompts
+
+A stage sits above the judging package: ``paraphrase`` asks the backbone for rewordings and
+scores the candidates on the extreme items through the judging call loop and its cache, which
+the rest of :mod:`promptlottery.prompts` never imports.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from promptlottery.prompts.generate import (
+    ParaphraseOptions,
+    candidate_extras,
+    candidate_record,
+    generate_group,
+    paraphrase_group,
+    rejection_reasons,
+)
+from promptlottery.prompts.groups import PromptError, PromptGroup, dump_group
+from promptlottery.prompts.paraphrase_checks import extreme_items
+from promptlottery.prompts.template_parts import rewording_prompt, split_template
+from promptlottery.tracking.job import StageJob
+
+logger = logging.getLogger(__name__)
+
+
+def validate_prompts(cfg, job: StageJob) -> dict[str, Any]:
+    """Stage ``validate_prompts``: validation.csv / .md of the prompt groups, and the record."""
+    from promptlottery.prompts.validation import run_validation
+
+    res = run_validation(cfg, job.output_dir)
+    return job.write(res.pop("status"), **res)
+
+
+def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = None) -> dict[str, Any]:
+    """Stage ``paraphrase``: generate, check, write the group YAML."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from promptlottery.backends.base import Decoding
+    from promptlottery.judging.cache import CallCache
+    from promptlottery.prompts.groups import check_variables, group_from_template
+
+    job.fields["stage"] = "paraphrase"
+    opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
+    original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    # a template with nothing to reword fails here, before a model is loaded
+    split_template(original.variants["P1"].user, original.scale, where=f"paraphrase.template={opts.template}")
+    if cfg.backbone.prompt_format != "chat":
+        raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
+    items = _extreme_items(cfg, opts, original)
+    if items is not None:
+        check_variables(original, set().union(*(it.inputs for it in items)), where=opts.template)
+    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
+    cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
+    gen = Decoding(
+        temperature=opts.temperature, max_new_tokens=opts.max_new_tokens, seed=cfg.seed, stop_at_label=False
+    )
+    judge_decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    if encode is None:
+        from promptlottery.embeddings import encode
+    passing, rejected, tried = generate_group(
+        original,
+        opts,
+        ask=lambda text, idx: _ask(backend, cache, gen, text, idx),
+        score=None if items is None else lambda g: _score(cfg, backend, cache, judge_decoding, g, items),
+        encode=encode,
+    )
+    out = Path(opts.out)
+    kept, spare = passing[: opts.n], passing[opts.n :]
+    meta = {
+        "reviewed": False,
+        "generated_by": {"backbone": cfg.backbone.name, **backend.identity()},
+        "candidates_tried": tried,
+        "checks": "rewording (only the instruction text reworded; placeholder lines, answer format and "
+        f"layout verbatim), (a) variables, (b) scale labels, (c) similarity >= {opts.min_similarity} "
+        f"and overlap of the reworded text <= {opts.max_overlap} (validate_prompts), (d) polarity on "
+        f"{len(items or [])} extreme items",
+        "spare": [candidate_record(c) for c in spare],
+        "rejected": [candidate_record(c) for c in rejected],
+    }
+    record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
+    if len(kept) < opts.n:
+        path = dump_group(
+            paraphrase_group(original, out, kept),
+            out.with_suffix(".rejected.yaml"),
+            candidate_extras(kept),
+            **meta,
+        )
+        reasons = rejection_reasons(rejected)
+        job.fields.update(record)  # the wrapper's failed record carries the counts
+        raise PromptError(
+            f"paraphrase.template={opts.template}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
+            f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
+            "or lower paraphrase.n"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dump_group(paraphrase_group(original, out, kept), out, candidate_extras(kept), **meta)
+    msg = (
+        f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
+    )
+    print(msg)
+    job.note(out=out, kept=len(kept), tried=tried, passed=len(passing), rejected=len(rejected))
+    return job.write("ok", **record)
+
+
+def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
+    """The items of check (d), or None when no dataset.path is given."""
+    if cfg.dataset.name != "table" or not cfg.dataset.get("path"):
+        logger.warning("paraphrase check (d) skipped: no dataset.path with human labels")
+        return None
+    from omegaconf import OmegaConf
+
+    from promptlottery.data import load_items
+
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    items = extreme_items(
+        load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options), opts.polarity_items
+    )
+    if len(items) < 3:
+        raise PromptError(
+            f"paraphrase check (d) needs >= 3 items with a human label (dataset.fields.human) in {cfg.dataset.path}, "
+            f"found {len(items)}"
+        )
+    return items
+
+
+def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
+    from promptlottery.judging.cache import make_request
+    from promptlottery.judging.calls import CallStats, run_calls
+
+    messages = [{"role": "user", "content": rewording_prompt(text)}]
+    ident = backend.identity()
+    reqs = [make_request("paraphrase", ident, decoding, messages=messages, sample_index=i) for i in indices]
+    answers = run_calls(reqs, backend, cache, decoding, stats=CallStats(), desc="paraphrase candidates")
+    return [answers[r.key].raw_text for r in reqs]
+
+
+def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> dict[str, np.ndarray]:
+    from promptlottery.judging.runner import Condition, judge
+
+    out = {}
+    for vid in group.variants:
+        cond = Condition(
+            dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,
+            backbone=cfg.backbone.name, criterion="human", prompt_format="chat",
+        )  # fmt: skip
+        df, _ = judge(items, cond, group, backend, cache, decoding)
+        out[vid] = df.set_index("item_id").loc[[it.id for it in items], "score"].to_numpy(dtype=float)
+    return out

@@ -17,7 +17,7 @@ from tests.conftest import DATA_DIR, REPO, compose
 
 # beyond the paper's 33 configurations: MT-Bench for rank stability (no human labels here)
 EXTRA = ["heldout_g15_evouna_nq", "mt_bench_quality"]
-NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", *EXTRA}
+NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", "demo_panel", *EXTRA}
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 GRID = [e for e in EXPERIMENTS if e not in NOT_GRID and not e.startswith("rubric_")]
 

@@ -134,7 +134,7 @@ def test_gate_stage_end_to_end(grid, tmp_path):
 
 
 def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
-    from promptlottery.stages import get_stage
+    from promptlottery.stages import run_stage
 
     cfg = compose(
         [
@@ -149,7 +149,7 @@ def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
         tmp_path=grid,
     )
     out = tmp_path / "gate"
-    rec = get_stage(cfg.stage)(cfg, out)
+    rec = run_stage(cfg, out)
     saved = json.loads((out / "results.json").read_text())
     # 20 items: 16 train / 4 holdout, and the holdout is both the validation and the scored part
     assert saved["split"] == {"train": 16, "validation": 4, "test": 4, "disjoint": False}

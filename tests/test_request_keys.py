@@ -143,7 +143,7 @@ def keys() -> dict[str, list[str]]:
                 tags=tags,
             ).key
         ]
-    from promptlottery.prompts.generate import _ask
+    from promptlottery.prompts.stage import _ask
 
     with tempfile.TemporaryDirectory() as d:
         rb = Rec(replies=("a rewording", "another"))

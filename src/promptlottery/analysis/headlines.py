@@ -154,7 +154,7 @@ def _filtered_note(h: Headline, mask: pd.Series, ctx: Context) -> str:
     )
     if not total:
         return ""
-    value = rp.ci(est, lo, hi) if np.isfinite(est) else "n/a"
+    value = tables.ci(est, lo, hi) if np.isfinite(est) else "n/a"
     return f"collapse-filtered (ours, >= 95% one label left out): {value} over {n} of {total} configurations"
 
 

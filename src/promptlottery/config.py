@@ -32,6 +32,9 @@ class FieldMap:
 
     id: str | None = None
     response: str | None = None
+    #: a table of pairs (judge.mode=pairwise): the two compared responses; `human` is then a preference
+    response_a: str | None = None
+    response_b: str | None = None
     context: str | None = None
     reference: str | None = None
     system: str | None = None
@@ -66,6 +69,11 @@ class JudgeConfig:
     group_file: str | None = None
     template: str | None = None
     scale: str | None = None
+    #: "pointwise" (a rating of one response) or "pairwise" (a preference between response_a and
+    #: response_b, with a pairwise prompt group; judging.pairs)
+    mode: str = "pointwise"
+    #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
+    position_swap: bool = True
 
 
 @dataclass

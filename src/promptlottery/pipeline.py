@@ -19,6 +19,7 @@ from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics, judge
 from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
 from promptlottery.prompts.requests import to_scale_label
@@ -61,6 +62,8 @@ def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condit
         backbone=cfg.backbone.name,
         criterion=cfg.judge.criterion,
         prompt_format=cfg.backbone.prompt_format,
+        judge_mode=cfg.judge.get("mode", "pointwise"),
+        position_swap=bool(cfg.judge.get("position_swap", True)),
     )
 
 
@@ -113,6 +116,8 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     items = sample_items(
         all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
     )
+    where = f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
+    check_mode(condition.judge_mode, group.scale, group=_group_where(cfg, group), items=items, where=where)
     if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
         check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
     examples = few_shot_examples(

@@ -56,6 +56,8 @@ class JudgeRequest:
     #: backend that honours it sets ``supports_assistant_prefix = True``; completion prompts simply
     #: end with their prefix.
     assistant_prefix: str | None = None
+    #: pairwise requests: the presentation order ("12" = response_a shown first, "21" swapped)
+    order: str | None = None
 
 
 @dataclass

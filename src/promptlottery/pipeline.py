@@ -21,7 +21,13 @@ from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, cache_location
 from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics, judge
-from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
+from promptlottery.prompts.groups import (
+    PromptGroup,
+    check_variables,
+    dump_group,
+    own_pairwise_default,
+    resolve_group,
+)
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.stages import StageJob, run_stage
 from promptlottery.tracking.jobdir import atomic_write, file_sha256
@@ -85,8 +91,10 @@ def run(cfg: DictConfig, output_dir: str | Path, *, backend=None) -> dict[str, A
     config = OmegaConf.to_container(cfg, resolve=True)
     group = resolve_group(cfg.judge)
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
+    # your own pairwise judge without a file judges G17, which names its own family
+    named_by_group = from_file or own_pairwise_default(cfg.judge)
     condition = build_condition(cfg, group)
-    if not from_file and group.judge_family != cfg.judge.family:
+    if not named_by_group and group.judge_family != cfg.judge.family:
         raise ValueError(
             f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
         )

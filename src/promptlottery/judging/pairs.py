@@ -61,7 +61,10 @@ def check_pairs(items: list[Item], *, where: str) -> None:
             )
         for f in PAIR_FIELDS:
             if not str(it.inputs[f]).strip():
-                raise PairwiseError(f"{where}: item {it.id!r} has an empty {f}: a pair needs two responses")
+                raise PairwiseError(
+                    f"{where}: item {it.id!r} has an empty {f}: a pair needs two responses (a built-in loader "
+                    "leaves such pairs out with dataset.options.drop_empty_pairs=true)"
+                )
 
 
 def check_mode(mode: str, scale: Scale, *, group: str, items: list[Item], where: str) -> None:
@@ -70,19 +73,18 @@ def check_mode(mode: str, scale: Scale, *, group: str, items: list[Item], where:
         raise PairwiseError(f"judge.mode={mode!r}: must be one of {list(MODES)}")
     if mode == "pairwise" and not scale.pairwise:
         raise PairwiseError(
-            f"judge.mode=pairwise but prompt group {group} has the pointwise scale {scale.name}; use a pairwise "
+            f"judge.mode=pairwise but {group} has the pointwise scale {scale.name}; use a pairwise "
             "group (G17, or a group file with scale pairwise_ab / pairwise_abc)"
         )
     if mode == "pointwise" and scale.pairwise:
         raise PairwiseError(
-            f"prompt group {group} is pairwise (scale {scale.name}) but judge.mode=pointwise; set "
-            "judge.mode=pairwise"
+            f"{group} is pairwise (scale {scale.name}) but judge.mode=pointwise; set judge.mode=pairwise"
         )
     if mode == "pairwise":
         check_pairs(items, where=where)
     elif items and all(is_pair(it) and "response" not in it.inputs for it in items):
         raise PairwiseError(
-            f"{where}: prompt group {group} is pointwise (scale {scale.name}) but the items are pairs "
+            f"{where}: {group} is pointwise (scale {scale.name}) but the items are pairs "
             "(response_a/response_b, no response); use judge.mode=pairwise with a pairwise group (G17)"
         )
 

@@ -99,7 +99,9 @@ def build_requests(
     prefix = group.assistant_prefix if pairwise else None
     out = []
     for item, order in (
-        ((it, o) for it in items for o in orders(condition.position_swap)) if pairwise else ((it, None) for it in items)
+        ((it, o) for it in items for o in orders(condition.position_swap))
+        if pairwise
+        else ((it, None) for it in items)
     ):
         seen = shown(item, order) if pairwise else item
         if condition.prompt_format == "chat":

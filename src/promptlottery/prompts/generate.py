@@ -25,7 +25,16 @@ that check and
     its scores do not anti-correlate with the original's (Pearson r < 0 rejects; JudgeSense found
     inverted templates lowered apparent agreement by up to 37 points). Constant scores leave r
     undefined: the candidate is kept and the check says so. Without a dataset the check is skipped
-    and says so.
+    and says so. For a pairwise group (ours, adapted to preferences) the items are the clear-cut
+    pairs (gold preference not a tie: half preferring response_b, half response_a), each judged in
+    both orders, and the score of a pair is the order-averaged probability that response_a wins
+    (tie as half): a rewording whose preferences anti-correlate with the original's on those pairs,
+    i.e. that makes the judge prefer the other answer, is rejected. Averaging the two orders keeps a
+    judge's position bias (which a single order's score mostly measures) out of the check.
+
+A prompt group YAML (``paraphrase.group_file``) may replace the template: its P1 is reworded,
+``paraphrase.part=system`` rewording its system prompt (FastChat's pair-v2 keeps its instructions
+there; the user turn is the placeholder block) and keeping the user text verbatim.
 
 The group YAML holds P1 (the original) and the first ``n`` passing candidates, each with its
 checks and scores, ``reviewed: false`` and how many candidates were tried; the rejected ones are
@@ -86,8 +95,10 @@ def generate_group(
     pass or ``opts.max_candidates`` were tried. ``ask(instruction_text, sample_indices)`` returns one
     raw rewording per index (it is asked once per instruction block of the template);
     ``score(group)`` each variant's scores on the extreme items (None: no dataset)."""
-    text = original.variants["P1"].user
-    parts = split_template(text, original.scale, where=f"paraphrase.template={opts.template}")
+    text = _part_text(original, opts.part)
+    parts = split_template(
+        text, original.scale, where=f"paraphrase.template={opts.template or opts.group_file}"
+    )
     slots = [k for k, p in enumerate(parts) if p.kind == INSTRUCTION]
     instruction = "\n".join(parts[k].core for k in slots)
     kept: list[Candidate] = []
@@ -111,7 +122,8 @@ def generate_group(
         if passing and score is not None:
             group = PromptGroup(
                 original.id, original.judge_family, original.scale, original.version,
-                {"P1": original.variants["P1"], **{f"C{c.index}": Variant(f"C{c.index}", c.text) for c in passing}},
+                {"P1": original.variants["P1"], **{f"C{c.index}": _variant(original, f"C{c.index}", c.text, opts.part) for c in passing}},
+                assistant_prefix=original.assistant_prefix,
             )  # fmt: skip
             scores = score(group)
             for c in passing:
@@ -147,14 +159,29 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
     from promptlottery.stages import StageJob, run_stage
 
     opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
-    original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    if opts.group_file:
+        from promptlottery.prompts.groups import load_group_file
+
+        original = load_group_file(opts.group_file)
+    else:
+        original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    if opts.part == "system" and not original.variants["P1"].system:
+        raise PromptError(
+            f"paraphrase.part=system but P1 of {opts.group_file or opts.template} has no system prompt"
+        )
     # a template with nothing to reword fails here, before a model is loaded
-    split_template(original.variants["P1"].user, original.scale, where=f"paraphrase.template={opts.template}")
+    split_template(
+        _part_text(original, opts.part),
+        original.scale,
+        where=f"paraphrase.template={opts.template or opts.group_file}",
+    )
     if cfg.backbone.prompt_format != "chat":
         raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
     items = _extreme_items(cfg, opts, original)
     if items is not None:
-        check_variables(original, set().union(*(it.inputs for it in items)), where=opts.template)
+        check_variables(
+            original, set().union(*(it.inputs for it in items)), where=opts.template or opts.group_file
+        )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
     gen = Decoding(
@@ -193,19 +220,23 @@ def run(cfg, output_dir: str | Path, *, backend=None, encode: Callable | None = 
             "rejected": [_record(c) for c in rejected],
         }
         record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
+        out.parent.mkdir(parents=True, exist_ok=True)
         if len(kept) < opts.n:
             path = dump_group(
-                _group(original, out, kept), out.with_suffix(".rejected.yaml"), _extras(kept), **meta
+                _group(original, out, kept, opts.part),
+                out.with_suffix(".rejected.yaml"),
+                _extras(kept),
+                **meta,
             )
             reasons = _reasons(rejected)
             job.write("failed", **record)
             raise PromptError(
-                f"paraphrase.template={opts.template}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
+                f"paraphrase.template={opts.template or opts.group_file}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
                 f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
                 "or lower paraphrase.n"
             )
         out.parent.mkdir(parents=True, exist_ok=True)
-        dump_group(_group(original, out, kept), out, _extras(kept), **meta)
+        dump_group(_group(original, out, kept, opts.part), out, _extras(kept), **meta)
         msg = f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
         print(msg)
         job.note(out=out, kept=len(kept), tried=tried, passed=len(passing), rejected=len(rejected))
@@ -264,23 +295,43 @@ def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
 
 
 def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> dict[str, np.ndarray]:
+    """Each variant's score per item; a pairwise group: both orders judged, the score of a pair the
+    mean of its two orders' p(response_a wins) (judging.runner scores pairs in the pair's terms)."""
     from promptlottery.judging.runner import Condition, judge
 
     out = {}
+    mode = "pairwise" if group.scale.pairwise else "pointwise"
     for vid in group.variants:
         cond = Condition(
             dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,
-            backbone=cfg.backbone.name, criterion="human", prompt_format="chat",
+            backbone=cfg.backbone.name, criterion="human", prompt_format="chat", judge_mode=mode,
         )  # fmt: skip
         df, _ = judge(items, cond, group, backend, cache, decoding)
-        out[vid] = df.set_index("item_id").loc[[it.id for it in items], "score"].to_numpy(dtype=float)
+        per_item = df.groupby("item_id")["score"].mean()  # pointwise: one row per item
+        out[vid] = per_item.loc[[it.id for it in items]].to_numpy(dtype=float)
     return out
 
 
-def _group(original: PromptGroup, out: Path, kept: list[Candidate]) -> PromptGroup:
+def _part_text(group: PromptGroup, part: str) -> str:
+    v = group.variants["P1"]
+    return (v.system if part == "system" else v.user) or ""
+
+
+def _variant(original: PromptGroup, vid: str, text: str, part: str) -> Variant:
+    """A candidate's variant: the reworded ``part`` with P1's other text verbatim."""
+    p1 = original.variants["P1"]
+    if part == "system":
+        return Variant(vid, p1.user, system=text)
+    return Variant(vid, text, system=p1.system)
+
+
+def _group(original: PromptGroup, out: Path, kept: list[Candidate], part: str = "user") -> PromptGroup:
     variants = {"P1": original.variants["P1"]}
-    variants.update({f"P{k}": Variant(f"P{k}", c.text) for k, c in enumerate(kept, start=2)})
-    return PromptGroup(out.stem, original.judge_family, original.scale, 1, variants, original.description)
+    variants.update({f"P{k}": _variant(original, f"P{k}", c.text, part) for k, c in enumerate(kept, start=2)})
+    return PromptGroup(
+        out.stem, original.judge_family, original.scale, 1, variants, original.description,
+        family_type=original.family_type, assistant_prefix=original.assistant_prefix,
+    )  # fmt: skip
 
 
 def _record(c: Candidate) -> dict[str, Any]:

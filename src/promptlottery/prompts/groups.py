@@ -234,9 +234,27 @@ def check_variables(group: PromptGroup, available: set[str], *, where: str) -> N
             )
 
 
+#: the prompt group of ``judge.mode=pairwise`` when your own judge names none (``+experiment=own_judge``)
+DEFAULT_PAIRWISE_GROUP = "G17"
+
+
+def own_pairwise_default(judge) -> bool:
+    """``+experiment=own_judge judge.mode=pairwise`` without a group file or template: the built-in
+    pairwise group (:data:`DEFAULT_PAIRWISE_GROUP`) is judged."""
+    return (
+        judge.get("mode") == "pairwise"
+        and judge.get("prompt_group") == "own"
+        and not judge.get("group_file")
+        and not judge.get("template")
+    )
+
+
 def resolve_group(judge) -> PromptGroup:
     """The judge config's prompt group: ``judge.group_file``, ``judge.template`` (+ ``judge.scale``) or
-    ``judge.prompt_group`` (a built-in group id), in that order."""
+    ``judge.prompt_group`` (a built-in group id), in that order; your own pairwise judge without
+    either file: :data:`DEFAULT_PAIRWISE_GROUP`."""
+    if own_pairwise_default(judge):
+        return load_group(DEFAULT_PAIRWISE_GROUP)
     group_file, template = judge.get("group_file"), judge.get("template")
     if group_file and template:
         raise PromptError("give judge.group_file or judge.template, not both")

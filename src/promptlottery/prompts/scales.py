@@ -40,7 +40,9 @@ class Scale:
         if order != "21":
             raise ValueError(f"order must be '12' or '21', got {order!r}")
         swap = {1.0: 0.0, 0.0: 1.0}
-        return Scale(self.name, self.labels, tuple(swap.get(s, s) for s in self.scores), self.kind, self.tie_label)
+        return Scale(
+            self.name, self.labels, tuple(swap.get(s, s) for s in self.scores), self.kind, self.tie_label
+        )
 
     def score_of(self, label: str) -> float:
         return self.scores[self.labels.index(label)]

@@ -101,6 +101,12 @@ CASES = [
     ("infobench", {"level": "question"}, 2250, {}, "none", {"question", "response", "decomposed_question"}),
     # the five general categories (50 questions) x 31 models' first-turn answers
     ("mt_bench", {}, 1550, {}, "none", {"question", "response"}),
+    # Auto-J pairwise: 1392 pairs, 373 ties (0.5); one pair with an empty response left out
+    ("autoj_pairwise", {}, 1392, {"preference": (0, 1)}, "single", {"question", "response_a", "response_b"}),
+    ("autoj_pairwise", {"drop_empty_pairs": True}, 1391, {"preference": (0, 1)}, "single", {"question", "response_a", "response_b"}),
+    ("pandalm", {"drop_empty_pairs": True}, 945, {"preference": (0, 1)}, "per_rater", {"question", "response_a", "response_b"}),
+    # 50 general questions x 30 models against gpt-3.5-turbo's answer
+    ("mt_bench_pairs", {}, 1500, {}, "none", {"question", "response_a", "response_b"}),
 ]  # fmt: skip
 
 
@@ -495,7 +501,7 @@ MAIN_CRITERION = {
     "qa_eval_nq301": "correct", "evouna_qa_eval": "correct", "begin_groundedness": "attributable",
     "qags": "consistent", "stsb": "similarity", "newsroom": "coherence", "hanna": "coherence",
     "unieval_data2text": "overall", "pandalm": "preference", "llmbar": "preference", "asap": "holistic",
-    "infobench": None, "mt_bench": None,
+    "infobench": None, "mt_bench": None, "autoj_pairwise": "preference", "mt_bench_pairs": None,
 }  # fmt: skip
 
 

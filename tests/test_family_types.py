@@ -28,6 +28,7 @@ def test_builtin_groups_declare_the_papers_split():
         "qa_groundedness": "objective",
         "semantic_alignment": "objective",
         "domain_evaluation": "subjective",
+        "pairwise_preference": "subjective",  # G17: MT-Bench pair-v2, a general-quality preference
     }
     assert family_type("qa_groundedness") == "objective" and family_type("no_such_family") == "other"
 

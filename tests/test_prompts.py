@@ -1,4 +1,4 @@
-"""Prompt groups G1-G16, rendering safety, scale parsing and the paraphrase-validation stage."""
+"""Prompt groups G1-G17, rendering safety, scale parsing and the paraphrase-validation stage."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from promptlottery.prompts.validation import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-GROUP_IDS = [f"G{i}" for i in range(1, 17)]
+GROUP_IDS = [f"G{i}" for i in range(1, 18)]
 
 # the fixed group -> (family, scale) mapping other modules rely on
 FAMILY = {
@@ -42,8 +42,12 @@ FAMILY = {
     "G14": "domain_evaluation",
     "G15": "qa_correctness",
     "G16": "general_quality",  # MT-Bench single-answer grading
+    "G17": "pairwise_preference",  # MT-Bench pair-v2 (A, B, C = tie)
 }
-SCALE = {g: "binary_yes_no" for g in ("G1", "G2", "G3", "G4")} | {"G16": "likert_1_10"}  # others: likert_1_5
+SCALE = {g: "binary_yes_no" for g in ("G1", "G2", "G3", "G4")} | {
+    "G16": "likert_1_10",
+    "G17": "pairwise_abc",
+}  # others: likert_1_5
 
 # the `inputs` keys each family's loaders provide
 FAMILY_INPUTS = {
@@ -59,6 +63,11 @@ FAMILY_INPUTS = {
     "mt_bench": {
         "question": "Suggest a name for a bakery.",
         "response": "Rise & Shine.",
+    },
+    "pairwise_preference": {
+        "question": "Suggest a name for a bakery.",
+        "response_a": "Rise & Shine.",
+        "response_b": "Bread Shop 4.",
     },
     "qa_correctness": {
         "question": "What is the capital of France?",
@@ -171,7 +180,11 @@ def test_every_variant_renders_and_asks_for_the_label(gid):
             assert value in user, (gid, vid, value)
         assert "{{" not in user and "{%" not in user
         tail = user.splitlines()[-1].lower()
-        if g.scale.binary:
+        if g.scale.pairwise:  # pair-v2 asks for [[A]] / [[B]] / [[C]] in its system prompt, read after "[["
+            fmt = messages[0]["content"]
+            assert all(f"[[{lab}]]" in fmt for lab in g.scale.labels), (gid, vid)
+            assert g.assistant_prefix == "[["
+        elif g.scale.binary:
             assert "yes" in tail and "no" in tail, (gid, vid, tail)
         else:
             assert g.scale.labels[0] in tail and g.scale.labels[-1] in tail, (gid, vid, tail)

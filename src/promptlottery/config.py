@@ -35,6 +35,11 @@ class FieldMap:
 
     id: str | None = None
     response: str | None = None
+    #: a table of pairs (judge.mode=pairwise): the two compared responses; `human` is then a preference
+    response_a: str | None = None
+    response_b: str | None = None
+    #: the instruction the responses answer (a table of pairs; G17 names it `question`)
+    question: str | None = None
     context: str | None = None
     reference: str | None = None
     system: str | None = None
@@ -69,6 +74,11 @@ class JudgeConfig:
     group_file: str | None = None
     template: str | None = None
     scale: str | None = None
+    #: "pointwise" (a rating of one response) or "pairwise" (a preference between response_a and
+    #: response_b, with a pairwise prompt group; judging.pairs)
+    mode: str = "pointwise"
+    #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
+    position_swap: bool = True
 
 
 @dataclass
@@ -136,11 +146,14 @@ class RunConfig:
     human: Any = None
 
 
-def group_variants(group_file: str | None) -> str:
+def group_variants(group_file: str | None, mode: str | None = None) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
-    (``judge.variant: ${group_variants:${judge.group_file}}`` in hydra.sweeper.params)."""
-    from promptlottery.prompts.groups import PromptError, load_group_file
+    (``judge.variant: ${group_variants:${judge.group_file},${judge.mode}}`` in hydra.sweeper.params);
+    no file in pairwise mode: the built-in pairwise group's."""
+    from promptlottery.prompts.groups import DEFAULT_PAIRWISE_GROUP, PromptError, load_group, load_group_file
 
+    if not group_file and mode == "pairwise":
+        return ",".join(load_group(DEFAULT_PAIRWISE_GROUP).variants)
     if not group_file:
         raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
     return ",".join(load_group_file(group_file).variants)

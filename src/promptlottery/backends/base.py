@@ -57,6 +57,8 @@ class JudgeRequest:
     #: backend that honours it declares ``Backend.supports_assistant_prefix``; completion prompts
     #: simply end with their prefix.
     assistant_prefix: str | None = None
+    #: pairwise requests: the presentation order ("12" = response_a shown first, "21" swapped)
+    order: str | None = None
 
 
 @dataclass

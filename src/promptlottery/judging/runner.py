@@ -17,6 +17,7 @@ from promptlottery.judging.cache import CallCache, make_request
 
 # the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
 from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
+from promptlottery.judging.pairs import human_preference, orders, preference_columns, shown
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion
@@ -36,6 +37,10 @@ class Condition:
     criterion: str
     prompt_format: str = "chat"  # or "completion" for base models
     rubric: str | None = None
+    #: "pointwise" (rate one response) or "pairwise" (prefer one of two; judging.pairs)
+    judge_mode: str = "pointwise"
+    #: pairwise: judge every pair in both orders ("12" and "21"), each a call of its own
+    position_swap: bool = True
 
     @property
     def id(self) -> str:
@@ -81,16 +86,28 @@ def build_requests(
 ) -> list[tuple[Item, JudgeRequest]]:
     """One request per item and sample. A repeat sample computed under its own batch plan
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
-    default plan keeps the key of an ordinary call, so it is shared with the paraphrase grid."""
+    default plan keeps the key of an ordinary call, so it is shared with the paraphrase grid.
+
+    Pairwise (``condition.judge_mode="pairwise"``): one request per item, order and sample; the order
+    ("12", and "21" with response_a and response_b swapped under ``position_swap``) and the group's
+    assistant prefix are named parts of the key (pointwise keys are unchanged)."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
+    pairwise = condition.judge_mode == "pairwise"
+    prefix = group.assistant_prefix if pairwise else None
     out = []
-    for item in items:
+    for item, order in (
+        ((it, o) for it in items for o in orders(condition.position_swap))
+        if pairwise
+        else ((it, None) for it in items)
+    ):
+        seen = shown(item, order) if pairwise else item
         if condition.prompt_format == "chat":
-            messages, prompt = render_chat(group, condition.variant, item), None
+            messages, prompt = render_chat(group, condition.variant, seen), None
         elif condition.prompt_format == "completion":
-            messages, prompt = None, render_completion(group, condition.variant, item, examples)
+            messages, prompt = None, render_completion(group, condition.variant, seen, examples)
+            prompt = f"{prompt} {prefix}" if prefix else prompt
         else:
             raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
         for k in range(n_samples):
@@ -109,8 +126,12 @@ def build_requests(
                     "text_version": group.version,
                     "text_hash": group.text_hash(condition.variant),
                     **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
+                    **({"order": order, "assistant_prefix": prefix} if pairwise else {}),
                 },
             )
+            if pairwise:  # the order and the answer prefix ("[[") are keyed above as named parts
+                req.order = order
+                req.assistant_prefix = prefix if messages is not None else None
             out.append((item, req))
     return out
 
@@ -129,14 +150,22 @@ def judgments_table(
     rows = []
     for item, req in pairs:
         resp = answers[req.key]
-        s = score_response(resp, group.scale)
+        pairwise = req.order is not None
+        # a pairwise scale's scores follow the pair's terms in each order (1 = response_a wins)
+        s = score_response(resp, group.scale.for_order(req.order) if pairwise else group.scale)
         stats.parse_failures += s.parsed_label is None
         human_raw = item.human.get(condition.criterion)
+        if pairwise:
+            human_pref, raters = human_preference(human_raw)
+            pair_cols = {
+                **preference_columns(item, req.order, group.scale, s, resp.label_probs),
+                "human_preferred": human_pref,
+            }
         rows.append(
             {
                 "schema_version": SCHEMA_VERSION,
                 "condition": condition.id,
-                **{k: v for k, v in asdict(condition).items() if k != "prompt_format"},
+                **{k: v for k, v in asdict(condition).items() if k not in ("prompt_format", "position_swap")},
                 "prompt_format": condition.prompt_format,
                 "scale": group.scale.name,
                 "text_version": group.version,
@@ -149,7 +178,9 @@ def judgments_table(
                 "temperature": decoding.temperature,
                 "seed": decoding.seed,
                 "human": item.human_score(condition.criterion),
-                "human_raters": json.dumps(human_raw) if isinstance(human_raw, (list, tuple)) else None,
+                "human_raters": raters
+                if pairwise
+                else (json.dumps(human_raw) if isinstance(human_raw, (list, tuple)) else None),
                 "human_kind": item.human_kind,
                 "raw_output": resp.raw_text,
                 **asdict(s),
@@ -160,7 +191,9 @@ def judgments_table(
                 "cache_hit": req.key in cached_keys,
                 "cache_key": req.key,
                 # what the judge saw, so that downstream stages (the gate) never re-render prompts
-                "query": query_text(req.messages, req.prompt),
+                "query": query_text(req.messages, req.prompt)
+                + (f"\n\n[assistant] {req.assistant_prefix}" if req.assistant_prefix else ""),
+                **(pair_cols if pairwise else {}),
             }
         )
     return pd.DataFrame(rows)

@@ -19,8 +19,15 @@ from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging import runner
 from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
-from promptlottery.prompts.groups import PromptGroup, check_variables, dump_group, resolve_group
+from promptlottery.prompts.groups import (
+    PromptGroup,
+    check_variables,
+    dump_group,
+    own_pairwise_default,
+    resolve_group,
+)
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import atomic_write, file_sha256
@@ -61,6 +68,8 @@ def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condit
         backbone=cfg.backbone.name,
         criterion=cfg.judge.criterion,
         prompt_format=cfg.backbone.prompt_format,
+        judge_mode=cfg.judge.get("mode", "pointwise"),
+        position_swap=bool(cfg.judge.get("position_swap", True)),
     )
 
 
@@ -76,11 +85,13 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     output_dir = job.output_dir
     group = resolve_group(cfg.judge)
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
+    # your own pairwise judge without a file judges G17, which names its own family
+    named_by_group = from_file or own_pairwise_default(cfg.judge)
     condition = build_condition(cfg, group)
     job.label = "condition"
     job.fields["condition"] = condition.id
     job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
-    if not from_file and group.judge_family != cfg.judge.family:
+    if not named_by_group and group.judge_family != cfg.judge.family:
         raise ValueError(
             f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
         )
@@ -110,6 +121,8 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     items = sample_items(
         all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
     )
+    where = f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
+    check_mode(condition.judge_mode, group.scale, group=_group_where(cfg, group), items=items, where=where)
     if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
         check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
     examples = few_shot_examples(

@@ -25,7 +25,16 @@ that check and
     its scores do not anti-correlate with the original's (Pearson r < 0 rejects; JudgeSense found
     inverted templates lowered apparent agreement by up to 37 points). Constant scores leave r
     undefined: the candidate is kept and the check says so. Without a dataset the check is skipped
-    and says so.
+    and says so. For a pairwise group (ours, adapted to preferences) the items are the clear-cut
+    pairs (gold preference not a tie: half preferring response_b, half response_a), each judged in
+    both orders, and the score of a pair is the order-averaged probability that response_a wins
+    (tie as half): a rewording whose preferences anti-correlate with the original's on those pairs,
+    i.e. that makes the judge prefer the other answer, is rejected. Averaging the two orders keeps a
+    judge's position bias (which a single order's score mostly measures) out of the check.
+
+A prompt group YAML (``paraphrase.group_file``) may replace the template: its P1 is reworded,
+``paraphrase.part=system`` rewording its system prompt (FastChat's pair-v2 keeps its instructions
+there; the user turn is the placeholder block) and keeping the user text verbatim.
 
 The group YAML holds P1 (the original) and the first ``n`` passing candidates, each with its
 checks and scores, ``reviewed: false`` and how many candidates were tried; the rejected ones are
@@ -78,8 +87,10 @@ def generate_group(
     pass or ``opts.max_candidates`` were tried. ``ask(instruction_text, sample_indices)`` returns one
     raw rewording per index (it is asked once per instruction block of the template);
     ``score(group)`` each variant's scores on the extreme items (None: no dataset)."""
-    text = original.variants["P1"].user
-    parts = split_template(text, original.scale, where=f"paraphrase.template={opts.template}")
+    text = part_text(original, opts.part)
+    parts = split_template(
+        text, original.scale, where=f"paraphrase.template={opts.template or opts.group_file}"
+    )
     slots = [k for k, p in enumerate(parts) if p.kind == INSTRUCTION]
     instruction = "\n".join(parts[k].core for k in slots)
     kept: list[Candidate] = []
@@ -103,7 +114,8 @@ def generate_group(
         if passing and score is not None:
             group = PromptGroup(
                 original.id, original.judge_family, original.scale, original.version,
-                {"P1": original.variants["P1"], **{f"C{c.index}": Variant(f"C{c.index}", c.text) for c in passing}},
+                {"P1": original.variants["P1"], **{f"C{c.index}": _variant(original, f"C{c.index}", c.text, opts.part) for c in passing}},
+                assistant_prefix=original.assistant_prefix,
             )  # fmt: skip
             scores = score(group)
             for c in passing:
@@ -125,10 +137,28 @@ def generate_group(
     return kept, rejected, tried
 
 
-def paraphrase_group(original: PromptGroup, out: Path, kept: list[Candidate]) -> PromptGroup:
+def part_text(group: PromptGroup, part: str) -> str:
+    v = group.variants["P1"]
+    return (v.system if part == "system" else v.user) or ""
+
+
+def _variant(original: PromptGroup, vid: str, text: str, part: str) -> Variant:
+    """A candidate's variant: the reworded ``part`` with P1's other text verbatim."""
+    p1 = original.variants["P1"]
+    if part == "system":
+        return Variant(vid, p1.user, system=text)
+    return Variant(vid, text, system=p1.system)
+
+
+def paraphrase_group(
+    original: PromptGroup, out: Path, kept: list[Candidate], part: str = "user"
+) -> PromptGroup:
     variants = {"P1": original.variants["P1"]}
-    variants.update({f"P{k}": Variant(f"P{k}", c.text) for k, c in enumerate(kept, start=2)})
-    return PromptGroup(out.stem, original.judge_family, original.scale, 1, variants, original.description)
+    variants.update({f"P{k}": _variant(original, f"P{k}", c.text, part) for k, c in enumerate(kept, start=2)})
+    return PromptGroup(
+        out.stem, original.judge_family, original.scale, 1, variants, original.description,
+        family_type=original.family_type, assistant_prefix=original.assistant_prefix,
+    )  # fmt: skip
 
 
 def candidate_record(c: Candidate) -> dict[str, Any]:

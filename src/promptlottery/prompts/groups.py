@@ -61,6 +61,9 @@ class PromptGroup:
     description: str = ""
     held_out: bool = False
     family_type: str = "other"
+    #: chat requests start the assistant turn with this text and the label is read right after it
+    #: (``"[["`` for the ``[[A]]`` answer format of a pairwise group); None: the first answer token
+    assistant_prefix: str | None = None
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
@@ -119,6 +122,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
             description=raw.get("description", ""),
             held_out=bool(raw.get("held_out", False)),
             family_type=str(raw.get("family_type") or "other"),
+            assistant_prefix=raw.get("assistant_prefix") or None,
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
@@ -195,6 +199,7 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         "version": group.version,
         "description": group.description,
         **({"family_type": group.family_type} if group.family_type != "other" else {}),
+        **({"assistant_prefix": group.assistant_prefix} if group.assistant_prefix else {}),
         **extra,
         "variants": variants,
     }
@@ -229,9 +234,27 @@ def check_variables(group: PromptGroup, available: set[str], *, where: str) -> N
             )
 
 
+#: the prompt group of ``judge.mode=pairwise`` when your own judge names none (``+experiment=own_judge``)
+DEFAULT_PAIRWISE_GROUP = "G17"
+
+
+def own_pairwise_default(judge) -> bool:
+    """``+experiment=own_judge judge.mode=pairwise`` without a group file or template: the built-in
+    pairwise group (:data:`DEFAULT_PAIRWISE_GROUP`) is judged."""
+    return (
+        judge.get("mode") == "pairwise"
+        and judge.get("prompt_group") == "own"
+        and not judge.get("group_file")
+        and not judge.get("template")
+    )
+
+
 def resolve_group(judge) -> PromptGroup:
     """The judge config's prompt group: ``judge.group_file``, ``judge.template`` (+ ``judge.scale``) or
-    ``judge.prompt_group`` (a built-in group id), in that order."""
+    ``judge.prompt_group`` (a built-in group id), in that order; your own pairwise judge without
+    either file: :data:`DEFAULT_PAIRWISE_GROUP`."""
+    if own_pairwise_default(judge):
+        return load_group(DEFAULT_PAIRWISE_GROUP)
     group_file, template = judge.get("group_file"), judge.get("template")
     if group_file and template:
         raise PromptError("give judge.group_file or judge.template, not both")

@@ -47,6 +47,11 @@ class ParaphraseOptions:
     max_overlap: float = TARGET_MAX_OVERLAP
     polarity_items: int = 10
     family: str = "custom"
+    #: a prompt-group YAML instead of ``template`` (its P1 is reworded; scale and family from the file)
+    group_file: str | None = None
+    #: which text of P1 is reworded: "user" (the template) or "system" (a system prompt such as
+    #: FastChat pair-v2's, whose user turn holds only the placeholders); the other is kept verbatim
+    part: str = "user"
 
     @classmethod
     def from_dict(cls, d: dict | None) -> ParaphraseOptions:
@@ -57,9 +62,11 @@ class ParaphraseOptions:
                 f"unknown paraphrase option(s) {unknown}; valid: {sorted(f.name for f in fields(cls))}"
             )
         o = cls(**d)
-        for key in ("template", "scale", "out"):
+        for key in ("out",) if o.group_file else ("template", "scale", "out"):
             if not getattr(o, key):
                 raise PromptError(f"paraphrase.{key} is required")
+        if o.part not in ("user", "system"):
+            raise PromptError(f"paraphrase.part={o.part!r}: must be 'user' or 'system'")
         if o.n < 1 or o.max_candidates < o.n:
             raise PromptError(
                 f"need 1 <= paraphrase.n <= paraphrase.max_candidates, got n={o.n} max={o.max_candidates}"

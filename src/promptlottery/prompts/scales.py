@@ -1,4 +1,11 @@
-"""Rating scales: the labels a judge may answer with and the score each stands for."""
+"""Rating scales: the labels a judge may answer with and the score each stands for.
+
+A *pairwise* scale (``kind="pairwise"``) holds preference labels: ``A`` (the answer shown first is
+better), ``B`` (the one shown second), optionally a tie label (``C``, as in FastChat's ``pair-v2``
+output format ``[[A]]`` / ``[[B]]`` / ``[[C]]``). Its scores are those of the shown order (A = 1,
+B = 0, tie = 0.5: the probability-weighted score is then p(first shown wins), a tie counted as half);
+the judging runner maps them into the pair's own terms per order (:meth:`Scale.for_order`).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +18,31 @@ class Scale:
     name: str
     labels: tuple[str, ...]
     scores: tuple[float, ...]
+    #: "pointwise" (a rating of one response) or "pairwise" (a preference between two)
+    kind: str = "pointwise"
+    #: the pairwise tie label (None: no tie allowed)
+    tie_label: str | None = None
 
     @property
     def binary(self) -> bool:
         return len(self.labels) == 2
+
+    @property
+    def pairwise(self) -> bool:
+        return self.kind == "pairwise"
+
+    def for_order(self, order: str) -> Scale:
+        """A pairwise scale whose scores are in the pair's own terms for presentation ``order``:
+        ``"12"`` keeps A = response_a (score 1), ``"21"`` shows response_b as A, so A scores 0 and B 1
+        (the tie stays 0.5). The labels are unchanged (they are what the judge was shown)."""
+        if not self.pairwise or order == "12":
+            return self
+        if order != "21":
+            raise ValueError(f"order must be '12' or '21', got {order!r}")
+        swap = {1.0: 0.0, 0.0: 1.0}
+        return Scale(
+            self.name, self.labels, tuple(swap.get(s, s) for s in self.scores), self.kind, self.tie_label
+        )
 
     def score_of(self, label: str) -> float:
         return self.scores[self.labels.index(label)]
@@ -25,13 +53,37 @@ class Scale:
         return self.labels[best]
 
     def parse(self, text: str) -> str | None:
-        """First scale label that appears as a whole word in ``text`` (case-insensitive)."""
+        """First scale label that appears as a whole word in ``text`` (case-insensitive); on a
+        pairwise scale :func:`parse_preference`."""
+        if self.pairwise:
+            return parse_preference(text, self.labels)
         alternatives = "|".join(re.escape(lab) for lab in sorted(self.labels, key=len, reverse=True))
         m = re.search(rf"(?<![\w.])({alternatives})(?![\w]|\.\d)", text, flags=re.IGNORECASE)
         if not m:
             return None
         found = m.group(1).lower()
         return next(lab for lab in self.labels if lab.lower() == found)
+
+
+_BRACKETED = re.compile(r"\[\[\s*([A-Za-z])\s*\]\]")
+#: after the ``[[`` the judge was prompted with (assistant prefix): the raw text starts with the letter
+_LEADING = re.compile(r"^[\s\[\"'*(]*([A-Z])(?![A-Za-z0-9])")
+
+
+def parse_preference(text: str, labels: tuple[str, ...]) -> str | None:
+    """The preference label in a pairwise judge's raw text: the first ``[[X]]`` (FastChat's
+    ``pair-v2`` format, case-insensitive), else a bare capital letter at the start (what follows a
+    ``[[`` prefix, or an answer given as just ``B``). ``[[D]]`` on an A/B/C scale, or a leading
+    letter outside the scale, is no label (a parse failure, missing with its reason).
+
+    >>> [parse_preference(t, ("A", "B", "C")) for t in ("[[A]]", "so [[c]]", "B", "A]]", " [B", "a tie", "[[D]]")]
+    ['A', 'C', 'B', 'A', 'B', None, None]
+    """
+    m = _BRACKETED.search(text or "") or _LEADING.search(text or "")
+    if not m:
+        return None
+    found = m.group(1).upper()
+    return next((lab for lab in labels if lab.upper() == found), None)
 
 
 SCALES: dict[str, Scale] = {
@@ -45,6 +97,9 @@ SCALES: dict[str, Scale] = {
     "likert_1_6": Scale("likert_1_6", tuple("123456"), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)),
     "likert_0_3": Scale("likert_0_3", tuple("0123"), (0.0, 1.0, 2.0, 3.0)),
     "likert_0_4": Scale("likert_0_4", tuple("01234"), (0.0, 1.0, 2.0, 3.0, 4.0)),
+    # preference labels: A = the answer shown first is better, B = the second, C = a tie
+    "pairwise_ab": Scale("pairwise_ab", ("A", "B"), (1.0, 0.0), kind="pairwise"),
+    "pairwise_abc": Scale("pairwise_abc", ("A", "B", "C"), (1.0, 0.0, 0.5), kind="pairwise", tie_label="C"),
 }
 
 

@@ -26,6 +26,7 @@ from promptlottery.prompts.generate import (
     candidate_record,
     generate_group,
     paraphrase_group,
+    part_text,
     rejection_reasons,
 )
 from promptlottery.prompts.groups import PromptError, PromptGroup, dump_group
@@ -55,14 +56,22 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
 
     job.fields["stage"] = "paraphrase"
     opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))
-    original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    source = opts.template or opts.group_file
+    if opts.group_file:
+        from promptlottery.prompts.groups import load_group_file
+
+        original = load_group_file(opts.group_file)
+    else:
+        original = group_from_template(opts.template, opts.scale, judge_family=opts.family)
+    if opts.part == "system" and not original.variants["P1"].system:
+        raise PromptError(f"paraphrase.part=system but P1 of {source} has no system prompt")
     # a template with nothing to reword fails here, before a model is loaded
-    split_template(original.variants["P1"].user, original.scale, where=f"paraphrase.template={opts.template}")
+    split_template(part_text(original, opts.part), original.scale, where=f"paraphrase.template={source}")
     if cfg.backbone.prompt_format != "chat":
         raise PromptError(f"paraphrase generation needs a chat backbone; {cfg.backbone.name} is a base model")
     items = _extreme_items(cfg, opts, original)
     if items is not None:
-        check_variables(original, set().union(*(it.inputs for it in items)), where=opts.template)
+        check_variables(original, set().union(*(it.inputs for it in items)), where=source)
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = CallCache(Path(cfg.paths.cache_dir) / "calls.sqlite")
     gen = Decoding(
@@ -94,7 +103,7 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
     record = dict(candidates_tried=tried, passed=len(passing), needed=opts.n, out=str(out))
     if len(kept) < opts.n:
         path = dump_group(
-            paraphrase_group(original, out, kept),
+            paraphrase_group(original, out, kept, opts.part),
             out.with_suffix(".rejected.yaml"),
             candidate_extras(kept),
             **meta,
@@ -102,12 +111,12 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
         reasons = rejection_reasons(rejected)
         job.fields.update(record)  # the wrapper's failed record carries the counts
         raise PromptError(
-            f"paraphrase.template={opts.template}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
+            f"paraphrase.template={source}: only {len(passing)} of {tried} candidates passed the checks, paraphrase.n={opts.n} needed "
             f"(failed: {reasons}); every candidate and its checks are in {path}; raise paraphrase.max_candidates "
             "or lower paraphrase.n"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    dump_group(paraphrase_group(original, out, kept), out, candidate_extras(kept), **meta)
+    dump_group(paraphrase_group(original, out, kept, opts.part), out, candidate_extras(kept), **meta)
     msg = (
         f"paraphrase out={out} kept={len(kept)} tried={tried} passed={len(passing)} rejected={len(rejected)}"
     )
@@ -149,14 +158,18 @@ def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
 
 
 def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> dict[str, np.ndarray]:
+    """Each variant's score per item; a pairwise group: both orders judged, the score of a pair the
+    mean of its two orders' p(response_a wins) (judging.runner scores pairs in the pair's terms)."""
     from promptlottery.judging.runner import Condition, judge
 
     out = {}
+    mode = "pairwise" if group.scale.pairwise else "pointwise"
     for vid in group.variants:
         cond = Condition(
             dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,
-            backbone=cfg.backbone.name, criterion="human", prompt_format="chat",
+            backbone=cfg.backbone.name, criterion="human", prompt_format="chat", judge_mode=mode,
         )  # fmt: skip
         df, _ = judge(items, cond, group, backend, cache, decoding)
-        out[vid] = df.set_index("item_id").loc[[it.id for it in items], "score"].to_numpy(dtype=float)
+        per_item = df.groupby("item_id")["score"].mean()  # pointwise: one row per item
+        out[vid] = per_item.loc[[it.id for it in items]].to_numpy(dtype=float)
     return out

@@ -82,6 +82,8 @@ def labels_named(text: str, scale: Scale) -> set[str]:
     []
     >>> sorted(labels_named("Answer Yes if it is correct, otherwise No.", yn))
     ['no', 'yes']
+    >>> sorted(labels_named("Write a short explanation, then output A if assistant A is better.", get_scale("pairwise_abc")))
+    ['A']
     """
     out = set()
     for lab in scale.labels:
@@ -98,7 +100,9 @@ def labels_named(text: str, scale: Scale) -> set[str]:
             *([rf"{word}{sep}(?:{others})\b", rf"\b(?:{others}){sep}{word}"] if others else []),
             rf"\b{_ANSWER_VERBS}\s+(?:with\s+)?(?:only\s+)?(?:the\s+word\s+)?{word}",
         ]
-        if any(re.search(p_, text, flags=re.IGNORECASE) for p_ in as_label) or re.search(
+        # a one-letter label (a pairwise scale's A / B / C) is never the article "a": case counts
+        flags = 0 if len(lab) == 1 else re.IGNORECASE
+        if any(re.search(p_, text, flags=flags) for p_ in as_label) or re.search(
             rf"(?:[a-z],?|,)\s+(?:{pat.capitalize()}|{pat.upper()})\b", text
         ):
             out.add(lab)

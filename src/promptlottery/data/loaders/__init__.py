@@ -2,6 +2,7 @@
 
 from promptlottery.data.loaders import (  # noqa: F401
     asap,
+    autoj_pairwise,
     begin_groundedness,
     evouna_qa_eval,
     fed,
@@ -9,6 +10,7 @@ from promptlottery.data.loaders import (  # noqa: F401
     infobench,
     llmbar,
     mt_bench,
+    mt_bench_pairs,
     newsroom,
     pandalm,
     qa_eval_nq301,

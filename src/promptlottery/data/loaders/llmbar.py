@@ -14,6 +14,9 @@ the better output)}. ``subset`` is one of
 Pairwise items: ``question`` = the instruction (LLMBar's ``input`` already contains any input
 text), ``response_a`` = output_1, ``response_b`` = output_2. ``human["preference"]`` = 1.0 if
 output_1 is better, 0.0 if output_2 (``human_kind="single"``); the raw label is ``meta["label"]``.
+Pairs of one subset sharing an instruction share ``meta["cluster"]`` (Processed/MT-Bench: 200 pairs
+of 75 questions); one pair (``llmeval2`` 169) has an empty response: a pairwise run stops on it
+unless ``drop_empty_pairs=true`` leaves such pairs out.
 ``hub=True`` reads ``princeton-nlp/LLMBar`` (LLMBar and CaseStudy subsets only) with ``datasets``.
 """
 
@@ -52,34 +55,43 @@ GROUPS = {
 LABELS = {1: 1.0, 2: 0.0}
 
 
-def _item(sub: str, i: int, row: dict, where: str) -> Item:
+def _item(sub: str, i: int, row: dict, where: str, clusters: dict[str, str]) -> Item:
     label = field(row, "label", where, None)
     if isinstance(label, bool) or label not in LABELS:
         raise DatasetError(f"{where}: label is {label!r}, expected 1 or 2")
+    question = field(row, "input", where).strip()
     return Item(
         id=f"llmbar-{sub}-{i}",
         dataset="llmbar",
         system=None,
         inputs={
-            "question": field(row, "input", where).strip(),
+            "question": question,
             "response_a": field(row, "output_1", where),
             "response_b": field(row, "output_2", where),
         },
         human={"preference": LABELS[int(label)]},
         human_kind="single",
-        meta={"subset": sub, "index": i, "label": int(label)},
+        meta={
+            "subset": sub,
+            "index": i,
+            "label": int(label),
+            "cluster": clusters.setdefault(f"{sub}\0{question}", f"llmbar-{sub}-q{i}"),
+        },
     )
 
 
 @register_loader("llmbar")
-def load_llmbar(data_dir: Path, *, subset: str = "llmbar", hub: bool = False) -> list[Item]:
+def load_llmbar(
+    data_dir: Path, *, subset: str = "llmbar", hub: bool = False, drop_empty_pairs: bool = False
+) -> list[Item]:
     if subset in GROUPS:
         subsets = GROUPS[subset]
     elif subset in SUBSETS:
         subsets = [subset]
     else:
         raise DatasetError(f"llmbar: unknown subset {subset!r}; valid: {sorted(SUBSETS) + sorted(GROUPS)}")
-    items = []
+    items: list[Item] = []
+    clusters: dict[str, str] = {}
     for sub in subsets:
         rel, hub_config, hub_split = SUBSETS[sub]
         if hub:
@@ -89,9 +101,15 @@ def load_llmbar(data_dir: Path, *, subset: str = "llmbar", hub: bool = False) ->
 
             ds = load_dataset(HUB_ID, hub_config, split=hub_split)
             items += [
-                _item(sub, i, dict(r), f"{HUB_ID}/{hub_config}/{hub_split}[{i}]") for i, r in enumerate(ds)
+                _item(sub, i, dict(r), f"{HUB_ID}/{hub_config}/{hub_split}[{i}]", clusters)
+                for i, r in enumerate(ds)
             ]
             continue
         path = Path(data_dir) / "llmbar" / rel / "dataset.json"
-        items += [_item(sub, i, row, f"{path}[{i}]") for i, row in enumerate(load_json_list(path, "llmbar"))]
+        items += [
+            _item(sub, i, row, f"{path}[{i}]", clusters)
+            for i, row in enumerate(load_json_list(path, "llmbar"))
+        ]
+    if drop_empty_pairs:
+        items = [it for it in items if it.inputs["response_a"].strip() and it.inputs["response_b"].strip()]
     return items

@@ -9,7 +9,9 @@ there is one, ``response_a`` = response1, ``response_b`` = response2 (no ``respo
 so its mean is the share of annotators preferring A (``human_kind="per_rater"``); the raw labels are
 ``meta["labels"]``. ``meta["cmp_key"]`` names the two compared models ("bloom-7b_llama-7b"); which
 of them wrote response1 is not stated in the file, so ``system=None``. Six responses (items 157-164, "Verify the correctness...") are stored as the
-JSON literal ``true`` rather than a string; they are read as the text "True".
+JSON literal ``true`` rather than a string; they are read as the text "True". 54 pairs have an
+empty response: a pairwise run stops on them unless ``drop_empty_pairs=true`` leaves them out.
+Pairs sharing an instruction share ``meta["cluster"]``.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ def _text(row: dict, key: str, where: str) -> str:
 
 
 @register_loader("pandalm")
-def load_pandalm(data_dir: Path) -> list[Item]:
+def load_pandalm(data_dir: Path, *, drop_empty_pairs: bool = False) -> list[Item]:
     path = Path(data_dir) / "pandalm" / "testset-v1.json"
-    items = []
+    items, clusters = [], {}
     for i, row in enumerate(load_json_list(path, "pandalm")):
         where = f"{path}[{i}]"
+        a, b = _text(row, "response1", where), _text(row, "response2", where)
+        if drop_empty_pairs and not (a.strip() and b.strip()):
+            continue
+        question = join_instruction(field(row, "instruction", where), field(row, "input", where))
         labels = []
         for a in ANNOTATORS:
             v = field(row, a, where, None)
@@ -53,13 +59,7 @@ def load_pandalm(data_dir: Path) -> list[Item]:
                 id=f"pandalm-{field(row, 'idx', where, int)}",
                 dataset="pandalm",
                 system=None,
-                inputs={
-                    "question": join_instruction(
-                        field(row, "instruction", where), field(row, "input", where)
-                    ),
-                    "response_a": _text(row, "response1", where),
-                    "response_b": _text(row, "response2", where),
-                },
+                inputs={"question": question, "response_a": a, "response_b": b},
                 human={"preference": [PREFERENCE[v] for v in labels]},
                 human_kind="per_rater",
                 meta={
@@ -68,6 +68,7 @@ def load_pandalm(data_dir: Path) -> list[Item]:
                     "cmp_key": field(row, "cmp_key", where),
                     "motivation_app": row.get("motivation_app"),
                     "index": i,
+                    "cluster": clusters.setdefault(question, f"pandalm-q{i}"),
                 },
             )
         )

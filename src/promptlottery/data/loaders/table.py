@@ -12,6 +12,12 @@ field map names the columns of the roles:
 * ``human``: the human label, a number inside ``human_range``; stored under the criterion
   ``human`` (empty cells = no label for that item).
 
+A table of pairs (``judge.mode=pairwise``) names ``response_a`` and ``response_b`` instead of
+``response`` (both required and non-empty), and the instruction as ``question`` (or ``context``,
+then given to templates under both names). Its ``human`` column is a preference: ``1`` / ``A``
+(response_a is better), ``2`` / ``B`` (response_b), ``tie`` / ``C``, stored as 1.0 / 0.0 / 0.5 as the
+pairwise loaders do; any other value is a DatasetError naming the file, line and column.
+
 Every bad input is a one-line DatasetError naming the file, the line (or row) and the column.
 """
 
@@ -25,8 +31,21 @@ from promptlottery.data.loaders._io import iter_csv_rows, iter_jsonl, number
 from promptlottery.data.registry import register_loader
 from promptlottery.data.schema import DatasetError, Item
 
-ROLES = ("id", "response", "context", "reference", "system", "group", "human")
-TEXT_ROLES = ("response", "context", "reference")
+ROLES = (
+    "id",
+    "response",
+    "response_a",
+    "response_b",
+    "question",
+    "context",
+    "reference",
+    "system",
+    "group",
+    "human",
+)
+TEXT_ROLES = ("response", "response_a", "response_b", "question", "context", "reference")
+#: a table of pairs: its human preference values (lower-cased) -> 1.0 / 0.0 / 0.5 (judging.pairs)
+PREFERENCES = {"1": 1.0, "a": 1.0, "2": 0.0, "b": 0.0, "tie": 0.5, "c": 0.5}
 #: the criterion name the human label is stored under (``judge.criterion=human``)
 CRITERION = "human"
 
@@ -46,10 +65,20 @@ def load_table(
     unknown = sorted(set(fields) - set(ROLES))
     if unknown:
         raise DatasetError(f"dataset.fields: unknown role(s) {unknown}; valid: {list(ROLES)}")
-    if "response" not in fields:
-        raise DatasetError("dataset.fields.response is required: the column holding the judged text")
+    pairs = "response_a" in fields or "response_b" in fields
+    if pairs and not {"response_a", "response_b"} <= set(fields):
+        raise DatasetError(
+            "a table of pairs needs both dataset.fields.response_a and dataset.fields.response_b"
+        )
+    if not pairs and "response" not in fields:
+        raise DatasetError(
+            "dataset.fields.response is required: the column holding the judged text (a table of pairs: "
+            "dataset.fields.response_a and dataset.fields.response_b)"
+        )
     lo, hi = (float(x) for x in human_range) if human_range is not None else (None, None)
     rows, columns = _read(path, split)
+    if pairs and fields.get("response") not in columns:  # conf/dataset/table.yaml's default role
+        fields.pop("response", None)
     missing = [f"{role}={col!r}" for role, col in fields.items() if col not in columns]
     if missing:
         raise DatasetError(
@@ -65,10 +94,14 @@ def load_table(
             )
         seen[item_id] = where
         inputs = {role: _text(row, fields[role], where) for role in TEXT_ROLES if role in fields}
+        if pairs and "question" not in inputs and "context" in inputs:
+            inputs["question"] = inputs["context"]
         human: dict[str, Any] = {}
         if "human" in fields:
             raw = row.get(fields["human"])
-            if not _blank(raw):
+            if not _blank(raw) and pairs:
+                human[CRITERION] = _preference(raw, where, fields["human"])
+            elif not _blank(raw):
                 human[CRITERION] = number(raw, where, f"column {fields['human']!r}: label", lo, hi)
         items.append(
             Item(
@@ -144,6 +177,21 @@ def _read_hub(spec: str, split: str) -> tuple[Iterator[tuple[str, dict]], set[st
             f"dataset.path=hf:{spec}: cannot load split {split!r}: {type(e).__name__}: {why}"
         ) from e
     return iter((f"hf:{name} row {i}", r) for i, r in enumerate(ds, start=1)), set(ds.column_names)
+
+
+def _preference(v: Any, where: str, column: str) -> float:
+    key = (
+        str(int(v))
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
+        else str(v)
+    )
+    try:
+        return PREFERENCES[key.strip().lower()]
+    except KeyError:
+        raise DatasetError(
+            f"{where}: column {column!r}: preference {v!r} is outside the pairwise scale; use 1 or A "
+            "(response_a is better), 2 or B (response_b), tie or C"
+        ) from None
 
 
 def _blank(v: Any) -> bool:

@@ -15,6 +15,7 @@ from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.labels import label_table
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.pairwise import is_pairwise, pairwise_tables
 from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.verdict import item_table, verdict_summary
 from promptlottery.analysis.wording import (
@@ -40,9 +41,19 @@ logger = logging.getLogger(__name__)
 
 
 def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
-    """Run analyses 1-8 on a judgments table with verdicts; returns ``{"tables": ..., ...}``."""
+    """Run analyses 1-8 on a judgments table with verdicts; returns ``{"tables": ..., ...}``.
+
+    Pairwise rows (``judge_mode == "pairwise"``) get the "Pairwise judges" tables instead
+    (:mod:`~promptlottery.analysis.pairwise`); analyses 1-8 run on the other rows.
+    """
     kw = dict(reference=opts.reference, temperature=opts.temperature)
     boot = dict(n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level)
+    pair = is_pairwise(df)
+    pairwise = pairwise_tables(df[pair], verdict=opts.verdict, **kw, **boot) if pair.any() else {}
+    if pair.any():
+        df = df[~pair]
+        if df.empty:  # a pairwise judge alone: sections 1-8 say n/a
+            return _with_pairwise(_no_pointwise(opts), pairwise)
     tables: dict[str, pd.DataFrame] = {}
     extra: dict[str, Any] = {}
     with warnings.catch_warnings():
@@ -97,7 +108,38 @@ def analyse(df: pd.DataFrame, opts: LotteryOptions, *, encode=None) -> dict[str,
         if parsed is not None:
             tables["agreement_collapse_parsed"], agreement_dists["agreement_collapse_parsed"] = parsed
         tables["headlines"] = headlines(tables, agreement_dists, opts, rank_dists)
-    return {"tables": tables, **extra}
+    return _with_pairwise({"tables": tables, **extra}, pairwise)
+
+
+#: the tables of analyses 1-8 (empty when there is no pointwise judgment)
+POINTWISE_TABLES = (
+    "configurations label_distributions agreement_collapse agreement_by_task_type variant_human_correlation "
+    "best_variant_counts variant_agreement prompt_similarities similarity_stability similarity_points "
+    "wording_dimensions rank_summary rank_pairs rank_systems rank_trajectories aggregation_vs_humans "
+    "ensemble_designs convergence_summary convergence_items unstable_items verdict"
+).split()
+
+
+def _no_pointwise(opts: LotteryOptions) -> dict[str, Any]:
+    tables = {name: pd.DataFrame() for name in POINTWISE_TABLES}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        tables["headlines"] = headlines(tables, {"agreement_collapse": {}}, opts, {})
+    return {
+        "tables": tables,
+        "distributions": {},
+        "similarity_error": "no pointwise judgments",
+        "rank_distributions": {},
+    }
+
+
+def _with_pairwise(result: dict[str, Any], pairwise: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """The pairwise tables added; their verdict sentences follow the pointwise ones."""
+    tables = result["tables"]
+    if not pairwise.get("pairwise_verdict", pd.DataFrame()).empty:
+        tables["verdict"] = pd.concat([tables["verdict"], pairwise["pairwise_verdict"]], ignore_index=True)
+    tables.update(pairwise)
+    return result
 
 
 def parsed_collapse(df: pd.DataFrame, opts: LotteryOptions, kw: dict, boot: dict):

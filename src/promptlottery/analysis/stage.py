@@ -23,6 +23,7 @@ import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.pairwise import pairwise_metrics
 from promptlottery.analysis.render import render_report, write_outputs
 from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
 from promptlottery.stages import StageJob, run_stage
@@ -126,6 +127,7 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
             v = r[col]
             if v is not None and np.isfinite(v):
                 out[f"{r['key']}{suffix}"] = float(v)
+    out.update(pairwise_metrics(tables))  # pairwise/<config>/...: the "Pairwise judges" measures
     return out
 
 

@@ -15,6 +15,7 @@ from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.labels import label_table
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.pairwise import pairwise_tables
 from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.verdict import item_table, verdict_summary
 from promptlottery.analysis.wording import (
@@ -33,7 +34,23 @@ logger = logging.getLogger(__name__)
 
 
 def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
-    """Run analyses 1-8 on a judgment grid; returns ``{"tables": ..., ...}``."""
+    """Run analyses 1-8 on a judgment grid; returns ``{"tables": ..., ...}``.
+
+    Pairwise judgments (the grid's own verdict kind, ``grid.pairwise``) get the "Pairwise judges"
+    tables (:mod:`~promptlottery.analysis.pairwise`); analyses 1-8 run on the pointwise configurations.
+    """
+    pairwise = {}
+    if grid.pairwise:
+        rows = pd.concat(list(grid.pairwise.values()), ignore_index=True)
+        pairwise = pairwise_tables(
+            rows,
+            verdict=grid.verdict,
+            reference=grid.reference,
+            temperature=grid.temperature,
+            **opts.resampling,
+        )
+        if not len(grid):  # a pairwise judge alone: sections 1-8 say n/a
+            return _with_pairwise(_no_pointwise(opts), pairwise)
     tables: dict[str, pd.DataFrame] = {}
     extra: dict[str, Any] = {}
     with warnings.catch_warnings():
@@ -100,7 +117,38 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
             from promptlottery.human.analysis import human_tables_for_report
 
             tables.update(human_tables_for_report(grid.judgments, opts))
-    return {"tables": tables, **extra}
+    return _with_pairwise({"tables": tables, **extra}, pairwise)
+
+
+#: the tables of analyses 1-8 (empty when there is no pointwise judgment)
+POINTWISE_TABLES = (
+    "configurations label_distributions agreement_collapse agreement_by_task_type variant_human_correlation "
+    "best_variant_counts variant_agreement prompt_similarities similarity_stability similarity_points "
+    "wording_dimensions rank_summary rank_pairs rank_systems rank_trajectories aggregation_vs_humans "
+    "ensemble_designs convergence_summary convergence_items unstable_items verdict"
+).split()
+
+
+def _no_pointwise(opts: LotteryOptions) -> dict[str, Any]:
+    tables = {name: pd.DataFrame() for name in POINTWISE_TABLES}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        tables["headlines"] = headlines(tables, {"agreement_collapse": {}}, opts, {})
+    return {
+        "tables": tables,
+        "distributions": {},
+        "similarity_error": "no pointwise judgments",
+        "rank_distributions": {},
+    }
+
+
+def _with_pairwise(result: dict[str, Any], pairwise: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """The pairwise tables added; their verdict sentences follow the pointwise ones."""
+    tables = result["tables"]
+    if not pairwise.get("pairwise_verdict", pd.DataFrame()).empty:
+        tables["verdict"] = pd.concat([tables["verdict"], pairwise["pairwise_verdict"]], ignore_index=True)
+    tables.update(pairwise)
+    return result
 
 
 def parsed_collapse(grid: JudgmentGrid, opts: LotteryOptions):

@@ -13,6 +13,7 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.pairwise import render_pairwise
 
 __all__ = ["render_later_sections"]
 
@@ -213,3 +214,5 @@ def render_later_sections(
         empty="no items",
     )
     R.figure(figures.get("convergence"), out_dir, "convergence", missing="no items")
+
+    render_pairwise(R, t)  # "Pairwise judges": nothing without a pairwise configuration

@@ -25,6 +25,7 @@ import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.pairwise import pairwise_metrics
 from promptlottery.analysis.render import write_outputs
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
@@ -138,6 +139,7 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
             v = r[col]
             if v is not None and np.isfinite(v):
                 out[f"{r['key']}{suffix}"] = float(v)
+    out.update(pairwise_metrics(tables))  # pairwise/<config>/...: the "Pairwise judges" measures
     if any(k.startswith("human_") for k in tables):  # the human-baseline section (issue 26)
         from promptlottery.human.analysis import human_metrics
 

@@ -182,6 +182,7 @@ def load_judgments(
         "repeat_source",
         "sample_index",
         "item_id",
+        *(["order"] if "order" in df.columns else []),  # a pairwise judge: both orders of a pair
     ]
     df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
     return df.drop(columns="_ident").reset_index(drop=True)

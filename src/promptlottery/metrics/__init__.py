@@ -10,7 +10,8 @@ returns ``nan`` with an :class:`UndefinedMetricWarning`.
 * correlation: :func:`kendall_tau`, :func:`pearson`, :func:`spearman`, and for analytic rubrics
   :func:`pareto_dominance_tau`, :func:`ratio_tau`
 * the mean over items (a share, for 0/1 indicators): :func:`item_mean`
-* inference: :func:`bootstrap_ci`, :func:`paired_bootstrap_test`,
+* inference: :func:`bootstrap_ci`, :func:`paired_bootstrap_test`, the cluster bootstrap
+  (:func:`clustered_bootstrap_ci`, :func:`clustered_ratio_ci`),
   :func:`dependent_correlation_test` (Williams / Steiger), :func:`compare_dependent_correlations`
 """
 
@@ -27,6 +28,10 @@ from .bootstrap import (
     BootstrapResult,
     PairedBootstrapResult,
     bootstrap_ci,
+    cluster_resample,
+    cluster_resample_counts,
+    clustered_bootstrap_ci,
+    clustered_ratio_ci,
     item_mean,
     paired_bootstrap_test,
     resample_indices,
@@ -64,4 +69,8 @@ __all__ = [
     "item_mean",
     "bootstrap_ci",
     "paired_bootstrap_test",
+    "cluster_resample",
+    "cluster_resample_counts",
+    "clustered_bootstrap_ci",
+    "clustered_ratio_ci",
 ]

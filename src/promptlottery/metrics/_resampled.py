@@ -134,12 +134,17 @@ def _category_counts(codes: np.ndarray, n_cat: int) -> np.ndarray:
 
 
 def fleiss_kappa_resampled(w: np.ndarray, codes: np.ndarray, n_cat: int) -> np.ndarray:
-    """Fleiss' kappa (statsmodels' ``method="fleiss"``) on each resample of a complete matrix."""
+    """Fleiss' kappa (statsmodels' ``method="fleiss"``) on each resample of a complete matrix.
+
+    A resample's size is its total count (``n`` for an item bootstrap; it varies from one cluster
+    resample to the next)."""
     n_items, n_raters = codes.shape
     table = _category_counts(codes, n_cat).astype(np.float64)
     p_rat = ((table * table).sum(axis=1) - n_raters) / (n_raters * (n_raters - 1.0))
-    p_cat = (w @ table) / (n_items * n_raters)
-    p_mean = (w @ p_rat) / n_items
+    size = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_cat = (w @ table) / (size[:, None] * n_raters)
+        p_mean = (w @ p_rat) / size
     p_exp = (p_cat * p_cat).sum(axis=1)
     undefined = np.isclose((p_cat**2).sum(axis=1), 1.0, rtol=0, atol=1e-15)
     with np.errstate(invalid="ignore", divide="ignore"):

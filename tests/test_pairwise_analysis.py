@@ -30,7 +30,8 @@ from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.pairwise import pair_table, pairwise_metrics, pairwise_tables
 from promptlottery.analysis.render import write_outputs
 from promptlottery.analysis.stage import summary_metrics
-from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import AnalysisError, load_judgments
 from tests.pairwise_toys import pairwise_rows, toy_table
 from tests.test_analysis_fixtures import default_judgments
 
@@ -281,9 +282,10 @@ def _opts(**kw) -> LotteryOptions:
 
 def test_a_pairwise_table_alone_gets_the_section_and_metrics(tmp_path):
     opts = _opts()
-    df = toy_table()
-    result = analyse(df, opts)
-    written = write_outputs(result, df, opts, tmp_path, [])
+    grid = JudgmentGrid.from_frame(toy_table())
+    assert not len(grid) and list(grid.pairwise) == [CID]  # the pairwise rows: a verdict kind of their own
+    result = analyse(grid, opts)
+    written = write_outputs(result, grid, opts, tmp_path, [])
     report = written["report"].read_text()
     assert "## Pairwise judges" in report
     assert (
@@ -298,10 +300,10 @@ def test_a_pairwise_table_alone_gets_the_section_and_metrics(tmp_path):
 
 def test_pairwise_rows_beside_pointwise_ones_leave_sections_1_to_8_alone(tmp_path):
     opts = _opts()
-    point = add_verdicts(load_judgments(default_judgments()))
+    point = load_judgments(default_judgments())
     pair = toy_table()
-    alone = analyse(point, opts)["tables"]
-    both = analyse(pd.concat([point, pair], ignore_index=True), opts)["tables"]
+    alone = analyse(JudgmentGrid.from_frame(point), opts)["tables"]
+    both = analyse(JudgmentGrid.from_frame(pd.concat([point, pair], ignore_index=True)), opts)["tables"]
     pd.testing.assert_frame_equal(alone["agreement_collapse"], both["agreement_collapse"])
     assert len(both["verdict"]) == len(alone["verdict"]) + 1
     assert both["verdict"]["sentence"].iloc[-1].startswith(f"{CID} (pairwise)")

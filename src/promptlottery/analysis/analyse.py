@@ -124,7 +124,8 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
 POINTWISE_TABLES = (
     "configurations label_distributions agreement_collapse agreement_by_task_type variant_human_correlation "
     "best_variant_counts variant_agreement prompt_similarities similarity_stability similarity_points "
-    "wording_dimensions rank_summary rank_pairs rank_systems rank_trajectories aggregation_vs_humans "
+    "wording_dimensions cross_model_agreement wording_dimensions_cross_model format_strictness_regression "
+    "rank_summary rank_pairs rank_systems rank_trajectories aggregation_vs_humans "
     "ensemble_designs convergence_summary convergence_items unstable_items verdict"
 ).split()
 

@@ -56,6 +56,7 @@ from promptlottery.metrics import (
 )
 from promptlottery.metrics import preference as pm
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
+from promptlottery.tracking.tables import ci, pct_ci
 
 __all__ = [
     "CONTRACT_COLUMNS",
@@ -655,7 +656,7 @@ def pairwise_sentence(rec: dict, human: pd.DataFrame) -> str:
     else:
         lead = "the verdict follows the wording more than the position"
     parts = [
-        f"{cid} (pairwise): {lead}. Swapping the two answers changes the verdict on {rp.pct_ci(*pos)} of "
+        f"{cid} (pairwise): {lead}. Swapping the two answers changes the verdict on {pct_ci(*pos)} of "
         f"{int(rec.get('position_change_share_n', 0))} (pair, wording) cases"
     ]
     if np.isfinite(first[0]):
@@ -668,13 +669,13 @@ def pairwise_sentence(rec: dict, human: pd.DataFrame) -> str:
         )
         bias = f", a bias towards {side}" if side else ", no position bias shown (CI includes 50%)"
         parts.append(
-            f"the answer shown first wins {rp.pct_ci(*first)} of the untied single-order verdicts{bias}"
+            f"the answer shown first wins {pct_ci(*first)} of the untied single-order verdicts{bias}"
         )
     if j >= 2 and np.isfinite(word[0]):
         kappa = _est(rec, "pairwise_paraphrase_kappa")
         parts.append(
-            f"replacing one wording by another (same order) changes it on {rp.pct_ci(*word)} of the comparisons; "
-            f"Fleiss' kappa of the order-resolved verdict across the {j} wordings = {rp.ci(*kappa)}"
+            f"replacing one wording by another (same order) changes it on {pct_ci(*word)} of the comparisons; "
+            f"Fleiss' kappa of the order-resolved verdict across the {j} wordings = {ci(*kappa)}"
         )
     h = human[(human["config_id"] == cid)] if not human.empty else human
     if not h.empty and "human_agreement" in h.columns:

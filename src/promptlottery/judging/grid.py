@@ -216,6 +216,8 @@ class JudgmentGrid:
                 cid: g for cid, g in sorted(other.groupby("config_id"), key=lambda t: natural_key(t[0]))
             }
             df = df[mode.isin(POINTWISE_MODES)]
+            if df.empty:  # a pairwise judge alone: no pointwise configuration
+                return cls(df, verdict, sampled, reference, temperature, [], pairwise)
         judged = add_verdicts(df, verdict, sampled=sampled)
         return cls.from_verdicts(
             judged,

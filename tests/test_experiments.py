@@ -17,7 +17,12 @@ from tests.conftest import DATA_DIR, REPO, compose
 
 # beyond the paper's 33 configurations: MT-Bench for rank stability (no human labels here)
 EXTRA = ["heldout_g15_evouna_nq", "mt_bench_quality"]
-NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", *EXTRA}
+# pairwise judges (G17, both orders): not the paper's pointwise grid
+PAIRWISE = [
+    "llmbar_natural_pairwise", "llmbar_adversarial_pairwise", "mtbench_human_pairwise", "autoj_pairwise",
+    "pandalm_pairwise", "mt_bench_ranking_pairwise",
+]  # fmt: skip
+NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", *EXTRA, *PAIRWISE}
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 GRID = [e for e in EXPERIMENTS if e not in NOT_GRID and not e.startswith("rubric_")]
 
@@ -45,6 +50,22 @@ def test_experiment_composes_and_renders_with_fake_backend(name, tmp_path):
         cond.variant = variant
         pairs = build_requests(items, cond, group, FakeBackend(), Decoding())
         assert len(pairs) == 3 and all(r.messages for _, r in pairs)
+
+
+@pytest.mark.parametrize("name", PAIRWISE)
+def test_pairwise_experiment_composes_and_renders_both_orders(name, tmp_path):
+    cfg = compose([f"+experiment={name}", "backbone=fake"], tmp_path=tmp_path)
+    assert cfg.judge.mode == "pairwise" and cfg.judge.position_swap
+    group = load_group(cfg.judge.prompt_group)
+    assert group.scale.pairwise and list(group.variants) == ["P1", "P2", "P3", "P4", "P5"]
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    items = load_items(cfg.dataset.name, data_dir=DATA_DIR, limit=3, seed=0, sample_by="item", **options)
+    assert name == "mt_bench_ranking_pairwise" or any(cfg.judge.criterion in it.human for it in items)
+    cond = build_condition(cfg)
+    for variant in group.variants:
+        cond.variant = variant
+        pairs = build_requests(items, cond, group, FakeBackend(), Decoding())
+        assert len(pairs) == 6 and sorted(r.order for _, r in pairs) == ["12"] * 3 + ["21"] * 3
 
 
 def test_sweep_params_cover_five_variants_and_cpu_backbones():

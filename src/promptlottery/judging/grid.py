@@ -260,7 +260,8 @@ class JudgmentGrid:
 
     @property
     def n_judgments(self) -> int:
-        return len(self.judgments)
+        """Every judgment of the grid: the pointwise ones and the pairwise verdict kind's rows."""
+        return len(self.judgments) + sum(len(g) for g in self.pairwise.values())
 
     def only(self, configs: Iterable[Configuration]) -> JudgmentGrid:
         """A grid of some of this grid's configurations (same verdict kind and options)."""

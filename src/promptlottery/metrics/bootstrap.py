@@ -288,13 +288,7 @@ def bootstrap_ci(
     idx = _get_indices(indices, n, n_resamples, seed)
     estimate = _scalar(stat(*arrs))
     dist = _replicates(stat, arrs, idx, vectorized)
-    ok = _defined(dist, "the statistic")
-    if ok.size == 0:
-        warnings.warn("the statistic is undefined on every resample", UndefinedMetricWarning, stacklevel=2)
-        low = high = float("nan")
-    else:
-        low, high = (float(v) for v in np.percentile(ok, [50.0 * (1.0 - level), 50.0 * (1.0 + level)]))
-    return BootstrapResult(estimate, low, high, level, len(idx), dist)
+    return _interval(estimate, dist, level, len(idx))
 
 
 def _order_statistic(sorted_values: np.ndarray, rank: float) -> float:

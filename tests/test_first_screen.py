@@ -101,6 +101,14 @@ def test_ranking_that_holds_is_not_called_a_flip(tmp_path):
     assert "ranking of 3 systems holds" in lines[4]
 
 
+def test_rank_change_through_ties_is_not_called_a_flip(tmp_path):
+    # no pair swaps order, yet a third of the systems change rank: a tie under one wording only
+    lines = finding(_written(tmp_path, flip=0.0, rank_change=1 / 3))
+    assert "ranking of 3 systems moves only through ties" in lines[4]
+    assert "no system pair swaps order" in lines[4] and "33% of the systems change rank" in lines[4]
+    assert "flips" not in lines[4]
+
+
 def test_show_folds_rows_without_a_value(tmp_path):
     text = show(_written(tmp_path))
     assert text.startswith("The finding:")

@@ -295,12 +295,16 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
             f"{reference} on {tables.pct_ci(rec['majority_differs'], rec['majority_differs_lo'], rec['majority_differs_hi'])}."
         )
         if int(rec.get("n_systems", 0) or 0) >= 2 and np.isfinite(float(rec.get("flip_share", np.nan))):
-            flips = rec["flip_share"] > 0 or rec["rank_change_share"] > 0
-            lines.append(
-                f"  - The ranking of {int(rec['n_systems'])} systems {'flips' if flips else 'holds'}: between two "
-                f"wordings {tables.pct_ci(rec['flip_share'], rec['flip_share_lo'], rec['flip_share_hi'])} of system pairs "
-                f"swap order, {rec['rank_change_share']:.0%} of the systems change rank."
-            )
+            swaps = tables.pct_ci(rec["flip_share"], rec["flip_share_lo"], rec["flip_share_hi"])
+            changes = f"{rec['rank_change_share']:.0%} of the systems change rank"
+            if rec["flip_share"] > 0:
+                state = f"flips: between two wordings {swaps} of system pairs swap order, {changes}."
+            elif rec["rank_change_share"] > 0:
+                # a rank moves without a strict swap: two systems tied under one wording, not under another
+                state = f"moves only through ties: no system pair swaps order between two wordings ({swaps}), yet {changes} (tied under one wording, not under another)."
+            else:
+                state = f"holds: between two wordings {swaps} of system pairs swap order, {changes}."
+            lines.append(f"  - The ranking of {int(rec['n_systems'])} systems {state}")
         km = float(rec["k_most"])
         lines.append(
             f"  - Most items need {int(km)} wording{'s' if km != 1 else ''} for a stable majority."

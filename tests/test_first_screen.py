@@ -33,7 +33,7 @@ def test_verdict_map_draws_and_skips_empty(tmp_path):
     assert plots._as_label(2.0, ["1", "2"]) == "2" and plots._as_label(np.nan, ["1"]) is None
 
 
-def _written(tmp_path, *, flip=0.25, rank_change=1 / 3):
+def _written(tmp_path, *, flip=0.25, rank_change=1 / 3, kappa=0.2):
     (tmp_path / "tables").mkdir()
     pd.DataFrame(
         [
@@ -41,10 +41,13 @@ def _written(tmp_path, *, flip=0.25, rank_change=1 / 3):
                 "config_id": "cfg",
                 "n_items": 24,
                 "n_variants": 5,
-                "kappa": 0.2,
-                "kappa_lo": 0.1,
-                "kappa_hi": 0.3,
-                "band": "below usable",
+                "kappa": kappa,
+                "kappa_lo": 0.1 if kappa == kappa else np.nan,
+                "kappa_hi": 0.3 if kappa == kappa else np.nan,
+                "kappa_note": ""
+                if kappa == kappa
+                else "mean_kappa, fleiss_kappa: n/a: labels collapsed: every verdict is '1'; x",
+                "band": "below usable" if kappa == kappa else "n/a",
                 "changed": 0.5,
                 "changed_lo": 0.25,
                 "changed_hi": 0.75,
@@ -99,6 +102,16 @@ def test_finding_in_plain_words(tmp_path):
 def test_ranking_that_holds_is_not_called_a_flip(tmp_path):
     lines = finding(_written(tmp_path, flip=0.0, rank_change=0.0))
     assert "ranking of 3 systems holds" in lines[4]
+
+
+def test_undefined_kappa_says_why_instead_of_nan(tmp_path):
+    # a judge whose labels collapsed: the band is written as "n/a", which pandas reads back as NaN
+    lines = finding(_written(tmp_path, kappa=np.nan))
+    assert lines[2] == (
+        "  - Its stability across wordings cannot be measured (labels collapsed: every verdict is '1'): "
+        "mean pairwise Cohen's kappa is undefined across 5 wordings of one prompt."
+    )
+    assert "nan" not in lines[2]
 
 
 def test_rank_change_through_ties_is_not_called_a_flip(tmp_path):

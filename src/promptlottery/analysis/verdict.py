@@ -280,15 +280,24 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
             "inconclusive": "of uncertain stability across wordings",
             "below usable": "not stable across wordings",
             "n/a": "of unknown stability across wordings",
-        }.get(str(rec["band"]), str(rec["band"]))
+        }.get(str(rec["band"]) if isinstance(rec["band"], str) else "n/a", str(rec["band"]))
         lines.append(f"{rec['config_id']}:")
         track = _tracking(corr, rec["config_id"], reference)
         if track:
             lines.append(f"  - {track[0].upper()}{track[1:]}.")
         kappa = tables.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
-        lines.append(
-            f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
-        )
+        if np.isfinite(float(rec["kappa"])):
+            lines.append(
+                f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
+            )
+        else:
+            # pandas reads the written "n/a" band as NaN; the kappa note says why it is undefined
+            why = str(rec.get("kappa_note") or "").split(";")[0]
+            why = why.split("n/a: ", 1)[1] if "n/a: " in why else (why or "no note")
+            lines.append(
+                f"  - Its stability across wordings cannot be measured ({why}): mean pairwise Cohen's kappa "
+                f"is undefined across {n_var} wordings of one prompt."
+            )
         lines.append(
             f"  - {tables.pct_ci(rec['changed'], rec['changed_lo'], rec['changed_hi'])} of {int(rec['n_items'])} items get "
             "a different verdict from at least one wording; the wordings' majority overrides "

@@ -139,8 +139,7 @@ def test_every_rubric_key_is_a_table_of_the_study_on_the_fixtures(tmp_path):
 @pytest.mark.slow
 def test_every_gate_key_is_a_table_the_gate_writes(tmp_path):
     """The gate stage on the grid of tests/test_gate_stage.py (fake judge, tiny DeBERTa)."""
-    from promptlottery.stages import get_stage
-    from promptlottery.stages import run_stage as judge_run
+    from promptlottery.stages import run_stage
     from tests.conftest import compose
     from tests.test_gate_stage import VARIANTS
 
@@ -148,8 +147,8 @@ def test_every_gate_key_is_a_table_the_gate_writes(tmp_path):
            "judge.criterion=correct"]  # fmt: skip
     for v in VARIANTS:
         cfg = compose(["backbone=fake", "dataset.limit=20", f"judge.variant={v}"], tmp_path=tmp_path)
-        judge_run(cfg, tmp_path / "grid" / f"stsb_{v}")
-        judge_run(
+        run_stage(cfg, tmp_path / "grid" / f"stsb_{v}")
+        run_stage(
             compose(["backbone=fake", *g15, f"judge.variant={v}"], tmp_path=tmp_path), tmp_path / "g15" / v
         )
     cfg = compose(
@@ -159,6 +158,6 @@ def test_every_gate_key_is_a_table_the_gate_writes(tmp_path):
         tmp_path=tmp_path,
     )  # fmt: skip
     out = tmp_path / "gate"
-    assert get_stage(cfg.stage)(cfg, out)["status"] == "ok"
+    assert run_stage(cfg, out)["status"] == "ok"
     for where, key in _keys("gate"):
         assert (out / f"{key.partition('.')[0]}.csv").exists(), (where, key)

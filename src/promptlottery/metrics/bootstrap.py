@@ -155,6 +155,26 @@ def _prepare(arrays: Sequence[Any], names: Sequence[str]) -> tuple[list[np.ndarr
     return arrs, n
 
 
+def _check_call(
+    stat: Any,
+    n_resamples: Any,
+    level: Any,
+    seed: Any,
+    arrays: Sequence[Any],
+    names: Sequence[str] | None = None,
+) -> tuple[int, float, list[np.ndarray], int]:
+    """The checks every bootstrap entry point makes: ``stat`` callable, ``n_resamples`` a positive
+    int, ``level`` in (0, 1), a valid seed, equal-length arrays (``names`` for the messages,
+    default ``arrays[i]``). Returns ``(n_resamples, level, arrays, n)``."""
+    if not callable(stat):
+        raise ValueError(f"stat must be callable, got {stat!r}")
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    level = _check_level(level)
+    _check_seed(seed)
+    arrs, n = _prepare(arrays, names or [f"arrays[{i}]" for i in range(len(arrays))])
+    return n_resamples, level, arrs, n
+
+
 @functools.lru_cache(maxsize=8)
 def _cached_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """The draw of an integer seed, shared (read-only) by the many bootstraps of one matrix."""
@@ -279,12 +299,7 @@ def bootstrap_ci(
     >>> round(res.estimate, 4), res.low <= res.estimate <= res.high
     (0.7143, True)
     """
-    if not callable(stat):
-        raise ValueError(f"stat must be callable, got {stat!r}")
-    n_resamples = check_positive_int("n_resamples", n_resamples)
-    level = _check_level(level)
-    _check_seed(seed)
-    arrs, n = _prepare(arrays, [f"arrays[{i}]" for i in range(len(arrays))])
+    n_resamples, level, arrs, n = _check_call(stat, n_resamples, level, seed, arrays)
     idx = _get_indices(indices, n, n_resamples, seed)
     estimate = _scalar(stat(*arrs))
     dist = _replicates(stat, arrs, idx, vectorized)
@@ -336,13 +351,10 @@ def paired_bootstrap_test(
     >>> round(res.difference, 4), res.significant
     (0.2222, False)
     """
-    if not callable(stat):
-        raise ValueError(f"stat must be callable, got {stat!r}")
-    n_resamples = check_positive_int("n_resamples", n_resamples)
     n_comparisons = check_positive_int("n_comparisons", n_comparisons)
-    level = _check_level(level)
-    _check_seed(seed)
-    (a, b, h), n = _prepare([cond_a, cond_b, human], ["cond_a", "cond_b", "human"])
+    n_resamples, level, (a, b, h), n = _check_call(
+        stat, n_resamples, level, seed, [cond_a, cond_b, human], ["cond_a", "cond_b", "human"]
+    )
     idx = _get_indices(indices, n, n_resamples, seed)
     est_a, est_b = _scalar(stat(h, a)), _scalar(stat(h, b))
     dist = _replicates(stat, [h, a], idx, vectorized) - _replicates(stat, [h, b], idx, vectorized)
@@ -449,12 +461,7 @@ def clustered_bootstrap_ci(
     >>> res.estimate, sorted(set(np.round(res.distribution, 2).tolist()))
     (0.5, [0.0, 0.5, 1.0])
     """
-    if not callable(stat):
-        raise ValueError(f"stat must be callable, got {stat!r}")
-    n_resamples = check_positive_int("n_resamples", n_resamples)
-    level = _check_level(level)
-    _check_seed(seed)
-    arrs, n = _prepare(arrays, [f"arrays[{i}]" for i in range(len(arrays))])
+    n_resamples, level, arrs, n = _check_call(stat, n_resamples, level, seed, arrays)
     ids = np.arange(n) if clusters is None else to_array(clusters, "clusters")
     check_same_length([arrs[0], ids], ["arrays[0]", "clusters"])
     draws, members = cluster_resample(ids, n_resamples, seed=seed)

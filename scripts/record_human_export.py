@@ -29,7 +29,7 @@ def main(url: str) -> None:
     from promptlottery.data.loaders.table import load_table
     from promptlottery.human.assignment import Design
     from promptlottery.human.campaign import build_campaign, write_campaign
-    from promptlottery.human.labelstudio import LabelStudioClient, labeling_config, tasks_for
+    from promptlottery.human.labelstudio import LabelStudioClient, choice_result, labeling_config, tasks_for
     from promptlottery.prompts.groups import load_group_file
 
     table = REPO / "examples" / "own_judge" / "qa_answers.jsonl"
@@ -62,14 +62,7 @@ def main(url: str) -> None:
                 id=t.id,
                 completed_by=user.id,
                 lead_time=1.0,
-                result=[
-                    {
-                        "from_name": "label",
-                        "to_name": "instruction",
-                        "type": "choices",
-                        "value": {"choices": [str(y)]},
-                    }
-                ],
+                result=choice_result(str(y)),
             )
     if OUT.exists():
         shutil.rmtree(OUT)

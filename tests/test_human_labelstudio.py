@@ -129,7 +129,7 @@ def simulated_label(item: str, wording: str, annotator: str, t: dict[str, str]) 
 def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeypatch):
     from label_studio_sdk import LabelStudio
 
-    from promptlottery.human.labelstudio import LabelStudioClient
+    from promptlottery.human.labelstudio import LabelStudioClient, choice_result
     from promptlottery.stages import run_stage
 
     url, token = label_studio
@@ -170,14 +170,7 @@ def test_campaign_annotate_export_import_analyse(label_studio, tmp_path, monkeyp
                 id=x.id,
                 completed_by=user.id,
                 lead_time=1.0,
-                result=[
-                    {
-                        "from_name": "label",
-                        "to_name": "instruction",
-                        "type": "choices",
-                        "value": {"choices": [lab]},
-                    }
-                ],
+                result=choice_result(lab),
             )
             posted.setdefault((x.data["item_id"], x.data["wording"]), {})[a] = lab
     # 3. export, 4. import

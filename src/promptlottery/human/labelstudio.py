@@ -57,6 +57,18 @@ def labeling_config(labels: Sequence[str], *, title: str = "Rate as the instruct
     )
 
 
+def choice_result(label: str) -> list[dict[str, Any]]:
+    """An annotation's ``result`` choosing ``label`` in the config of :func:`labeling_config` (what an
+    annotator's click sends; :func:`promptlottery.human.ratings.read_label_studio` reads it back).
+
+    >>> choice_result("4")
+    [{'from_name': 'label', 'to_name': 'instruction', 'type': 'choices', 'value': {'choices': ['4']}}]
+    """
+    return [
+        {"from_name": FROM_NAME, "to_name": TO_NAME, "type": "choices", "value": {"choices": [str(label)]}}
+    ]
+
+
 def tasks_for(
     assignment: pd.DataFrame, instructions: dict[tuple[str, str], str], campaign: str
 ) -> dict[str, list[dict]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from promptlottery.data.schema import DatasetError
+from promptlottery.human.labelstudio import FROM_NAME
 
 RATING_COLUMNS = (
     "item_id",
@@ -54,7 +55,7 @@ class Known:
     annotators: frozenset[str] | None = None
 
 
-def read_label_studio(paths: Sequence[str | Path], *, from_name: str = "label") -> pd.DataFrame:
+def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME) -> pd.DataFrame:
     """The ratings of Label Studio JSON exports (``[{"id", "data", "annotations": [...]}, ...]``).
 
     Each task carries the campaign's ``item_id``, ``wording``, ``annotator`` and ``position`` in

@@ -223,16 +223,14 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
 
 def verdict_sentences(lottery_dir: str | Path) -> list[str]:
     """The verdict sentences of a written analysis (``tables/verdict.csv``), one per configuration."""
-    try:
-        t = pd.read_csv(Path(lottery_dir) / "tables" / "verdict.csv")
-    except (OSError, pd.errors.EmptyDataError):
-        return []
+    t = _read(Path(lottery_dir), "verdict")
     return t["sentence"].tolist() if "sentence" in t.columns else []
 
 
 def _read(d: Path, name: str) -> pd.DataFrame:
+    """A written table; only empty cells are missing (a written "n/a", e.g. the band, stays text)."""
     try:
-        return pd.read_csv(d / "tables" / f"{name}.csv")
+        return pd.read_csv(d / "tables" / f"{name}.csv", keep_default_na=False, na_values=[""])
     except (OSError, pd.errors.EmptyDataError):
         return pd.DataFrame()
 
@@ -280,7 +278,7 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
             "inconclusive": "of uncertain stability across wordings",
             "below usable": "not stable across wordings",
             "n/a": "of unknown stability across wordings",
-        }.get(str(rec["band"]) if isinstance(rec["band"], str) else "n/a", str(rec["band"]))
+        }.get(str(rec["band"]), str(rec["band"]))
         lines.append(f"{rec['config_id']}:")
         track = _tracking(corr, rec["config_id"], reference)
         if track:
@@ -291,7 +289,7 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
                 f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
             )
         else:
-            # pandas reads the written "n/a" band as NaN; the kappa note says why it is undefined
+            # the kappa note says why it is undefined
             why = str(rec.get("kappa_note") or "").split(";")[0]
             why = why.split("n/a: ", 1)[1] if "n/a: " in why else (why or "no note")
             lines.append(

@@ -7,11 +7,14 @@ Pairwise items: ``question`` = the instruction with the input appended (blank li
 there is one, ``response_a`` = response1, ``response_b`` = response2 (no ``response``).
 ``human["preference"]`` = the per-annotator list coded 1.0 = A better, 0.0 = B better, 0.5 = tie,
 so its mean is the share of annotators preferring A (``human_kind="per_rater"``); the raw labels are
-``meta["labels"]``. ``meta["cmp_key"]`` names the two compared models ("bloom-7b_llama-7b"); which
-of them wrote response1 is not stated in the file, so ``system=None``. Six responses (items 157-164, "Verify the correctness...") are stored as the
-JSON literal ``true`` rather than a string; they are read as the text "True". 54 pairs have an
-empty response: a pairwise run stops on them unless ``drop_empty_pairs=true`` leaves them out.
-Pairs sharing an instruction share ``meta["cluster"]``.
+``meta["labels"]``. ``meta["cmp_key"]`` names the two compared models; the PandaLM README's test-data
+example says ``"cmp_key": "opt-7b_pythia-6.9b", ## It means response 1 is from opt-7B and response 2
+is from pythia-6.9B``, so ``meta["system_1"]`` / ``meta["system_2"]`` (the pair fields the pairwise
+analysis reads) are its two halves; ``system=None`` (a pair has two). Six responses (items 157-164,
+"Verify the correctness...") are stored as the JSON literal ``true`` rather than a string; they are
+read as the text "True". 54 pairs have an empty response (29 an empty response1, 25 an empty
+response2): a pairwise run stops on them unless ``drop_empty_pairs=true`` leaves them out (945 pairs
+remain). Pairs sharing an instruction share ``meta["cluster"]``.
 """
 
 from __future__ import annotations
@@ -49,11 +52,17 @@ def load_pandalm(data_dir: Path, *, drop_empty_pairs: bool = False) -> list[Item
             continue
         question = join_instruction(field(row, "instruction", where), field(row, "input", where))
         labels = []
-        for a in ANNOTATORS:
-            v = field(row, a, where, None)
+        for annotator in ANNOTATORS:
+            v = field(row, annotator, where, None)
             if isinstance(v, bool) or v not in PREFERENCE:
-                raise DatasetError(f"{where}: {a} is {v!r}, expected 0 (tie), 1 or 2")
+                raise DatasetError(f"{where}: {annotator} is {v!r}, expected 0 (tie), 1 or 2")
             labels.append(int(v))
+        cmp_key = field(row, "cmp_key", where)
+        systems = cmp_key.split("_")
+        if len(systems) != 2 or not all(systems):
+            raise DatasetError(
+                f"{where}: cmp_key {cmp_key!r} is not '<model of response1>_<model of response2>'"
+            )
         items.append(
             Item(
                 id=f"pandalm-{field(row, 'idx', where, int)}",
@@ -65,7 +74,9 @@ def load_pandalm(data_dir: Path, *, drop_empty_pairs: bool = False) -> list[Item
                 meta={
                     "labels": labels,
                     "unanimous": len(set(labels)) == 1,
-                    "cmp_key": field(row, "cmp_key", where),
+                    "cmp_key": cmp_key,
+                    "system_1": systems[0],
+                    "system_2": systems[1],
                     "motivation_app": row.get("motivation_app"),
                     "index": i,
                     "cluster": clusters.setdefault(question, f"pandalm-q{i}"),

@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 
 from promptlottery.data.loaders.llmbar import GROUPS, SUBSETS
-from promptlottery.data.registry import load_items
-from tests.conftest import DATA_DIR
+from promptlottery.data.registry import LOADERS, _import_all, load_items
+from tests.conftest import DATA_DIR, REPO
 from tests.raw_files import check, expect, folder, read_json, read_jsonl
 
 # --- PandaLM ---------------------------------------------------------------------------------------
@@ -319,3 +319,58 @@ def test_infobench_every_instruction_and_question(level):
             )  # fmt: skip
     assert len(expected) == (500 if level == "instruction" else 2250)
     check("infobench", expected, level=level)
+
+
+# --- table: the shipped example tables, with the field maps README.md and docs/pairwise.md give -----
+ANSWERS_FIELDS = {
+    "context": "question",
+    "reference": "gold",
+    "response": "answer",
+    "system": "system",
+    "human": "rating",
+}
+PAIRS_FIELDS = {"question": "question", "response_a": "answer_a", "response_b": "answer_b", "human": "pref"}
+
+
+def _answers_expected(rows) -> list[dict]:
+    inputs = [{"response": r["answer"], "context": r["question"], "reference": r["gold"]} for r in rows]
+    return [
+        expect(str(n), r["system"], x, {"human": float(r["rating"])})
+        for n, (r, x) in enumerate(zip(rows, inputs, strict=True), 1)
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_table_example_answers_every_row(tmp_path, fmt):
+    path = REPO / "examples" / "own_judge" / "qa_answers.jsonl"
+    rows = [row for _, row in read_jsonl(path)]
+    if fmt == "csv":  # the same table as a CSV file: every cell a string
+        path = tmp_path / "qa_answers.csv"
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    check("table", _answers_expected(rows), path=str(path), fields=ANSWERS_FIELDS, human_range=[1, 5])
+
+
+def test_table_example_pairs_every_row():
+    path = REPO / "examples" / "own_judge" / "qa_pairs.jsonl"
+    # docs/pairwise.md: pref 1 = answer_a is better, 2 = answer_b, tie
+    coded = {"1": 1.0, "2": 0.0, "tie": 0.5}
+    expected = [
+        expect(str(n), None, {"question": r["question"], "response_a": r["answer_a"], "response_b": r["answer_b"]},
+               {"human": coded[str(r["pref"])]})
+        for n, (_, r) in enumerate(read_jsonl(path), start=1)
+    ]  # fmt: skip
+    assert len(expected) == 24
+    check("table", expected, path=str(path), fields=PAIRS_FIELDS)
+
+
+def test_every_loader_has_a_raw_file_test():
+    """A new loader needs its test here or in test_loaders_raw_ratings.py (then add its name)."""
+    _import_all()
+    here = {"pandalm", "llmbar", "autoj_pairwise", "mt_bench", "mt_bench_pairs", "squad_v2", "qa_eval_nq301",
+            "evouna_qa_eval", "infobench", "table"}  # fmt: skip
+    ratings = {"summeval", "hanna", "newsroom", "stsb", "unieval_data2text", "topical_chat_usr", "fed", "qags",
+               "begin_groundedness", "asap"}  # fmt: skip
+    assert here | ratings == set(LOADERS)

@@ -238,13 +238,15 @@ def _fold(s: str) -> str:
 def test_nq301_every_judged_answer():
     root = folder("qa_eval_nq301")
     golds: dict[str, Counter] = {}  # question -> how many files give each gold list
-    predicted: dict[tuple[str, str], set[str]] = {}  # (system, question) -> folded predictions
+    predicted: dict[str, dict[str, set[str]]] = {}  # question -> system -> folded predictions
     for path in sorted((root / "model_outputs").glob("*.jsonl")):
         system = path.stem.split("_", 1)[1]  # NQ301_<system> / NQ_<system>
         for _, row in read_jsonl(path):
             golds.setdefault(row["question"], Counter())[tuple(row["answer"])] += 1
             preds = [row["prediction"]] if isinstance(row["prediction"], str) else row["prediction"]
-            predicted.setdefault((system, row["question"]), set()).update(_fold(str(p)) for p in preds)
+            predicted.setdefault(row["question"], {}).setdefault(system, set()).update(
+                _fold(str(p)) for p in preds
+            )
     # 16 of the 17 files give the same gold list; NQ_EviGen adds re-decoded copies of 7 questions'
     # mojibake answers ("54Â\xa0Mbit/s" and "54\xa0Mbit/s"): the reference is the list most files give
     gold = {q: list(c.most_common(1)[0][0]) for q, c in golds.items()}
@@ -258,7 +260,7 @@ def test_nq301_every_judged_answer():
                 {"Yes": 1.0, "No": 0.0}[r[c]] for c in ("annotator1", "annotator2", "annotator3") if r[c]
             ]
             q, answer = r["Question"], r["Model answer"]
-            systems = sorted(s for (s, qq), p in predicted.items() if qq == q and _fold(answer) in p)
+            systems = sorted(s for s, p in predicted[q].items() if _fold(answer) in p)
             inputs = {"question": q, "reference": " | ".join(gold[q]), "response": answer}
             expected.append(
                 expect(f"nq301-{r['id']}-{reader.line_num}", systems[0] if len(systems) == 1 else None, inputs,

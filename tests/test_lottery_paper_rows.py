@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from promptlottery.analysis.agreement import agreement_collapse, paper_band
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
 from promptlottery.analysis.headlines import BY_CONSTRUCTION
@@ -226,3 +227,42 @@ def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
     assert reg.loc["univariate", "slope"] == pytest.approx(-23 / 30)
     assert reg.loc["univariate", "n_points"] == 3
     assert reg.loc["mt_bench", "note"].startswith("n/a")
+
+
+# --------------------------------------------------------------------------- the robust / usable band
+
+
+def test_the_band_is_the_papers_fleiss_kappa_with_a_strict_usable_threshold():
+    # §3.2: "κ = 0.80 as the human robustness baseline and κ > 0.61 as the usability threshold", the 0.80 the
+    # humans' Fleiss' κ. Two wordings, 10 binary items: P1 says yes on t1-t6, P2 on t1-t4.
+    # Agreement on t1-t4 (yes) and t7-t10 (no): p_o = 8/10.
+    # Cohen: p_e = 0.6 x 0.4 + 0.4 x 0.6 = 0.48 -> (0.8 - 0.48) / 0.52 = 8/13 = 0.615 (>= 0.61: ours says usable)
+    # Fleiss: pooled yes 10 of 20, P_e = 1/2; P-bar = 8/10 -> (0.8 - 0.5) / 0.5 = 0.6 (below usable)
+    labels = {"P1": ["yes"] * 6 + ["no"] * 4, "P2": ["yes"] * 4 + ["no"] * 6}
+    rows = [
+        _row(
+            "topical_chat_usr",
+            "dialogue_quality",
+            "G1",
+            "binary_yes_no",
+            "bb1",
+            "engaging",
+            f"t{k + 1}",
+            None,
+            1.0,
+            v,
+            lab,
+        )  # fmt: skip
+        for v, labs in labels.items()
+        for k, lab in enumerate(labs)
+    ]
+    t = agreement_collapse(
+        JudgmentGrid.from_frame(load_judgments(judgments(rows))), LotteryOptions(n_resamples=20)
+    )
+    para = t[t["setting"] == "paraphrases"].iloc[0]
+    assert para["mean_kappa"] == pytest.approx(8 / 13) and para["fleiss_kappa"] == pytest.approx(0.6)
+    assert para["band"] == "below usable"
+    assert para["band_mean_kappa"] == "usable"  # ours, under its own name
+    th = {"robust": 0.80, "usable": 0.61}
+    assert paper_band(0.61, th) == "below usable" and paper_band(0.6101, th) == "usable"
+    assert paper_band(0.80, th) == "robust"

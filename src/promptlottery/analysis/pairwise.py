@@ -17,7 +17,10 @@ its two single-order verdicts and the verdicts built from them (:mod:`promptlott
   verdict sentence), and for annotated data (PandaLM) the annotators' own agreement;
 * ``pairwise_human_agreement``: ``human_agreement``, ``human_agreement_with_ties`` and
   ``human_agreement_fastchat`` of every verdict kind (single order 12 / 21 / either, order-resolved,
-  order-averaged) per wording, and of the aggregations over wordings and over orders (the
+  order-averaged) per wording, on the order-resolved rows also ``human_agreement_autoj`` (Auto-J's
+  published rule) and ``human_agreement_judgebench`` (JudgeBench's), each with the ``_n`` pairs it
+  rests on (:func:`paper_rows`: the one each dataset's paper reports), and of the aggregations over
+  wordings and over orders (the
   prompt-lottery paper's plurality cluster, ``judging.aggregate.plurality_cluster``: a label given by
   at least ceil((J + 1) / 2) of the J judges; §5, Table 6 and §5.2);
 * ``pairwise_rank_summary`` / ``pairwise_rank_systems``: per wording, each system's win rate (ties
@@ -67,6 +70,7 @@ __all__ = [
     "pair_table",
     "pairwise_metrics",
     "pairwise_tables",
+    "paper_rows",
     "render_pairwise",
 ]
 
@@ -303,8 +307,11 @@ def _summed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
     return sum(n for n, _ in parts), sum(d for _, d in parts)
 
 
-def _human_row(rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dict) -> dict:
-    """The human-agreement measures of one set of verdicts on the pairs ``p`` (one row per pair)."""
+def _human_row(
+    rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dict, *, both_orders: bool = False
+) -> dict:
+    """The human-agreement measures of one set of verdicts on the pairs ``p`` (one row per pair);
+    ``both_orders``: also the rules that read the two orders of a pair (Auto-J's, JudgeBench's)."""
     cl = p["cluster_id"].to_numpy(object)
     human = p["human"].to_numpy(object)
     for name, ties in (
@@ -313,6 +320,10 @@ def _human_row(rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dic
         ("human_agreement_fastchat", "exclude_both"),
     ):
         _ci(rec, name, *_summed([pm._agreement_counts(v, human, ties) for v in verdicts]), cl, boot)
+    if both_orders:
+        orders = (p["first"].to_numpy(object), p["second"].to_numpy(object))
+        _ci(rec, "human_agreement_autoj", *pm._autoj_counts(*orders, human), cl, boot)
+        _ci(rec, "human_agreement_judgebench", *pm._judgebench_counts(*orders, human), cl, boot)
     raters = p["raters"].to_numpy(object)
     if any(r is not None and not (isinstance(r, float) and np.isnan(r)) for r in raters):
         for name, ties in (
@@ -527,7 +538,7 @@ def pairwise_tables(
                 row = {**rec0, "judges": var, "verdict": kind, "n_pairs": len(p)}
                 vs = _kind_verdicts(p, kind)
                 row["coverage"] = float(np.mean([v is not None for v in np.concatenate(vs)]))
-                human.append(_human_row(row, vs, p, boot))
+                human.append(_human_row(row, vs, p, boot, both_orders=kind == "resolved"))
         for judges, kind in _AGGREGATIONS:
             if len(order) < 2:
                 break
@@ -705,6 +716,35 @@ def pairwise_verdict(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
+#: the agreement a dataset's own paper reports, as one of our named measures: (measure, the paper's rule), by
+#: the ``dataset`` column (the LLMBar subsets share the name ``llmbar``, so MT-Bench's is not told apart here)
+PAPER_AGREEMENT = {
+    "autoj_pairwise": (
+        "human_agreement_autoj",
+        "Auto-J (pairwise_eval.py): both orders equal the 3-class gold",
+    ),
+}
+
+
+def paper_rows(human: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration x wording of a dataset in :data:`PAPER_AGREEMENT`, its paper's agreement on
+    the order-resolved verdicts: ``measure``, ``paper`` (the rule), ``value`` with ``_lo`` / ``_hi``
+    / ``_n``. Empty when no configuration's dataset has one."""
+    if human is None or human.empty or "dataset" not in human.columns:
+        return pd.DataFrame()
+    rows = []
+    for r in human[human["verdict"] == "resolved"].to_dict("records"):
+        if r["dataset"] not in PAPER_AGREEMENT or r["judges"].startswith("plurality"):
+            continue
+        measure, rule = PAPER_AGREEMENT[r["dataset"]]
+        rec = {k: r[k] for k in ("config_id", "dataset", "judges")}
+        rec.update(measure=measure, paper=rule)
+        for suffix in ("", "_lo", "_hi", "_n"):
+            rec[f"value{suffix}"] = r.get(f"{measure}{suffix}", np.nan)
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------- results.json
 
 
@@ -713,6 +753,8 @@ _HUMAN_MEASURES = (
     "human_agreement",
     "human_agreement_with_ties",
     "human_agreement_fastchat",
+    "human_agreement_autoj",
+    "human_agreement_judgebench",
     "judge_rater_agreement",
     "judge_rater_agreement_with_ties",
 )
@@ -786,7 +828,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "0.5 = no position bias)."
     )
     R.table(
-        rp.with_ci_columns(tables["pairwise_wordings"], list(_WORDING_MEASURES)),
+        rp.with_ci_columns(tables["pairwise_wordings"], list(_WORDING_MEASURES), with_n=True),
         {
             "config_id": "configuration",
             "variant": "wording",
@@ -805,7 +847,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "whose verdicts differ; annotators = FastChat's human-human agreement (pairs of annotators; without / with "
         "ties)."
     )
-    shown = rp.with_ci_columns(cfg, list(_CONFIG_MEASURES))
+    shown = rp.with_ci_columns(cfg, list(_CONFIG_MEASURES), with_n=True)
     R.table(
         shown,
         {
@@ -827,25 +869,47 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "Against the humans: human_agreement = accuracy on pairs whose human label is not a tie (a judge tie or an "
         'inconsistent pair counts as wrong); with ties = ties a third class (MT-Bench\'s "agreement w/ tie"); '
         'FastChat = MT-Bench\'s "agreement w/o tie" exactly (pairs where either side is a tie left out). '
+        "On the order-resolved rows, two rules that read both orders: Auto-J = a pair is right only when both "
+        "orders give the 3-class gold (Auto-J's pairwise_eval.py; every pair counted, a missing verdict wrong); "
+        "JudgeBench = +1 per order giving the gold, -1 per order giving the other side, right when the sum is > 0, "
+        "so (right, tie) is right (JudgeBench's utils/metrics.py; untied gold only). "
         "judge-annotator: FastChat's count over every (pair, annotator vote). Plurality cluster = a verdict given by "
         "at least ceil((J + 1) / 2) of the J judges (the paper's §5.2); a pair without one counts as a tie "
-        "(coverage = share with a cluster)."
+        "(coverage = share with a cluster). Every measure shows the pairs (or votes) it rests on, `(n=k)`."
     )
     R.table(
-        rp.with_ci_columns(tables["pairwise_human_agreement"], list(_HUMAN_MEASURES)),
+        rp.with_ci_columns(tables["pairwise_human_agreement"], list(_HUMAN_MEASURES), with_n=True),
         {
             "config_id": "configuration",
             "judges": "judges",
             "verdict": "verdict",
-            "human_agreement_n": "n (untied human)",
+            "n_pairs": "pairs",
             "human_agreement": "human agreement",
             "human_agreement_with_ties": "with ties",
             "human_agreement_fastchat": "FastChat w/o tie",
+            "human_agreement_autoj": "Auto-J (both orders)",
+            "human_agreement_judgebench": "JudgeBench (both orders)",
             "judge_rater_agreement": "judge-annotator w/o tie",
             "judge_rater_agreement_with_ties": "judge-annotator w/ tie",
             "coverage": "coverage",
         },
     )
+    papers = paper_rows(tables["pairwise_human_agreement"])
+    if not papers.empty:
+        R.p(
+            "The row comparable to each dataset's own paper (the rule that paper's code counts), per wording, "
+            "order-resolved verdicts:"
+        )
+        R.table(
+            rp.with_ci_columns(papers, ["value"], with_n=True),
+            {
+                "config_id": "configuration",
+                "judges": "wording",
+                "paper": "paper",
+                "measure": "measure",
+                "value": "agreement",
+            },
+        )
     R.p(
         "Rankings: per wording each system's win rate (ties and inconsistent pairs half a win; FastChat's "
         "win_rate_adjusted) and its Bradley-Terry strength (scikit-learn LogisticRegression without intercept, "

@@ -207,6 +207,38 @@ def test_rank_flips_by_hand(toy):
     assert np.isfinite(bt["kendall_tau"]) and "point estimates" in bt["note"]
 
 
+def test_the_fixed_baseline_of_every_game_is_left_out_of_the_ranking():
+    # MT-Bench's pairwise-baseline design: a, b, c each play only "base" (FastChat's show_result.py drops the
+    # baseline from the table). P1: a wins, b loses, c ties -> win rates a 1, b 0, c 1/2;
+    # P2: a loses, b wins, c wins -> a 0, b 1, c 1.
+    # a, b, c only: (a, b) and (a, c) opposite, (b, c) tied under P2 -> flip share 2/3; tau-b = (0 - 2) /
+    # sqrt(3 x 2) = -2/sqrt(6); ranks P1 a1 c2 b3, P2 b1 c1 a3 -> every system changes rank.
+    systems = {"q1": ("a", "base"), "q2": ("base", "b"), "q3": ("c", "base")}
+    verdicts = {
+        "P1": {"q1": ("1", "1"), "q2": ("1", "1"), "q3": ("tie", "tie")},
+        "P2": {"q1": ("2", "2"), "q2": ("2", "2"), "q3": ("1", "1")},
+    }
+    t = pairwise_tables(pairwise_rows(verdicts, dict.fromkeys(systems, "1"), systems=systems), **BOOT)
+    wr = _row(t["pairwise_rank_summary"], score="win_rate")
+    assert wr["baseline"] == "base" and wr["n_systems"] == 3 and wr["n_games"] == 3
+    assert "baseline base (in every game) not ranked" in wr["note"]
+    assert wr["kendall_tau"] == pytest.approx(-2 / np.sqrt(6))
+    assert (wr["flip_share"], wr["rank_change_share"]) == pytest.approx((2 / 3, 1.0))
+    ranked = t["pairwise_rank_systems"]
+    assert set(ranked["system"]) == {"a", "b", "c"}
+    got = ranked[ranked["score"] == "win_rate"].pivot(index="system", columns="variant", values="value")
+    assert got["P1"].tolist() == [1.0, 0.0, 0.5] and got["P2"].tolist() == [0.0, 1.0, 1.0]
+    bt = _row(t["pairwise_rank_summary"], score="bradley_terry")
+    assert bt["n_systems"] == 3 and "base" not in set(
+        ranked.loc[ranked["score"] == "bradley_terry", "system"]
+    )
+    # no system in every game (the toy's x, y, z): nothing left out
+    assert (
+        _row(pairwise_tables(toy_table(), **BOOT)["pairwise_rank_summary"], score="win_rate")["baseline"]
+        == ""
+    )
+
+
 def test_always_a_judge():
     """A fake judge whose answer is always "A": response_a in order 12, response_b in order 21."""
     items = {f"q{i}": ("1", "2") for i in range(6)}

@@ -25,6 +25,7 @@ its two single-order verdicts and the verdicts built from them (:mod:`promptlott
   at least ceil((J + 1) / 2) of the J judges; §5, Table 6 and §5.2);
 * ``pairwise_rank_summary`` / ``pairwise_rank_systems``: per wording, each system's win rate (ties
   half) and Bradley-Terry strength from the two-order verdicts, and the rank flips between wordings;
+  a fixed baseline (a system in every game, :func:`fixed_baseline`) is not ranked (column ``baseline``);
 * ``pairwise_verdict``: the plain-words sentence (how often the verdict follows the position, how
   often the wording).
 
@@ -418,21 +419,46 @@ def _win_rate_resampled(w: np.ndarray, pts: np.ndarray, codes: np.ndarray, n_sys
     return out
 
 
+def fixed_baseline(system_1: Any, system_2: Any) -> str | None:
+    """The system every game is played against, when there is one: a system in every game while at
+    least 3 systems play (with 2 both are in every game and neither is a baseline). MT-Bench's
+    pairwise-baseline mode plays every model against gpt-3.5-turbo; FastChat's ``show_result.py``
+    then ranks the others only (``# remove baseline model: df = df[df.index != args.baseline_model]``).
+
+    >>> fixed_baseline(["a", "b", "base"], ["base", "base", "c"])
+    'base'
+    >>> fixed_baseline(["a", "b"], ["b", "a"]) is None
+    True
+    """
+    games = [{str(a), str(b)} for a, b in zip(system_1, system_2)]
+    systems = set().union(*games) if games else set()
+    if len(systems) < 3:
+        return None
+    common = set.intersection(*games)
+    return next(iter(common)) if len(common) == 1 else None
+
+
 def _rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> tuple[list[dict], list[dict]]:
     games = p[p["system_1"].notna() & p["system_2"].notna()]
     names = sorted(set(games["system_1"].astype(str)) | set(games["system_2"].astype(str)), key=natural_key)
-    if len(names) < 2 or len(order) < 2:
-        why = "fewer than 2 systems (no system_1 / system_2)" if len(names) < 2 else "only one wording"
+    pairs = games.drop_duplicates("item_id")
+    baseline = fixed_baseline(pairs["system_1"], pairs["system_2"])
+    # the baseline plays every game (and anchors the Bradley-Terry fit) but is not ranked
+    ranked = [n for n in names if n != baseline]
+    rec0 = {**rec0, "baseline": baseline or ""}
+    if len(ranked) < 2 or len(order) < 2:
+        why = "fewer than 2 systems (no system_1 / system_2)" if len(ranked) < 2 else "only one wording"
         return [
             {
                 **rec0,
                 "score": s,
-                "n_systems": len(names),
+                "n_systems": len(ranked),
                 "n_games": games["item_id"].nunique(),
                 "note": f"n/a: {why}",
             }
             for s in ("win_rate", "bradley_terry")
         ], []
+    keep = np.array([names.index(n) for n in ranked])
     games = games.assign(system_1=games["system_1"].astype(str), system_2=games["system_2"].astype(str))
     pts, codes, meta = _points(games, names, order)
     summary, systems = [], []
@@ -444,25 +470,31 @@ def _rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> t
             pm.bradley_terry(meta["system_1"], meta["system_2"], verdicts[v].to_numpy(object)) for v in order
         ]
         scores = {
-            "win_rate": _win_rate_resampled(np.ones((1, len(pts))), pts, codes, len(names))[0],
-            "bradley_terry": np.column_stack([b.reindex(names).to_numpy(float) for b in bt]),
+            "win_rate": _win_rate_resampled(np.ones((1, len(pts))), pts, codes, len(names))[0][keep],
+            "bradley_terry": np.column_stack([b.reindex(ranked).to_numpy(float) for b in bt]),
         }
+        left_out = (
+            f"baseline {baseline} (in every game) not ranked, as FastChat's show_result.py"
+            if baseline
+            else ""
+        )
         for score, x in scores.items():
-            rec = {**rec0, "score": score, "n_systems": len(names), "n_games": len(pts)}
+            rec = {**rec0, "score": score, "n_systems": len(ranked), "n_games": len(pts)}
             rec.update(pm.rank_flips(x))
             if score == "win_rate":  # BT refits per resample would cost a fit per wording each: point only
                 w = cluster_resample_counts(
                     meta["cluster_id"].astype(str).to_numpy(), boot["n_resamples"], seed=boot["seed"]
                 )
-                reps = _win_rate_resampled(w, pts, codes, len(names))
+                reps = _win_rate_resampled(w, pts, codes, len(names))[:, keep]
                 dist = pm.rank_flips_resampled(reps)
                 for k, name in enumerate(("kendall_tau", "flip_share", "rank_change_share")):
                     rec[f"{name}_lo"], rec[f"{name}_hi"] = _percentiles(dist[:, k], boot["level"])
-                rec["note"] = ""
+                notes = []
             else:
-                rec["note"] = "point estimates (no bootstrap: a refit per resample and wording)"
+                notes = ["point estimates (no bootstrap: a refit per resample and wording)"]
+            rec["note"] = "; ".join([*notes, left_out] if left_out else notes)
             summary.append(rec)
-            for s, name in enumerate(names):
+            for s, name in enumerate(ranked):
                 ranks = [pm._rank(x[:, j])[s] for j in range(len(order))]
                 for j, var in enumerate(order):
                     systems.append(
@@ -915,7 +947,8 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "win_rate_adjusted) and its Bradley-Terry strength (scikit-learn LogisticRegression without intercept, "
         "weak L2, C = 100; ties half a win and half a loss); between every two wordings Kendall's tau-b of the scores, "
         "the share of system pairs in opposite order and the share of systems whose rank changes (means over the "
-        "pairs of wordings, as section 6)."
+        "pairs of wordings, as section 6). A system in every game (a fixed baseline, MT-Bench's gpt-3.5-turbo) plays "
+        "in the fits but is not ranked, as FastChat's show_result.py."
     )
     R.table(
         rp.with_ci_columns(tables["pairwise_rank_summary"], list(_RANK_MEASURES)),
@@ -923,6 +956,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
             "config_id": "configuration",
             "score": "score",
             "n_systems": "systems",
+            "baseline": "baseline (not ranked)",
             "n_games": "games",
             "kendall_tau": "mean tau",
             "flip_share": "pairs flipped",

@@ -243,10 +243,16 @@ def preference_agreement(judge: Any, human: Any, *, ties: str = "exclude_human")
     return _ratio(*_agreement_counts(judge, human, ties), "human agreement")
 
 
-def _autoj_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+def _two_orders(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The two single-order verdicts and the human preference of each pair, checked."""
     f, s = _paired_prefs(first, second, ("first", "second"))
     h = _prefs(human, "human")
     check_same_length([f, h], ["first", "human"])
+    return f, s, h
+
+
+def _autoj_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+    f, s, h = _two_orders(first, second, human)
     den = np.array([y is not None for y in h], dtype=bool)
     num = den & np.array([x is not None and x == z == y for x, z, y in zip(f, s, h)])
     return num.astype(float), den.astype(float)
@@ -270,9 +276,7 @@ def autoj_agreement(first: Any, second: Any, human: Any) -> float:
 
 
 def _judgebench_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
-    f, s = _paired_prefs(first, second, ("first", "second"))
-    h = _prefs(human, "human")
-    check_same_length([f, h], ["first", "human"])
+    f, s, h = _two_orders(first, second, human)
     other = {"1": "2", "2": "1"}
     den = np.array([y is not None and y != "tie" for y in h], dtype=bool)
     counter = np.array(

@@ -294,9 +294,9 @@ def test_rank_tau_batch_equals_metrics():
 
 def test_aggregation_vs_humans_hand_computed(grid):
     ag = aggregation_vs_humans(grid, OPTS)
-    # plurality (2 of 3 judges) = ties_to_P1 = median = 1 1 2 2 (= P1): r = 2 / sqrt(5); mean = 1, 4/3, 2,
-    # 5/3: r = 0.8
-    for m in ("P1", "plurality", "plurality_ties_to_p1", "median"):
+    # plurality (2 of 3 judges) decides every item here: = ties_to_P1 = median = 1 1 2 2 (= P1): r = 2 / sqrt(5);
+    # mean = 1, 4/3, 2, 5/3: r = 0.8
+    for m in ("P1", "P1 on plurality's items", "plurality", "plurality_ties_to_p1", "median"):
         assert _row(ag, config_id=A, method=m)["pearson"] == pytest.approx(2 / np.sqrt(5))
     assert _row(ag, config_id=A, method="mean")["pearson"] == pytest.approx(0.8)
     assert _row(ag, config_id=A, method="plurality")["diff_vs_ref"] == pytest.approx(0.0)

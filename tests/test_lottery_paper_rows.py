@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from promptlottery.analysis.agreement import agreement_collapse, paper_band
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
 from promptlottery.analysis.headlines import BY_CONSTRUCTION
@@ -97,19 +98,42 @@ def test_greedy_repeats_agree_by_construction_and_sampled_ones_name_their_source
     assert set(t["agreement_collapse_parsed"]["verdict_source"]) == {"parsed"}
 
 
-def test_aggregators_are_scored_on_the_same_items_with_coverage():
+def test_aggregation_rows_name_their_items_and_plurality_differs_from_the_median():
+    # Table 6 (§5): "Plurality aggregation ... Pearson correlation with human scores"; the paper's plurality (§5.2:
+    # a label given by at least 3 of the 5 judges) decides i1, i3, i4 (2, 4, 1); i2 (1 1 2 2 3) has none.
+    # On all 4 items, humans 1 2 3 4 (mean 2.5, deviations -1.5 -0.5 0.5 1.5, sum of squares 5):
+    #   P1 2 1 4 3: deviations -0.5 -1.5 1.5 0.5 -> r = 3 / sqrt(5 x 5) = 0.6
+    #   ties_to_P1 plurality 2 1 4 1 (i2: tie 1/2, P1 says 1): deviations 0 -1 2 -1 -> sum dx dy = 0 -> r = 0
+    #   median 2 2 4 1 (i2: 1 1 2 2 3 -> 2): mean 2.25, sum dx dy = -0.5, sum dx^2 = 4.75 -> r = -0.5 / sqrt(23.75)
+    #   mean 1.6 1.8 3.2 1.6: mean 2.05, sum dx dy = 0.7, sum dx^2 = 1.79 -> r = 0.7 / sqrt(8.95)
+    #   mean_weighted: the weighted scores are the labels + 0.1 on i2 and i4 -> 1.6 1.9 3.2 1.7:
+    #     mean 2.1, sum dx dy = 0.8, sum dx^2 = 1.66 -> r = 0.8 / sqrt(8.3)
+    # On the decided items i1 i3 i4 (humans 1 3 4, deviations -5/3 1/3 4/3, sum of squares 42/9):
+    #   plurality 2 4 1: deviations -1/3 5/3 -4/3 -> sum dx dy = -2/3, sum dx^2 = 42/9 -> r = -1/7
+    #   P1 2 4 3: deviations -1 1 0 -> sum dx dy = 2, sum dx^2 = 2 -> r = 2 / sqrt(2 x 42/9) = 6 / sqrt(84)
     ag = aggregation_vs_humans(_five(), LotteryOptions(n_resamples=20)).set_index("method")
-    # the paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges) has no verdict on
-    # i2 (1 1 2 2 3: no label has 3 votes); every method is scored on i1, i3, i4
-    assert (ag["n"] == 3).all()
-    assert ag.loc["plurality", "n_covered"] == 3 and ag.loc["plurality", "coverage"] == pytest.approx(0.75)
-    # ours, the tie-broken mode, covers every item (i2: tie 1/2, P1 says 1)
-    assert ag.loc["plurality_ties_to_p1", "n_covered"] == 4
-    assert "majority" not in ag.index
-    assert ag.loc["P1", "n_covered"] == 4 and ag.loc["P1", "coverage"] == pytest.approx(1.0)
-    # P1 on i1, i3, i4 = 2, 4, 3 against humans 1, 3, 4: Kendall tau = (2 - 1) / 3
+    expected = {
+        "plurality": ("decided by plurality", 3, 0.75, -1 / 7),
+        "P1 on plurality's items": ("decided by plurality", 3, 0.75, 6 / np.sqrt(84)),
+        "P1": ("all", 4, 1.0, 0.6),
+        "plurality_ties_to_p1": ("all", 4, 1.0, 0.0),
+        "median": ("all", 4, 1.0, -0.5 / np.sqrt(23.75)),
+        "mean": ("all", 4, 1.0, 0.7 / np.sqrt(8.95)),
+        "mean_weighted": ("all", 4, 1.0, 0.8 / np.sqrt(8.3)),
+    }
+    assert set(ag.index) == set(expected)  # no row where two methods coincide by construction
+    for method, (items, n, coverage, r) in expected.items():
+        row = ag.loc[method]
+        assert (row["items"], row["n"], row["coverage"]) == (items, n, pytest.approx(coverage)), method
+        assert row["pearson"] == pytest.approx(r, abs=1e-12), method
+    assert ag.loc["median", "pearson"] != pytest.approx(ag.loc["plurality_ties_to_p1", "pearson"])
+    assert (
+        ag.loc["mean_weighted", "verdict"] == "weighted score (unrounded)"
+        and ag.loc["P1", "verdict"] == "argmax"
+    )
+    # Kendall, P1 on all items: 6 pairs, (i1, i2) and (i3, i4) discordant -> (4 - 2) / 6
     assert ag.loc["P1", "kendall"] == pytest.approx(1 / 3)
-    # plurality (3 of 5) = 2, 4, 1 against 1, 3, 4: pairs (i1,i3) +, (i1,i4) -, (i3,i4) - -> -1/3
+    # plurality 2, 4, 1 against 1, 3, 4: pairs (i1,i3) +, (i1,i4) -, (i3,i4) - -> -1/3
     assert ag.loc["plurality", "kendall"] == pytest.approx(-1 / 3)
 
 
@@ -226,3 +250,42 @@ def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
     assert reg.loc["univariate", "slope"] == pytest.approx(-23 / 30)
     assert reg.loc["univariate", "n_points"] == 3
     assert reg.loc["mt_bench", "note"].startswith("n/a")
+
+
+# --------------------------------------------------------------------------- the robust / usable band
+
+
+def test_the_band_is_the_papers_fleiss_kappa_with_a_strict_usable_threshold():
+    # §3.2: "κ = 0.80 as the human robustness baseline and κ > 0.61 as the usability threshold", the 0.80 the
+    # humans' Fleiss' κ. Two wordings, 10 binary items: P1 says yes on t1-t6, P2 on t1-t4.
+    # Agreement on t1-t4 (yes) and t7-t10 (no): p_o = 8/10.
+    # Cohen: p_e = 0.6 x 0.4 + 0.4 x 0.6 = 0.48 -> (0.8 - 0.48) / 0.52 = 8/13 = 0.615 (>= 0.61: ours says usable)
+    # Fleiss: pooled yes 10 of 20, P_e = 1/2; P-bar = 8/10 -> (0.8 - 0.5) / 0.5 = 0.6 (below usable)
+    labels = {"P1": ["yes"] * 6 + ["no"] * 4, "P2": ["yes"] * 4 + ["no"] * 6}
+    rows = [
+        _row(
+            "topical_chat_usr",
+            "dialogue_quality",
+            "G1",
+            "binary_yes_no",
+            "bb1",
+            "engaging",
+            f"t{k + 1}",
+            None,
+            1.0,
+            v,
+            lab,
+        )  # fmt: skip
+        for v, labs in labels.items()
+        for k, lab in enumerate(labs)
+    ]
+    t = agreement_collapse(
+        JudgmentGrid.from_frame(load_judgments(judgments(rows))), LotteryOptions(n_resamples=20)
+    )
+    para = t[t["setting"] == "paraphrases"].iloc[0]
+    assert para["mean_kappa"] == pytest.approx(8 / 13) and para["fleiss_kappa"] == pytest.approx(0.6)
+    assert para["band"] == "below usable"
+    assert para["band_mean_kappa"] == "usable"  # ours, under its own name
+    th = {"robust": 0.80, "usable": 0.61}
+    assert paper_band(0.61, th) == "below usable" and paper_band(0.6101, th) == "usable"
+    assert paper_band(0.80, th) == "robust"

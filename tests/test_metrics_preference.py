@@ -73,6 +73,25 @@ def test_human_agreement_by_hand():
     assert pm.preference_agreement(["inconsistent"], ["tie"], ties="class") == 1.0
 
 
+def test_autoj_and_judgebench_rules_by_hand():
+    # five pairs, (order 12, order 21) in the pair's terms against the gold:
+    #   p1 (1, tie) gold 1: Auto-J no (not both);   JudgeBench +1 + 0 = 1 -> right ("(correct, tie)")
+    #   p2 (tie, 1) gold 1: Auto-J no;              JudgeBench 0 + 1 -> right
+    #   p3 (1, 2)   gold 1: Auto-J no;              JudgeBench +1 - 1 = 0 -> not right
+    #   p4 (2, 2)   gold 2: Auto-J right;           JudgeBench +2 -> right
+    #   p5 (tie, tie) gold tie: Auto-J right (3-class gold); JudgeBench: no tie labels, left out
+    #   p6 (None, 1) gold 1: Auto-J no (a missing exchanged prediction is not "both correct", still in total);
+    #                        JudgeBench 0 + 1 -> right (a null decision stays in n_pairs)
+    first = ["1", "tie", "1", "2", "tie", None]
+    second = ["tie", "1", "2", "2", "tie", "1"]
+    gold = ["1", "1", "1", "2", "tie", "1"]
+    assert pm.autoj_agreement(first, second, gold) == pytest.approx(2 / 6)
+    assert pm.judgebench_agreement(first, second, gold) == pytest.approx(4 / 5)
+    # FastChat's w/o tie on the same pairs reads the order-resolved verdict: only p4 is consistent and untied
+    resolved = pm.order_resolved(first, second)
+    assert pm.preference_agreement(resolved, gold, ties="exclude_both") == 1.0
+
+
 def test_rater_agreements_by_hand():
     raters = [["1", "1", "2"], ["2", "2", "2"], ["tie", "tie", "1"], ["1", "tie", "1"]]
     # w/o tie: q1 (1,1) agree, (1,2) x2 not -> 1/3; q2 3/3; q3 every pair has a tie -> 0/0;

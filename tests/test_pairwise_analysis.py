@@ -155,6 +155,31 @@ def test_human_agreement_by_hand(toy, judges, verdict):
     assert r["coverage"] == pytest.approx(cov)
 
 
+# Auto-J (pairwise_eval.py): right only when both orders give the 3-class gold (1, 2, tie, 1), of all 4 pairs;
+# JudgeBench (utils/metrics.py): +1 per order on the gold, -1 per order on the other side, right when > 0, of
+# the untied-gold pairs q1, q2, q4
+PAPER_RULES_BY_HAND = {
+    # P1 1/1 1/2 tie/tie 1/1: Auto-J q1 q3 q4 -> 3/4; JudgeBench q1 +2, q2 -1+1 = 0, q4 +2 -> 2/3
+    "P1": (3 / 4, 2 / 3),
+    # P2 1/2 2/2 1/tie 2/1: Auto-J q2 -> 1/4; JudgeBench q1 +1-1, q2 +2, q4 -1+1 -> 1/3
+    "P2": (1 / 4, 1 / 3),
+    # P3 1/1 2/2 2/2 1/2: Auto-J q1 q2 (q3's 2/2 is not the tie) -> 2/4; JudgeBench q1, q2; q4 +1-1 -> 2/3
+    "P3": (2 / 4, 2 / 3),
+}
+
+
+@pytest.mark.parametrize("wording", list(PAPER_RULES_BY_HAND))
+def test_autoj_and_judgebench_rules_by_hand(toy, wording):
+    r = _row(toy["pairwise_human_agreement"], judges=wording, verdict="resolved")
+    autoj, judgebench = PAPER_RULES_BY_HAND[wording]
+    assert r["human_agreement_autoj"] == pytest.approx(autoj) and r["human_agreement_autoj_n"] == 4
+    assert r["human_agreement_judgebench"] == pytest.approx(judgebench)
+    assert r["human_agreement_judgebench_n"] == 3
+    # the rules that read both orders are not computed on one order or an aggregate
+    one = _row(toy["pairwise_human_agreement"], judges=wording, verdict="order_12")
+    assert np.isnan(one.get("human_agreement_autoj", np.nan))
+
+
 def test_judge_against_each_annotator_by_hand(toy):
     r = _row(toy["pairwise_human_agreement"], judges="P1", verdict="resolved")
     # judge 1 tie tie 1; w/o tie: q1 "1" vs 1 1 2 -> 2/3, q2 q3 skipped, q4 vs 1 1 -> 2/2: 4/5
@@ -180,6 +205,38 @@ def test_rank_flips_by_hand(toy):
     assert s["kendall_tau_lo"] <= s["kendall_tau_hi"]
     bt = _row(toy["pairwise_rank_summary"], score="bradley_terry")
     assert np.isfinite(bt["kendall_tau"]) and "point estimates" in bt["note"]
+
+
+def test_the_fixed_baseline_of_every_game_is_left_out_of_the_ranking():
+    # MT-Bench's pairwise-baseline design: a, b, c each play only "base" (FastChat's show_result.py drops the
+    # baseline from the table). P1: a wins, b loses, c ties -> win rates a 1, b 0, c 1/2;
+    # P2: a loses, b wins, c wins -> a 0, b 1, c 1.
+    # a, b, c only: (a, b) and (a, c) opposite, (b, c) tied under P2 -> flip share 2/3; tau-b = (0 - 2) /
+    # sqrt(3 x 2) = -2/sqrt(6); ranks P1 a1 c2 b3, P2 b1 c1 a3 -> every system changes rank.
+    systems = {"q1": ("a", "base"), "q2": ("base", "b"), "q3": ("c", "base")}
+    verdicts = {
+        "P1": {"q1": ("1", "1"), "q2": ("1", "1"), "q3": ("tie", "tie")},
+        "P2": {"q1": ("2", "2"), "q2": ("2", "2"), "q3": ("1", "1")},
+    }
+    t = pairwise_tables(pairwise_rows(verdicts, dict.fromkeys(systems, "1"), systems=systems), **BOOT)
+    wr = _row(t["pairwise_rank_summary"], score="win_rate")
+    assert wr["baseline"] == "base" and wr["n_systems"] == 3 and wr["n_games"] == 3
+    assert "baseline base (in every game) not ranked" in wr["note"]
+    assert wr["kendall_tau"] == pytest.approx(-2 / np.sqrt(6))
+    assert (wr["flip_share"], wr["rank_change_share"]) == pytest.approx((2 / 3, 1.0))
+    ranked = t["pairwise_rank_systems"]
+    assert set(ranked["system"]) == {"a", "b", "c"}
+    got = ranked[ranked["score"] == "win_rate"].pivot(index="system", columns="variant", values="value")
+    assert got["P1"].tolist() == [1.0, 0.0, 0.5] and got["P2"].tolist() == [0.0, 1.0, 1.0]
+    bt = _row(t["pairwise_rank_summary"], score="bradley_terry")
+    assert bt["n_systems"] == 3 and "base" not in set(
+        ranked.loc[ranked["score"] == "bradley_terry", "system"]
+    )
+    # no system in every game (the toy's x, y, z): nothing left out
+    assert (
+        _row(pairwise_tables(toy_table(), **BOOT)["pairwise_rank_summary"], score="win_rate")["baseline"]
+        == ""
+    )
 
 
 def test_always_a_judge():
@@ -296,6 +353,45 @@ def test_a_pairwise_table_alone_gets_the_section_and_metrics(tmp_path):
     metrics = summary_metrics(result["tables"])
     assert metrics[f"pairwise/{CID}/P1/position_consistency"] == 0.75
     json.dumps(metrics)  # results.json-ready
+
+
+def _report(tmp_path, df: pd.DataFrame) -> str:
+    opts = _opts()
+    grid = JudgmentGrid.from_frame(df)
+    return write_outputs(analyse(grid, opts), grid, opts, tmp_path, [])["report"].read_text()
+
+
+def _report_row(report: str, *cells: str) -> list[str]:
+    """The cells of the first Markdown table row of report.md that starts with ``cells``."""
+    for line in report.splitlines():
+        parts = [c.strip() for c in line.strip().strip("|").split("|")]
+        if parts[: len(cells)] == list(cells):
+            return parts
+    raise AssertionError(f"no report row {cells}")
+
+
+def test_every_printed_pairwise_measure_carries_its_own_n(tmp_path):
+    # P1 order-resolved 1 I tie 1 against 1 2 tie 1: human_agreement on the 3 untied-human pairs (2/3); FastChat
+    # w/o tie drops q2 (a judge tie) and q3 (a human tie): 2/2 on 2 pairs; with ties on all 4 (3/4)
+    row = _report_row(_report(tmp_path, toy_table()), CID, "P1", "resolved")
+    assert row[3] == "4"  # pairs
+    assert row[4].startswith("0.667") and row[4].endswith("(n=3)")
+    assert row[5].startswith("0.750") and row[5].endswith("(n=4)")
+    assert row[6].startswith("1.000") and row[6].endswith("(n=2)")
+    assert row[7].startswith("0.750") and row[7].endswith("(n=4)")  # Auto-J
+    assert row[8].startswith("0.667") and row[8].endswith("(n=3)")  # JudgeBench
+
+
+def test_autoj_prints_its_papers_rule_as_the_comparable_row(tmp_path):
+    df = toy_table()
+    df["dataset"] = "autoj_pairwise"
+    report = _report(tmp_path, df)
+    cid = "autoj_pairwise/pairwise/G17/fake"
+    marker = "The row comparable to each dataset's own paper"
+    row = _report_row(report[report.index(marker) :], cid, "P2")
+    assert row[2].startswith("Auto-J (pairwise_eval.py)") and row[3] == "human_agreement_autoj"
+    assert row[4].startswith("0.250") and row[4].endswith("(n=4)")
+    assert "The row comparable to each dataset's own paper" not in _report(tmp_path / "toy", toy_table())
 
 
 def test_pairwise_rows_beside_pointwise_ones_leave_sections_1_to_8_alone(tmp_path):

@@ -86,6 +86,23 @@ def test_preference_labels_parse_from_the_bracket_format_and_a_bare_letter(text,
     assert ABC.parse(text) == label
 
 
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        # the judge continues the "[[" prefix with its verdict and names the other letter later
+        ("A]]\n\nExplanation: unlike [[B]], assistant A answers the question.", "A"),
+        ("B]] Assistant B is better; [[A]] would need a proof.", "B"),
+        ("[[C]]\nBoth are fine, though [[A]] is shorter.", "C"),
+        (" c ]] a tie", "C"),
+        # no verdict at the start: the first bracketed one
+        ("Comparing them, [[B]]. Not [[A]].", "B"),
+    ],
+)
+def test_the_letter_right_after_the_prefix_wins_over_a_later_bracket(text, label):
+    # FastChat (common.py, run_judge_pair) reads "[[" + text: "[[A]]" in judgment -> A on the first
+    assert ABC.parse(text) == label
+
+
 def test_a_label_outside_the_scale_is_a_parse_failure_with_its_reason():
     s = score_response(JudgeResponse("[[D]]", None, 1, 1, 0.0), ABC)
     assert s.parsed_label is None and s.score is None

@@ -145,14 +145,31 @@ def _complete(v: pd.DataFrame, c: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFr
     return v[keep], c[keep], int((~keep).sum())
 
 
-def _band(kappa: float, thresholds: dict) -> str:
+def _band(kappa: float, thresholds: dict, *, strict: bool) -> str:
+    """``robust`` at or above the robust threshold, ``usable`` above the usable one (``strict``) or at
+    or above it (not ``strict``), else ``below usable``; ``n/a`` when undefined."""
     if not np.isfinite(kappa):
         return "n/a"
     if kappa >= thresholds["robust"]:
         return "robust"
-    if kappa >= thresholds["usable"]:
+    usable = thresholds["usable"]
+    if kappa > usable or (not strict and kappa == usable):
         return "usable"
     return "below usable"
+
+
+def paper_band(fleiss: float, thresholds: dict) -> str:
+    """The paper's band (§3.2) of a Fleiss' kappa across the judges: "the paper set κ = 0.80 as the
+    human robustness baseline and κ > 0.61 as the usability threshold", the 0.80 being the humans'
+    Fleiss' κ ("average human agreement of ... 0.80 Fleiss' κ"). ``robust``: at least the human
+    baseline (reaching it is ours: the summary gives no comparison for 0.80); ``usable``: strictly
+    above 0.61, as the paper writes it.
+
+    >>> th = {"robust": 0.80, "usable": 0.61}
+    >>> paper_band(0.61, th), paper_band(0.62, th), paper_band(0.80, th)
+    ('below usable', 'usable', 'robust')
+    """
+    return _band(fleiss, thresholds, strict=True)
 
 
 def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distributions: bool = False):
@@ -162,7 +179,9 @@ def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distr
     temperature) and ``fixed T=<t>`` (the reference variant's repeated samples at temperature ``t``;
     ``fixed T=<t> batch`` when each repeat had its own batch composition, column ``repeat_source``).
     Columns: each measure of :data:`AGREEMENT_MEASURES` with ``_lo`` / ``_hi`` bounds, ``band`` (the
-    mean pairwise kappa against the robust / usable thresholds), the label distribution and ``notes``.
+    paper's: Fleiss' kappa, at least the robust threshold / strictly above the usable one,
+    :func:`paper_band`), ``band_mean_kappa`` (ours: mean pairwise Cohen's kappa, at least either
+    threshold), the label distribution and ``notes``.
     With ``return_distributions=True`` also returns ``{(config_id, setting, measure): replicates}``
     for stratified group CIs (:func:`agreement_by_task_type`). ``opts``: ``n_resamples``, ``seed``,
     ``level`` and ``thresholds`` (the reference variant and temperature are the grid's).
@@ -232,7 +251,8 @@ def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distr
                     notes.append(f"{m}: {e.note}")
                 if e.distribution is not None:
                     dists[(cid, setting, m)] = e.distribution
-            rec["band"] = _band(rec["mean_kappa"], th)
+            rec["band"] = paper_band(rec["fleiss_kappa"], th)
+            rec["band_mean_kappa"] = _band(rec["mean_kappa"], th, strict=False)
             rec["notes"] = "; ".join(_dedupe_notes(notes))
             rows_out.append(rec)
     table = pd.DataFrame(rows_out)

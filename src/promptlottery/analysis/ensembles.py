@@ -1,9 +1,10 @@
 """Analyses 7-8: aggregating the variants' verdicts, and how fast the plurality settles.
 
 7. The paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges; no verdict on a
-   no-consensus item), ours ``plurality_ties_to_p1`` (the modal label, ties broken by the P1 label,
-   see :mod:`promptlottery.judging.aggregate`), mean and median across the variants, each
-   correlated with the human labels next to the single prompt P1. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
+   no-consensus item) on the items it decides, with its coverage; ours ``plurality_ties_to_p1`` (the
+   modal label, ties broken by the P1 label, see :mod:`promptlottery.judging.aggregate`), mean and
+   median across the variants and the single prompt P1 on all items, each row naming its items and
+   correlated with the human labels. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
    backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
    items.
 8. For each item, the paper's plurality cluster (a label given by at least 3 of 5 judges), the call
@@ -26,6 +27,7 @@ from promptlottery.judging.aggregate import (
     AGGREGATORS,
     cluster_match,
     convergence,
+    mean_score,
     online_convergence,
     plurality_cluster,
 )
@@ -46,76 +48,111 @@ if TYPE_CHECKING:
 TASK_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric")
 
 
-def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
-    """Analysis 7a: each aggregate of the variants (and P1 alone) against the human labels.
+#: the populations of the aggregation table: every item with a human label, and the items the paper's
+#: plurality decides (a label given by at least 3 of the 5 judges)
+ALL_ITEMS, DECIDED_ITEMS = "all", "decided by plurality"
+#: P1 on the items the paper's plurality decides: the reference of plurality's paired test
+REFERENCE_ON_DECIDED = "{reference} on plurality's items"
 
-    One row per configuration x method (``P1``, ``plurality`` (the paper's: at least 3 of 5),
-    ``plurality_ties_to_p1`` (ours), ``mean``, ``median``), every method scored on the same items:
-    those with a human label that every method covers (``n``; ``plurality`` has no verdict on a
-    no-consensus item). ``n_covered`` / ``coverage``:
-    the items with a human label the method itself covers, and their share. Pearson and Kendall
-    with CIs, and for the
-    aggregates the paired bootstrap test of their Kendall's tau minus P1's (``diff_vs_ref``,
+
+def aggregation_vs_humans(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
+    """Analysis 7a (Table 6): each aggregate of the variants (and P1 alone) against the human labels.
+
+    The paper (§5, Table 6): "Plurality aggregation consistently achieves the strongest human
+    alignment among the compared strategies. The comparison uses Pearson correlation with human
+    scores across three datasets with public annotations"; its plurality is the label "at least
+    three of five" judges give (§5.2: "strict plurality is reached in 58.73% of cases"; §F.2), so it
+    has no verdict on a no-consensus item. The summary does not say on which items Table 6 scores the
+    other strategies; here each row names its population (``items``), so that no two methods
+    coincide by construction:
+
+    * ``items = "decided by plurality"``: ``plurality`` (the paper's) on the items it decides, with
+      ``coverage`` = their share of the items with a human label (the paper's population for it), and
+      ``P1 on plurality's items`` beside it (its paired reference). The tie-broken plurality and the
+      median are not shown there: three equal votes of five fix both, so they equal ``plurality`` on
+      those items by construction;
+    * ``items = "all"``: every item with a human label, for ``P1`` alone, ``plurality_ties_to_p1``
+      (ours: the modal label, ties broken toward P1), ``mean`` and ``median`` of the verdict scores
+      (``verdict`` = the grid's verdict kind, ``argmax`` or ``weighted``) and ``mean_weighted`` (ours:
+      the mean of the unrounded logprob-weighted scores, ``cont``).
+
+    ``n``: the items a row is scored on (a method's missing verdicts left out, counted by
+    ``n_covered`` / ``coverage``). Pearson and Kendall with CIs; for the aggregates the paired
+    bootstrap test of their Kendall's tau minus P1's on the same items (``diff_vs_ref``,
     ``diff_vs_ref_lo`` / ``_hi``, ``significant``).
     """
     boot = opts.resampling
     reference = grid.reference
+    on_decided = REFERENCE_ON_DECIDED.format(reference=reference)
     out = []
     for conf in grid:
         cid, order = conf.config_id, conf.order
         v = conf.matrix("value")
         h = conf.humans(v.index)
         first = conf.first
-        methods = {reference: v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)}
-        for name, fn in AGGREGATORS.items():
-            methods[name] = np.asarray(fn(v.to_numpy(float)), dtype=float)
-        # every method is scored on the items that all of them cover (plurality leaves no-consensus ones out)
+        ref = v[reference].to_numpy(float) if reference in v else np.full(len(v), np.nan)
+        agg = {name: np.asarray(fn(v.to_numpy(float)), dtype=float) for name, fn in AGGREGATORS.items()}
+        decided = np.isfinite(agg["plurality"])
+        cont = np.asarray(mean_score(conf.matrix("cont").reindex(index=v.index, columns=v.columns)), float)
+        # (method, population, verdict kind, scores, items it is scored on)
+        rows = [
+            ("plurality", DECIDED_ITEMS, grid.verdict, agg["plurality"], decided),
+            (on_decided, DECIDED_ITEMS, grid.verdict, ref, decided),
+            (reference, ALL_ITEMS, grid.verdict, ref, None),
+            ("plurality_ties_to_p1", ALL_ITEMS, grid.verdict, agg["plurality_ties_to_p1"], None),
+            ("mean", ALL_ITEMS, grid.verdict, agg["mean"], None),
+            ("median", ALL_ITEMS, grid.verdict, agg["median"], None),
+            ("mean_weighted", ALL_ITEMS, "weighted score (unrounded)", cont, None),
+        ]
         humans = np.isfinite(h)
-        common = humans & np.logical_and.reduce([np.isfinite(m) for m in methods.values()])
-        for name, all_scores in methods.items():
-            scores = np.where(common, all_scores, np.nan)
+        for name, items, verdict, all_scores, within in rows:
+            scores = all_scores if within is None else np.where(within, all_scores, np.nan)
+            covered = np.isfinite(scores) & humans
             rec: dict[str, Any] = {
                 "config_id": cid,
                 "dataset": first["dataset"],
                 "backbone": first["backbone"],
                 "task_type": first["task_type"],
                 "method": name,
+                "items": items,
+                "verdict": verdict,
                 "n_judges": len(order),
-                "n_covered": int((np.isfinite(all_scores) & humans).sum()),
-                "coverage": float((np.isfinite(all_scores) & humans).sum() / humans.sum())
-                if humans.any()
-                else np.nan,
+                "n_covered": int(covered.sum()),
+                "coverage": float(covered.sum() / humans.sum()) if humans.any() else np.nan,
             }
             res = correlate_with_human(scores, h, **boot)
             notes = res.pop("notes")
             rec.update(res)
             rec["diff_vs_ref"] = rec["diff_vs_ref_lo"] = rec["diff_vs_ref_hi"] = np.nan
             rec["significant"] = None
-            if name != reference:
-                keep = common
-                if keep.sum() >= 3:
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore", UndefinedMetricWarning)
-                            t = paired_bootstrap_test(
-                                kendall_tau,
-                                scores[keep],
-                                methods[reference][keep],
-                                h[keep],
-                                **boot,
-                            )
-                        if np.isfinite(t.difference):
-                            rec.update(
-                                diff_vs_ref=t.difference,
-                                diff_vs_ref_lo=t.low,
-                                diff_vs_ref_hi=t.high,
-                                significant=bool(t.significant),
-                            )
-                    except ValueError as exc:
-                        notes.append(f"paired test: n/a: {exc}")
+            if name not in (reference, on_decided):
+                notes += _paired_vs_reference(rec, scores, ref, h, boot)
             rec["notes"] = "; ".join(notes)
             out.append(rec)
     return pd.DataFrame(out)
+
+
+def _paired_vs_reference(
+    rec: dict, scores: np.ndarray, ref: np.ndarray, h: np.ndarray, boot: dict
+) -> list[str]:
+    """Kendall's tau of ``scores`` minus the reference's, paired bootstrap on the items both cover."""
+    keep = np.isfinite(scores) & np.isfinite(ref) & np.isfinite(h)
+    if keep.sum() < 3:
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            t = paired_bootstrap_test(kendall_tau, scores[keep], ref[keep], h[keep], **boot)
+    except ValueError as exc:
+        return [f"paired test: n/a: {exc}"]
+    if np.isfinite(t.difference):
+        rec.update(
+            diff_vs_ref=t.difference,
+            diff_vs_ref_lo=t.low,
+            diff_vs_ref_hi=t.high,
+            significant=bool(t.significant),
+        )
+    return []
 
 
 def _task_ids(df: pd.DataFrame) -> pd.Series:

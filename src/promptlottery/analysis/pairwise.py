@@ -17,11 +17,15 @@ its two single-order verdicts and the verdicts built from them (:mod:`promptlott
   verdict sentence), and for annotated data (PandaLM) the annotators' own agreement;
 * ``pairwise_human_agreement``: ``human_agreement``, ``human_agreement_with_ties`` and
   ``human_agreement_fastchat`` of every verdict kind (single order 12 / 21 / either, order-resolved,
-  order-averaged) per wording, and of the aggregations over wordings and over orders (the
+  order-averaged) per wording, on the order-resolved rows also ``human_agreement_autoj`` (Auto-J's
+  published rule) and ``human_agreement_judgebench`` (JudgeBench's), each with the ``_n`` pairs it
+  rests on (:func:`paper_rows`: the one each dataset's paper reports), and of the aggregations over
+  wordings and over orders (the
   prompt-lottery paper's plurality cluster, ``judging.aggregate.plurality_cluster``: a label given by
   at least ceil((J + 1) / 2) of the J judges; §5, Table 6 and §5.2);
 * ``pairwise_rank_summary`` / ``pairwise_rank_systems``: per wording, each system's win rate (ties
   half) and Bradley-Terry strength from the two-order verdicts, and the rank flips between wordings;
+  a fixed baseline (a system in every game, :func:`fixed_baseline`) is not ranked (column ``baseline``);
 * ``pairwise_verdict``: the plain-words sentence (how often the verdict follows the position, how
   often the wording).
 
@@ -67,6 +71,7 @@ __all__ = [
     "pair_table",
     "pairwise_metrics",
     "pairwise_tables",
+    "paper_rows",
     "render_pairwise",
 ]
 
@@ -303,8 +308,11 @@ def _summed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
     return sum(n for n, _ in parts), sum(d for _, d in parts)
 
 
-def _human_row(rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dict) -> dict:
-    """The human-agreement measures of one set of verdicts on the pairs ``p`` (one row per pair)."""
+def _human_row(
+    rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dict, *, both_orders: bool = False
+) -> dict:
+    """The human-agreement measures of one set of verdicts on the pairs ``p`` (one row per pair);
+    ``both_orders``: also the rules that read the two orders of a pair (Auto-J's, JudgeBench's)."""
     cl = p["cluster_id"].to_numpy(object)
     human = p["human"].to_numpy(object)
     for name, ties in (
@@ -313,6 +321,10 @@ def _human_row(rec: dict, verdicts: list[np.ndarray], p: pd.DataFrame, boot: dic
         ("human_agreement_fastchat", "exclude_both"),
     ):
         _ci(rec, name, *_summed([pm._agreement_counts(v, human, ties) for v in verdicts]), cl, boot)
+    if both_orders:
+        orders = (p["first"].to_numpy(object), p["second"].to_numpy(object))
+        _ci(rec, "human_agreement_autoj", *pm._autoj_counts(*orders, human), cl, boot)
+        _ci(rec, "human_agreement_judgebench", *pm._judgebench_counts(*orders, human), cl, boot)
     raters = p["raters"].to_numpy(object)
     if any(r is not None and not (isinstance(r, float) and np.isnan(r)) for r in raters):
         for name, ties in (
@@ -407,21 +419,46 @@ def _win_rate_resampled(w: np.ndarray, pts: np.ndarray, codes: np.ndarray, n_sys
     return out
 
 
+def fixed_baseline(system_1: Any, system_2: Any) -> str | None:
+    """The system every game is played against, when there is one: a system in every game while at
+    least 3 systems play (with 2 both are in every game and neither is a baseline). MT-Bench's
+    pairwise-baseline mode plays every model against gpt-3.5-turbo; FastChat's ``show_result.py``
+    then ranks the others only (``# remove baseline model: df = df[df.index != args.baseline_model]``).
+
+    >>> fixed_baseline(["a", "b", "base"], ["base", "base", "c"])
+    'base'
+    >>> fixed_baseline(["a", "b"], ["b", "a"]) is None
+    True
+    """
+    games = [{str(a), str(b)} for a, b in zip(system_1, system_2)]
+    systems = set().union(*games) if games else set()
+    if len(systems) < 3:
+        return None
+    common = set.intersection(*games)
+    return next(iter(common)) if len(common) == 1 else None
+
+
 def _rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> tuple[list[dict], list[dict]]:
     games = p[p["system_1"].notna() & p["system_2"].notna()]
     names = sorted(set(games["system_1"].astype(str)) | set(games["system_2"].astype(str)), key=natural_key)
-    if len(names) < 2 or len(order) < 2:
-        why = "fewer than 2 systems (no system_1 / system_2)" if len(names) < 2 else "only one wording"
+    pairs = games.drop_duplicates("item_id")
+    baseline = fixed_baseline(pairs["system_1"], pairs["system_2"])
+    # the baseline plays every game (and anchors the Bradley-Terry fit) but is not ranked
+    ranked = [n for n in names if n != baseline]
+    rec0 = {**rec0, "baseline": baseline or ""}
+    if len(ranked) < 2 or len(order) < 2:
+        why = "fewer than 2 systems (no system_1 / system_2)" if len(ranked) < 2 else "only one wording"
         return [
             {
                 **rec0,
                 "score": s,
-                "n_systems": len(names),
+                "n_systems": len(ranked),
                 "n_games": games["item_id"].nunique(),
                 "note": f"n/a: {why}",
             }
             for s in ("win_rate", "bradley_terry")
         ], []
+    keep = np.array([names.index(n) for n in ranked])
     games = games.assign(system_1=games["system_1"].astype(str), system_2=games["system_2"].astype(str))
     pts, codes, meta = _points(games, names, order)
     summary, systems = [], []
@@ -433,25 +470,31 @@ def _rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> t
             pm.bradley_terry(meta["system_1"], meta["system_2"], verdicts[v].to_numpy(object)) for v in order
         ]
         scores = {
-            "win_rate": _win_rate_resampled(np.ones((1, len(pts))), pts, codes, len(names))[0],
-            "bradley_terry": np.column_stack([b.reindex(names).to_numpy(float) for b in bt]),
+            "win_rate": _win_rate_resampled(np.ones((1, len(pts))), pts, codes, len(names))[0][keep],
+            "bradley_terry": np.column_stack([b.reindex(ranked).to_numpy(float) for b in bt]),
         }
+        left_out = (
+            f"baseline {baseline} (in every game) not ranked, as FastChat's show_result.py"
+            if baseline
+            else ""
+        )
         for score, x in scores.items():
-            rec = {**rec0, "score": score, "n_systems": len(names), "n_games": len(pts)}
+            rec = {**rec0, "score": score, "n_systems": len(ranked), "n_games": len(pts)}
             rec.update(pm.rank_flips(x))
             if score == "win_rate":  # BT refits per resample would cost a fit per wording each: point only
                 w = cluster_resample_counts(
                     meta["cluster_id"].astype(str).to_numpy(), boot["n_resamples"], seed=boot["seed"]
                 )
-                reps = _win_rate_resampled(w, pts, codes, len(names))
+                reps = _win_rate_resampled(w, pts, codes, len(names))[:, keep]
                 dist = pm.rank_flips_resampled(reps)
                 for k, name in enumerate(("kendall_tau", "flip_share", "rank_change_share")):
                     rec[f"{name}_lo"], rec[f"{name}_hi"] = _percentiles(dist[:, k], boot["level"])
-                rec["note"] = ""
+                notes = []
             else:
-                rec["note"] = "point estimates (no bootstrap: a refit per resample and wording)"
+                notes = ["point estimates (no bootstrap: a refit per resample and wording)"]
+            rec["note"] = "; ".join([*notes, left_out] if left_out else notes)
             summary.append(rec)
-            for s, name in enumerate(names):
+            for s, name in enumerate(ranked):
                 ranks = [pm._rank(x[:, j])[s] for j in range(len(order))]
                 for j, var in enumerate(order):
                     systems.append(
@@ -527,7 +570,7 @@ def pairwise_tables(
                 row = {**rec0, "judges": var, "verdict": kind, "n_pairs": len(p)}
                 vs = _kind_verdicts(p, kind)
                 row["coverage"] = float(np.mean([v is not None for v in np.concatenate(vs)]))
-                human.append(_human_row(row, vs, p, boot))
+                human.append(_human_row(row, vs, p, boot, both_orders=kind == "resolved"))
         for judges, kind in _AGGREGATIONS:
             if len(order) < 2:
                 break
@@ -705,6 +748,35 @@ def pairwise_verdict(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
+#: the agreement a dataset's own paper reports, as one of our named measures: (measure, the paper's rule), by
+#: the ``dataset`` column (the LLMBar subsets share the name ``llmbar``, so MT-Bench's is not told apart here)
+PAPER_AGREEMENT = {
+    "autoj_pairwise": (
+        "human_agreement_autoj",
+        "Auto-J (pairwise_eval.py): both orders equal the 3-class gold",
+    ),
+}
+
+
+def paper_rows(human: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration x wording of a dataset in :data:`PAPER_AGREEMENT`, its paper's agreement on
+    the order-resolved verdicts: ``measure``, ``paper`` (the rule), ``value`` with ``_lo`` / ``_hi``
+    / ``_n``. Empty when no configuration's dataset has one."""
+    if human is None or human.empty or "dataset" not in human.columns:
+        return pd.DataFrame()
+    rows = []
+    for r in human[human["verdict"] == "resolved"].to_dict("records"):
+        if r["dataset"] not in PAPER_AGREEMENT or r["judges"].startswith("plurality"):
+            continue
+        measure, rule = PAPER_AGREEMENT[r["dataset"]]
+        rec = {k: r[k] for k in ("config_id", "dataset", "judges")}
+        rec.update(measure=measure, paper=rule)
+        for suffix in ("", "_lo", "_hi", "_n"):
+            rec[f"value{suffix}"] = r.get(f"{measure}{suffix}", np.nan)
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------- results.json
 
 
@@ -713,6 +785,8 @@ _HUMAN_MEASURES = (
     "human_agreement",
     "human_agreement_with_ties",
     "human_agreement_fastchat",
+    "human_agreement_autoj",
+    "human_agreement_judgebench",
     "judge_rater_agreement",
     "judge_rater_agreement_with_ties",
 )
@@ -786,7 +860,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "0.5 = no position bias)."
     )
     R.table(
-        rp.with_ci_columns(tables["pairwise_wordings"], list(_WORDING_MEASURES)),
+        rp.with_ci_columns(tables["pairwise_wordings"], list(_WORDING_MEASURES), with_n=True),
         {
             "config_id": "configuration",
             "variant": "wording",
@@ -805,7 +879,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "whose verdicts differ; annotators = FastChat's human-human agreement (pairs of annotators; without / with "
         "ties)."
     )
-    shown = rp.with_ci_columns(cfg, list(_CONFIG_MEASURES))
+    shown = rp.with_ci_columns(cfg, list(_CONFIG_MEASURES), with_n=True)
     R.table(
         shown,
         {
@@ -827,31 +901,54 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
         "Against the humans: human_agreement = accuracy on pairs whose human label is not a tie (a judge tie or an "
         'inconsistent pair counts as wrong); with ties = ties a third class (MT-Bench\'s "agreement w/ tie"); '
         'FastChat = MT-Bench\'s "agreement w/o tie" exactly (pairs where either side is a tie left out). '
+        "On the order-resolved rows, two rules that read both orders: Auto-J = a pair is right only when both "
+        "orders give the 3-class gold (Auto-J's pairwise_eval.py; every pair counted, a missing verdict wrong); "
+        "JudgeBench = +1 per order giving the gold, -1 per order giving the other side, right when the sum is > 0, "
+        "so (right, tie) is right (JudgeBench's utils/metrics.py; untied gold only). "
         "judge-annotator: FastChat's count over every (pair, annotator vote). Plurality cluster = a verdict given by "
         "at least ceil((J + 1) / 2) of the J judges (the paper's §5.2); a pair without one counts as a tie "
-        "(coverage = share with a cluster)."
+        "(coverage = share with a cluster). Every measure shows the pairs (or votes) it rests on, `(n=k)`."
     )
     R.table(
-        rp.with_ci_columns(tables["pairwise_human_agreement"], list(_HUMAN_MEASURES)),
+        rp.with_ci_columns(tables["pairwise_human_agreement"], list(_HUMAN_MEASURES), with_n=True),
         {
             "config_id": "configuration",
             "judges": "judges",
             "verdict": "verdict",
-            "human_agreement_n": "n (untied human)",
+            "n_pairs": "pairs",
             "human_agreement": "human agreement",
             "human_agreement_with_ties": "with ties",
             "human_agreement_fastchat": "FastChat w/o tie",
+            "human_agreement_autoj": "Auto-J (both orders)",
+            "human_agreement_judgebench": "JudgeBench (both orders)",
             "judge_rater_agreement": "judge-annotator w/o tie",
             "judge_rater_agreement_with_ties": "judge-annotator w/ tie",
             "coverage": "coverage",
         },
     )
+    papers = paper_rows(tables["pairwise_human_agreement"])
+    if not papers.empty:
+        R.p(
+            "The row comparable to each dataset's own paper (the rule that paper's code counts), per wording, "
+            "order-resolved verdicts:"
+        )
+        R.table(
+            rp.with_ci_columns(papers, ["value"], with_n=True),
+            {
+                "config_id": "configuration",
+                "judges": "wording",
+                "paper": "paper",
+                "measure": "measure",
+                "value": "agreement",
+            },
+        )
     R.p(
         "Rankings: per wording each system's win rate (ties and inconsistent pairs half a win; FastChat's "
         "win_rate_adjusted) and its Bradley-Terry strength (scikit-learn LogisticRegression without intercept, "
         "weak L2, C = 100; ties half a win and half a loss); between every two wordings Kendall's tau-b of the scores, "
         "the share of system pairs in opposite order and the share of systems whose rank changes (means over the "
-        "pairs of wordings, as section 6)."
+        "pairs of wordings, as section 6). A system in every game (a fixed baseline, MT-Bench's gpt-3.5-turbo) plays "
+        "in the fits but is not ranked, as FastChat's show_result.py."
     )
     R.table(
         rp.with_ci_columns(tables["pairwise_rank_summary"], list(_RANK_MEASURES)),
@@ -859,6 +956,7 @@ def render_pairwise(R: rp.Report, tables: dict[str, pd.DataFrame]) -> None:
             "config_id": "configuration",
             "score": "score",
             "n_systems": "systems",
+            "baseline": "baseline (not ranked)",
             "n_games": "games",
             "kendall_tau": "mean tau",
             "flip_share": "pairs flipped",

@@ -33,7 +33,8 @@ _COLLAPSE_COLS = {
     "alpha_nominal": "alpha (nominal)",
     "alpha_interval": "alpha (interval)",
     "alpha_interval_cont": "alpha (interval, weighted)",
-    "band": "band",
+    "band": "band (paper: Fleiss)",
+    "band_mean_kappa": "band (ours: mean kappa)",
 }
 
 
@@ -80,7 +81,8 @@ def render_report(
             ),
             f"Inference: percentile bootstrap over items, {opts.n_resamples} resamples, seed {opts.seed}, "
             f"{opts.level:.0%} CIs; {opts.n_permutations} permutations for the wording null.",
-            f"Thresholds: kappa >= {opts.thresholds['robust']:.2f} robust, >= {opts.thresholds['usable']:.2f} usable; "
+            f"Band (the paper's, §3.2): Fleiss' kappa >= {opts.thresholds['robust']:.2f} (the humans' Fleiss) robust, "
+            f"> {opts.thresholds['usable']:.2f} usable; ours beside it: mean pairwise Cohen's kappa >= either; "
             f"verdicts count as collapsed when one label has >= {opts.thresholds['collapse_share']:.0%} of them "
             "(kappa-type measures are then reported as n/a, not as a number).",
             f"Task types: objective = {', '.join(families_of_type('objective'))}; "

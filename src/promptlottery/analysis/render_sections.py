@@ -142,11 +142,14 @@ def render_later_sections(
 
     R.h("7. Aggregation")
     R.p(
-        "plurality = the paper's (Table 6, §5.2): a label given by at least 3 of the 5 judges, no verdict on a "
-        "no-consensus item; plurality_ties_to_p1 = ours: the modal label, ties broken by the P1 label; mean and "
-        "median of the verdict scores. Every method is scored "
-        "on the same items (those with a human label that every method covers, `n`); `coverage` = the share of "
-        "items with a human label that the method itself covers. Paired bootstrap of Kendall tau against P1 alone."
+        "plurality = the paper's (Table 6, §5.2): a label given by at least 3 of the 5 judges, scored on the items "
+        "it decides (`items` = decided by plurality; `coverage` = their share of the items with a human label), "
+        "with P1 on the same items beside it; the tie-broken plurality and the median equal it there by "
+        "construction, so they are not shown on those items. On all items with a human label (`items` = all): P1 "
+        "alone, plurality_ties_to_p1 (ours: the modal label, ties broken by the P1 label), mean and median of the "
+        "verdict scores (`verdict` = the verdict kind), mean_weighted (ours: the mean of the unrounded "
+        "logprob-weighted scores). `n` = the items a row is scored on. Paired bootstrap of Kendall tau against P1 "
+        "on the same items."
     )
     ag = t["aggregation_vs_humans"]
     R.table(
@@ -154,7 +157,9 @@ def render_later_sections(
         {
             "config_id": "configuration",
             "method": "method",
-            "n": "n (common items)",
+            "items": "items",
+            "verdict": "verdict",
+            "n": "n",
             "coverage": "coverage",
             "pearson": "Pearson",
             "kendall": "Kendall",

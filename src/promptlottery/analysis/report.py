@@ -84,17 +84,23 @@ def _small(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, (float, np.floating)) and np.isfinite(x) else tables.fmt(x)
 
 
-def with_ci_columns(df: pd.DataFrame, measures: Sequence[str], *, pct: bool = False) -> pd.DataFrame:
-    """A copy with each ``m`` replaced by the string ``est [lo, hi]`` (for Markdown)."""
+def with_ci_columns(
+    df: pd.DataFrame, measures: Sequence[str], *, pct: bool = False, with_n: bool = False
+) -> pd.DataFrame:
+    """A copy with each ``m`` replaced by the string ``est [lo, hi]`` (for Markdown); ``with_n``:
+    ``est [lo, hi] (n=k)`` from the measure's own ``m_n`` column, where it has one."""
     out = df.copy()
     f = tables.pct_ci if pct else tables.ci
     for m in measures:
         if m in out.columns:
             n = len(out)
-            out[m] = [
+            cells = [
                 f(e, lo, hi)
                 for e, lo, hi in zip(_f(out[m], n), _f(out.get(f"{m}_lo"), n), _f(out.get(f"{m}_hi"), n))
             ]
+            if with_n and f"{m}_n" in out.columns:
+                cells = [c if pd.isna(k) else f"{c} (n={int(k)})" for c, k in zip(cells, out[f"{m}_n"])]
+            out[m] = cells
     return out
 
 

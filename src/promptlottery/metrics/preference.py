@@ -12,7 +12,9 @@ single-order verdicts: ``first`` (order 12, response_a shown first as "A") and `
 * the **order-averaged** verdict (ours): the two orders' probabilities averaged per response, argmax;
 * :func:`position_consistency`, :func:`first_position_rate`: the position bias;
 * :func:`preference_agreement`: accuracy against a human preference, MT-Bench's "agreement w/o tie"
-  and "w/ tie" (FastChat ``compute_agreement.py``), :func:`rater_agreement` and
+  and "w/ tie" (FastChat ``compute_agreement.py``), :func:`autoj_agreement` (Auto-J's rule: both
+  orders equal the 3-class gold) and :func:`judgebench_agreement` (JudgeBench's: (correct, tie) is
+  correct), each under its own name; :func:`rater_agreement` and
   :func:`judge_rater_agreement` for items with several annotators;
 * :func:`win_rates` (ties as half), :func:`bradley_terry` (scikit-learn's logistic regression) and
   :func:`rank_flips` between the rankings of several prompts.
@@ -40,9 +42,11 @@ from ._validation import UndefinedMetricWarning, check_choice, check_same_length
 __all__ = [
     "INCONSISTENT",
     "PREFERENCES",
+    "autoj_agreement",
     "bradley_terry",
     "first_position_rate",
     "judge_rater_agreement",
+    "judgebench_agreement",
     "order_averaged",
     "order_resolved",
     "position_consistency",
@@ -237,6 +241,65 @@ def preference_agreement(judge: Any, human: Any, *, ties: str = "exclude_human")
     0.5
     """
     return _ratio(*_agreement_counts(judge, human, ties), "human agreement")
+
+
+def _two_orders(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The two single-order verdicts and the human preference of each pair, checked."""
+    f, s = _paired_prefs(first, second, ("first", "second"))
+    h = _prefs(human, "human")
+    check_same_length([f, h], ["first", "human"])
+    return f, s, h
+
+
+def _autoj_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+    f, s, h = _two_orders(first, second, human)
+    den = np.array([y is not None for y in h], dtype=bool)
+    num = den & np.array([x is not None and x == z == y for x, z, y in zip(f, s, h)])
+    return num.astype(float), den.astype(float)
+
+
+def autoj_agreement(first: Any, second: Any, human: Any) -> float:
+    """Auto-J's published pairwise agreement (GAIR-NLP/auto-j ``codes/leaderboard/pairwise_eval.py``):
+    a pair is correct only when both orders give the 3-class gold (ties a class of their own).
+
+    Auto-J's ``check_res``: ``if pred_label_exchange == pred_label: agree = 1; if pred_label ==
+    gt_label: both_correct = 1``, and the pairwise agreement is ``correct_both / total`` over every
+    pair of the test set. ``first`` / ``second``: the verdicts of orders 12 / 21 in the pair's terms
+    (Auto-J's ``exchange_to_ori_label`` does that mapping). Every pair with a human label is in the
+    denominator, as Auto-J's ``total``: a missing verdict (Auto-J's exchanged prediction may be
+    ``None``) is not correct; an inconsistent pair is wrong even on a tie gold.
+
+    >>> autoj_agreement(["1", "tie", "1", "2"], ["1", "tie", "2", None], ["1", "tie", "1", "2"])
+    0.5
+    """
+    return _ratio(*_autoj_counts(first, second, human), "Auto-J agreement")
+
+
+def _judgebench_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+    f, s, h = _two_orders(first, second, human)
+    other = {"1": "2", "2": "1"}
+    den = np.array([y is not None and y != "tie" for y in h], dtype=bool)
+    counter = np.array(
+        [sum((d == y) - (d == other.get(y)) for d in (x, z) if d is not None) for x, z, y in zip(f, s, h)]
+    )
+    return (den & (counter > 0)).astype(float), den.astype(float)
+
+
+def judgebench_agreement(first: Any, second: Any, human: Any) -> float:
+    """JudgeBench's accuracy with both orders (ScalerLab/JudgeBench ``utils/metrics.py``,
+    ``compute_final_metrics(reverse_order=True)``): per pair ``counter`` = +1 for each order whose
+    decision is the label, -1 for each order whose decision is the other side (a tie or a missing
+    decision: 0); ``if counter > 0: n_correct += 1``, accuracy ``n_correct / n_pairs``. So (correct,
+    tie) counts as correct and (correct, wrong) does not.
+
+    JudgeBench's labels are ``A>B`` or ``B>A`` (no tie): the pairs with a tied human label are left
+    out (ours: the code has no rule for them); every other pair is in ``n_pairs``, a missing verdict
+    included (JudgeBench's ``n_nulls`` stay in the denominator).
+
+    >>> judgebench_agreement(["1", "tie", "1", "2", None], ["tie", "1", "2", "2", "1"], ["1", "1", "1", "2", "1"])
+    0.8
+    """
+    return _ratio(*_judgebench_counts(first, second, human), "JudgeBench agreement")
 
 
 def _raters(raters: Any) -> list[list[str] | None]:

@@ -65,21 +65,37 @@ class Scale:
         return next(lab for lab in self.labels if lab.lower() == found)
 
 
+#: the letter right after the ``[[`` the judge was prompted with (assistant prefix), closed by ``]]``
+#: (the raw text starts ``A]]``), or a whole ``[[A]]`` at the very start
+_AFTER_PREFIX = re.compile(r"^\s*(?:\[\[)?\s*([A-Za-z])\s*\]\]")
 _BRACKETED = re.compile(r"\[\[\s*([A-Za-z])\s*\]\]")
-#: after the ``[[`` the judge was prompted with (assistant prefix): the raw text starts with the letter
+#: a bare capital letter at the start (an answer given as just ``B``, or an unclosed ``[[B``)
 _LEADING = re.compile(r"^[\s\[\"'*(]*([A-Z])(?![A-Za-z0-9])")
 
 
 def parse_preference(text: str, labels: tuple[str, ...]) -> str | None:
-    """The preference label in a pairwise judge's raw text: the first ``[[X]]`` (FastChat's
-    ``pair-v2`` format, case-insensitive), else a bare capital letter at the start (what follows a
-    ``[[`` prefix, or an answer given as just ``B``). ``[[D]]`` on an A/B/C scale, or a leading
-    letter outside the scale, is no label (a parse failure, missing with its reason).
+    r"""The preference label in a pairwise judge's raw text, the first rule that matches:
+
+    1. the letter right after the ``[[`` prefix, closed by ``]]`` (``"A]]\n\nExplanation: unlike
+       [[B]]"`` is A): the verdict the judge gave where it was asked for it. FastChat reads the whole
+       judgment (prefix included, ``fastchat/llm_judge/common.py``, ``run_judge_pair``): ``if "[[A]]"
+       in judgment: winner = "A" elif "[[B]]" in judgment: winner = "B" elif "[[C]]" in judgment:
+       winner = "tie"``, which gives A on that text too;
+    2. else the first ``[[X]]`` anywhere (case-insensitive). Ours where FastChat differs: on
+       ``"[[B]] ... [[A]]"`` (no verdict at the start) FastChat's fixed A-before-B-before-C order
+       gives A, the first occurrence gives B;
+    3. else a bare capital letter at the start (an answer given as just ``B``).
+
+    ``[[D]]`` on an A/B/C scale, or a leading letter outside the scale, is no label (a parse
+    failure, missing with its reason).
 
     >>> [parse_preference(t, ("A", "B", "C")) for t in ("[[A]]", "so [[c]]", "B", "A]]", " [B", "a tie", "[[D]]")]
     ['A', 'C', 'B', 'A', 'B', None, None]
+    >>> parse_preference("A]]\n\nExplanation: unlike [[B]]", ("A", "B", "C"))
+    'A'
     """
-    m = _BRACKETED.search(text or "") or _LEADING.search(text or "")
+    text = text or ""
+    m = _AFTER_PREFIX.search(text) or _BRACKETED.search(text) or _LEADING.search(text)
     if not m:
         return None
     found = m.group(1).upper()

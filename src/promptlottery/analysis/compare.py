@@ -203,7 +203,7 @@ def load_runs(paths: list[str]) -> list[Run]:
                 runs.append(load_wandb_run(p))
             elif p.is_dir() and (p / "results.json").exists():
                 runs.append(load_results_json(p / "results.json"))
-            elif p.is_dir() and ((p / "tables").is_dir() or (p / "report.md").exists()):  # unfinished analysis
+            elif p.is_dir() and any((p / f).exists() for f in ("tables", "report.md")):  # unfinished analysis
                 from promptlottery.tracking.staging import check_outputs
 
                 check_outputs(p, reader="compare")

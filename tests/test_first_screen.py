@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import plots
 from promptlottery.analysis.verdict import finding, show
+from promptlottery.tracking.staging import digests
 
 
 def _items():
@@ -85,6 +88,9 @@ def _written(tmp_path, *, flip=0.25, rank_change=1 / 3, kappa=0.2):
             "note": ["", "n/a: no fixed-prompt baseline (run P1 with n_samples=5)"],
         }
     ).to_csv(tmp_path / "tables" / "headlines.csv", index=False)
+    # the record a finished analysis writes last: show() reads only files it vouches for
+    record = {"status": "ok", "stage": "lottery", "outputs": digests(tmp_path)}
+    (tmp_path / "results.json").write_text(json.dumps(record), encoding="utf-8")
     return tmp_path
 
 

@@ -71,6 +71,10 @@ def load_results_json(path: Path) -> Run:
             + (f" ({rec['error']})" if rec.get("error") else "")
             + "; compare reads only runs whose results.json says ok"
         )
+    if rec.get("stage") == "lottery":  # an analysis: every table and figure as results.json names it
+        from promptlottery.tracking.staging import check_outputs
+
+        check_outputs(path.parent, reader="compare")
     want = (rec.get("judgments") or {}).get("sha256")
     if want:
         from promptlottery.tracking.jobdir import file_sha256
@@ -199,6 +203,10 @@ def load_runs(paths: list[str]) -> list[Run]:
                 runs.append(load_wandb_run(p))
             elif p.is_dir() and (p / "results.json").exists():
                 runs.append(load_results_json(p / "results.json"))
+            elif p.is_dir() and any((p / f).exists() for f in ("tables", "report.md")):  # unfinished analysis
+                from promptlottery.tracking.staging import check_outputs
+
+                check_outputs(p, reader="compare")
             elif p.is_dir() and (found := sorted([*p.glob("wandb/offline-run-*"), *p.glob("offline-run-*")])):
                 runs.extend(load_wandb_run(q) for q in found)
             else:

@@ -7,7 +7,10 @@ out) and ``compare`` (two or more runs side by side, :mod:`~promptlottery.analys
 Never calls a judge model (the only model it loads is the small sentence encoder of analysis 4,
 ``analysis.embeddings=minilm``; ``none`` skips it). Writes into its output directory:
 ``report.md``, ``tables/<name>.csv`` + ``tables/<name>.md``, ``figures/<name>.png`` and
-``results.json`` (the headline numbers as ``metrics``, for ``compare``); logs the same to W&B when
+``results.json`` (the headline numbers as ``metrics``, for ``compare``, and the sha256 of every
+file above as ``outputs``); the files are written into a staging directory and moved into place
+before results.json is written (:mod:`promptlottery.tracking.staging`), so a killed analysis leaves
+no results.json saying ok beside files it does not describe. Logs the same to W&B when
 ``logger=wandb``. The options live in :mod:`~promptlottery.analysis.options`, the analyses in
 :mod:`~promptlottery.analysis.analyse`, the headline rows in :mod:`~promptlottery.analysis.headlines`
 and the report in :mod:`~promptlottery.analysis.render`.
@@ -30,6 +33,7 @@ from promptlottery.analysis.render import write_outputs
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
+from promptlottery.tracking.staging import publish, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +75,8 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
             "analysis.runs is required: a glob (or list) of sweep / job directories (to judge a sweep and "
             "analyse it when it ends: +analysis=lottery_after_sweep)"
         )
+    # no results.json saying ok until every new file is in place (tracking.staging)
+    (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
     files, incomplete = grid.files, grid.problems
     logger.info(
@@ -83,7 +89,10 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     result["tables"]["incomplete_configurations"] = pd.DataFrame(
         sorted(incomplete.items()), columns=["config_id", "status"]
     )
-    written = write_outputs(result, grid, opts, output_dir, files)
+    staging = staging_dir(output_dir)
+    written = write_outputs(result, grid, opts, staging, files)
+    outputs = publish(staging, output_dir)
+    written = _moved(written, staging, output_dir)
     metrics = summary_metrics(result["tables"])
     tracker = job.tracker
     tracker.log_metrics({"metrics": metrics})  # the same keys as results.json: compare can mix the two
@@ -99,8 +108,16 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
         partial=bool(opts.allow_partial and incomplete),
         incomplete_configurations=incomplete,
         report=str(written["report"]),
+        outputs=outputs,
     )
     return {**record, "files": files, "written": written}
+
+
+def _moved(written: Any, staging: Path, output_dir: Path) -> Any:
+    """``written``'s paths, from the staging directory to where :func:`publish` moved them."""
+    if isinstance(written, dict):
+        return {k: _moved(v, staging, output_dir) for k, v in written.items()}
+    return Path(output_dir) / Path(written).relative_to(staging)
 
 
 def load_grid(opts: LotteryOptions) -> JudgmentGrid:
@@ -173,6 +190,9 @@ def compare(cfg, job: StageJob) -> dict[str, Any]:
         raise ValueError(
             "analysis.runs is required: a list of run directories, e.g. analysis.runs='[dirA,dirB]'"
         )
-    res = compare_runs([runs] if isinstance(runs, str) else list(runs), job.output_dir)
+    try:
+        res = compare_runs([runs] if isinstance(runs, str) else list(runs), job.output_dir)
+    except (FileNotFoundError, ValueError) as exc:  # a run compare refuses: one line, not a traceback
+        raise AnalysisError(f"compare: {exc}") from None
     print(res["markdown"])
     return job.write("ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"]))

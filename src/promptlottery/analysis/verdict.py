@@ -323,8 +323,14 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
 
 def show(lottery_dir: str | Path) -> str:
     """The finding in plain words, the headline rows that have a value (the others folded into one
-    line saying what would measure them), and the report's path of a written analysis."""
+    line saying what would measure them), and the report's path of a written analysis.
+
+    Only a finished analysis is shown: :class:`~promptlottery.tracking.staging.OutputsError` when
+    its results.json is missing, not ``ok`` or does not vouch for the files (their sha256)."""
+    from promptlottery.tracking.staging import check_outputs
+
     d = Path(lottery_dir)
+    check_outputs(d, reader="verdict")
     hl = pd.read_csv(d / "tables" / "headlines.csv")
     hl["note"] = hl["note"].fillna("")
     measured = hl[pd.to_numeric(hl["ours"], errors="coerce").notna()].copy()
@@ -351,6 +357,13 @@ HEADLINE_COLUMNS = {"finding": "finding", "paper": "paper", "ours": "ours [95% C
 if __name__ == "__main__":
     import sys
 
+    from promptlottery.errors import UserError
+
     if len(sys.argv) != 2:
         sys.exit("usage: python -m promptlottery.analysis.verdict <lottery output dir>")
-    print(show(sys.argv[1]))
+    try:
+        text = show(sys.argv[1])
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(text)

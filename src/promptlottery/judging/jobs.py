@@ -8,6 +8,14 @@ to a failed re-run, a job dir without results (killed), a planned job that never
 (``sweep_plan.json``). A configuration with a problem is incomplete: it is left out of the analyses
 (reported as ``n/a: P2 missing: job failed: ...``) together with the other backbones' configurations
 of the same dataset and judge, unless ``allow_partial`` asks to analyse what there is.
+
+A problem is filed under the configuration its job would have written (:func:`job_configuration`),
+the same for every kind of job (a built-in group, your own group or template, your own pairwise
+judge): the configuration of a finished job of the same sweep with the same overrides but the
+variant, else the one the job's config names, its prompt group read from ``judge.group_file`` /
+``judge.template`` as the judge stage reads it. A job that cannot be placed (its group file gone,
+its parquet unreadable) makes every configuration of its sweep incomplete (of the whole scan,
+outside a sweep).
 """
 
 from __future__ import annotations
@@ -57,13 +65,32 @@ def is_judging_config(cfg: dict) -> bool:
     return stage == "judge" or (stage == "lottery" and not analysis.get("runs"))
 
 
-def config_parts(cfg: dict) -> dict[str, str]:
-    """The configuration (dataset x judge x backbone) and variant a job's config describes."""
+def config_parts(cfg: dict, *, cwd: str | Path | None = None) -> dict[str, str] | None:
+    """The configuration (dataset x judge x backbone) and variant a job's config describes, as the
+    judge stage names its judgments (``build_condition``): a prompt group judged from a file (or your
+    own pairwise judge's default group) by the group's own family and id. None when that group cannot
+    be read; a relative ``judge.group_file`` / ``judge.template`` is also looked up under ``cwd`` (the
+    directory the job ran in)."""
+    from promptlottery.prompts.groups import PromptError, own_pairwise_default, resolve_group
+
     ds, judge, bb = (cfg.get(k) or {} for k in ("dataset", "judge", "backbone"))
+    family, group = judge.get("family", ""), judge.get("prompt_group", "")
+    if judge.get("group_file") or judge.get("template") or own_pairwise_default(judge):
+        judge = dict(judge)
+        for key in ("group_file", "template"):
+            path = judge.get(key)
+            if path and cwd is not None and not Path(path).is_absolute() and not Path(path).exists():
+                judge[key] = str(Path(cwd) / path)
+        try:
+            resolved = resolve_group(judge)
+        except (PromptError, OSError) as exc:
+            logger.warning("job not placed: its prompt group cannot be read error=%s", exc)
+            return None
+        family, group = resolved.judge_family, resolved.id
     return {
         "dataset": str(ds.get("name", "")),
-        "judge_family": str(judge.get("family", "")),
-        "prompt_group": str(judge.get("prompt_group", "")),
+        "judge_family": str(family),
+        "prompt_group": str(group),
         "criterion": str(judge.get("criterion", "") or ""),
         "rubric": "",
         "backbone": str(bb.get("name", "")),
@@ -71,14 +98,30 @@ def config_parts(cfg: dict) -> dict[str, str]:
     }
 
 
-def _parquet_parts(path: Path) -> dict[str, str]:
-    """The configuration of a parquet whose job left no config (killed before results.json)."""
+PART_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone", "variant")
+
+
+def _frame_parts(df: pd.DataFrame) -> dict[str, str]:
+    row = df.iloc[0]
+    return {k: "" if k not in row or pd.isna(row[k]) else str(row[k]) for k in PART_KEYS}
+
+
+def _parquet_parts(path: Path) -> dict[str, str] | None:
+    """The configuration of a parquet whose job left no readable config; None if unreadable."""
     try:
-        row = pd.read_parquet(path).iloc[0]
+        return _frame_parts(pd.read_parquet(path))
     except Exception:  # noqa: BLE001 - unreadable or empty: nothing to attribute it to
-        return config_parts({})
-    keys = ("dataset", "judge_family", "prompt_group", "criterion", "rubric", "backbone", "variant")
-    return {k: "" if k not in row or pd.isna(row[k]) else str(row[k]) for k in keys}
+        return None
+
+
+def _job_cwd(job_dir: Path) -> str | None:
+    import yaml
+
+    try:
+        hydra = yaml.safe_load((job_dir / ".hydra" / "hydra.yaml").read_text()) or {}
+        return hydra["hydra"]["runtime"]["cwd"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return None
 
 
 def _ids(parts: dict[str, str]) -> tuple[str, str]:
@@ -130,7 +173,9 @@ def check_job(job_dir: Path) -> tuple[pd.DataFrame | None, dict, str | None]:
     if want.get("sha256") and file_sha256(parquet) != want["sha256"]:
         return None, cfg, "judgments.parquet is not the one results.json describes (stale or overwritten)"
     df = pd.read_parquet(parquet)
-    parts = config_parts(cfg)
+    judge, bb, ds = (cfg.get(k) or {} for k in ("judge", "backbone", "dataset"))
+    parts = {"variant": str(judge.get("variant", "")), "backbone": str(bb.get("name", ""))}
+    parts["dataset"] = str(ds.get("name", ""))
     for col in ("variant", "backbone", "dataset"):
         if col in df.columns and parts[col] and set(df[col].astype(str)) != {parts[col]}:
             return (
@@ -150,36 +195,52 @@ def _is_variant(override: str) -> bool:
     return override.split("=", 1)[0].lstrip("+~").endswith("variant")
 
 
-def _planned_missing(sweep: Path, configs: dict[Path, dict]) -> list[dict[str, str]]:
-    """Problems for planned jobs of ``sweep`` that have no job dir at all."""
-    from promptlottery.tracking.callbacks import job_overrides, read_plan, redact_overrides
+def _split_overrides(overrides: Iterable[str]) -> tuple[frozenset[str], str]:
+    """A sweep job's overrides without the variant (its configuration) and its variant."""
+    rest = frozenset(o for o in overrides if not _is_variant(o))
+    return rest, next((o.split("=", 1)[1] for o in overrides if _is_variant(o)), "")
 
-    plan = read_plan(sweep) or []
-    have = {}
-    for d in sweep.iterdir():
+
+def _sweep_jobs(sweep: Path) -> dict[Path, tuple[str, ...]]:
+    """``{job dir: its (redacted) overrides}`` for the job dirs of ``sweep``."""
+    from promptlottery.tracking.callbacks import job_overrides, redact_overrides
+
+    out = {}
+    for d in sorted(sweep.iterdir()):
         ov = job_overrides(d) if d.is_dir() else None
         if ov is not None:
-            have[redact_overrides(ov)] = d
-    out = []
-    for job in plan:
-        ov = redact_overrides(job["overrides"])
-        if ov in have:
-            continue
-        rest = {o for o in ov if not _is_variant(o)}
-        variant = next((o.split("=", 1)[1] for o in ov if _is_variant(o)), "")
-        sibling = next((d for o, d in have.items() if {x for x in o if not _is_variant(x)} == rest), None)
-        reason = f"job never ran ({sweep.name} #{job['num']}: {' '.join(ov)})"
-        if sibling is not None and variant:
-            parts = {**config_parts(configs.get(sibling, {})), "variant": variant}
-            out.append({**parts, "job": f"{sweep}#{job['num']}", "reason": reason})
-        else:  # a backbone / dataset that never ran: every configuration of the sweep is incomplete
-            out.append({"sweep": str(sweep), "job": f"{sweep}#{job['num']}", "reason": reason})
+            out[d.resolve()] = redact_overrides(ov)
     return out
 
 
+def job_configuration(
+    rest: frozenset[str] | None,
+    variant: str,
+    siblings: dict[frozenset[str], dict[str, str]],
+    cfg: dict | None,
+    job_dir: Path | None = None,
+) -> dict[str, str] | None:
+    """The configuration (and variant) a job that wrote no valid judgments would have filed them
+    under, the one rule for every kind of job: a finished job of its sweep with the same overrides
+    but the variant (``rest``) names it (what its judgments say); else the job's config
+    (:func:`config_parts`); else a parquet it left; None when nothing places it."""
+    if rest is not None and rest in siblings:
+        return {**siblings[rest], "variant": variant or siblings[rest]["variant"]}
+    parts = config_parts(cfg, cwd=_job_cwd(job_dir) if job_dir else None) if cfg else None
+    if parts is None and job_dir is not None and (job_dir / JUDGMENTS).exists():
+        parts = _parquet_parts(job_dir / JUDGMENTS)
+    if parts is not None and variant:
+        parts["variant"] = variant
+    return parts
+
+
 def scan_jobs(runs: str | Iterable[str]) -> JobScan:
+    """Every judging job under ``runs``: the valid ones' judgments, and one problem per planned
+    (configuration, variant) that has none, each filed by :func:`job_configuration`."""
+    from promptlottery.tracking.callbacks import read_plan, redact_overrides
+
     job_dirs, sweeps = find_job_dirs(runs)
-    frames, files, problems, configs = [], [], [], {}
+    frames, files, failed, done = [], [], [], {}
     for d in job_dirs:
         rec = _read_json(d / "results.json")
         if rec is not None and rec.get("stage"):
@@ -189,21 +250,46 @@ def scan_jobs(runs: str | Iterable[str]) -> JobScan:
             continue
         if cfg and not is_judging_config(cfg):
             continue  # an analysis, gate or rubric dir under the same glob
-        configs[d] = cfg
         if reason is None:
             frames.append(df)
             files.append(str(d / JUDGMENTS))
+            done[d] = _frame_parts(df)
         else:
-            parts = config_parts(cfg) if cfg else _parquet_parts(d / JUDGMENTS)
-            problems.append({**parts, "job": str(d), "reason": reason})
+            failed.append((d, cfg, reason))
+    in_sweep: dict[Path, tuple[Path, tuple[str, ...]]] = {}
+    siblings: dict[Path, dict[frozenset[str], dict[str, str]]] = {}
     for s in sweeps:
-        for p in _planned_missing(s, configs):
-            if "sweep" not in p:
-                problems.append(p)
+        jobs = _sweep_jobs(s)
+        in_sweep.update({d: (s, ov) for d, ov in jobs.items()})
+        siblings[s] = {_split_overrides(ov)[0]: done[d] for d, ov in jobs.items() if d in done}
+    problems, unplaced = [], []
+    for d, cfg, reason in failed:
+        sweep, ov = in_sweep.get(d, (None, None))
+        rest, variant = _split_overrides(ov) if ov is not None else (None, "")
+        parts = job_configuration(rest, variant, siblings.get(sweep, {}), cfg, d)
+        if parts is None:
+            unplaced.append((sweep, str(d), f"{reason} (the job's configuration cannot be read)"))
+            continue
+        problems.append({**parts, "job": str(d), "reason": reason})
+        if sweep is not None:  # places the planned jobs of its configuration that never ran
+            siblings[sweep].setdefault(rest, parts)
+    for s in sweeps:
+        have = set(_sweep_jobs(s).values())
+        for job in read_plan(s) or []:
+            ov = redact_overrides(job["overrides"])
+            if ov in have:
                 continue
-            for d, cfg in configs.items():  # every configuration of that sweep
-                if d.parent == s:
-                    problems.append({**config_parts(cfg), "job": p["job"], "reason": p["reason"]})
+            rest, variant = _split_overrides(ov)
+            reason = f"job never ran ({s.name} #{job['num']}: {' '.join(ov)})"
+            parts = job_configuration(rest, variant, siblings[s], None) if variant else None
+            if parts is None:  # a backbone / dataset that never ran: the whole sweep is incomplete
+                unplaced.append((s, f"{s}#{job['num']}", reason))
+            else:
+                problems.append({**parts, "job": f"{s}#{job['num']}", "reason": reason})
+    for sweep, job, reason in unplaced:  # every configuration of that sweep (of the scan, outside one)
+        for d, parts in done.items():
+            if sweep is None or in_sweep.get(d, (None,))[0] == sweep:
+                problems.append({**parts, "variant": "", "job": job, "reason": reason})
     rows = []
     for p in problems:
         cid, base = _ids(p)

@@ -263,7 +263,7 @@ def resolve_group(judge) -> PromptGroup:
     if template:
         if not judge.get("scale"):
             raise PromptError(f"judge.template={template} needs judge.scale=<one of {sorted(SCALES)}>")
-        return group_from_template(template, judge.scale, judge_family=judge.get("family") or "custom")
+        return group_from_template(template, judge.get("scale"), judge_family=judge.get("family") or "custom")
     return load_group(judge.prompt_group)
 
 

@@ -1,0 +1,91 @@
+"""Outputs written aside and moved into place; results.json vouches for every file by its sha256.
+
+A stage that writes many files (the lottery analysis: tables, figures, report.md) first removes its
+``results.json``, writes everything into a fresh staging directory inside its output directory
+(:func:`staging_dir`), then :func:`publish` digests every staged file and moves each entry into
+place (a folder replaces the old folder whole), and the stage writes ``results.json`` last with the
+digests under ``outputs``. Killed at any point, the directory has no results.json saying ``ok``, or
+one whose digests match every file it names. A reader (:func:`check_outputs`) refuses a directory
+whose results.json is missing, not ``ok``, names no digests, or whose files differ from them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from promptlottery.errors import UserError
+from promptlottery.tracking.jobdir import file_sha256
+
+STAGING = ".staging"
+
+
+class OutputsError(UserError, ValueError):
+    """An output directory whose files results.json does not vouch for."""
+
+
+def staging_dir(output_dir: str | Path) -> Path:
+    """A fresh, empty staging directory inside ``output_dir`` (an earlier one is removed)."""
+    out = Path(output_dir)
+    shutil.rmtree(out / STAGING, ignore_errors=True)
+    (out / STAGING).mkdir(parents=True)
+    return out / STAGING
+
+
+def digests(folder: str | Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``folder``, sorted."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in files}
+
+
+def publish(staging: str | Path, output_dir: str | Path) -> dict[str, str]:
+    """Move every entry of ``staging`` into ``output_dir`` (replacing what is there) and remove
+    ``staging``; returns the digests of the files moved (:func:`digests`)."""
+    staging, out = Path(staging), Path(output_dir)
+    found = digests(staging)
+    for entry in sorted(staging.iterdir()):
+        target = out / entry.name
+        if target.is_dir() and not target.is_symlink():
+            old = out / f".{entry.name}.old-{secrets.token_hex(3)}"
+            os.replace(target, old)
+            os.replace(entry, target)
+            shutil.rmtree(old)
+        else:
+            os.replace(entry, target)
+    staging.rmdir()
+    return found
+
+
+def check_outputs(output_dir: str | Path, *, reader: str) -> dict:
+    """``output_dir``'s results.json when it says ``ok`` and every file it names has its digest;
+    :class:`OutputsError` (one line, naming the directory and the first problem) otherwise."""
+    import json
+
+    out = Path(output_dir)
+    path = out / "results.json"
+    why = f"{reader} reads only a finished analysis: re-run it"
+    if not path.is_file():
+        raise OutputsError(f"{out}: no results.json (the analysis did not finish or never ran); {why}")
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OutputsError(f"{path}: unreadable results.json ({exc}); {why}") from None
+    if not isinstance(rec, dict) or rec.get("status") != "ok":
+        status = rec.get("status") if isinstance(rec, dict) else None
+        error = f" ({rec['error']})" if isinstance(rec, dict) and rec.get("error") else ""
+        raise OutputsError(f"{path}: status={status!r}{error}; {why}")
+    want = rec.get("outputs")
+    if not isinstance(want, dict) or not want:
+        raise OutputsError(f"{path}: names no digest of its files (written before they were recorded); {why}")
+    for name, sha in want.items():
+        f = out / name
+        if not f.is_file():
+            raise OutputsError(f"{f}: missing, but results.json names it; {why}")
+        if file_sha256(f) != sha:
+            raise OutputsError(
+                f"{f}: not the file results.json describes (changed or from another run); {why}"
+            )
+    return rec

@@ -65,6 +65,74 @@ def test_a_blocks_paired_interval_depends_on_how_many_conditions_it_compares(n_c
         assert first["interval_ranks"] == "25th and 975th"
 
 
+# ====================================================== intervals contain their estimate (§4.3)
+def _one_dominating_pair() -> tuple[np.ndarray, np.ndarray]:
+    """12 essays with distinct human scores 0..11 and analytic scores where only essay 0 dominates
+    essay 1 (and is ranked below it by the human): every other pair trades one criterion for another."""
+    human = np.arange(12, dtype=float)
+    analytic = np.array([[12.0 - k, float(k)] for k in range(12)])  # each pair incomparable ...
+    analytic[0], analytic[1] = [11.5, 0.5], [11.4, 0.4]  # ... except 0 > 1 on both criteria
+    return human, analytic
+
+
+def test_a_pareto_tau_on_one_dominating_pair_prints_no_interval_that_excludes_it():
+    from promptlottery.metrics import pareto_dominance_tau
+
+    human, analytic = _one_dominating_pair()
+    # by hand (§4.3 and tau-b): 66 human-untied pairs, 1 dominance pair, discordant: S = -1
+    by_hand = -1 / math.sqrt(66 * 1)
+    cond = RubricCondition(name="sep", kind="analytic", label="Sep.")
+    (cell,) = block_cells(
+        "t", "b", "col", pareto_dominance_tau, human, [(cond, "Sep.", analytic)], Settings()
+    )
+    assert cell.estimate == pytest.approx(by_hand, abs=1e-12)
+    # a resample is defined only when it holds both essays 0 and 1 (the only dominating pair)
+    idx = np.random.default_rng(0).integers(0, 12, size=(1000, 12))
+    n_defined = int(((idx == 0).any(axis=1) & (idx == 1).any(axis=1)).sum())
+    # every defined resample counts the pair w0 * w1 >= 1 times against at most 65 distinct pairs:
+    # |tau*| >= 1 / sqrt(65) > |tau|, so the percentile interval cannot hold the estimate
+    assert cell.low is None and cell.high is None
+    assert cell.note.startswith("no CI: the percentile interval")
+    assert f"the {n_defined} of 1000 resamples where tau is defined" in cell.note
+    assert cell.text() == "-0.123 (no CI)"
+
+
+def test_an_interval_over_the_defined_resamples_says_how_many_it_rests_on():
+    from promptlottery.metrics import BootstrapResult
+    from promptlottery.rubrics.cells import Cell
+    from promptlottery.rubrics.ci import set_interval
+
+    dist = np.array([np.nan, 0.1, 0.2, 0.3, np.nan, 0.4])
+    cell = Cell("t", "b", "r", "c")
+    set_interval(cell, BootstrapResult(0.25, 0.1, 0.4, 0.95, 6, dist))
+    assert (cell.estimate, cell.low, cell.high) == (0.25, 0.1, 0.4)
+    assert cell.note == "CI over the 4 of 6 resamples where tau is defined (2 undefined)"
+    assert cell.text() == "0.250 [0.100, 0.400] (CI on 4/6 resamples)"
+    full = Cell("t", "b", "r", "c")
+    set_interval(full, BootstrapResult(0.25, 0.1, 0.4, 0.95, 3, np.array([0.1, 0.25, 0.4])))
+    assert full.note == "" and full.text() == "0.250 [0.100, 0.400]"
+
+
+def test_every_interval_of_the_fake_study_holds_its_estimate(tmp_path):
+    """End to end on the set-1 fixture with the hash fake on both backbones: no printed interval
+    excludes its estimate, and every paired test counts its undefined resamples."""
+    from promptlottery.stages import run_stage
+    from tests.test_rubric_study import RecordingFake, compose_rubric
+
+    data = make_asap(tmp_path / "data")
+    cfg = compose_rubric("rubric_asap_set1", data, tmp_path, ["dataset.limit=12"])
+    job = tmp_path / "job"
+    run_stage(
+        cfg, job, backends={"smollm2": RecordingFake(model="a"), "gemma3_270m": RecordingFake(model="b")}
+    )
+    df = pd.read_csv(job / "cells.csv")
+    ours = df[(df.source == "ours") & df.low.notna()]
+    assert len(ours) > 20
+    assert ((ours.low <= ours.estimate + 1e-12) & (ours.estimate <= ours.high + 1e-12)).all()
+    tests = pd.read_csv(job / "significance.csv")
+    assert tests.loc[tests.error.isna() if "error" in tests else slice(None), "n_undefined"].notna().all()
+
+
 # ================================================================ ASAP sets 4 and 6: one score
 def _asap_set6(root: Path, essays: list[tuple[int, int, int]]) -> Path:
     """ASAP set 6 files for ``essays`` = (rater 1, rater 2, resolved domain1_score)."""

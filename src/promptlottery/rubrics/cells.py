@@ -62,11 +62,17 @@ class Cell:
     note: str = ""  # why there is no number ("n/a: ...") or what the number is
     condition: str = ""
     source: str = "ours"  # "ours" (measured here) or "paper" (the rubric paper's printed value)
+    #: "k/R" when the interval rests on the k of R resamples where the statistic is defined
+    ci_resamples: str = ""
 
     def text(self) -> str:
         if self.estimate is None:
             return self.note or NOT_APPLICABLE
-        ci = "" if self.low is None or self.high is None else f" [{fmt(self.low)}, {fmt(self.high)}]"
+        if self.low is None or self.high is None:
+            ci = " (no CI)" if self.note.startswith("no CI") else ""
+        else:
+            ci = f" [{fmt(self.low)}, {fmt(self.high)}]"
+            ci += f" (CI on {self.ci_resamples} resamples)" if self.ci_resamples else ""
         return f"{fmt(self.estimate)}{ci}{self.marks}"
 
 

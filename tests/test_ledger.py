@@ -47,6 +47,23 @@ def test_every_row_says_whose_definition_it_is_and_the_papers_rows_name_existing
         Ref("lottery", "§x", "words", ("nowhere:x",), "ours", "how")
 
 
+def test_a_row_computed_on_our_runs_is_the_papers_definition_on_our_population():
+    """A key names a report of our runs (12 essays, two CPU models, our configurations): such a row
+    cannot claim the paper's population (the rule of ``ledger.py``'s docstring)."""
+    from promptlottery.ledger import ON_POP, STATUS_TEXT
+
+    assert STATUS_TEXT[ON_POP] == "paper's definition on our population"
+    for r in LEDGER:
+        assert not (r.status == PAPER and r.keys), r.where
+    with pytest.raises(ValueError, match="paper's definition on our population"):
+        Ref("rubric", "Table 1", "words", ("rubric:table1",), PAPER, "", ("tests/x.py::t",))
+    with pytest.raises(ValueError, match="say what our population is"):
+        Ref("rubric", "Table 1", "words", ("rubric:table1",), ON_POP, "", ("tests/x.py::t",))
+    on_ours = [r for r in LEDGER if r.status == ON_POP]
+    assert {"Table 1", "Table 3, §A.1", "§4.1, §C.3"} <= {r.where for r in on_ours}
+    assert "paper's definition on our population" in render()
+
+
 def test_the_ledger_covers_each_papers_tables_and_figures():
     where = " ".join(r.where for r in LEDGER if r.paper == "lottery")
     for t in ("Table 4", "Table 5", "Table 6", "Table 10", "Table 12", "Table 16", "Figure 2", "Figures 4-5"):

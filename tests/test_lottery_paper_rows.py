@@ -56,6 +56,20 @@ def test_p1_match_and_online_convergence_on_the_toy():
     assert np.isnan(it.loc["i2", "converged_at"])
 
 
+def test_every_headline_is_the_papers_definition_on_our_population_or_ours():
+    """The report computes every row on our runs: no row may claim the paper's population, and the
+    objective / subjective split (the summary lists no family under it) is ours."""
+    from promptlottery.analysis.headlines import HEADLINES, ON_OURS
+
+    assert ON_OURS == "paper's definition on our population"
+    for h in HEADLINES:
+        assert h.definition.startswith((ON_OURS, "ours")), (h.key, h.definition)
+    by_key = {h.key: h for h in HEADLINES}
+    for k in ("objective_kappa", "subjective_kappa"):
+        assert by_key[k].definition.startswith("ours: which judge families count as objective"), k
+        assert "paper's split" not in by_key[k].definition
+
+
 def test_headline_metrics_carry_the_paper_and_the_tie_broken_figures():
     h = analyse(_five(), LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     assert h.loc["p1_match_all", "ours"] == pytest.approx(2 / 4)

@@ -260,8 +260,9 @@ def similarity_r(h: Headline, ctx: Context) -> Iterator[tuple]:
     yield h.key, h.finding, s["r"], s["r_lo"], s["r_hi"], int(s["n_points"]), backbones(ctx.collapse), note
 
 
-def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
-    """Mean ``measure`` of the rank-summary table, over the paper's dataset when it is present."""
+def rank_mean(measure: str, *, fallback: bool = True) -> Callable[[Headline, Context], Iterator[tuple]]:
+    """Mean ``measure`` of the rank-summary table, over the paper's dataset when it is present;
+    without it, over every configuration with systems (``fallback``) or n/a (``fallback=False``)."""
 
     def compute(h: Headline, ctx: Context) -> Iterator[tuple]:
         rs = ctx.tables["rank_summary"]
@@ -269,6 +270,9 @@ def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
             rs[np.isfinite(rs["kendall_tau"].astype(float))] if "kendall_tau" in rs.columns else rs.iloc[0:0]
         )
         own = ranked[ranked["dataset"] == h.dataset] if not ranked.empty else ranked
+        if own.empty and not fallback:
+            yield h.na(f"n/a: no {h.dataset_name} configuration with >= 2 evaluated systems in these runs")
+            return
         use, where = (own, h.dataset_name) if not own.empty else (ranked, "all configurations with systems")
         if use.empty:
             yield h.na("n/a: no configuration with >= 2 evaluated systems (the `system` column)")
@@ -514,6 +518,18 @@ HEADLINES: tuple[Headline, ...] = (
         finding_na="share of systems whose rank changes between variants",
         definition="ours (systems whose rank differs between variants); the paper's is on SQuAD v2",
         **_SYSTEMS,
+    ),
+    Headline(
+        "summeval_reversals",
+        "system pairs whose order flips between variants, SummEval",
+        rp.PAPER["summeval_reversals"],
+        rank_mean("flip_share", fallback=False),
+        pct=True,
+        definition="ours (App. E shows SummEval's rank trajectories and prints no number: the share of system "
+        "pairs in strictly opposite order between two variants, mean over variant pairs and SummEval "
+        "configurations)",
+        dataset="summeval",
+        dataset_name="SummEval",
     ),
     _p1("p1_match_binary", "pooled: binary", "binary", rp.PAPER["p1_match_binary"], "p1_match", _CLUSTER),
     _p1("p1_match_all", "pooled: all", "all", rp.PAPER["p1_match_all"], "p1_match", _CLUSTER),

@@ -29,6 +29,10 @@ TITLES = {
     "ours_agreement_levels": "Ours: human comparisons by rater agreement level (full / partial / none)",
     "ours_if_gpt4_reference": "Ours: instruction following, model-only comparisons and the GPT-4 (not human) reference",
     "ours_positional_bias": "Ours: positional bias in batch mode, agreement by criterion position",
+    "ours_if_yes_skew": "Ours: instruction following, yes-skew of the analytic answers by condition (§5.1)",
+    "ours_separate_vs_batch": "Ours: criteria where the separate prompt beats the batch prompt, model vs model (§A.1)",
+    "ours_if_analytic_agreement": "Ours: instruction following, full vs partial agreement of three annotators' "
+    "analytic answers (§5.3)",
 }
 PAPER = "paper"  # Cell.source of a value printed in the paper
 

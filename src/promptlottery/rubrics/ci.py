@@ -162,8 +162,9 @@ def set_interval(cell: Cell, ci: BootstrapResult) -> None:
     estimate is not printed (note "no CI: ..."): it happens when the estimate rests on so few
     comparable pairs that most resamples miss them (a Pareto tau on one dominating pair of 12 essays
     is undefined on the ~60% of resamples without both essays, and every resample that holds both
-    counts that pair w_a * w_b >= 1 times against fewer distinct human pairs, so |tau*| >= 1/sqrt(65)
-    > 1/sqrt(66) = |tau|): the percentile of that conditional, biased resample statistic says nothing
+    counts that pair w_a * w_b >= 1 times against at most 65 distinct human pairs (66 only when the
+    resample is a permutation of all 12, probability 12!/12^12 ~ 5e-5), so |tau*| >= 1/sqrt(65) >
+    1/sqrt(66) = |tau|): the percentile of that conditional, biased resample statistic says nothing
     about the estimate.
     """
     cell.estimate = float(ci.estimate)

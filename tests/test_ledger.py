@@ -47,9 +47,27 @@ def test_every_row_says_whose_definition_it_is_and_the_papers_rows_name_existing
         Ref("lottery", "§x", "words", ("nowhere:x",), "ours", "how")
 
 
+def test_a_row_computed_on_our_runs_is_the_papers_definition_on_our_population():
+    """A key names a report of our runs (12 essays, two CPU models, our configurations): such a row
+    cannot claim the paper's population (the rule of ``ledger.py``'s docstring)."""
+    from promptlottery.ledger import ON_POP, STATUS_TEXT
+
+    assert STATUS_TEXT[ON_POP] == "paper's definition on our population"
+    for r in LEDGER:
+        assert not (r.status == PAPER and r.keys), r.where
+    with pytest.raises(ValueError, match="paper's definition on our population"):
+        Ref("rubric", "Table 1", "words", ("rubric:table1",), PAPER, "", ("tests/x.py::t",))
+    with pytest.raises(ValueError, match="say what our population is"):
+        Ref("rubric", "Table 1", "words", ("rubric:table1",), ON_POP, "", ("tests/x.py::t",))
+    on_ours = [r for r in LEDGER if r.status == ON_POP]
+    assert {"Table 1", "Table 3, §A.1", "§4.1, §C.3"} <= {r.where for r in on_ours}
+    assert "paper's definition on our population" in render()
+
+
 def test_the_ledger_covers_each_papers_tables_and_figures():
     where = " ".join(r.where for r in LEDGER if r.paper == "lottery")
-    for t in ("Table 4", "Table 5", "Table 6", "Table 10", "Table 12", "Table 16", "Figure 2", "Figures 4-5"):
+    for t in ("Table 4", "Table 5", "Table 6", "Table 10", "Table 12", "Table 16", "Figure 2", "Figures 4-5",
+              "Appendix E", "§6", "Abstract"):  # fmt: skip
         assert t in where, t
     for s in (
         "§3.1",
@@ -67,7 +85,16 @@ def test_the_ledger_covers_each_papers_tables_and_figures():
     ):
         assert s in where, s
     where = " ".join(r.where for r in LEDGER if r.paper == "rubric")
-    for t in [f"Table {i}" for i in range(1, 8)] + ["Figure 1", "Figure 2", "§4.2", "§4.3", "§A.1", "§A.2"]:
+    for t in [f"Table {i}" for i in range(1, 8)] + [
+        "Figure 1",
+        "Figure 2",
+        "§4.2",
+        "§4.3",
+        "§5.1",
+        "§5.3",
+        "§A.1",
+        "§A.2",
+    ]:
         assert t in where, t
     assert "Appendix B.1" in where
 
@@ -134,6 +161,44 @@ def test_every_rubric_key_is_a_table_of_the_study_on_the_fixtures(tmp_path):
     tables |= set(cells(tmp_path / "if" / "job")["table"])
     for where, key in _keys("rubric"):
         assert key in tables, (where, key)
+
+
+def test_every_human_key_is_a_column_of_the_human_toys_report(tmp_path):
+    """The human baseline's toy (docs/human_baseline.md): the recorded export of tests/data/human,
+    the fake judge with P1 sampled 3 times and P2 once at T = 0.7, then ``human_analyse``."""
+    from promptlottery.stages import run_stage
+    from tests.conftest import compose
+    from tests.test_human_ratings import EXPORTS, _import
+
+    ratings = tmp_path / "human_ratings.parquet"
+    _import(export=EXPORTS).to_parquet(ratings)
+    qa = tmp_path / "qa6.jsonl"
+    qa.write_text("".join((REPO / "examples/own_judge/qa_answers.jsonl").read_text().splitlines(True)[:6]))
+    data = [
+        "dataset=table", f"dataset.path={qa}", "dataset.fields.id=id", "dataset.fields.response=answer",
+        "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.human=rating",
+        "dataset.human_range=[1,5]", "judge=own", f"judge.group_file={REPO}/examples/own_judge/correctness.yaml",
+        "backbone=fake", "decoding.temperature=0.7",
+    ]  # fmt: skip
+    run_stage(
+        compose([*data, "judge.variant=P1", "n_samples=3"], tmp_path=tmp_path), tmp_path / "judge" / "P1"
+    )
+    run_stage(compose([*data, "judge.variant=P2"], tmp_path=tmp_path), tmp_path / "judge" / "P2")
+    over = [
+        "+human=analyse",
+        f"human.ratings={ratings}",
+        f"human.runs={tmp_path / 'judge'}/*",
+    ]
+    out = tmp_path / "analysis"
+    assert run_stage(compose(over, tmp_path=tmp_path), out)["status"] == "ok"
+    keys = _keys("human")
+    assert keys, "no human: key in the ledger"
+    for where, key in keys:
+        name, _, column = key.partition(".")
+        path = out / "tables" / f"{name}.csv"
+        assert path.exists(), (where, key)
+        table = pd.read_csv(path)
+        assert column in table.columns and table[column].notna().any(), (where, key)
 
 
 @pytest.mark.slow

@@ -57,6 +57,20 @@ def test_p1_match_and_online_convergence_on_the_toy():
     assert np.isnan(it.loc["i2", "converged_at"])
 
 
+def test_every_headline_is_the_papers_definition_on_our_population_or_ours():
+    """The report computes every row on our runs: no row may claim the paper's population, and the
+    objective / subjective split (the summary lists no family under it) is ours."""
+    from promptlottery.analysis.headlines import HEADLINES, ON_OURS
+
+    assert ON_OURS == "paper's definition on our population"
+    for h in HEADLINES:
+        assert h.definition.startswith((ON_OURS, "ours")), (h.key, h.definition)
+    by_key = {h.key: h for h in HEADLINES}
+    for k in ("objective_kappa", "subjective_kappa"):
+        assert by_key[k].definition.startswith("ours: which judge families count as objective"), k
+        assert "paper's split" not in by_key[k].definition
+
+
 def test_headline_metrics_carry_the_paper_and_the_tie_broken_figures():
     h = analyse(_five(), LotteryOptions.from_dict(OPTS))["tables"]["headlines"].set_index("key")
     assert h.loc["p1_match_all", "ours"] == pytest.approx(2 / 4)
@@ -289,3 +303,58 @@ def test_the_band_is_the_papers_fleiss_kappa_with_a_strict_usable_threshold():
     th = {"robust": 0.80, "usable": 0.61}
     assert paper_band(0.61, th) == "below usable" and paper_band(0.6101, th) == "usable"
     assert paper_band(0.80, th) == "robust"
+
+
+def test_summeval_reversals_are_measured_on_summeval_only():
+    """App. E: "SQuAD v2 and SummEval exhibit reversals". Configuration A's systems (see
+    tests/test_analysis.py's rank toy): P1 = P2 (no pair flips), P3 against each reverses 1 of the 6
+    system pairs (B-D): the mean flip share over the 3 variant pairs is (0 + 1/6 + 1/6) / 3 = 1/9."""
+    opts = LotteryOptions.from_dict(
+        {"runs": "unused", "n_resamples": 20, "n_permutations": 20, "embeddings": "none"}
+    )
+    summeval = judgments(config_a(baselines=False))
+    summeval["dataset"] = "summeval"
+    grid = JudgmentGrid.from_frame(
+        load_judgments(pd.concat([summeval, judgments(config_b())], ignore_index=True))
+    )
+    h = analyse(grid, opts)["tables"]["headlines"].set_index("key")
+    assert h.loc["summeval_reversals", "ours"] == pytest.approx(1 / 9)
+    assert h.loc["summeval_reversals", "n"] == 1 and h.loc["summeval_reversals", "finding"].endswith(
+        "SummEval"
+    )
+    # without a SummEval configuration: n/a, never the mean over the other datasets
+    other = JudgmentGrid.from_frame(load_judgments(judgments(config_a(baselines=False))))
+    h = analyse(other, opts)["tables"]["headlines"].set_index("key")
+    assert np.isnan(h.loc["summeval_reversals", "ours"])
+    assert h.loc["summeval_reversals", "note"].startswith("n/a: no SummEval configuration")
+
+
+def test_repeats_vs_wordings_on_a_hand_computed_toy():
+    """§6: "Section 5 gains may partly reflect repeated judging rather than prompt diversity".
+    Configuration A's wordings P1-P3 (labels 1,1,1 | 1,1,2 | 2,2,2 | 2,2,1) have mean verdicts
+    1, 4/3, 2, 5/3; P1 sampled 3 times at T = 0.7 (1,1,1 | 1,2,3 | 1,1,1 | 4,4,4) has means 1, 2, 1, 4.
+    Humans 1, 2, 3, 4 (deviations -1.5, -0.5, 0.5, 1.5, sum of squares 5):
+    wordings: deviations -1/2, -1/6, 1/2, 1/6, cross sum 4/3, squares 5/9: r = (4/3) / sqrt(25/9) = 0.8;
+    repeats: deviations -1, 0, -1, 2, cross sum 4, squares 6: r = 4 / sqrt(30)."""
+    from tests.test_analysis_fixtures import _row as row
+
+    samples = {"i1": "111", "i2": "123", "i3": "111", "i4": "444"}
+    rows = list(config_a(baselines=False))
+    for k, (item, labs) in enumerate(samples.items()):
+        for s, lab in enumerate(labs):
+            rows.append(
+                row("stsb", "semantic_alignment", "G12", "likert_1_5", "bb1", "similarity", item,
+                    "ABCD"[k], float(k + 1), "P1", lab, temperature=0.7, sample_index=s)
+            )  # fmt: skip
+    opts = LotteryOptions.from_dict(
+        {"runs": "unused", "n_resamples": 200, "n_permutations": 20, "embeddings": "none"}
+    )
+    out = analyse(JudgmentGrid.from_frame(load_judgments(pd.DataFrame(rows))), opts)["tables"]
+    t = out["repeats_vs_wordings"]
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert (r["setting"], r["n_samples"], r["n_variants"], r["n"]) == ("fixed T=0.7", 3, 3, 4)
+    assert r["pearson_wordings"] == pytest.approx(0.8, abs=1e-12)
+    assert r["pearson_repeats"] == pytest.approx(4 / np.sqrt(30), abs=1e-12)
+    assert r["diff"] == pytest.approx(0.8 - 4 / np.sqrt(30), abs=1e-12)
+    assert r["diff_lo"] <= r["diff"] <= r["diff_hi"] and r["verdict"] == "argmax"

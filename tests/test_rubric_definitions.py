@@ -65,6 +65,75 @@ def test_a_blocks_paired_interval_depends_on_how_many_conditions_it_compares(n_c
         assert first["interval_ranks"] == "25th and 975th"
 
 
+# ====================================================== intervals contain their estimate (§4.3)
+def _one_dominating_pair() -> tuple[np.ndarray, np.ndarray]:
+    """12 essays with distinct human scores 0..11 and analytic scores where only essay 0 dominates
+    essay 1 (and is ranked below it by the human): every other pair trades one criterion for another."""
+    human = np.arange(12, dtype=float)
+    analytic = np.array([[12.0 - k, float(k)] for k in range(12)])  # each pair incomparable ...
+    analytic[0], analytic[1] = [11.5, 0.5], [11.4, 0.4]  # ... except 0 > 1 on both criteria
+    return human, analytic
+
+
+def test_a_pareto_tau_on_one_dominating_pair_prints_no_interval_that_excludes_it():
+    from promptlottery.metrics import pareto_dominance_tau
+
+    human, analytic = _one_dominating_pair()
+    # by hand (§4.3 and tau-b): 66 human-untied pairs, 1 dominance pair, discordant: S = -1
+    by_hand = -1 / math.sqrt(66 * 1)
+    cond = RubricCondition(name="sep", kind="analytic", label="Sep.")
+    (cell,) = block_cells(
+        "t", "b", "col", pareto_dominance_tau, human, [(cond, "Sep.", analytic)], Settings()
+    )
+    assert cell.estimate == pytest.approx(by_hand, abs=1e-12)
+    # a resample is defined only when it holds both essays 0 and 1 (the only dominating pair)
+    idx = np.random.default_rng(0).integers(0, 12, size=(1000, 12))
+    n_defined = int(((idx == 0).any(axis=1) & (idx == 1).any(axis=1)).sum())
+    # every defined resample counts the pair w0 * w1 >= 1 times against at most 65 distinct pairs
+    # (66 only for a permutation of the 12 essays, which seed 0's 1000 draws do not hold):
+    # |tau*| >= 1 / sqrt(65) > |tau|, so the percentile interval cannot hold the estimate
+    assert cell.low is None and cell.high is None
+    assert cell.note.startswith("no CI: the percentile interval")
+    assert f"the {n_defined} of 1000 resamples where tau is defined" in cell.note
+    assert cell.text() == "-0.123 (no CI)"
+
+
+def test_an_interval_over_the_defined_resamples_says_how_many_it_rests_on():
+    from promptlottery.metrics import BootstrapResult
+    from promptlottery.rubrics.cells import Cell
+    from promptlottery.rubrics.ci import set_interval
+
+    dist = np.array([np.nan, 0.1, 0.2, 0.3, np.nan, 0.4])
+    cell = Cell("t", "b", "r", "c")
+    set_interval(cell, BootstrapResult(0.25, 0.1, 0.4, 0.95, 6, dist))
+    assert (cell.estimate, cell.low, cell.high) == (0.25, 0.1, 0.4)
+    assert cell.note == "CI over the 4 of 6 resamples where tau is defined (2 undefined)"
+    assert cell.text() == "0.250 [0.100, 0.400] (CI on 4/6 resamples)"
+    full = Cell("t", "b", "r", "c")
+    set_interval(full, BootstrapResult(0.25, 0.1, 0.4, 0.95, 3, np.array([0.1, 0.25, 0.4])))
+    assert full.note == "" and full.text() == "0.250 [0.100, 0.400]"
+
+
+def test_every_interval_of_the_fake_study_holds_its_estimate(tmp_path):
+    """End to end on the set-1 fixture with the hash fake on both backbones: no printed interval
+    excludes its estimate, and every paired test counts its undefined resamples."""
+    from promptlottery.stages import run_stage
+    from tests.test_rubric_study import RecordingFake, compose_rubric
+
+    data = make_asap(tmp_path / "data")
+    cfg = compose_rubric("rubric_asap_set1", data, tmp_path, ["dataset.limit=12"])
+    job = tmp_path / "job"
+    run_stage(
+        cfg, job, backends={"smollm2": RecordingFake(model="a"), "gemma3_270m": RecordingFake(model="b")}
+    )
+    df = pd.read_csv(job / "cells.csv")
+    ours = df[(df.source == "ours") & df.low.notna()]
+    assert len(ours) > 20
+    assert ((ours.low <= ours.estimate + 1e-12) & (ours.estimate <= ours.high + 1e-12)).all()
+    tests = pd.read_csv(job / "significance.csv")
+    assert tests.loc[tests.error.isna() if "error" in tests else slice(None), "n_undefined"].notna().all()
+
+
 # ================================================================ ASAP sets 4 and 6: one score
 def _asap_set6(root: Path, essays: list[tuple[int, int, int]]) -> Path:
     """ASAP set 6 files for ``essays`` = (rater 1, rater 2, resolved domain1_score)."""
@@ -303,3 +372,107 @@ def test_the_papers_essays_are_in_the_data_with_equal_traits_high_medium_low():
     for s in (3, 5):
         task = make_task("asap", DATA_DIR, {"essay_set": s}, {})
         assert task.reserved_ids() == () and task.examples_source.startswith("ours")
+
+
+# ====================================================== the paper's claims in words, computed
+def test_separate_beats_batch_on_8_of_13_criteria_of_the_papers_table_3():
+    """§A.1: "Separate API calls improve alignment for 8 out of 13 sub-criteria in AES". By hand from
+    the printed Table 3 (Sep. vs Bat.): set 1 Ide. 0.647 < 0.652, Or. 0.675 > 0.626, WC 0.616 > 0.580,
+    SF 0.608 > 0.586, Cv. 0.580 > 0.559 (4 of 5); set 4 Ct. 0.777 < 0.815, PA 0.767 < 0.773, La. 0.755 >
+    0.711, Na. 0.767 > 0.747 (2 of 4); set 6 Ct. 0.716 < 0.779, PA 0.712 < 0.746, La. 0.745 > 0.705,
+    Na. 0.749 > 0.709 (2 of 4)."""
+    from promptlottery.rubrics.claims import separate_wins
+    from promptlottery.rubrics.paper_reference import ABBREV
+
+    total_k = total_m = 0
+    per_set = {}
+    for ds in (1, 4, 6):
+        sep, bat = {}, {}
+        for row in ABBREV[ds].values():
+            for cond, into in (("Sep.", sep), ("Bat.", bat)):
+                into[row] = paper_value("table3", str(ds), "GPT-4o vs Llama", row, cond)["GPT-4o vs Llama"][0]
+        k, m, wins = separate_wins(sep, bat)
+        per_set[ds] = (k, m, wins)
+        total_k, total_m = total_k + k, total_m + m
+    assert per_set[1] == (4, 5, ["Or.", "WC", "SF", "Cv."])
+    assert per_set[4][:2] == (2, 4) and per_set[6][:2] == (2, 4)
+    assert (total_k, total_m) == (8, 13)
+
+
+def test_the_separate_vs_batch_table_counts_table_3s_cells(tmp_path):
+    """On the set-1 fixture the count table carries the paper's 4 of 5 beside ours."""
+    from tests.test_rubric_study import asap_run, cells
+
+    _, _, job = asap_run(tmp_path)
+    df = cells(job)
+    t = df[df.table == "ours_separate_vs_batch"]
+    paper = t[t.source == "paper"].iloc[0]
+    assert float(paper.estimate) == 4 and paper.n == 5 and paper.note == "4 of 5 criteria: Or., WC, SF, Cv."
+    ours = t[t.source == "ours"].iloc[0]
+    t3 = df[(df.table == "table3") & (df.source == "ours") & (df.row != "H.")]
+    sep = t3[t3.column.str.endswith(": Sep.")].set_index("row").estimate.astype(float)
+    bat = t3[t3.column.str.endswith(": Bat.")].set_index("row").estimate.astype(float)
+    assert float(ours.estimate) == int((sep > bat.reindex(sep.index)).sum()) and ours.n == 5
+
+
+def test_full_and_partial_agreement_of_three_annotators_analytic_answers():
+    """§5.3: analytic ratings "divided into full agreement ... and partial agreement ... using majority
+    vote". Four outputs by hand: all three agree everywhere (full); one dissent on one question
+    (partial); a question not asked of output 3 does not break its agreement; output 4 splits 2-1 twice."""
+    from promptlottery.rubrics.claims import analytic_agreement_levels
+
+    nan = np.nan
+    a = np.array(
+        [
+            [[1, 1, 1], [0, 0, 0], [1, 1, 1]],
+            [[1, 1, 1], [0, 1, 0], [1, 1, 1]],
+            [[0, 0, 0], [1, 1, 1], [nan, nan, nan]],
+            [[1, 0, 1], [0, 1, 1], [0, 0, 0]],
+        ]
+    )
+    levels, majority = analytic_agreement_levels(a)
+    assert levels.tolist() == ["full", "partial", "full", "partial"]
+    assert np.array_equal(majority, np.array([[1, 0, 1], [1, 0, 1], [0, 1, nan], [1, 1, 0]]), equal_nan=True)
+    assert (levels == "full").mean() == 0.5  # the paper's share is 13%
+    with pytest.raises(ValueError, match="each of the three raters"):
+        analytic_agreement_levels(np.array([[[1, nan, 1]]]))
+
+
+class _YesData:
+    """The parts of StudyData the yes-skew table reads: 6 items, P(yes) per item and condition."""
+
+    def __init__(self):
+        from promptlottery.rubrics.study_data import StudyData
+
+        self.task = type("T", (), {"aggregate": "ratio", "reference_name": "GPT-4 (not human)"})()
+        self.backbones, self.n, self.has_human = ["m"], 6, False
+        self.conds = [RubricCondition(name=n, kind="analytic", label=lab, mode=mode)
+                      for n, lab, mode in (("sep", "Sep.", "separate"), ("bat", "Bat.", "batch"))]  # fmt: skip
+        # two questions per item; separate P(yes) 0.2 / 0.4, batch 0.9 / 0.7 (argmax: no, no / yes, yes)
+        self.p = {"sep": np.array([[0.2, 0.4]] * 6), "bat": np.array([[0.9, 0.7]] * 6)}
+        self.reference_analytic = np.array(
+            [[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
+        )
+        self.aggregate = lambda m: StudyData.aggregate(self, m)
+
+    def analytic_conditions(self):
+        return self.conds
+
+    def analytic(self, _b, c, column="score"):
+        p = self.p[c.name]
+        return p if column == "score" else (p > 0.5).astype(float)
+
+
+def test_batch_answers_skew_towards_yes_on_a_toy():
+    """§5.1: batch answers "heavily skewed towards 'yes'". By hand: mean P(yes) 0.3 separate, 0.8
+    batch; argmax yes share 0 and 1; the reference says yes on 6 of 12 answers (item means 1/2, 1/2,
+    0, 1, 1/2, 1/2: 0.5)."""
+    from promptlottery.rubrics.claims import ours_if_yes_skew
+
+    t = ours_if_yes_skew(_YesData(), Settings(n_resamples=200), tests := [])
+    got = {(c.block, c.row): c.estimate for c in t.cells}
+    assert got[("mean P(yes), logprob-weighted", "Sep.")] == pytest.approx(0.3)
+    assert got[("mean P(yes), logprob-weighted", "Bat.")] == pytest.approx(0.8)
+    assert got[("share of yes, argmax", "Sep.")] == 0.0 and got[("share of yes, argmax", "Bat.")] == 1.0
+    assert got[("share of yes, reference", "GPT-4 (not human)")] == pytest.approx(0.5)
+    assert len(tests) == 2  # one paired test per block (two conditions)

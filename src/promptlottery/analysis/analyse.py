@@ -17,6 +17,7 @@ from promptlottery.analysis.labels import label_table
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.pairwise import pairwise_tables
 from promptlottery.analysis.parallel import analyse_configurations
+from promptlottery.analysis.repeats import repeats_vs_wordings
 from promptlottery.analysis.verdict import item_table, verdict_summary
 from promptlottery.analysis.wording import (
     cross_model_agreement,
@@ -103,6 +104,7 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
         rank_dists = extra["rank_distributions"] = per["rank_distributions"]
         tables["aggregation_vs_humans"] = per["tables"]["aggregation_vs_humans"]
         tables["ensemble_designs"] = ensemble_designs(grid, opts)
+        tables["repeats_vs_wordings"] = repeats_vs_wordings(grid, opts)  # §6: repeated judging vs wordings
         conv_summary, conv_items = convergence_analysis(grid, opts)
         tables["convergence_summary"] = conv_summary
         tables["convergence_items"] = conv_items

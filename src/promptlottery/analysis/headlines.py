@@ -260,8 +260,9 @@ def similarity_r(h: Headline, ctx: Context) -> Iterator[tuple]:
     yield h.key, h.finding, s["r"], s["r_lo"], s["r_hi"], int(s["n_points"]), backbones(ctx.collapse), note
 
 
-def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
-    """Mean ``measure`` of the rank-summary table, over the paper's dataset when it is present."""
+def rank_mean(measure: str, *, fallback: bool = True) -> Callable[[Headline, Context], Iterator[tuple]]:
+    """Mean ``measure`` of the rank-summary table, over the paper's dataset when it is present;
+    without it, over every configuration with systems (``fallback``) or n/a (``fallback=False``)."""
 
     def compute(h: Headline, ctx: Context) -> Iterator[tuple]:
         rs = ctx.tables["rank_summary"]
@@ -269,6 +270,9 @@ def rank_mean(measure: str) -> Callable[[Headline, Context], Iterator[tuple]]:
             rs[np.isfinite(rs["kendall_tau"].astype(float))] if "kendall_tau" in rs.columns else rs.iloc[0:0]
         )
         own = ranked[ranked["dataset"] == h.dataset] if not ranked.empty else ranked
+        if own.empty and not fallback:
+            yield h.na(f"n/a: no {h.dataset_name} configuration with >= 2 evaluated systems in these runs")
+            return
         use, where = (own, h.dataset_name) if not own.empty else (ranked, "all configurations with systems")
         if use.empty:
             yield h.na("n/a: no configuration with >= 2 evaluated systems (the `system` column)")
@@ -338,12 +342,14 @@ def adaptive_cost(h: Headline, ctx: Context) -> Iterator[tuple]:
 
 
 _SYSTEMS = dict(dataset="squad_v2", dataset_name="SQuAD v2")
+ON_OURS = tables.ON_OURS  # every headline row is computed on our runs, never on the paper's population
 _FLEISS = (
-    "paper (§3.2, §C.3: Fleiss' kappa, 0.89 fixed at T = 1e-5 -> 0.24 paraphrased), averaged over every "
+    f"{ON_OURS} (§3.2, §C.3: Fleiss' kappa, 0.89 fixed at T = 1e-5 -> 0.24 paraphrased), averaged over every "
     "configuration where it is defined"
 )
-_CLUSTER = 'paper: a label given by "at least three of five" judges (§F.2); no such label = no consensus'
-_ONLINE = "paper (online: earliest call k with 3 of 5 votes among the first k calls, no hindsight)"
+_CLUSTER = f'{ON_OURS}: a label given by "at least three of five" judges (§F.2); no such label = no consensus'
+_ONLINE_RULE = "online: earliest call k with 3 of 5 votes among the first k calls, no hindsight"
+_ONLINE = f"{ON_OURS} ({_ONLINE_RULE})"
 _TIES = "ours (ties_to_P1: the modal label, ties broken toward P1, so a tie counts as a match)"
 _P1 = "P1 alone gives the label of the five-judge plurality cluster"
 
@@ -390,14 +396,15 @@ def _share(key: str, finding: str, definition: str, *, ours_all: bool = False) -
 
 def _adaptive(*, ours_all: bool = False) -> Headline:
     finding = "adaptive full aggregation, mean calls derived from the convergence shares"
-    definition = 'paper (§5.2.1): "full aggregation at 4.247 calls" = 3 x by-3rd + 5 x (by-5th + never)'
+    rule = '(§5.2.1): "full aggregation at 4.247 calls" = 3 x by-3rd + 5 x (by-5th + never)'
+    definition = f"{ON_OURS} {rule}"
     if ours_all:
         return Headline(
             "adaptive_calls_all",
             f"{finding} (all scales pooled)",
             rp.OURS_ALL_SCALES,
             adaptive_cost,
-            definition=f"ours: {definition}, on every configuration (binary included)",
+            definition=f"ours: the paper's rule {rule}, on every configuration (binary included)",
             group="pooled: all",
         )
     return Headline(
@@ -410,8 +417,12 @@ def _adaptive(*, ours_all: bool = False) -> Headline:
     )
 
 
-_ONLINE_ALL = _ONLINE.removeprefix("paper ")
+_ONLINE_ALL = f"({_ONLINE_RULE})"
 _CLUSTER_ALL = "a label given by at least three of five judges"
+_TASK_TYPE = (
+    "ours: which judge families count as objective or subjective (the summary names the split, §4.2 / "
+    "§C.3, but lists no family under it); the measure, Fleiss' kappa as in §3.2, on our population"
+)
 
 
 #: the headline rows, in report order
@@ -429,7 +440,8 @@ HEADLINES: tuple[Headline, ...] = (
         "mean pairwise Cohen's kappa, fixed prompt P1 repeated",
         rp.PAPER["fixed_kappa_cohen"],
         fixed_kappa,
-        definition="paper's second figure (§3.2: pairwise Cohen 0.86 at T = 1e-5); mean over configurations",
+        definition=f"{ON_OURS}: the paper's second figure (§3.2: pairwise Cohen 0.86 at T = 1e-5); mean over "
+        "configurations",
         measure="mean_kappa_all",
     ),
     Headline(
@@ -469,7 +481,7 @@ HEADLINES: tuple[Headline, ...] = (
         rp.PAPER["objective_kappa"],
         paraphrase_kappa,
         where=("family_type", "objective"),
-        definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+        definition=_TASK_TYPE,
         measure="fleiss_kappa_all",
     ),
     Headline(
@@ -478,7 +490,7 @@ HEADLINES: tuple[Headline, ...] = (
         rp.PAPER["subjective_kappa"],
         paraphrase_kappa,
         where=("family_type", "subjective"),
-        definition="paper's split by task type; measure: Fleiss' kappa as in §3.2",
+        definition=_TASK_TYPE,
         measure="fleiss_kappa_all",
     ),
     Headline(
@@ -506,6 +518,18 @@ HEADLINES: tuple[Headline, ...] = (
         finding_na="share of systems whose rank changes between variants",
         definition="ours (systems whose rank differs between variants); the paper's is on SQuAD v2",
         **_SYSTEMS,
+    ),
+    Headline(
+        "summeval_reversals",
+        "system pairs whose order flips between variants, SummEval",
+        rp.PAPER["summeval_reversals"],
+        rank_mean("flip_share", fallback=False),
+        pct=True,
+        definition="ours (App. E shows SummEval's rank trajectories and prints no number: the share of system "
+        "pairs in strictly opposite order between two variants, mean over variant pairs and SummEval "
+        "configurations)",
+        dataset="summeval",
+        dataset_name="SummEval",
     ),
     _p1("p1_match_binary", "pooled: binary", "binary", rp.PAPER["p1_match_binary"], "p1_match", _CLUSTER),
     _p1("p1_match_all", "pooled: all", "all", rp.PAPER["p1_match_all"], "p1_match", _CLUSTER),

@@ -42,6 +42,8 @@ PAPER = {
     # §4.4: "SQuAD v2 had tau = 0.176 and 43.3% rank changes"
     "squad_tau": "tau = 0.176",
     "squad_rank_changes": "43.3% rank changes",
+    # App. E: "SQuAD v2 and SummEval exhibit reversals, while MTBench retains its ordering" (no number)
+    "summeval_reversals": "reversals (App. E, no number printed)",
     # §5.2: "The default prompt matches plurality in 94.7% of binary cases but only 44.0% overall"
     "p1_match_binary": "94.7%",
     "p1_match_all": "44.0%",

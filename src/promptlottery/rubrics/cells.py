@@ -29,6 +29,10 @@ TITLES = {
     "ours_agreement_levels": "Ours: human comparisons by rater agreement level (full / partial / none)",
     "ours_if_gpt4_reference": "Ours: instruction following, model-only comparisons and the GPT-4 (not human) reference",
     "ours_positional_bias": "Ours: positional bias in batch mode, agreement by criterion position",
+    "ours_if_yes_skew": "Ours: instruction following, yes-skew of the analytic answers by condition (§5.1)",
+    "ours_separate_vs_batch": "Ours: criteria where the separate prompt beats the batch prompt, model vs model (§A.1)",
+    "ours_if_analytic_agreement": "Ours: instruction following, full vs partial agreement of three annotators' "
+    "analytic answers (§5.3)",
 }
 PAPER = "paper"  # Cell.source of a value printed in the paper
 
@@ -62,11 +66,17 @@ class Cell:
     note: str = ""  # why there is no number ("n/a: ...") or what the number is
     condition: str = ""
     source: str = "ours"  # "ours" (measured here) or "paper" (the rubric paper's printed value)
+    #: "k/R" when the interval rests on the k of R resamples where the statistic is defined
+    ci_resamples: str = ""
 
     def text(self) -> str:
         if self.estimate is None:
             return self.note or NOT_APPLICABLE
-        ci = "" if self.low is None or self.high is None else f" [{fmt(self.low)}, {fmt(self.high)}]"
+        if self.low is None or self.high is None:
+            ci = " (no CI)" if self.note.startswith("no CI") else ""
+        else:
+            ci = f" [{fmt(self.low)}, {fmt(self.high)}]"
+            ci += f" (CI on {self.ci_resamples} resamples)" if self.ci_resamples else ""
         return f"{fmt(self.estimate)}{ci}{self.marks}"
 
 

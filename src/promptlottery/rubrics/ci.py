@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from promptlottery.metrics import (
+    BootstrapResult,
     UndefinedMetricWarning,
     bootstrap_ci,
     kendall_tau,
@@ -145,10 +146,54 @@ def stats_footer(s: Settings) -> str:
             f"two conditions -> alpha = {1 - s.level:.4f}, the {ranks_text(s.n_resamples, 1, s.level)}"
         )
     return (
-        f"Significance: paired bootstrap over items ({s.n_resamples} resamples, two-sided, {family}); "
-        f"{UNTESTED} = a paired test could not run (tau undefined on too many resamples). Cells: Kendall "
-        f"tau-b [95% bootstrap CI]; n = items compared; {NOT_APPLICABLE} = not applicable to the row."
+        f"Significance: paired bootstrap over items ({s.n_resamples} resamples, two-sided, {family}; the ranks "
+        "are taken among the resamples where the difference is defined, significance.csv counts the undefined "
+        f"ones); {UNTESTED} = a paired test could not run (tau undefined on too many resamples). Cells: Kendall "
+        f"tau-b [95% bootstrap CI]; n = items compared; {NOT_APPLICABLE} = not applicable to the row. "
+        + CI_FOOTER
     )
+
+
+def set_interval(cell: Cell, ci: BootstrapResult) -> None:
+    """A cell's estimate and its percentile interval, with what the interval rests on.
+
+    The interval is taken over the resamples on which the statistic is defined; the undefined ones
+    are counted in the cell's note ("CI over 400 of 1000 resamples"). An interval that excludes its
+    estimate is not printed (note "no CI: ..."): it happens when the estimate rests on so few
+    comparable pairs that most resamples miss them (a Pareto tau on one dominating pair of 12 essays
+    is undefined on the ~60% of resamples without both essays, and every resample that holds both
+    counts that pair w_a * w_b >= 1 times against at most 65 distinct human pairs (66 only when the
+    resample is a permutation of all 12, probability 12!/12^12 ~ 5e-5), so |tau*| >= 1/sqrt(65) >
+    1/sqrt(66) = |tau|): the percentile of that conditional, biased resample statistic says nothing
+    about the estimate.
+    """
+    cell.estimate = float(ci.estimate)
+    n_res, n_def = len(ci.distribution), len(ci.distribution) - ci.n_undefined
+    over = (
+        f"CI over the {n_def} of {n_res} resamples where tau is defined ({ci.n_undefined} undefined)"
+        if ci.n_undefined
+        else ""
+    )
+    if n_def == 0:
+        cell.note = f"no CI: tau is undefined on all {n_res} resamples"
+        return
+    low, high = float(ci.low), float(ci.high)
+    if not low - 1e-12 <= ci.estimate <= high + 1e-12:
+        cell.note = (
+            f"no CI: the percentile interval [{low:.3f}, {high:.3f}] of the {n_def} of {n_res} resamples where "
+            f"tau is defined excludes the estimate {ci.estimate:.3f} (the resampled statistic is biased: it "
+            "rests on too few comparable pairs)"
+        )
+        return
+    cell.low, cell.high, cell.note = low, high, over
+    cell.ci_resamples = f"{n_def}/{n_res}" if ci.n_undefined else ""
+
+
+CI_FOOTER = (
+    "CI over k of R resamples: the interval is taken over the k resamples where tau is defined (the other "
+    "R - k are undefined, counted in the note); no CI: the percentile interval excludes the estimate, so it "
+    "is not printed (cells.csv's note gives it)."
+)
 
 
 def _complete(a: np.ndarray) -> np.ndarray:
@@ -254,9 +299,7 @@ def block_cells(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             ci = bootstrap_ci(stat, r, v, n_resamples=s.n_resamples, level=s.level, seed=s.seed)
-        cells[k].estimate = float(est)
-        cells[k].low = None if not math.isfinite(ci.low) else ci.low
-        cells[k].high = None if not math.isfinite(ci.high) else ci.high
+        set_interval(cells[k], ci)
     if not test:
         return cells
     defined = [k for k in usable if cells[k].estimate is not None]
@@ -305,6 +348,7 @@ def block_cells(
                     "n": int(mask.sum()),
                     "n_comparisons": res.n_comparisons,
                     "n_resamples": res.n_resamples,
+                    "n_undefined": int(np.isnan(res.distribution).sum()),
                     "interval_ranks": ranks_text(
                         int((~np.isnan(res.distribution)).sum()), res.n_comparisons, s.level
                     ),

@@ -21,14 +21,21 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from promptlottery.metrics import UndefinedMetricWarning, bootstrap_ci, kendall_tau
+from promptlottery.metrics import BootstrapResult, UndefinedMetricWarning, bootstrap_ci, kendall_tau
 from promptlottery.metrics.bootstrap import _order_statistic
 from promptlottery.rubrics.cells import HUMAN, STRATA_DIFFER, TITLES, Cell, Settings, Table
-from promptlottery.rubrics.ci import _complete, _undefined_reason, block_cells, block_footers, ranks_text
+from promptlottery.rubrics.ci import (
+    _complete,
+    _undefined_reason,
+    block_cells,
+    block_footers,
+    ranks_text,
+    set_interval,
+)
 from promptlottery.rubrics.study_data import StudyData
 from promptlottery.rubrics.task_base import STRATA
 
@@ -55,6 +62,7 @@ class StratumComparison:
     n_agree: int
     n_disagree: int
     n_defined: int  # resamples on which both strata's tau is defined (the interval's sample)
+    boots: tuple[BootstrapResult, ...] = field(default=(), repr=False)  # each stratum's own bootstrap
 
     @property
     def significant(self) -> bool:
@@ -108,6 +116,7 @@ def compare_strata(
         n_agree=int((keep & agree).sum()),
         n_disagree=int((keep & ~agree).sum()),
         n_defined=int(ok.size),
+        boots=(a, d),
     )
 
 
@@ -155,10 +164,9 @@ def _stratum_cells(
         level=s.level,
         seed=s.seed,
     )
-    cis = (res.agree_ci, res.disagree_ci)
-    for c, est, (lo, hi), mask in zip(out, (res.agree, res.disagree), cis, (keep & agree, keep & ~agree)):
-        if np.isfinite(est):
-            c.estimate, c.low, c.high = est, _finite(lo), _finite(hi)
+    for c, boot, mask in zip(out, res.boots, (keep & agree, keep & ~agree)):
+        if np.isfinite(boot.estimate):
+            set_interval(c, boot)
             continue
         with warnings.catch_warnings(record=True) as caught:  # the point estimate again, for its reason
             warnings.simplefilter("always")
@@ -188,7 +196,8 @@ def _stratum_cells(
                 "significant": res.significant,
                 "n": sum(counts),
                 "n_comparisons": 1,
-                "n_resamples": res.n_defined,
+                "n_resamples": s.n_resamples,
+                "n_undefined": s.n_resamples - res.n_defined,
                 "interval_ranks": ranks_text(res.n_defined, 1, s.level),
             }
         )
@@ -201,7 +210,7 @@ def _one_stratum(cell: Cell, stat: Callable, ref, values, s: Settings, *, seed: 
         warnings.simplefilter("always")
         ci = bootstrap_ci(stat, ref, values, n_resamples=s.n_resamples, level=s.level, seed=seed)
     if np.isfinite(ci.estimate):
-        cell.estimate, cell.low, cell.high = ci.estimate, _finite(ci.low), _finite(ci.high)
+        set_interval(cell, ci)
     else:
         cell.note = _undefined_reason(caught)
 
@@ -210,10 +219,6 @@ def _drop(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     out = values.astype(float).copy()
     out[~keep] = np.nan  # rows (items) outside ``keep`` drop out as incomplete
     return out
-
-
-def _finite(v: float) -> float | None:
-    return v if np.isfinite(v) else None
 
 
 def ours_agree_disagree(d: StudyData, s: Settings, tests: list[dict]) -> Table:

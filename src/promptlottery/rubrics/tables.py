@@ -22,7 +22,8 @@ the paper's abbreviations, columns = backbone x condition, then the paper's prin
 
 Ours, each under its own name: ``ours_agree_disagree`` and ``ours_agreement_levels``
 (``rubrics.strata``), ``ours_if_gpt4_reference`` (the GPT-4, not human, reference on InFoBench) and
-``ours_positional_bias`` (batch mode by criterion position).
+``ours_positional_bias`` (batch mode by criterion position); ``rubrics.claims``: ``ours_if_yes_skew``
+(§5.1), ``ours_separate_vs_batch`` (§A.1's "8 out of 13") and ``ours_if_analytic_agreement`` (§5.3).
 
 The building blocks live beside this file: ``cells`` (Settings, Cell, Table), ``study_data``
 (StudyData), ``ci`` (one block's CIs, paired tests and marks), ``strata`` (Tables 6, 7 and ours).
@@ -48,6 +49,7 @@ from promptlottery.rubrics.ci import (
     marks_footer,
     stats_footer,
 )
+from promptlottery.rubrics.claims import ours_if_analytic_agreement, ours_if_yes_skew, ours_separate_vs_batch
 from promptlottery.rubrics.paper_reference import ABBREV, HOLISTIC_ROW, HUMAN_COLUMN, MODELS, paper_value
 from promptlottery.rubrics.prompts import RubricCondition
 from promptlottery.rubrics.strata import ours_agree_disagree, ours_agreement_levels, table6, table7
@@ -470,12 +472,15 @@ def build_tables(d: StudyData, s: Settings) -> tuple[list[Table], pd.DataFrame]:
     makers = (
         table1, table3, table4, table6, table7,
         ours_agree_disagree, ours_agreement_levels, ours_if_gpt4_reference, ours_positional_bias,
+        ours_if_yes_skew, ours_if_analytic_agreement,
     )  # fmt: skip
     for make in makers:
         before = len(tests)
         t = make(d, s, tests)
         if t is None:
             continue
+        if make is table3 and (count := ours_separate_vs_batch(t, d)) is not None:
+            tables.append(count)  # §A.1's count, read off Table 3's cells
         ran = [x for x in tests[before:] if "error" not in x]
         t.footer.append(
             f"Tests behind this table's marks: {len(ran)} run, "

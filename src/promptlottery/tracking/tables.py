@@ -19,7 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ci", "fmt", "markdown_cell", "markdown_table", "pct_ci", "write_table"]
+__all__ = ["ON_OURS", "ci", "fmt", "markdown_cell", "markdown_table", "pct_ci", "write_table"]
+
+#: the words of every report (and of the paper ledger) for a row that measures what a paper defines
+#: on our population (our items, configurations, backbones), as opposed to the paper's own population
+ON_OURS = "paper's definition on our population"
 
 
 def fmt(x: Any, digits: int = 3, *, small: str = "fixed") -> str:

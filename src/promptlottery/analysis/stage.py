@@ -33,7 +33,7 @@ from promptlottery.tracking.job import StageJob, run_job
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["compare", "load_grid", "lottery", "run_lottery", "summary_metrics"]
+__all__ = ["budget", "compare", "load_grid", "lottery", "run_lottery", "summary_metrics"]
 
 
 def run_lottery(
@@ -176,3 +176,15 @@ def compare(cfg, job: StageJob) -> dict[str, Any]:
     res = compare_runs([runs] if isinstance(runs, str) else list(runs), job.output_dir)
     print(res["markdown"])
     return job.write("ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"]))
+
+
+def budget(cfg, job: StageJob) -> dict[str, Any]:
+    """Stage ``budget``: sparse designs and adaptive stopping simulated on the full grid of ``analysis.runs``."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.analysis.budget_report import BudgetOptions, run_budget
+
+    job.fields["stage"] = "budget"
+    job.label = "budget simulation"
+    a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
+    return run_budget(BudgetOptions.from_dict(a), job)

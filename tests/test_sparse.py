@@ -175,3 +175,44 @@ def test_budget_options_are_checked():
         BudgetOptions.from_dict({"designs": ["spreed"]})
     with pytest.raises(ConfigError, match="unknown option"):
         BudgetOptions.from_dict({"n_sims": 3})
+
+
+def test_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path):
+    """judge.design=sparse: every job judges its wording's planned cells; +analysis=budget rebuilds the
+    plan, checks every planned cell, and estimates; the lottery report refuses the sparse grid."""
+    import pandas as pd
+
+    from promptlottery.errors import UserError
+    from promptlottery.stages import run_stage
+
+    design = ["judge.design=sparse", "judge.budget=0.5", "judge.full_share=0.25", "judge.design_seed=3"]
+    fields = [
+        "dataset=table", "dataset.path=examples/own_judge/qa_answers.jsonl", "dataset.fields.id=id",
+        "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.response=answer",
+        "dataset.fields.system=system", "dataset.fields.human=rating", "dataset.human_range=[1,5]",
+    ]  # fmt: skip
+    base = ["+experiment=own_judge", "backbone=fake", "judge.group_file=examples/own_judge/correctness.yaml"]
+    variants = ["P1", "P2", "P3", "P4", "P5"]
+    for n, v in enumerate(variants):
+        cfg = compose([*base, *fields, *design, f"judge.variant={v}"], tmp_path=tmp_path)
+        assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
+    rows = pd.concat(
+        pd.read_parquet(tmp_path / "sweep" / f"{n}_{v}" / "judgments.parquet") for n, v in enumerate(variants)
+    )
+    items = sorted(pd.read_json("examples/own_judge/qa_answers.jsonl", lines=True)["id"].astype(str))
+    plan = sparse_plan(items, variants, budget=0.5, full_share=0.25, seed=3)
+    judged = {(str(i), v) for i, v in zip(rows["item_id"], rows["variant"], strict=True)}
+    assert judged == {(i, v) for i, v, _ in plan.cells()}  # exactly the planned cells, each once
+    assert len(rows) == plan.n_calls
+    out = tmp_path / "budget"
+    cfg = compose(
+        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=50"],
+        tmp_path=tmp_path,
+    )
+    assert run_stage(cfg, out)["status"] == "ok"
+    est = pd.read_csv(out / "tables" / "sparse_estimates.csv").set_index("statistic")
+    assert est.loc["fleiss", "lo"] <= est.loc["fleiss", "estimate"] <= est.loc["fleiss", "hi"]
+    assert est["calls"].iloc[0] == plan.n_calls
+    lottery = compose(["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*"], tmp_path=tmp_path)
+    with pytest.raises(UserError, match="sparse design"):
+        run_stage(lottery, tmp_path / "lottery")

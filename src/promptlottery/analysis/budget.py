@@ -48,6 +48,7 @@ __all__ = [
     "STATISTICS",
     "Design",
     "beta_confidence",
+    "estimate_sparse",
     "full_statistics",
     "simulate_adaptive",
     "simulate_budgets",
@@ -215,6 +216,38 @@ def _summary(design, budget, stat, full, full_ci, runs, shares, note: str = "") 
         "n_undefined": len(runs) - defined,
         "note": note,
     }
+
+
+def estimate_sparse(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    systems: Iterable,
+    plan: SparsePlan,
+    *,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The estimates of a sparse grid (NaN = not judged) with their intervals, one row per statistic.
+
+    ``lo`` / ``hi``: items resampled with the cells each drew (items + design: the interval for
+    new items judged under new plans); ``full_lo`` / ``full_hi``: the same narrowed by
+    ``sqrt(1 - calls share)``, for the full grid's value on these items (ours; its coverage is
+    measured by :func:`simulate_budgets`).
+    """
+    labels, scores = np.asarray(labels, float), np.asarray(scores, float)
+    systems = np.asarray(list(systems), dtype=object)
+    est = _estimates(_parts(labels, scores, systems, plan), _weights(len(labels), n_resamples, seed))
+    fpc = math.sqrt(max(0.0, 1.0 - plan.share))
+    rows = []
+    for s in STATISTICS:
+        e = float(est[s][0])
+        lo, hi = _percentiles(est[s][1:], level)
+        rows.append(
+            {"statistic": s, "estimate": e, "lo": lo, "hi": hi, "full_lo": e - fpc * (e - lo),
+             "full_hi": e + fpc * (hi - e), "n_undefined": int(np.isnan(est[s][1:]).sum())}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- adaptive stopping

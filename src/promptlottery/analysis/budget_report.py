@@ -19,10 +19,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.budget import DESIGNS, STATISTICS, simulate_adaptive, simulate_budgets
+from promptlottery.analysis.budget import (
+    DESIGNS,
+    STATISTICS,
+    estimate_sparse,
+    simulate_adaptive,
+    simulate_budgets,
+)
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
+from promptlottery.metrics.sparse import sparse_plan
 from promptlottery.tracking.tables import markdown_table, write_table
 
 logger = logging.getLogger(__name__)
@@ -70,14 +77,11 @@ class BudgetOptions:
         return opts
 
 
-def _complete(config) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
-    labels = config.matrix("label")
-    scores = config.matrix("value")
-    keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
-    labels, scores = labels[keep], scores[keep]
-    systems = config.systems(labels.index)
+def _coded(
+    labels: pd.DataFrame, scores: pd.DataFrame, systems
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     # labels as codes (a nominal scale's text labels too); every statistic here treats them as categories
-    values = sorted({v for v in labels.to_numpy().ravel()}, key=str)
+    values = sorted({v for v in labels.to_numpy().ravel() if not pd.isna(v)}, key=str)
     codes = labels.apply(lambda col: col.map({v: float(i) for i, v in enumerate(values)}))
     return codes.astype(float), scores.astype(float), systems
 
@@ -87,9 +91,13 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
     grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
+    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+        return _run_sparse(opts, grid, job)
     budget_rows, adaptive_rows, skipped = [], [], {}
     for config in grid:
-        labels, scores, systems = _complete(config)
+        labels, scores = config.matrix("label"), config.matrix("value")
+        keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
+        labels, scores, systems = _coded(labels[keep], scores[keep], config.systems(labels.index[keep]))
         if len(labels) < opts.min_items or labels.shape[1] < 3:
             skipped[config.config_id] = f"{len(labels)} complete items x {labels.shape[1]} wordings"
             continue
@@ -251,3 +259,71 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         lines += ["", "Left out (too few fully judged items or wordings): "]
         lines += [f"- `{k}`: {v}" for k, v in sorted(skipped.items())]
     return "\n".join(lines) + "\n"
+
+
+def _sparse_plan_of(config):
+    """The plan a sparse configuration's jobs judged (rebuilt from the design columns of its rows:
+    every item's cells depend on the seed and its own id only), and its labels / scores matrices."""
+    rows = config.paraphrases
+    params = rows[["design_budget", "design_anchor", "design_full_share", "design_seed"]].drop_duplicates()
+    if len(params) != 1:
+        raise AnalysisError(
+            f"{config.config_id}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
+        )
+    p = params.iloc[0]
+    labels, scores = config.matrix("label"), config.matrix("value")
+    variants = [v for v in config.order]
+    plan = sparse_plan(
+        labels.index, variants, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
+        full_share=float(p["design_full_share"]), seed=int(p["design_seed"]),
+    )  # fmt: skip
+    judged = labels.notna().to_numpy()
+    if (plan.mask & ~judged).any():
+        missing = int((plan.mask & ~judged).sum())
+        raise AnalysisError(
+            f"{config.config_id}: {missing} planned cell(s) have no verdict (a job failed, was killed or its "
+            "parse failed): re-run the sweep to complete the plan"
+        )
+    if (judged & ~plan.mask).any():
+        raise AnalysisError(f"{config.config_id}: verdicts outside the sparse plan (mixed runs?)")
+    return plan, labels, scores
+
+
+def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
+    tables, notes = [], []
+    for config in grid:
+        plan, labels, scores = _sparse_plan_of(config)
+        codes, scores, systems = _coded(labels, scores, config.systems(labels.index))
+        n_planned = int(config.paraphrases["design_items"].iloc[0]) * len(plan.variants)
+        est = estimate_sparse(
+            codes.to_numpy(float), scores.to_numpy(float), systems, plan, n_resamples=opts.n_resamples,
+            level=opts.level, seed=opts.seed,
+        )  # fmt: skip
+        tables.append(est.assign(config_id=config.config_id, n_items=len(labels), calls=plan.n_calls,
+                                 calls_share=plan.n_calls / n_planned))  # fmt: skip
+    table = pd.concat(tables, ignore_index=True)
+    out = Path(job.output_dir)
+    write_table(table, out / "tables", "sparse_estimates", float_format="%.6g")
+    cols = ("config_id", "n_items", "calls", "calls_share", "statistic", "estimate", "lo", "hi", "full_lo",
+            "full_hi", "n_undefined")  # fmt: skip
+    text = "\n".join(
+        [
+            "# Estimates from a sparse grid",
+            "",
+            f"Runs: `{opts.runs}`; verdict: {opts.verdict} label. Each configuration's plan is rebuilt from its "
+            "rows and every planned cell checked present. `lo`/`hi`: items resampled with the cells each drew "
+            f"({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by sqrt(1 - "
+            "calls share), for the full grid's value on these items (ours; see the budget simulation for "
+            "its coverage). Estimators: docs/sparse.md.",
+            "",
+            markdown_table(table, {c: c for c in cols}),
+        ]
+    )
+    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
+    metrics = {
+        f"sparse/{r.config_id}/{r.statistic}{suffix}": float(v)
+        for r in table.itertuples(index=False)
+        for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))
+        if np.isfinite(v)
+    }
+    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"), notes=notes)

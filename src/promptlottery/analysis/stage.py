@@ -72,6 +72,12 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
             "analyse it when it ends: +analysis=lottery_after_sweep)"
         )
     grid = load_grid(opts)
+    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+        raise AnalysisError(
+            "these judgments are a sparse design (judge.design=sparse): the lottery report needs every item "
+            f"under every wording; estimate from the sparse grid with: python -m run +analysis=budget "
+            f"'analysis.runs={opts.runs}'"
+        )
     files, incomplete = grid.files, grid.problems
     logger.info(
         "lottery analysis files=%d judgments=%d configurations=%d",

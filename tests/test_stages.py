@@ -22,7 +22,7 @@ def test_every_stage_is_the_function_of_its_name_in_its_packages_stage_py():
     for name, package in STAGES.items():
         fn = get_stage(name)
         assert (fn.__module__, fn.__name__) == (f"promptlottery.{package}.stage", name)
-    with pytest.raises(ConfigError, match=r"^stage=bogus: unknown stage; valid: \['compare', "):
+    with pytest.raises(ConfigError, match=r"^stage=bogus: unknown stage; valid: \['budget', 'compare', "):
         get_stage("bogus")
 
 

@@ -79,6 +79,16 @@ class JudgeConfig:
     mode: str = "pointwise"
     #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
     position_swap: bool = True
+    #: "full" (every item under every wording) or "sparse" (a seeded plan of the cells at ``budget``,
+    #: docs/sparse.md); a sparse job judges its wording's cells of the plan only
+    design: str = "full"
+    #: sparse: the share of the full grid's calls (0, 1]
+    budget: float = 1.0
+    #: sparse: a wording judged on every item (null: none)
+    anchor: str | None = None
+    #: sparse: the share of items judged under every wording (the changed-share calibration items)
+    full_share: float = 0.0
+    design_seed: int = 0
 
 
 @dataclass

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 #: stage name -> the package whose ``stage.py`` defines a function of that name
 STAGES: dict[str, str] = {
+    "budget": "analysis",
     "compare": "analysis",
     "gate": "gating",
     "human_analyse": "human",

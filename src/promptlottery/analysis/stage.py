@@ -37,7 +37,7 @@ from promptlottery.tracking.staging import publish, staging_dir
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["compare", "load_grid", "lottery", "run_lottery", "summary_metrics"]
+__all__ = ["budget", "compare", "load_grid", "lottery", "run_lottery", "summary_metrics"]
 
 
 def run_lottery(
@@ -78,6 +78,12 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     # no results.json saying ok until every new file is in place (tracking.staging)
     (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
+    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+        raise AnalysisError(
+            "these judgments are a sparse design (judge.design=sparse): the lottery report needs every item "
+            f"under every wording; estimate from the sparse grid with: python -m run +analysis=budget "
+            f"'analysis.runs={opts.runs}'"
+        )
     files, incomplete = grid.files, grid.problems
     logger.info(
         "lottery analysis files=%d judgments=%d configurations=%d",
@@ -196,3 +202,15 @@ def compare(cfg, job: StageJob) -> dict[str, Any]:
         raise AnalysisError(f"compare: {exc}") from None
     print(res["markdown"])
     return job.write("ok", runs=[r.path for r in res["runs"]], n_config_differences=len(res["config_diff"]))
+
+
+def budget(cfg, job: StageJob) -> dict[str, Any]:
+    """Stage ``budget``: sparse designs and adaptive stopping simulated on the full grid of ``analysis.runs``."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.analysis.budget_report import BudgetOptions, run_budget
+
+    job.fields["stage"] = "budget"
+    job.label = "budget simulation"
+    a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
+    return run_budget(BudgetOptions.from_dict(a), job)

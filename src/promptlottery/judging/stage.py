@@ -17,6 +17,7 @@ from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
+from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.cache import CallCache, cache_location
 from promptlottery.judging.pairs import check_mode
@@ -122,6 +123,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
     )
     where = f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
+    design = sparse_design(cfg.judge, group, items, condition.judge_mode)
+    if design is not None:
+        items = [it for it, judged in zip(items, design["judged"], strict=True) if judged]
     check_mode(condition.judge_mode, group.scale, group=_group_where(cfg, group), items=items, where=where)
     if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
         check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
@@ -156,6 +160,8 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         inputs = {it.id: it.inputs for it in items}
         for name in sorted(set().union(*inputs.values())):
             df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
+    if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
+        df = df.assign(**design["columns"], design_prob=df["item_id"].map(design["prob"]))
     if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
         df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
     metrics = condition_metrics(df)
@@ -209,3 +215,39 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
     }
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return job.write("dry_run", estimate=estimate)
+
+
+def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
+    """``judge.design=sparse``: which of ``items`` this job's wording judges, their inclusion
+    probabilities, and the plan's parameters as columns (None for the full design).
+
+    Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
+    over the sampled items and the group's wordings), so the jobs need not talk to each other."""
+    design = judge_cfg.get("design", "full")
+    if design == "full":
+        return None
+    if design != "sparse":
+        raise ConfigError(f"judge.design must be 'full' or 'sparse', got {design!r}")
+    if mode != "pointwise":
+        raise ConfigError(f"judge.design=sparse is built for pointwise judging only (missing for {mode!r})")
+    from promptlottery.metrics.sparse import sparse_plan
+
+    variants = list(group.variants)
+    try:
+        plan = sparse_plan(
+            [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
+            full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise ConfigError(f"judge.design=sparse: {exc}") from None
+    w = variants.index(judge_cfg.variant)
+    columns = {
+        "design": "sparse",
+        "design_budget": float(judge_cfg.budget),
+        "design_anchor": judge_cfg.anchor or "",
+        "design_full_share": float(judge_cfg.full_share),
+        "design_seed": int(judge_cfg.design_seed),
+        "design_items": len(items),
+    }
+    prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
+    return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}

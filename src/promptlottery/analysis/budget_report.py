@@ -1,0 +1,329 @@
+"""The ``budget`` stage's body: a full grid in, the simulated sparse designs and adaptive stopping out.
+
+    python -m run +analysis=budget analysis.runs='outputs/demo_panel/P*'
+
+Reads the judgments (never calls a model), runs :func:`~promptlottery.analysis.budget.simulate_budgets`
+and :func:`~promptlottery.analysis.budget.simulate_adaptive` on every configuration's items judged
+under every wording, and writes ``tables/budget.csv``, ``tables/adaptive.csv``, ``figures/budget.png``,
+``budget.md`` and ``results.json`` (``metrics``: per configuration, design, budget and statistic the
+share of estimates inside the full grid's CI and the coverage of the sparse intervals).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.analysis.budget import (
+    DESIGNS,
+    STATISTICS,
+    estimate_sparse,
+    simulate_adaptive,
+    simulate_budgets,
+)
+from promptlottery.errors import ConfigError
+from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.table import AnalysisError
+from promptlottery.metrics.sparse import sparse_plan
+from promptlottery.tracking.tables import markdown_table, write_table
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BudgetOptions", "run_budget"]
+
+
+@dataclass
+class BudgetOptions:
+    """The ``analysis:`` node of ``conf/analysis/budget.yaml`` (see there for each key)."""
+
+    runs: Any = None
+    verdict: str = "argmax"
+    reference: str = "P1"
+    budgets: list = field(default_factory=lambda: [0.1, 0.2, 0.3, 0.5, 0.8])
+    designs: list = field(default_factory=lambda: list(DESIGNS))
+    n_sim: int = 200
+    n_resamples: int = 200
+    level: float = 0.95
+    seed: int = 0
+    confidences: list = field(default_factory=lambda: [0.8, 0.9, 0.95])
+    min_items: int = 8
+    name: str = "budget"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BudgetOptions:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(
+                f"analysis: unknown option(s) {unknown} for +analysis=budget; valid: {sorted(known)}"
+            )
+        opts = cls(**d)
+        bad = [b for b in opts.budgets if not isinstance(b, int | float) or not 0 < float(b) <= 1]
+        if bad:
+            raise ConfigError(f"analysis.budgets must be shares in (0, 1], got {bad}")
+        wrong = [x for x in opts.designs if x not in DESIGNS]
+        if wrong:
+            raise ConfigError(f"analysis.designs: unknown design(s) {wrong}; valid: {sorted(DESIGNS)}")
+        for key in ("n_sim", "n_resamples", "min_items"):
+            if not isinstance(getattr(opts, key), int) or getattr(opts, key) < 1:
+                raise ConfigError(f"analysis.{key} must be a whole number >= 1, got {getattr(opts, key)!r}")
+        if not all(0.5 < float(c) < 1 for c in opts.confidences):
+            raise ConfigError(f"analysis.confidences must be in (0.5, 1), got {opts.confidences}")
+        return opts
+
+
+def _coded(
+    labels: pd.DataFrame, scores: pd.DataFrame, systems
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    # labels as codes (a nominal scale's text labels too); every statistic here treats them as categories
+    values = sorted({v for v in labels.to_numpy().ravel() if not pd.isna(v)}, key=str)
+    codes = labels.apply(lambda col: col.map({v: float(i) for i, v in enumerate(values)}))
+    return codes.astype(float), scores.astype(float), systems
+
+
+def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
+    """Simulate every configuration of ``opts.runs``; write the tables, figure and report into ``job``."""
+    if opts.runs in (None, "", []):
+        raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
+    grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
+    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+        return _run_sparse(opts, grid, job)
+    budget_rows, adaptive_rows, skipped = [], [], {}
+    for config in grid:
+        labels, scores = config.matrix("label"), config.matrix("value")
+        keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
+        labels, scores, systems = _coded(labels[keep], scores[keep], config.systems(labels.index[keep]))
+        if len(labels) < opts.min_items or labels.shape[1] < 3:
+            skipped[config.config_id] = f"{len(labels)} complete items x {labels.shape[1]} wordings"
+            continue
+        logger.info("budget simulation config=%s items=%d wordings=%d", config.config_id, *labels.shape)
+        table = simulate_budgets(
+            labels.to_numpy(float), scores.to_numpy(float), systems,
+            items=labels.index, variants=labels.columns, reference=opts.reference,
+            budgets=[float(b) for b in opts.budgets], designs=opts.designs, n_sim=opts.n_sim,
+            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+        )  # fmt: skip
+        budget_rows.append(table.assign(config_id=config.config_id, n_items=len(labels)))
+        runs = [("cluster_3_of_5", None)] + [("beta", float(c)) for c in opts.confidences]
+        for rule, conf in runs:
+            rec = simulate_adaptive(
+                labels.to_numpy(float), rule=rule, confidence=conf or 0.95, n_sim=opts.n_sim, seed=opts.seed
+            )
+            adaptive_rows.append({"config_id": config.config_id, **rec})
+    if not budget_rows:
+        raise AnalysisError(f"no configuration with >= {opts.min_items} fully judged items: {skipped}")
+    budget = pd.concat(budget_rows, ignore_index=True)
+    budget = budget[
+        ["config_id", "n_items", *[c for c in budget.columns if c not in ("config_id", "n_items")]]
+    ]
+    adaptive = pd.DataFrame(adaptive_rows)
+    out = Path(job.output_dir)
+    write_table(budget, out / "tables", "budget", float_format="%.6g")
+    write_table(adaptive, out / "tables", "adaptive", float_format="%.6g")
+    figure = _figure(budget, out / "figures" / "budget.png")
+    (out / "budget.md").write_text(
+        _report(opts, grid, budget, adaptive, skipped, figure, out), encoding="utf-8"
+    )
+    return job.ok(
+        analysis=asdict(opts), metrics=_metrics(budget, adaptive), skipped_configurations=skipped,
+        report=str(out / "budget.md"),
+    )  # fmt: skip
+
+
+def _metrics(budget: pd.DataFrame, adaptive: pd.DataFrame) -> dict[str, float]:
+    out = {}
+    for r in budget.itertuples(index=False):
+        key = f"budget/{r.config_id}/{r.design}/{r.budget:g}/{r.statistic}"
+        for col in ("within_full_ci", "coverage", "rmse"):
+            v = getattr(r, col)
+            if np.isfinite(v):
+                out[f"{key}/{col}"] = float(v)
+    for r in adaptive.itertuples(index=False):
+        key = f"adaptive/{r.config_id}/{r.rule}" + (f"_{r.confidence:g}" if r.rule == "beta" else "")
+        out[f"{key}/saving"] = float(r.saving)
+        if np.isfinite(r.recovered):
+            out[f"{key}/recovered"] = float(r.recovered)
+    return out
+
+
+def _figure(budget: pd.DataFrame, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(2, len(STATISTICS), figsize=(3.2 * len(STATISTICS), 5.6), squeeze=False)
+    for j, stat in enumerate(STATISTICS):
+        sub = budget[budget["statistic"] == stat]
+        for (cid, design), g in sub.groupby(["config_id", "design"], sort=True):
+            label = design if sub["config_id"].nunique() == 1 else f"{design} {cid[-24:]}"
+            axes[0, j].plot(g["calls_share"], g["rmse"], marker="o", label=label)
+            axes[1, j].plot(g["calls_share"], g["coverage"], marker="o", label=label)
+        axes[0, j].set_title(stat)
+        axes[0, j].set_ylabel("RMSE vs full grid" if j == 0 else "")
+        axes[1, j].axhspan(0.92, 0.98, color="0.9")
+        axes[1, j].axhline(0.95, color="0.5", lw=0.8)
+        axes[1, j].set_ylim(0, 1.02)
+        axes[1, j].set_xlabel("share of the full grid's calls")
+        axes[1, j].set_ylabel("CI coverage of the full value" if j == 0 else "")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
+    runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs))
+    lines = [
+        "# The lottery at a fraction of the calls (simulated on a full grid)",
+        "",
+        f"Runs: `{runs}` ({grid.n_judgments} judgments); verdict: {opts.verdict} label (scores: its "
+        f"verdict score). No model was called: every sparse plan masks the full grid. {opts.n_sim} plans "
+        f"per design and budget, intervals from {opts.n_resamples} item resamples at level {opts.level}.",
+        "",
+        "Designs: `items` = a seeded subsample of items judged under every wording; `spread` = 30% of "
+        "the budget on fully judged items, the rest spread over random cells; `anchor` = as spread, with "
+        f"{opts.reference} on every item. Statistics: `fleiss` (Fleiss' kappa across wordings, no collapse "
+        "filter; sparse: inverse-probability weighted), `alpha` (Krippendorff's alpha, nominal; sparse: "
+        "over the judged cells), `changed` (items with a different verdict under at least one wording; "
+        "sparse: model-assisted, calibrated on the fully judged items), `tau` (mean pairwise Kendall "
+        "tau-b of the systems' mean scores between wordings; sparse: Hajek means).",
+        "",
+        "`within_full_ci`: share of plans whose estimate lies inside the full grid's 95% interval. "
+        "`coverage`: share of plans whose own interval (items resampled with their cells, narrowed by "
+        "the finite-population factor sqrt(1 - calls share), ours) covers the full grid's value.",
+        "",
+        f"![budget]({figure.relative_to(out)})",
+        "",
+        "## Sparse designs",
+        "",
+        markdown_table(
+            budget,
+            {
+                c: c
+                for c in (
+                    "config_id",
+                    "n_items",
+                    "design",
+                    "budget",
+                    "calls_share",
+                    "statistic",
+                    "full",
+                    "full_lo",
+                    "full_hi",
+                    "mean_estimate",
+                    "rmse",
+                    "within_full_ci",
+                    "coverage",
+                    "n_undefined",
+                    "note",
+                )
+            },
+        ),  # fmt: skip
+        "",
+        "## Adaptive stopping (wordings in a seeded random order per item)",
+        "",
+        "`cluster_3_of_5`: stop once a label has ceil((J + 1) / 2) votes (the paper's plurality "
+        "cluster is then decided: it recovers every cluster decision by construction). `beta`: stop once "
+        "P(p_top > 0.5) under Beta(v_top + 1, v_second + 1) reaches the confidence (Adaptive-Consistency). "
+        "`recovered`: share of the items with a full-grid cluster whose stopped verdict is that label "
+        "(2.5-97.5% over the orders).",
+        "",
+        markdown_table(
+            adaptive,
+            {
+                c: c
+                for c in (
+                    "config_id",
+                    "rule",
+                    "confidence",
+                    "n_items",
+                    "items_with_cluster",
+                    "mean_calls",
+                    "saving",
+                    "recovered",
+                    "recovered_lo",
+                    "recovered_hi",
+                )
+            },
+        ),  # fmt: skip
+    ]
+    if skipped:
+        lines += ["", "Left out (too few fully judged items or wordings): "]
+        lines += [f"- `{k}`: {v}" for k, v in sorted(skipped.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _sparse_plan_of(config):
+    """The plan a sparse configuration's jobs judged (rebuilt from the design columns of its rows:
+    every item's cells depend on the seed and its own id only), and its labels / scores matrices."""
+    rows = config.paraphrases
+    params = rows[["design_budget", "design_anchor", "design_full_share", "design_seed"]].drop_duplicates()
+    if len(params) != 1:
+        raise AnalysisError(
+            f"{config.config_id}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
+        )
+    p = params.iloc[0]
+    labels, scores = config.matrix("label"), config.matrix("value")
+    variants = [v for v in config.order]
+    plan = sparse_plan(
+        labels.index, variants, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
+        full_share=float(p["design_full_share"]), seed=int(p["design_seed"]),
+    )  # fmt: skip
+    judged = labels.notna().to_numpy()
+    if (plan.mask & ~judged).any():
+        missing = int((plan.mask & ~judged).sum())
+        raise AnalysisError(
+            f"{config.config_id}: {missing} planned cell(s) have no verdict (a job failed, was killed or its "
+            "parse failed): re-run the sweep to complete the plan"
+        )
+    if (judged & ~plan.mask).any():
+        raise AnalysisError(f"{config.config_id}: verdicts outside the sparse plan (mixed runs?)")
+    return plan, labels, scores
+
+
+def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
+    tables, notes = [], []
+    for config in grid:
+        plan, labels, scores = _sparse_plan_of(config)
+        codes, scores, systems = _coded(labels, scores, config.systems(labels.index))
+        n_planned = int(config.paraphrases["design_items"].iloc[0]) * len(plan.variants)
+        est = estimate_sparse(
+            codes.to_numpy(float), scores.to_numpy(float), systems, plan, n_resamples=opts.n_resamples,
+            level=opts.level, seed=opts.seed,
+        )  # fmt: skip
+        tables.append(est.assign(config_id=config.config_id, n_items=len(labels), calls=plan.n_calls,
+                                 calls_share=plan.n_calls / n_planned))  # fmt: skip
+    table = pd.concat(tables, ignore_index=True)
+    out = Path(job.output_dir)
+    write_table(table, out / "tables", "sparse_estimates", float_format="%.6g")
+    cols = ("config_id", "n_items", "calls", "calls_share", "statistic", "estimate", "lo", "hi", "full_lo",
+            "full_hi", "n_undefined")  # fmt: skip
+    text = "\n".join(
+        [
+            "# Estimates from a sparse grid",
+            "",
+            f"Runs: `{opts.runs}`; verdict: {opts.verdict} label. Each configuration's plan is rebuilt from its "
+            "rows and every planned cell checked present. `lo`/`hi`: items resampled with the cells each drew "
+            f"({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by sqrt(1 - "
+            "calls share), for the full grid's value on these items (ours; see the budget simulation for "
+            "its coverage). Estimators: docs/sparse.md.",
+            "",
+            markdown_table(table, {c: c for c in cols}),
+        ]
+    )
+    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
+    metrics = {
+        f"sparse/{r.config_id}/{r.statistic}{suffix}": float(v)
+        for r in table.itertuples(index=False)
+        for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))
+        if np.isfinite(v)
+    }
+    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"), notes=notes)

@@ -1,0 +1,218 @@
+"""Sparse designs and their estimators (metrics/sparse.py), the budget simulator and adaptive stopping
+(analysis/budget.py, the ``budget`` stage). Every expected value is computed by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from promptlottery.analysis.budget import beta_confidence, full_statistics, simulate_adaptive
+from promptlottery.metrics import fleiss_kappa, krippendorff_alpha
+from promptlottery.metrics.sparse import (
+    SparsePlan,
+    alpha_observed,
+    changed_share,
+    ht_system_tau,
+    ipw_fleiss_kappa,
+    mean_cohen_observed,
+    sparse_plan,
+)
+from tests.conftest import compose
+from tests.test_analysis_fixtures import write_sweep
+
+NAN = math.nan
+
+
+def _plan(mask, prob, pair) -> SparsePlan:
+    mask, prob, pair = np.asarray(mask, bool), np.asarray(prob, float), np.asarray(pair, float)
+    n, k = mask.shape
+    return SparsePlan(tuple(map(str, range(n))), tuple("ABC"[:k]), mask, prob, pair, None, 0)
+
+
+def test_ipw_fleiss_weights_pairs_and_cells_by_their_inclusion_probability():
+    # wordings A (anchor, prob 1), x, y (prob 1/2); pairs (A, x) = (A, y) = 1/2, (x, y) = 1/4
+    # item 0: A=1, x=1; item 1: A=1, x=2, y=2
+    # pairs: item 0 (A,x) agree, weight 2; item 1 (A,x) and (A,y) disagree, weight 2 each, (x,y) agree, weight 4
+    # P = (2 + 4) / (2 + 2 + 2 + 4) = 0.6; label weights: 1 -> 1 + 2 + 1 = 4, 2 -> 2 + 2 = 4: Pe = 0.5
+    # kappa = (0.6 - 0.5) / 0.5 = 0.2
+    prob = [[1, 0.5, 0.5]] * 2
+    pair = [[[1, 0.5, 0.5], [0.5, 0.5, 0.25], [0.5, 0.25, 0.5]]] * 2
+    plan = _plan([[1, 1, 0], [1, 1, 1]], prob, pair)
+    assert ipw_fleiss_kappa([[1, 1, NAN], [1, 2, 2]], plan) == pytest.approx(0.2)
+    # unweighted it would be P = 2/4, shares 3/5, 2/5: Pe = 0.52, kappa = -0.0417 (the weights matter)
+
+
+def test_ipw_fleiss_and_alpha_are_the_plain_definitions_on_a_full_grid():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(1, 4, (25, 5)).astype(float)
+    full = sparse_plan([f"i{k}" for k in range(25)], list("abcde"), budget=1.0)
+    assert ipw_fleiss_kappa(labels, full) == pytest.approx(fleiss_kappa(labels), abs=1e-12)
+    assert alpha_observed(labels) == pytest.approx(krippendorff_alpha(labels), abs=1e-12)
+
+
+def test_alpha_over_the_judged_cells_by_hand():
+    # pairable values: {1,1}, {2,2,2}, {3,3}, {1,2}; disagreeing coincidences only in the last: 2
+    # n_1 = 3, n_2 = 4, n_3 = 2, n = 9; alpha = 1 - (n - 1) * 2 / (81 - 9 - 16 - 4) = 1 - 16/52
+    labels = [[1, 1, NAN], [2, 2, 2], [NAN, 3, 3], [1, 2, NAN]]
+    assert alpha_observed(labels) == pytest.approx(1 - 16 / 52)
+
+
+def test_mean_cohen_over_the_pairs_judged_together():
+    # (0,1) on items 0,1,3: all agree, marginals 1/3, 2/3 -> kappa 1
+    # (0,2) on items 1,2,3: po 2/3, pe 4/9 -> 0.4; (1,2) on items 1,3: po 1/2, pe 1/2 -> 0
+    labels = [[1, 1, NAN], [2, 2, 1], [1, NAN, 1], [2, 2, 2]]
+    assert mean_cohen_observed(labels) == pytest.approx((1 + 0.4 + 0) / 3)
+
+
+def test_changed_share_calibrates_agreeing_partial_items_on_the_full_ones():
+    # full items: [1,1,1] (unchanged; 3 agreeing 2-subsets) and [1,2,1] (changed; 1 agreeing 2-subset)
+    # q(2) = 1 / 4; item [3,3,-] counts 1/4, item [2,1,-] is changed: (1 + 1 + 0.25) / 4
+    labels = [[1, 1, 1], [1, 2, 1], [3, 3, NAN], [2, 1, NAN]]
+    assert changed_share(labels) == pytest.approx(2.25 / 4)
+    assert changed_share([[1, 1, 1], [1, 2, 1], [3, 3, 3]]) == pytest.approx(1 / 3)
+    with pytest.warns(Warning, match="no fully judged item to calibrate"):
+        assert math.isnan(changed_share([[1, 1, NAN], [2, NAN, 2]]))
+
+
+def test_system_tau_from_the_judged_items():
+    # means under x: s1 1.5, s2 3.5, s3 5.5; under y: s1 5 (item 1 alone), s2 3.5, s3 5.5
+    # pairs (s1,s2) discordant, (s1,s3) and (s2,s3) concordant: tau = (2 - 1) / 3
+    scores = [[1, NAN], [2, 5], [3, 3], [4, 4], [5, 6], [6, 5]]
+    mask = np.isfinite(np.array(scores))
+    plan = _plan(mask, np.ones((6, 2)), np.ones((6, 2, 2)))
+    assert ht_system_tau(scores, ["s1", "s1", "s2", "s2", "s3", "s3"], plan) == pytest.approx(1 / 3)
+
+
+def test_plan_probabilities_nesting_and_anchor():
+    items = [f"i{k}" for k in range(2000)]
+    wordings = ["P1", "P2", "P3", "P4", "P5"]
+    small = sparse_plan(items, wordings, budget=0.4, anchor="P1", seed=7)
+    large = sparse_plan(items, wordings, budget=0.7, anchor="P1", seed=7)
+    assert small.mask[:, 0].all()
+    assert not (small.mask & ~large.mask).any()  # a larger budget keeps every cell of a smaller one
+    # 0.4 x 5 = 2 calls per item: the anchor and m = 1 other of 4 -> prob 1/4, E[n(n-1)] = 0: pairs 0
+    assert small.prob[0, 1:] == pytest.approx([0.25] * 4)
+    assert small.pair_prob[0, 1, 2] == 0 and small.pair_prob[0, 0, 3] == pytest.approx(0.25)
+    assert small.share == pytest.approx(0.4)
+    # 0.7 x 5 = 3.5: m = 2.5 of 4 -> prob 0.625; n in {2, 3} half each: E[n(n-1)] = (2 + 6) / 2 = 4 -> 4/12
+    assert large.prob[0, 1] == pytest.approx(0.625)
+    assert large.pair_prob[0, 1, 2] == pytest.approx(1 / 3)
+    assert abs(large.share - 0.7) < 0.01
+    assert sparse_plan(items, wordings, budget=0.4, anchor="P1", seed=7).mask.tolist() == small.mask.tolist()
+    with pytest.raises(ValueError, match="less than"):
+        sparse_plan(items, wordings, budget=0.1, anchor="P1")
+
+
+def test_full_share_items_are_judged_under_every_wording():
+    items = [f"i{k}" for k in range(1000)]
+    plan = sparse_plan(items, ["a", "b", "c", "d"], budget=0.5, full_share=0.2, seed=1)
+    full = plan.mask.all(axis=1)
+    assert abs(full.mean() - 0.2) < 0.04
+    assert (plan.prob[full] == 1).all()
+    # the rest: (0.5 * 4 - 0.2 * 4) / 0.8 = 1.5 calls per item of 4 wordings -> prob 0.375
+    assert plan.prob[~full][0] == pytest.approx([0.375] * 4)
+    assert abs(plan.share - 0.5) < 0.02
+
+
+def test_beta_criterion_and_adaptive_stopping_by_hand():
+    assert beta_confidence(3, 0) == pytest.approx(1 - 0.5**4)
+    assert beta_confidence(2, 1) == pytest.approx(11 / 16)  # P(Bin(4, 1/2) >= 3) = 5/16 below 0.5
+    same = np.ones((4, 5))
+    # five equal votes: the 3-of-5 rule stops at the 3rd call; Beta(4,1) = 0.9375 >= 0.9 at the 3rd,
+    # 0.95 needs Beta(5,1) = 0.96875: the 4th
+    assert simulate_adaptive(same, rule="cluster_3_of_5", n_sim=5)["mean_calls"] == 3
+    assert simulate_adaptive(same, rule="beta", confidence=0.9, n_sim=5)["mean_calls"] == 3
+    rec = simulate_adaptive(same, rule="beta", confidence=0.95, n_sim=5)
+    assert rec["mean_calls"] == 4 and rec["saving"] == pytest.approx(0.2) and rec["recovered"] == 1.0
+
+
+def test_full_statistics_are_the_lottery_definitions():
+    labels = np.array([[1, 1, 1], [2, 2, 1], [2, 2, 2], [1, 2, 1]], float)
+    stats = full_statistics(labels, labels, np.array(["a", "b", "a", "b"], object))
+    assert stats["fleiss"] == pytest.approx(1 / 3)  # P = 2/3, Pe = 1/2
+    assert stats["changed"] == pytest.approx(0.5)
+    # system means: a = items 0, 2: (1.5, 1.5, 1.5); b = items 1, 3: (1.5, 2, 1). Under wording 0 the two
+    # systems tie (tau-b undefined: the pairs with it are left out); wordings 1, 2: a < b, then a > b: -1
+    assert stats["tau"] == pytest.approx(-1.0)
+
+
+def test_budget_stage_end_to_end(tmp_path):
+    from promptlottery.stages import run_stage
+
+    sweep = write_sweep(tmp_path / "grid")
+    cfg = compose(
+        ["+analysis=budget", f"analysis.runs={sweep}/*", "analysis.n_sim=6", "analysis.n_resamples=20",
+         "analysis.budgets=[0.5,1.0]", "analysis.min_items=4"],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    out = tmp_path / "budget"
+    rec = run_stage(cfg, out)
+    assert rec["status"] == "ok"
+    report = (out / "budget.md").read_text()
+    assert "## Sparse designs" in report and "## Adaptive stopping" in report
+    assert (out / "figures" / "budget.png").stat().st_size > 0
+    metrics = json.loads((out / "results.json").read_text())["metrics"]
+    # at a budget of 1.0 every design is the full grid: every estimate equals the full value
+    import pandas as pd
+
+    table = pd.read_csv(out / "tables" / "budget.csv")
+    whole = table[(table["budget"] == 1.0) & (table["design"] == "items")]
+    assert np.allclose(whole["mean_estimate"], whole["full"], equal_nan=True)
+    assert (whole["rmse"].fillna(0) == 0).all()
+    assert any(k.endswith("/within_full_ci") for k in metrics)
+
+
+def test_budget_options_are_checked():
+    from promptlottery.analysis.budget_report import BudgetOptions
+    from promptlottery.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="analysis.budgets"):
+        BudgetOptions.from_dict({"budgets": [0.3, 1.5]})
+    with pytest.raises(ConfigError, match="unknown design"):
+        BudgetOptions.from_dict({"designs": ["spreed"]})
+    with pytest.raises(ConfigError, match="unknown option"):
+        BudgetOptions.from_dict({"n_sims": 3})
+
+
+def test_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path):
+    """judge.design=sparse: every job judges its wording's planned cells; +analysis=budget rebuilds the
+    plan, checks every planned cell, and estimates; the lottery report refuses the sparse grid."""
+    import pandas as pd
+
+    from promptlottery.errors import UserError
+    from promptlottery.stages import run_stage
+
+    design = ["judge.design=sparse", "judge.budget=0.5", "judge.full_share=0.25", "judge.design_seed=3"]
+    fields = [
+        "dataset=table", "dataset.path=examples/own_judge/qa_answers.jsonl", "dataset.fields.id=id",
+        "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.response=answer",
+        "dataset.fields.system=system", "dataset.fields.human=rating", "dataset.human_range=[1,5]",
+    ]  # fmt: skip
+    base = ["+experiment=own_judge", "backbone=fake", "judge.group_file=examples/own_judge/correctness.yaml"]
+    variants = ["P1", "P2", "P3", "P4", "P5"]
+    for n, v in enumerate(variants):
+        cfg = compose([*base, *fields, *design, f"judge.variant={v}"], tmp_path=tmp_path)
+        assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
+    rows = pd.concat(
+        pd.read_parquet(tmp_path / "sweep" / f"{n}_{v}" / "judgments.parquet") for n, v in enumerate(variants)
+    )
+    items = sorted(pd.read_json("examples/own_judge/qa_answers.jsonl", lines=True)["id"].astype(str))
+    plan = sparse_plan(items, variants, budget=0.5, full_share=0.25, seed=3)
+    judged = {(str(i), v) for i, v in zip(rows["item_id"], rows["variant"], strict=True)}
+    assert judged == {(i, v) for i, v, _ in plan.cells()}  # exactly the planned cells, each once
+    assert len(rows) == plan.n_calls
+    out = tmp_path / "budget"
+    cfg = compose(
+        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=50"],
+        tmp_path=tmp_path,
+    )
+    assert run_stage(cfg, out)["status"] == "ok"
+    est = pd.read_csv(out / "tables" / "sparse_estimates.csv").set_index("statistic")
+    assert est.loc["fleiss", "lo"] <= est.loc["fleiss", "estimate"] <= est.loc["fleiss", "hi"]
+    assert est["calls"].iloc[0] == plan.n_calls
+    lottery = compose(["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*"], tmp_path=tmp_path)
+    with pytest.raises(UserError, match="sparse design"):
+        run_stage(lottery, tmp_path / "lottery")

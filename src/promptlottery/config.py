@@ -25,6 +25,12 @@ class PathsConfig:
     cache_dir: str = ".cache/promptlottery"
     #: a postgresql:// URL: the call cache on a server (jobs on many nodes); null: <cache_dir>/calls.sqlite
     cache_url: str | None = None
+    #: an answer that does not match its checksum: `error` (one line naming its key) or `recompute`
+    #: (dropped and asked again)
+    cache_on_mismatch: str = "error"
+    #: a paid API (backbone.price_per_mtok_input set) may be called again for answers a lost (empty or
+    #: missing) cache held; without it such a run is refused before any call
+    allow_paid_recompute: bool = False
     output_dir: str = "outputs"
     model_dir: str = ".cache/promptlottery"
 

@@ -18,7 +18,7 @@ from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging import runner
-from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.judging.cache import open_cache
 from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.prompts.groups import (
@@ -113,7 +113,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache=cache_location(cfg.paths),
+                cache=open_cache(cfg.paths),
                 decoding=decoding,
             )
         )
@@ -135,7 +135,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         seed=cfg.dataset.seed,
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(cache_location(cfg.paths))
+    cache = open_cache(cfg.paths)
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,7 +19,7 @@ from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.judging import runner
-from promptlottery.judging.cache import open_cache
+from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.prompts.groups import (
@@ -30,7 +31,8 @@ from promptlottery.prompts.groups import (
 )
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import atomic_write, file_sha256
+from promptlottery.tracking.jobdir import atomic_write, file_sha256, previous_record, sibling_records
+from promptlottery.tracking.secrets import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +138,23 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = open_cache(cfg.paths)
+    check_lost_cache(
+        cfg,
+        cache,
+        output_dir,
+        n_calls=lambda: len(
+            build_requests(
+                items,
+                condition,
+                group,
+                backend,
+                decoding,
+                n_samples=cfg.n_samples,
+                examples=examples,
+                repeat_source=cfg.repeat_source,
+            )
+        ),
+    )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
@@ -178,6 +197,45 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         parse_failures=stats.parse_failures,
     )
     return record
+
+
+def _cache_where(paths: Any) -> str:
+    loc = cache_location(paths)
+    return redact_text(loc) if isinstance(loc, str) else str(Path(loc).resolve())
+
+
+def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_calls) -> None:
+    """An empty (0-byte, new or renamed) call cache where this job's previous run or the other jobs
+    beside it recorded calls cached there: say how many of this job's calls are made again, before any
+    is made; with a paid API (``backbone.price_per_mtok_input`` set), refuse unless
+    ``paths.allow_paid_recompute=true``. ``n_calls()`` counts this job's calls."""
+    if len(cache):
+        return
+    where = _cache_where(cfg.paths)
+    previous = previous_record(output_dir)
+    records = [
+        r for r in ([previous] if previous else []) + sibling_records(output_dir) if r.get("status") == "ok"
+    ]
+    cached = [
+        int((r.get("calls") or {}).get("total") or 0)
+        for r in records
+        if isinstance((r.get("config") or {}).get("paths"), dict)
+        and _cache_where(r["config"]["paths"]) == where
+    ]
+    cached = [n for n in cached if n > 0]
+    if not cached:
+        return
+    by = "this job's previous run" if previous and len(cached) == 1 else f"{len(cached)} completed jobs here"
+    message = (
+        f"call cache {where} is empty (0-byte, missing or replaced), but {by} cached {sum(cached)} calls "
+        f"in it: all {n_calls()} calls of this job will be made again"
+    )
+    if cfg.backbone.get("price_per_mtok_input") is not None and not cfg.paths.get("allow_paid_recompute"):
+        raise CacheError(
+            f"{message}, on a paid API; point paths.cache_dir / paths.cache_url at the cache that holds "
+            "them, or set paths.allow_paid_recompute=true to pay for them again"
+        )
+    logger.warning(message)
 
 
 def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:

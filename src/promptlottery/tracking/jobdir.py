@@ -43,6 +43,9 @@ def unique_suffix() -> str:
 
 #: top-level options added after the first release, with the default that changes nothing
 NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+#: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
+#: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
+HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
 
 
 def config_hash(config: dict) -> str:
@@ -54,7 +57,11 @@ def config_hash(config: dict) -> str:
     # earlier version can still be resumed)
     keep = redact(
         {
-            k: v
+            k: (
+                {n: x for n, x in v.items() if n not in HANDLING_OPTIONS[k]}
+                if k in HANDLING_OPTIONS and isinstance(v, dict)
+                else v
+            )
             for k, v in config.items()
             if k not in ("hydra", "logger") and not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])
         }
@@ -114,6 +121,7 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
             f"output dir {out} holds outputs of a job that did not record its config (.job.json); "
             "give this job its own hydra.run.dir / hydra.sweep.dir"
         )
+    previous = _read_json(out / "results.json")  # what this job's last run recorded (its calls)
     if fresh:
         for f in OUTPUT_FILES:
             (out / f).unlink(missing_ok=True)
@@ -124,8 +132,22 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    _HELD[key] = {"lock": lock, "manifest": manifest}
+    _HELD[key] = {"lock": lock, "manifest": manifest, "previous": previous}
     return manifest
+
+
+def previous_record(output_dir: str | Path) -> dict | None:
+    """The ``results.json`` an earlier run of this job left in ``output_dir``, as the claim found it
+    before removing it (None: no claim, or nothing there)."""
+    held = _HELD.get(str(Path(output_dir).resolve()))
+    return held.get("previous") if held else None
+
+
+def sibling_records(output_dir: str | Path) -> list[dict]:
+    """The ``results.json`` records of the other job dirs beside ``output_dir`` (a sweep's other jobs)."""
+    out = Path(output_dir).resolve()
+    found = (_read_json(p) for p in sorted(out.parent.glob("*/results.json")) if p.parent != out)
+    return [rec for rec in found if isinstance(rec, dict)]
 
 
 def release_output_dir(output_dir: str | Path) -> None:

@@ -166,12 +166,14 @@ def group_variants(group_file: str | None, mode: str | None = None) -> str:
 
 
 def register_configs() -> None:
-    from promptlottery.tracking.jobdir import unique_suffix
+    from promptlottery.tracking.jobdir import check_path_id, unique_suffix
 
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
+    # a part of a job dir's name (conf/hydra/default.yaml): refused if it could leave the sweep dir
+    OmegaConf.register_new_resolver("path_id", lambda value: check_path_id(value, "id"), replace=True)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

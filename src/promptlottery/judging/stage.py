@@ -176,7 +176,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         for name in sorted(set().union(*inputs.values())):
             df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
     if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
-        df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
+        # through a temporary file and a rename: a link planted at the path is replaced, not followed
+        saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(group, tmp))
+        df["group_file"] = str(saved.resolve())
     metrics = condition_metrics(df)
     calls = {**stats.counts(), "parse_failures": stats.parse_failures}
     # judgments first, results.json last, each atomically: a results.json saying `ok` always

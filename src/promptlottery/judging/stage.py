@@ -142,18 +142,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cfg,
         cache,
         output_dir,
-        n_calls=lambda: len(
-            build_requests(
-                items,
-                condition,
-                group,
-                backend,
-                decoding,
-                n_samples=cfg.n_samples,
-                examples=examples,
-                repeat_source=cfg.repeat_source,
-            )
-        ),
+        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples)),
     )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
@@ -201,6 +190,20 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     return record
 
 
+def _requests(cfg, items, condition, group, backend, decoding, examples) -> list:
+    """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
+    return build_requests(
+        items,
+        condition,
+        group,
+        backend,
+        decoding,
+        n_samples=cfg.n_samples,
+        examples=examples,
+        repeat_source=cfg.repeat_source,
+    )
+
+
 def _cache_where(paths: Any) -> str:
     loc = cache_location(paths)
     return redact_text(loc) if isinstance(loc, str) else str(Path(loc).resolve())
@@ -242,16 +245,7 @@ def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_c
 
 def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = build_requests(
-        items,
-        condition,
-        group,
-        backend,
-        decoding,
-        n_samples=cfg.n_samples,
-        examples=examples,
-        repeat_source=cfg.repeat_source,
-    )
+    pairs = _requests(cfg, items, condition, group, backend, decoding, examples)
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)
     tokens = sum(backend.count_tokens(r) for _, r in pairs)

@@ -25,6 +25,12 @@ class PathsConfig:
     cache_dir: str = ".cache/promptlottery"
     #: a postgresql:// URL: the call cache on a server (jobs on many nodes); null: <cache_dir>/calls.sqlite
     cache_url: str | None = None
+    #: an answer that does not match its checksum: `error` (one line naming its key) or `recompute`
+    #: (dropped and asked again)
+    cache_on_mismatch: str = "error"
+    #: a paid API (backbone.price_per_mtok_input set) may be called again for answers a lost (empty or
+    #: missing) cache held; without it such a run is refused before any call
+    allow_paid_recompute: bool = False
     output_dir: str = "outputs"
     model_dir: str = ".cache/promptlottery"
 
@@ -170,12 +176,14 @@ def group_variants(group_file: str | None, mode: str | None = None) -> str:
 
 
 def register_configs() -> None:
-    from promptlottery.tracking.jobdir import unique_suffix
+    from promptlottery.tracking.jobdir import check_path_id, unique_suffix
 
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
     OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
+    # a part of a job dir's name (conf/hydra/default.yaml): refused if it could leave the sweep dir
+    OmegaConf.register_new_resolver("path_id", lambda value: check_path_id(value, "id"), replace=True)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

@@ -77,7 +77,11 @@ def get_stage(name: str) -> Callable[..., dict[str, Any]]:
 
 def run_stage(cfg: DictConfig, output_dir: str | Path, *, claim: bool = False, **kw: Any) -> dict[str, Any]:
     """Run the stage ``cfg.stage`` names into ``output_dir`` inside the job wrapper; ``kw`` go to
-    the stage (tests pass a fake ``backend=``); ``claim`` takes the directory first (``python -m run``)."""
+    the stage (tests pass a fake ``backend=``); ``claim`` takes the directory first (``python -m run``).
+    The values of the config's key variables are redacted from everything the job prints or writes."""
+    from promptlottery.tracking.secrets import remember_secret_values
+
+    remember_secret_values(OmegaConf.to_container(cfg, resolve=False))
     name = OmegaConf.select(cfg, "stage", default="judge")
     config = _config(cfg)
     root = (config.get("paths") or {}).get("root_dir", ".")
@@ -89,15 +93,16 @@ def main(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
     """A ``python -m run`` job: secrets redacted from every log handler and Hydra's ``.hydra/*.yaml``,
     the stage run with its directory claimed and, for a single run, a :class:`UserError` shown as one
     line on stderr with exit status 2 instead of a traceback (a sweep re-raises, so Hydra records the
-    failed job and the other jobs go on)."""
-    from promptlottery.tracking.secrets import install_log_redaction, redact_yaml_files
+    failed job and the other jobs go on); an exception's text is redacted before anyone prints it."""
+    from promptlottery.tracking.secrets import install_log_redaction, redact_exception, redact_yaml_files
 
     install_log_redaction()
     redact_yaml_files(sorted((Path(output_dir) / ".hydra").glob("*.yaml")))
     try:
         return run_stage(cfg, output_dir, claim=True)
-    except UserError as exc:
-        if in_multirun():
+    except Exception as exc:
+        redact_exception(exc)  # Hydra prints a sweep's (or a bug's) exception itself
+        if not isinstance(exc, UserError) or in_multirun():
             raise
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

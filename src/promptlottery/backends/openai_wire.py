@@ -11,6 +11,7 @@ Label probabilities come from the chat API's ``top_logprobs`` at the first gener
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
@@ -46,8 +47,11 @@ class ModelRefusedError(BackendError):
 def classify_http_error(
     status: int, body: str, *, where: str, model: str, api_key_env: str | None
 ) -> BackendError:
-    """The error for a non-200 answer: transient (retried), context overflow, refused model, other."""
-    text = body[:500]
+    """The error for a non-200 answer: transient (retried), context overflow, refused model, other.
+    A body that echoes the request's key has the key replaced by ``***`` (the run's redaction hides it
+    too; this keeps it out of the exception of a backend used on its own)."""
+    key = os.environ.get(api_key_env) if api_key_env else None
+    text = body.replace(key, "***")[:500] if key else body[:500]
     low = text.lower()
     if status in RETRY_STATUS:
         return TransientBackendError(f"{where}: HTTP {status}: {text}")

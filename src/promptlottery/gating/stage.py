@@ -59,10 +59,10 @@ def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> 
 
     from promptlottery.backends.base import Decoding
     from promptlottery.gating.baselines import llm_prompt_classifier
-    from promptlottery.judging.cache import CallCache, cache_location
+    from promptlottery.judging.cache import open_cache
 
     backend = instantiate(cfg.backbone.backend)
-    cache = CallCache(cache_location(cfg.paths))
+    cache = open_cache(cfg.paths)
     decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     out = {}
     try:

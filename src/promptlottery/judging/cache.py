@@ -14,6 +14,13 @@ Every model call's request, and so its key, is built by :func:`make_request` (as
 messages or a completion prompt), the scale's labels, the decoding and the call kind's named
 extra key parts.
 
+Every stored answer carries the sha256 of its stored text (``response_sha256``), checked on every
+read: an answer changed after it was written (a flipped digit leaves valid SQLite and valid JSON) is
+a :class:`CacheError` naming its key, or, with ``paths.cache_on_mismatch=recompute``, dropped and
+asked again. A cache written before checksums gains the column on first open (a writable one; a
+read-only one is read as it is); its rows without a checksum are legacy: hashed on their first read,
+with a logged note, and checked from then on (a change made before that read cannot be seen).
+
 The SQLite store (the default) is here; the PostgreSQL one, an optional extra, is
 :mod:`promptlottery.judging.cache_postgres`.
 """
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -32,6 +40,10 @@ from typing import Any, Protocol
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
 from promptlottery.errors import UserError
+
+logger = logging.getLogger(__name__)
+#: what a read does with an answer that does not match its checksum (``paths.cache_on_mismatch``)
+ON_MISMATCH = ("error", "recompute")
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -140,12 +152,23 @@ class CacheError(UserError, RuntimeError):
 
 
 class CallStore(Protocol):
-    """A table ``calls(key, response, request, created)`` of JSON text, wherever it lives."""
+    """A table ``calls(key, response, request, created, response_sha256)`` of JSON text, wherever it lives.
 
-    def get_many(self, keys: list[str]) -> dict[str, str]: ...  # key -> response JSON
-    def put_many(self, rows: list[tuple[str, str, str | None, float]]) -> None: ...  # one transaction
+    ``get_many`` gives each found key's ``(response, response_sha256)`` (None: a legacy row);
+    ``put_many`` rows are ``(key, response, request, created, response_sha256)``, one transaction.
+    """
+
+    def get_many(self, keys: list[str]) -> dict[str, tuple[str, str | None]]: ...
+    def put_many(self, rows: list[tuple[str, str, str | None, float, str]]) -> None: ...
+    def set_checksums(self, rows: list[tuple[str, str]]) -> None: ...  # (key, sha256) of legacy rows
+    def delete_many(self, keys: list[str]) -> None: ...
     def count(self) -> int: ...
     def close(self) -> None: ...
+
+
+def response_sha256(response: str) -> str:
+    """The checksum a stored answer carries: sha256 of its stored JSON text."""
+    return hashlib.sha256(response.encode("utf-8")).hexdigest()
 
 
 def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
@@ -183,6 +206,7 @@ class SqliteStore:
         )
         self._conn: sqlite3.Connection | None = None
         self._has_table = False
+        self._has_checksums = False
         try:
             if self.readonly:
                 if self.path.exists():
@@ -193,6 +217,7 @@ class SqliteStore:
                             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='calls'"
                         ).fetchone()
                     )
+                    self._has_checksums = self._has_table and "response_sha256" in self._columns()
                 return
             self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -200,36 +225,65 @@ class SqliteStore:
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL,"
-                " request TEXT, created REAL NOT NULL)"
+                " request TEXT, created REAL NOT NULL, response_sha256 TEXT)"
             )
             self._has_table = True
+            if "response_sha256" not in self._columns():  # a cache from before checksums
+                try:
+                    self._conn.execute("ALTER TABLE calls ADD COLUMN response_sha256 TEXT")
+                except sqlite3.OperationalError as exc:  # another job added it first
+                    if "duplicate column" not in str(exc):
+                        raise
+            self._has_checksums = True
         except sqlite3.DatabaseError as exc:
             raise CacheError(
                 f"call cache {self.path} is not a usable SQLite database ({exc}); move it away or set "
                 "paths.cache_dir to another directory"
             ) from None
 
-    def get_many(self, keys: list[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
+
+    def get_many(self, keys: list[str]) -> dict[str, tuple[str, str | None]]:
+        found: dict[str, tuple[str, str | None]] = {}
         if not self._has_table:
             return found
+        checksum = "response_sha256" if self._has_checksums else "NULL"
         try:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 found.update(
-                    self._conn.execute(f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk)
+                    (k, (v, c))
+                    for k, v, c in self._conn.execute(
+                        f"SELECT key, response, {checksum} FROM calls WHERE key IN ({marks})", chunk
+                    )
                 )
         except sqlite3.DatabaseError as exc:
             raise CacheError(f"call cache {self.path} is corrupt ({exc}); move it away") from None
         return found
 
-    def put_many(self, rows: list[tuple[str, str, str | None, float]]) -> None:
+    def put_many(self, rows: list[tuple[str, str, str | None, float, str]]) -> None:
         with self._conn:  # one transaction per batch: all of it lands or none of it
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
-                "INSERT OR REPLACE INTO calls (key, response, request, created) VALUES (?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO calls (key, response, request, created, response_sha256)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
+
+    def set_checksums(self, rows: list[tuple[str, str]]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(
+                "UPDATE calls SET response_sha256 = ? WHERE key = ? AND response_sha256 IS NULL",
+                [(c, k) for k, c in rows],
+            )
+
+    def delete_many(self, keys: list[str]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany("DELETE FROM calls WHERE key = ?", [(k,) for k in keys])
 
     def count(self) -> int:
         if not self._has_table:
@@ -242,17 +296,61 @@ class SqliteStore:
 
 
 class CallCache:
-    def __init__(self, location: str | Path, *, timeout_s: float = 60.0):
+    """The call cache a run reads and writes: answers as :class:`JudgeResponse`, each checked against its
+    checksum on read (``on_mismatch``: ``error``, or ``recompute`` to drop the bad ones and call again)."""
+
+    def __init__(self, location: str | Path, *, timeout_s: float = 60.0, on_mismatch: str = "error"):
+        if on_mismatch not in ON_MISMATCH:
+            raise CacheError(
+                f"paths.cache_on_mismatch={on_mismatch!r}: must be one of {', '.join(ON_MISMATCH)}"
+            )
         self.location = location
+        self.on_mismatch = on_mismatch
         self._store = open_store(location, timeout_s=timeout_s)
         #: a SQLite file in a dir the job cannot write (the server store is always writable)
         self.readonly = isinstance(self._store, SqliteStore) and self._store.readonly
 
     def get_many(self, keys: list[str]) -> dict[str, JudgeResponse]:
+        rows = self._store.get_many(keys)
+        self._check(rows)
         try:
-            return {k: JudgeResponse.from_json(json.loads(v)) for k, v in self._store.get_many(keys).items()}
+            return {k: JudgeResponse.from_json(json.loads(v)) for k, (v, _) in rows.items()}
         except (ValueError, TypeError, KeyError) as exc:
             raise CacheError(f"call cache {self.location} is corrupt ({exc}); move it away") from None
+
+    def _check(self, rows: dict[str, tuple[str, str | None]]) -> None:
+        """Drop (``recompute``) or refuse the rows whose answer does not match its checksum; hash legacy
+        rows (no checksum yet) on this first read."""
+        bad = sorted(k for k, (v, c) in rows.items() if c is not None and c != response_sha256(v))
+        if bad and (self.on_mismatch != "recompute" or self.readonly):
+            raise CacheError(
+                f"call cache {self.location}: the stored answer for key {bad[0]} does not match its checksum "
+                f"({len(bad)} of {len(rows)} entries read): it changed after it was written; "
+                "paths.cache_on_mismatch=recompute drops and recomputes the bad entries"
+                + (" (in a writable cache)" if self.readonly else "")
+            )
+        if bad:
+            self._store.delete_many(bad)
+            for k in bad:
+                del rows[k]
+            logger.warning(
+                "call cache %s: dropped %d entries whose answer does not match its checksum (first key=%s);"
+                " they are recomputed (paths.cache_on_mismatch=recompute)",
+                self.location,
+                len(bad),
+                bad[0],
+            )
+        legacy = [(k, response_sha256(v)) for k, (v, c) in rows.items() if c is None]
+        if legacy:
+            if not self.readonly:
+                self._store.set_checksums(legacy)
+            logger.warning(
+                "call cache %s: %d entries written before answers carried checksums are served as "
+                "stored%s; a change made to them before now cannot be detected",
+                self.location,
+                len(legacy),
+                "" if self.readonly else " and hashed now (checked on every later read)",
+            )
 
     def put_many(self, rows: list[tuple[str, JudgeResponse, dict | None]]) -> None:
         if self.readonly:
@@ -261,12 +359,19 @@ class CallCache:
                 "make it writable or set paths.cache_dir to a writable directory"
             )
         now = time.time()
-        self._store.put_many(
-            [(k, json.dumps(r.to_json()), json.dumps(req) if req else None, now) for k, r, req in rows]
-        )
+        stored = [(k, json.dumps(r.to_json()), json.dumps(req) if req else None) for k, r, req in rows]
+        self._store.put_many([(k, v, req, now, response_sha256(v)) for k, v, req in stored])
 
     def __len__(self) -> int:
         return self._store.count()
 
     def close(self) -> None:
         self._store.close()
+
+
+def open_cache(paths: Any, *, timeout_s: float = 60.0) -> CallCache:
+    """The call cache of a run's ``paths`` config: where it lives (:func:`cache_location`) and what a
+    checksum mismatch does (``paths.cache_on_mismatch``, default ``error``)."""
+    return CallCache(
+        cache_location(paths), timeout_s=timeout_s, on_mismatch=paths.get("cache_on_mismatch") or "error"
+    )

@@ -107,7 +107,7 @@ def predict(
 
 
 def ensure_predictions(
-    predict_cfg, *, dataset: str, data_dir: str, cache: str | Path, decoding: Decoding
+    predict_cfg, *, dataset: str, data_dir: str, cache: CallCache, decoding: Decoding
 ) -> Path:
     """Write (or refresh from the cache) the predictions file the dataset loader will read."""
     from hydra.utils import instantiate
@@ -133,7 +133,7 @@ def ensure_predictions(
     df, stats = predict(
         items,
         systems,
-        CallCache(cache),
+        cache,
         gen,
         seed=predict_cfg.seed,
         pool=base_items,

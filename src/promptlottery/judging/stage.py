@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -19,7 +20,7 @@ from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
-from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.pairs import check_mode
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.prompts.groups import (
@@ -31,7 +32,8 @@ from promptlottery.prompts.groups import (
 )
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import atomic_write, file_sha256
+from promptlottery.tracking.jobdir import atomic_write, file_sha256, previous_record, sibling_records
+from promptlottery.tracking.secrets import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +116,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache=cache_location(cfg.paths),
+                cache=open_cache(cfg.paths),
                 decoding=decoding,
             )
         )
@@ -139,7 +141,13 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         seed=cfg.dataset.seed,
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(cache_location(cfg.paths))
+    cache = open_cache(cfg.paths)
+    check_lost_cache(
+        cfg,
+        cache,
+        output_dir,
+        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples)),
+    )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
@@ -163,7 +171,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
         df = df.assign(**design["columns"], design_prob=df["item_id"].map(design["prob"]))
     if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
-        df["group_file"] = str(dump_group(group, output_dir / "prompt_group.yaml").resolve())
+        # through a temporary file and a rename: a link planted at the path is replaced, not followed
+        saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(group, tmp))
+        df["group_file"] = str(saved.resolve())
     metrics = condition_metrics(df)
     calls = {**stats.counts(), "parse_failures": stats.parse_failures}
     # judgments first, results.json last, each atomically: a results.json saying `ok` always
@@ -186,9 +196,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     return record
 
 
-def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
-    """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = build_requests(
+def _requests(cfg, items, condition, group, backend, decoding, examples) -> list:
+    """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
+    return build_requests(
         items,
         condition,
         group,
@@ -198,6 +208,50 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
         examples=examples,
         repeat_source=cfg.repeat_source,
     )
+
+
+def _cache_where(paths: Any) -> str:
+    loc = cache_location(paths)
+    return redact_text(loc) if isinstance(loc, str) else str(Path(loc).resolve())
+
+
+def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_calls) -> None:
+    """An empty (0-byte, new or renamed) call cache where this job's previous run or the other jobs
+    beside it recorded calls cached there: say how many of this job's calls are made again, before any
+    is made; with a paid API (``backbone.price_per_mtok_input`` set), refuse unless
+    ``paths.allow_paid_recompute=true``. ``n_calls()`` counts this job's calls."""
+    if len(cache):
+        return
+    where = _cache_where(cfg.paths)
+    previous = previous_record(output_dir)
+    records = [
+        r for r in ([previous] if previous else []) + sibling_records(output_dir) if r.get("status") == "ok"
+    ]
+    cached = [
+        int((r.get("calls") or {}).get("total") or 0)
+        for r in records
+        if isinstance((r.get("config") or {}).get("paths"), dict)
+        and _cache_where(r["config"]["paths"]) == where
+    ]
+    cached = [n for n in cached if n > 0]
+    if not cached:
+        return
+    by = "this job's previous run" if previous and len(cached) == 1 else f"{len(cached)} completed jobs here"
+    message = (
+        f"call cache {where} is empty (0-byte, missing or replaced), but {by} cached {sum(cached)} calls "
+        f"in it: all {n_calls()} calls of this job will be made again"
+    )
+    if cfg.backbone.get("price_per_mtok_input") is not None and not cfg.paths.get("allow_paid_recompute"):
+        raise CacheError(
+            f"{message}, on a paid API; point paths.cache_dir / paths.cache_url at the cache that holds "
+            "them, or set paths.allow_paid_recompute=true to pay for them again"
+        )
+    logger.warning(message)
+
+
+def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
+    """Count calls, prompt tokens, cached calls and cost without calling a model."""
+    pairs = _requests(cfg, items, condition, group, backend, decoding, examples)
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)
     tokens = sum(backend.count_tokens(r) for _, r in pairs)

@@ -22,6 +22,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
 from jinja2.sandbox import SandboxedEnvironment
 
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
+from promptlottery.tracking.jobdir import PathIdError, check_path_id
 
 WORDING_DIMENSIONS = (
     "role_framing",
@@ -126,6 +127,11 @@ def load_group_file(path: str | Path) -> PromptGroup:
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
+    try:  # ids name job dirs and files: none may leave its directory
+        for vid in (group.id, *variants):
+            check_path_id(vid, "prompt group id" if vid == group.id else f"prompt group {group.id}: variant id")
+    except PathIdError as e:
+        raise PromptError(f"{path}: {e}") from None
     if group.family_type not in (*FAMILY_TYPES, "other"):
         raise PromptError(f"{path}: family_type={group.family_type!r}; valid: {', '.join(FAMILY_TYPES)}")
     for v in variants.values():

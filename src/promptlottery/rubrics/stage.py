@@ -31,7 +31,7 @@ from omegaconf import DictConfig
 from promptlottery.backends.base import Decoding
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.judging.cache import open_cache
 from promptlottery.judging.calls import CallStats
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.rubric_judge import Judge
@@ -108,7 +108,7 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
         "infobench": load_text("infobench")["version"],
     }
     decoding = Decoding(**config["decoding"])
-    cache = CallCache(cache_location(cfg.paths))
+    cache = open_cache(cfg.paths)
     logger.info(
         "rubric study dataset=%s n=%d pool=%d conditions=%s backbones=%s",
         cfg.dataset.name,

@@ -9,16 +9,26 @@
   configuration re-run into its own directory (a resume) is allowed; its stale ``results.json``
   and ``judgments.parquet`` are removed first, so a crash of the re-run leaves no old ``ok``.
 * :func:`atomic_write` writes through a temporary file in the same directory and ``os.replace``:
-  a reader sees the old file or the new one, never half of one.
+  a reader sees the old file or the new one, never half of one (and a link planted at the path is
+  replaced, never written through).
+* Ids that form paths (a prompt group's and its variants' ids, the parts of a sweep's job dir name,
+  ``${path_id:...}``) are checked by :func:`check_path_id`: no separators, no ``..``, nothing outside
+  ``[A-Za-z0-9_.-]``. A job dir is checked by :func:`check_job_dir` before anything is written into it
+  (by :class:`NoFollowFileHandler`, Hydra's ``run.log`` handler, which Hydra opens before it writes
+  ``.hydra/``; and again by the claim): it holds no symbolic link, and it is neither inside the
+  ``promptlottery`` package nor the repository root.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import re
 import secrets
 import socket
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +43,71 @@ _HELD: dict[str, Any] = {}  # path -> open lock file, kept for the life of the p
 
 
 class OutputDirError(UserError, RuntimeError):
-    """The output directory belongs to another job."""
+    """The output directory belongs to another job, holds a planted link or is a forbidden place."""
+
+
+class PathIdError(UserError, ValueError):
+    """An id that forms part of a path could leave its directory."""
+
+
+_PATH_ID = re.compile(r"[A-Za-z0-9_.-]+")
+#: the package's own directory, and the checkout that holds it (``src/promptlottery``): no outputs there
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = PACKAGE_DIR.parents[1] if PACKAGE_DIR.parent.name == "src" else None
+
+
+def check_path_id(value: object, what: str) -> str:
+    """``value`` as a string, or :class:`PathIdError` if it could escape the directory it names a part of
+    (a separator, ``..``, anything outside ``[A-Za-z0-9_.-]``, or empty)."""
+    text = str(value)
+    if not _PATH_ID.fullmatch(text) or ".." in text:
+        raise PathIdError(
+            f"{what} {text!r} cannot be part of a path: use only letters, digits, '_', '-' and '.' (no '..')"
+        )
+    return text
+
+
+def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> None:
+    """Refuse a job dir inside the package, at the repository root (``root`` and the package's
+    checkout), or holding a symbolic link (in it or in its ``.hydra/``), in one line naming the path."""
+    out = Path(output_dir).absolute()
+    real = out.resolve()
+    if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
+        raise OutputDirError(
+            f"output dir {out} is inside the promptlottery package ({PACKAGE_DIR}); write outputs elsewhere"
+        )
+    roots = {r.resolve() for r in (Path(root) if root else None, SOURCE_ROOT) if r is not None}
+    if real in roots:
+        raise OutputDirError(
+            f"output dir {out} is the repository root; give the job its own dir (paths.output_dir)"
+        )
+    hydra_dir = out / ".hydra"
+    for d in (out, hydra_dir) if hydra_dir.is_dir() and not hydra_dir.is_symlink() else (out,):
+        for entry in sorted(d.iterdir()) if d.is_dir() else ():
+            if entry.is_symlink():
+                raise OutputDirError(
+                    f"{entry} is a symbolic link: a job's files are never opened through a link; remove it"
+                )
+
+
+class NoFollowFileHandler(logging.FileHandler):
+    """Hydra's ``run.log`` handler (``conf/hydra/default.yaml``): checks the job dir (:func:`check_job_dir`)
+    before Hydra writes into it, and opens the log with ``O_NOFOLLOW``."""
+
+    def __init__(self, filename: str, mode: str = "a", encoding: str | None = None, delay: bool = False):
+        try:
+            check_job_dir(Path(filename).parent)
+        except OutputDirError as exc:
+            # Hydra builds this handler inside logging.config, which would bury the refusal under two
+            # tracebacks; nothing of the job has run or been written yet, so stop here in one line
+            # (a sweep stops too: its dir was tampered with)
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        super().__init__(filename, mode, encoding, delay)
+
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)  # noqa: SIM115
 
 
 def unique_suffix() -> str:
@@ -43,6 +117,9 @@ def unique_suffix() -> str:
 
 #: top-level options added after the first release, with the default that changes nothing
 NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+#: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
+#: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
+HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
 
 
 def config_hash(config: dict) -> str:
@@ -54,7 +131,11 @@ def config_hash(config: dict) -> str:
     # earlier version can still be resumed)
     keep = redact(
         {
-            k: v
+            k: (
+                {n: x for n, x in v.items() if n not in HANDLING_OPTIONS[k]}
+                if k in HANDLING_OPTIONS and isinstance(v, dict)
+                else v
+            )
             for k, v in config.items()
             if k not in ("hydra", "logger") and not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])
         }
@@ -94,6 +175,7 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
     manifest written to ``.job.json``.
     """
     out = Path(output_dir)
+    check_job_dir(out, (config.get("paths") or {}).get("root_dir"))
     out.mkdir(parents=True, exist_ok=True)
     key = str(out.resolve())
     mine = config_hash(config)
@@ -114,6 +196,7 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
             f"output dir {out} holds outputs of a job that did not record its config (.job.json); "
             "give this job its own hydra.run.dir / hydra.sweep.dir"
         )
+    previous = _read_json(out / "results.json")  # what this job's last run recorded (its calls)
     if fresh:
         for f in OUTPUT_FILES:
             (out / f).unlink(missing_ok=True)
@@ -124,8 +207,22 @@ def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    _HELD[key] = {"lock": lock, "manifest": manifest}
+    _HELD[key] = {"lock": lock, "manifest": manifest, "previous": previous}
     return manifest
+
+
+def previous_record(output_dir: str | Path) -> dict | None:
+    """The ``results.json`` an earlier run of this job left in ``output_dir``, as the claim found it
+    before removing it (None: no claim, or nothing there)."""
+    held = _HELD.get(str(Path(output_dir).resolve()))
+    return held.get("previous") if held else None
+
+
+def sibling_records(output_dir: str | Path) -> list[dict]:
+    """The ``results.json`` records of the other job dirs beside ``output_dir`` (a sweep's other jobs)."""
+    out = Path(output_dir).resolve()
+    found = (_read_json(p) for p in sorted(out.parent.glob("*/results.json")) if p.parent != out)
+    return [rec for rec in found if isinstance(rec, dict)]
 
 
 def release_output_dir(output_dir: str | Path) -> None:
@@ -137,7 +234,8 @@ def release_output_dir(output_dir: str | Path) -> None:
 def _lock(path: Path):
     import fcntl
 
-    f = open(path, "a+")  # noqa: SIM115 - held open until the job ends
+    # held open until the job ends; never through a link planted at the lock's path
+    f = open(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+")  # noqa: SIM115
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -20,7 +20,7 @@ class SharedStore:
     """A call store in memory, standing for the shared server; every store opened on one URL is one."""
 
     opened: list[str] = []
-    rows: dict[str, str] = {}
+    rows: dict[str, tuple[str, str | None]] = {}
 
     def __init__(self, location):
         SharedStore.opened.append(str(location))
@@ -29,7 +29,16 @@ class SharedStore:
         return {k: SharedStore.rows[k] for k in keys if k in SharedStore.rows}
 
     def put_many(self, rows):
-        SharedStore.rows.update({key: response for key, response, *_ in rows})
+        # (key, response, request, created, response_sha256): kept as the server keeps them
+        SharedStore.rows.update({row[0]: (row[1], row[4]) for row in rows})
+
+    def set_checksums(self, rows):
+        for key, sha in rows:
+            SharedStore.rows[key] = (SharedStore.rows[key][0], sha)
+
+    def delete_many(self, keys):
+        for key in keys:
+            SharedStore.rows.pop(key, None)
 
     def count(self):
         return len(SharedStore.rows)

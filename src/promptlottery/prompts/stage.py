@@ -51,7 +51,7 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
     from omegaconf import OmegaConf
 
     from promptlottery.backends.base import Decoding
-    from promptlottery.judging.cache import CallCache, cache_location
+    from promptlottery.judging.cache import open_cache
     from promptlottery.prompts.groups import check_variables, group_from_template
 
     job.fields["stage"] = "paraphrase"
@@ -73,7 +73,7 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
     if items is not None:
         check_variables(original, set().union(*(it.inputs for it in items)), where=source)
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(cache_location(cfg.paths))  # paths.cache_url (a shared server) if set
+    cache = open_cache(cfg.paths)  # paths.cache_url (a shared server) if set, paths.cache_on_mismatch
     gen = Decoding(
         temperature=opts.temperature, max_new_tokens=opts.max_new_tokens, seed=cfg.seed, stop_at_label=False
     )

@@ -464,10 +464,10 @@ def _equivalence(cfg, groups: list[PromptGroup], output_dir: Path, backend: Any)
     """Rate every paraphrase with the stage's backbone; write validation_equivalence.csv / .md."""
     from hydra.utils import instantiate
 
-    from promptlottery.judging.cache import CallCache, cache_location
+    from promptlottery.judging.cache import open_cache
 
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = CallCache(cache_location(cfg.paths))  # paths.cache_url (a shared server) if set
+    cache = open_cache(cfg.paths)  # paths.cache_url (a shared server) if set, paths.cache_on_mismatch
     ratings = rate_equivalence(
         groups, backend, cache, prompt_format=cfg.backbone.prompt_format, backbone=cfg.backbone.name
     )

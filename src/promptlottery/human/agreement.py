@@ -187,6 +187,15 @@ def _across_slots(r: pd.DataFrame) -> pd.DataFrame:
     return res
 
 
+def across_units_of(assignment: pd.DataFrame) -> pd.DataFrame:
+    """The across-wordings units (``item_id``, ``slot``, ``wording``, ``annotator`` rows) the analysis
+    would build if every task of ``assignment`` were rated; ``attrs["left_out"]`` as in :func:`human_tables`."""
+    r = assignment.sort_values(["item_id", "wording", "annotator"], kind="mergesort").copy()
+    units = _across_slots(r)
+    units.attrs["left_out"] = r.attrs["left_out"]
+    return units
+
+
 def judge_tables(
     fixed: pd.DataFrame | None,
     para: pd.DataFrame,

@@ -64,11 +64,12 @@ def alpha_nominal(units: list[dict]) -> float:
     return 1 - d_o / d_e
 
 
-def four(units: list[dict], labels) -> dict[str, float]:
+def four(units: list[dict], labels, fleiss_units: list[dict] | None = None) -> dict[str, float]:
+    """The four measures; Fleiss' kappa on ``fleiss_units`` (the complete units) where given."""
     return {
         "overlap": overlap(units),
         "cohen": cohen(units, labels),
-        "fleiss": fleiss(units),
+        "fleiss": fleiss(units if fleiss_units is None else fleiss_units),
         "alpha": alpha_nominal(units),
     }
 

@@ -225,7 +225,7 @@ def format_logins(c: Campaign, url: str) -> str:
     for a in c.annotators:
         u, pid = (c.users or {}).get(a, {}), (c.projects or {}).get(a)
         new = (
-            " (new user: set a password with `label-studio reset_password --username EMAIL`)"
+            " (new user: set a password with `label-studio reset_password --data-dir DATA_DIR --username EMAIL`)"
             if u.get("created")
             else ""
         )

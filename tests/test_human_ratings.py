@@ -364,3 +364,14 @@ def test_docs_fill_the_per_wording_heading():
     doc = (REPO / "docs" / "human_baseline.md").read_text()
     section = doc.split("### Human agreement under each wording", 1)[1].split("\n## ", 1)[0]
     assert "| wording |" in section and "| P1 |" in section and "| P2 |" in section
+
+
+def test_export_of_a_campaign_before_the_blind_tasks_still_imports(tmp_path):
+    """Campaigns of 7cc7f2a kept the keys in the task's data: read from there when meta has none."""
+
+    def old_style(tasks):
+        for t in tasks:
+            t["data"].update(t.pop("meta"))
+
+    df = _import(export=_edited_export(tmp_path, old_style))
+    assert len(df) == 36 and set(df[df["file"].str.endswith("export_a01.json")]["annotator"]) == {"a01"}

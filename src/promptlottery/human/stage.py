@@ -275,8 +275,9 @@ def import_checked(opts: HumanOptions) -> Imported:
     done = raw[~cancelled.astype(bool)].drop(columns="cancelled", errors="ignore")
     if done.empty:
         raise RatingsError(f"{opts.export or opts.table}: no rating (no completed annotation)")
-    df = check_ratings(done, known)
+    # who first: another person's rating in a project reads as a task rated twice otherwise
     attributed = check_attribution(raw, camp.get("label_studio_users"))
+    df = check_ratings(done, known)
     order = served_order(_typed(raw))
     plan_path = (
         Path(opts.campaign if Path(opts.campaign).is_dir() else Path(opts.campaign).parent) / "assignment.csv"

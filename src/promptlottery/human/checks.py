@@ -54,8 +54,8 @@ def served_order(annotations: pd.DataFrame) -> pd.DataFrame:
 
     >>> a = pd.DataFrame({"annotator": ["a"] * 3, "item_id": ["x", "x", "y"], "position": [2, 0, 1],
     ...     "created_at": pd.to_datetime(["2026-01-01T10:00", "2026-01-01T10:01", "2026-01-01T10:02"])})
-    >>> served_order(a).iloc[0][["back_to_back", "first_back_to_back", "out_of_plan"]].tolist()
-    [1, 'x', 2]
+    >>> served_order(a).to_dict("records")  # planned 0, 1, 2; labelled 2, 0, 1: none at its place
+    [{'annotator': 'a', 'n_served': 3, 'back_to_back': 1, 'first_back_to_back': 'x', 'out_of_plan': 3}]
     """
     cols = ["annotator", "n_served", "back_to_back", "first_back_to_back", "out_of_plan"]
     a = annotations.dropna(subset=["created_at"]) if "created_at" in annotations.columns else annotations[:0]

@@ -4,15 +4,15 @@
 
 The toy campaign: the first 6 answers of examples/own_judge/qa_answers.jsonl, wordings P1 and P2 of
 examples/own_judge/correctness.yaml, 3 annotators (a01-a03), 3 raters per task (so each annotator rates
-every item under both wordings, never back-to-back). Simulated annotators: the table's rating, except
-that a01 and a02 read P2 as a harsher rule (2 points lower, floor 1). The export files are Label
-Studio's own JSON export, unedited.
+every item under both wordings, never back-to-back), one Label Studio user per annotator
+(toy-a01@example.org, ...) created by the campaign's client and recorded in campaign.json. Simulated
+annotators, in their queue's order: the table's rating, except that a01 and a02 read P2 as a harsher
+rule (2 points lower, floor 1). The export files are Label Studio's own JSON export, unedited.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -45,22 +45,21 @@ def main(url: str) -> None:
     group = load_group_file(REPO / "examples" / "own_judge" / "correctness.yaml")
     c = build_campaign("toy", items, group, 3, Design(raters_per_task=3, seed=0), wordings=["P1", "P2"])
     client = LabelStudioClient(url)
+    c.users = client.map_users({a: f"toy-{a}@example.org" for a in c.annotators})
     c.projects = client.create_projects(
         tasks_for(c.assignment, c.instructions, c.name), labeling_config(c.labels), title="toy"
     )
+    c.label_studio_url = client.url
     sdk = LabelStudio(base_url=url, api_key=os.environ["LABEL_STUDIO_API_KEY"])
     truth = {it.id: int(it.human["human"]) for it in items}
     for a, pid in c.projects.items():
-        user = sdk.users.create(
-            username=f"toy-{a}", email=f"toy-{a}@example.com", password=secrets.token_hex(8)
-        )
-        for t in sorted(sdk.tasks.list(project=pid), key=lambda x: x.data["position"]):
-            y = truth[t.data["item_id"]]
-            if t.data["wording"] == "P2" and a in ("a01", "a02"):
+        for t in sorted(sdk.tasks.list(project=pid), key=lambda x: x.meta["position"]):
+            y = truth[t.meta["item_id"]]
+            if t.meta["wording"] == "P2" and a in ("a01", "a02"):
                 y = max(1, y - 2)
             sdk.annotations.create(
                 id=t.id,
-                completed_by=user.id,
+                completed_by=c.users[a]["id"],
                 lead_time=1.0,
                 result=choice_result(str(y)),
             )

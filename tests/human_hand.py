@@ -64,37 +64,39 @@ def alpha_nominal(units: list[dict]) -> float:
     return 1 - d_o / d_e
 
 
-def four(units: list[dict], labels) -> dict[str, float]:
+def four(units: list[dict], labels, fleiss_units: list[dict] | None = None) -> dict[str, float]:
+    """The four measures; Fleiss' kappa on ``fleiss_units`` (the complete units) where given."""
     return {
         "overlap": overlap(units),
         "cohen": cohen(units, labels),
-        "fleiss": fleiss(units),
+        "fleiss": fleiss(units if fleiss_units is None else fleiss_units),
         "alpha": alpha_nominal(units),
     }
 
 
 def across_units(cells: dict[tuple[str, str], dict[str, str]], wordings: list[str]) -> list[dict]:
-    """Units (item, slot) x wordings: wording j's rating is the cell's rating at position (s + j) mod n
-    in annotator order, skipping one used or by an annotator already in the unit."""
+    """Units (item, slot) x wordings: wording j's rating is the first from position (s + j) mod n of the
+    cell's ratings in annotator order that is unused and by an annotator not yet in the unit; a slot
+    with fewer than two such ratings is no unit (distinct annotators only)."""
     items = sorted({i for i, _ in cells})
     units = []
     for item in items:
         cell = {w: sorted(cells[(item, w)].items()) for w in wordings if (item, w) in cells}
         used = {w: set() for w in cell}
         for s in range(max(len(c) for c in cell.values())):
-            unit, who = {}, set()
+            unit, who, picked = {}, set(), []
             for j, w in enumerate(wordings):
                 if w not in cell:
                     continue
                 c = cell[w]
                 order = [(s + j + t) % len(c) for t in range(len(c))]
-                free = [i for i in order if i not in used[w]]
-                fresh = [i for i in free if c[i][0] not in who]
-                pick = (fresh or free or [None])[0]
-                if pick is None:
-                    continue
-                used[w].add(pick)
-                who.add(c[pick][0])
-                unit[w] = c[pick][1]
-            units.append(unit)
+                fresh = [i for i in order if i not in used[w] and c[i][0] not in who]
+                if fresh:
+                    picked.append((w, fresh[0]))
+                    who.add(c[fresh[0]][0])
+                    unit[w] = c[fresh[0]][1]
+            if len(unit) >= 2:
+                for w, i in picked:
+                    used[w].add(i)
+                units.append(unit)
     return units

@@ -196,3 +196,76 @@ def test_judgments_of_another_prompt_group_are_named_not_compared():
     t = human_vs_judge(toy_ratings(), j, HumanAnalysisOptions(n_resamples=20))
     assert t["human_degradation"].empty
     assert t["human_agreement"]["notes"].str.contains("no judged configuration of prompt group G_toy").all()
+
+
+# Self-agreement toy: 2 items, wordings P1 / P2, annotators A, B, C; B rates item i1 under both wordings.
+#   i1: P1 A=yes B=yes; P2 B=yes C=no.   i2: P1 A=no C=no; P2 B=no C=yes.
+# Across units (slot s: P1's rating s, P2's from position s+1 on, skipping a used one or an annotator
+# already in the unit):
+#   i1 s0: (A_P1 yes, C_P2 no); i1 s1: B_P1, then P2's B is in the unit and C is used -> a lone rating:
+#     no unit (left out; B's two ratings are in no unit). The greedy match of 7cc7f2a paired B with B.
+#   i2 s0: (A_P1 no, C_P2 yes); i2 s1: (C_P1 no, B_P2 no).
+# Units: (y, n), (n, y), (n, n).  overlap 1/3.
+#   Cohen: P1 yes 1/3, P2 yes 1/3 -> p_e = 1/9 + 4/9 = 5/9 -> (1/3 - 5/9)/(4/9) = -1/2
+#   Fleiss: P_i = 0, 0, 1 -> 1/3; yes 2 of 6 -> P_e = 5/9 -> -1/2
+#   alpha: D_o = (2 + 2 + 0)/6 = 2/3; D_e = 2*2*4/(6*5) = 8/15 -> 1 - 10/8 = -1/4
+# (with B's self-pair (y, y) as a fourth unit: overlap 1/2, Cohen 0)
+SELF = [
+    ("i1", "P1", "A", "yes"),
+    ("i1", "P1", "B", "yes"),
+    ("i1", "P2", "B", "yes"),
+    ("i1", "P2", "C", "no"),
+    ("i2", "P1", "A", "no"),
+    ("i2", "P1", "C", "no"),
+    ("i2", "P2", "B", "no"),
+    ("i2", "P2", "C", "yes"),
+]
+
+
+def test_across_units_hold_distinct_annotators_only():
+    from promptlottery.human.agreement import measures
+
+    r = pd.DataFrame(SELF, columns=["item_id", "wording", "annotator", "label"])
+    t = human_tables(r, LABELS, ["i1", "i2"])["across"]
+    assert t.n_units == 3
+    want = {"overlap": 1 / 3, "cohen": -1 / 2, "fleiss": -1 / 2, "alpha": -1 / 4}
+    got = measures(t, 2)
+    for m, v in want.items():
+        assert got[m] == pytest.approx(v, abs=1e-12), m
+    assert (
+        "1 (item, slot) unit(s) left out (fewer than two distinct annotators); 2 of 8 ratings" in t.notes[0]
+    )
+
+
+def test_drop_difference_beside_the_ratio():
+    deg = _toy_tables()["human_degradation"].set_index("measure")
+    # judge drop - human drop, from the hand values above
+    assert deg.loc["overlap", "drop_difference"] == pytest.approx(7 / 18 - 1 / 18, abs=1e-12)
+    assert deg.loc["cohen", "drop_difference"] == pytest.approx(7 / 9 - 1 / 9, abs=1e-12)
+    lo, hi = deg.loc["cohen", "drop_difference_lo"], deg.loc["cohen", "drop_difference_hi"]
+    assert lo <= 2 / 3 <= hi
+
+
+def test_ratio_interval_counts_every_resample():
+    """On the toy the humans drop only through item i4 (A and B under P2): a resample without i4 has
+    no human drop, so no ratio. The interval is over all resamples, those counted against both ends;
+    a third of the draws lack i4 ((5/6)^6 = 0.33), far above 2.5%, so both ends are unbounded."""
+    from promptlottery.metrics.bootstrap import resample_indices
+
+    deg = _toy_tables()["human_degradation"].set_index("measure")
+    no_i4 = int(sum(3 not in set(row) for row in resample_indices(6, 200, seed=3)))
+    row = deg.loc["overlap"]
+    assert row["n_resamples_no_human_drop"] == no_i4 and 40 < no_i4 < 100
+    assert f"ratio CI over all 200 resamples: {no_i4} with no human drop" in row["notes"]
+    assert row["ratio_lo"] == -np.inf and row["ratio_hi"] == np.inf
+    assert row["ratio"] == pytest.approx(7.0)
+
+
+def test_ratio_interval_by_hand():
+    from promptlottery.human.agreement import ci_all_resamples
+
+    d = np.array([np.nan, 1, 2, 3, 4, 5, 6, 7])
+    # level 0.5: 25th percentile of (-inf, 1..7) = 1 + 0.75 = 1.75; 75th of (1..7, +inf) = 6 + 0.25 = 6.25
+    assert ci_all_resamples(d, np.isnan(d), 0.5) == (1.75, 6.25)
+    # a resample undefined for another reason (not counted) is left out: the 7 defined ones alone
+    assert ci_all_resamples(d, np.zeros(8, bool), 0.5) == (2.5, 5.5)

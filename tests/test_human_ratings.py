@@ -55,14 +55,14 @@ def _edited_export(tmp_path: Path, edit) -> list[str]:
     "edit, match",
     [
         (
-            lambda t: t[0]["data"].update(item_id="q99-omega"),
+            lambda t: t[0]["meta"].update(item_id="q99-omega"),
             r"export_a01.json task \d+: unknown item 'q99-omega'",
         ),
         (
-            lambda t: t[0]["data"].update(wording="P7"),
+            lambda t: t[0]["meta"].update(wording="P7"),
             r"task \d+: unknown wording 'P7' \(the campaign has 2: P1, P2\)",
         ),
-        (lambda t: t[0]["data"].update(annotator="zz"), r"task \d+: unknown annotator 'zz'"),
+        (lambda t: t[0]["meta"].update(annotator="zz"), r"task \d+: unknown annotator 'zz'"),
         (
             lambda t: t[0]["annotations"][0]["result"][0]["value"].update(choices=["6"]),
             r"export_a01.json task \d+: label '6' is outside the scale \(1, 2, 3, 4, 5\)",
@@ -136,9 +136,10 @@ def test_campaign_stage_without_a_server_writes_the_import_files(tmp_path):
         rec["status"] == "ok" and rec["n_tasks"] == 6 * 2 * 3 and (rec["load_min"], rec["load_max"]) == (9, 9)
     )
     tasks = json.loads((tmp_path / "c" / "tasks" / "a01.json").read_text())
-    assert [t["data"]["position"] for t in tasks] == list(range(9))
-    first = tasks[0]["data"]
-    assert "Gold answer:" in first["instruction"] and first["wording"] in ("P1", "P2")
+    # blind: the annotator's data is the instruction alone; the campaign's keys are in the hidden meta
+    assert all(set(t["data"]) == {"instruction"} for t in tasks)
+    assert [t["meta"]["position"] for t in tasks] == list(range(9))
+    assert "Gold answer:" in tasks[0]["data"]["instruction"] and tasks[0]["meta"]["wording"] in ("P1", "P2")
     xml = (tmp_path / "c" / "label_config.xml").read_text()
     assert xml.count("<Choice ") == 5 and 'value="$instruction"' in xml
     # the import files round-trip: a plain table of ratings for these tasks imports against the campaign
@@ -211,3 +212,166 @@ def test_label_studio_url_without_sdk_or_key_is_one_line(monkeypatch):
     with pytest.raises(LabelStudioError, match=want) as exc:
         LabelStudioClient("http://127.0.0.1:9")
     assert "\n" not in str(exc.value)
+
+
+# --------------------------------------------------------------------------- the import's checks
+
+
+def _stage_import(tmp_path: Path, exports: list[str]) -> dict:
+    from promptlottery.stages import run_stage
+
+    cfg = compose(
+        ["+human=import", f"human.campaign={REC}", f"human.export=[{','.join(exports)}]"], tmp_path=tmp_path
+    )
+    return run_stage(cfg, tmp_path / "import")
+
+
+def test_recorded_export_checks_pass(tmp_path):
+    rec = _stage_import(tmp_path, EXPORTS)
+    c = rec["checks"]
+    assert c["attribution"].startswith("every annotation completed by its annotator's")
+    assert c["back_to_back"] == 0 and c["annotators_out_of_plan"] == []
+    assert c["coverage"] == {
+        "planned": 36,
+        "rated": 36,
+        "skipped": 0,
+        "not_done": 0,
+        "annotators_missing": [],
+        "cells": 12,
+        "cells_short": 0,
+    }
+
+
+def test_rating_by_another_user_refuses_the_export(tmp_path):
+    """a02's Label Studio user labels a task in a01's project: credited to a01 before, refused now."""
+    users = json.loads((REC / "campaign.json").read_text())["label_studio_users"]
+    other = users["a02"]["id"]
+    paths = _edited_export(tmp_path, lambda t: t[3]["annotations"][0].update(completed_by=other))
+    with pytest.raises(
+        RatingsError,
+        match=(
+            rf"export_a01.json task \d+ annotation \d+: completed by Label Studio user {other} \(annotator a02's user\), "
+            rf"not by a01's user {users['a01']['id']}: a rating by another person in a01's project; export refused"
+        ),
+    ) as exc:
+        _import(export=paths)
+    assert "\n" not in str(exc.value)
+
+
+def test_order_of_labelling_is_checked_against_the_rule(tmp_path):
+    """a01 labels their queue sorted by item (as a Data Manager sorted by item would serve it): the
+    created_at order puts each item's two tasks (P1, P2) next to each other: 6 back-to-back pairs."""
+
+    def by_item(tasks):
+        order = sorted(tasks, key=lambda t: (t["meta"]["item_id"], t["meta"]["wording"]))
+        for n, t in enumerate(order):
+            t["annotations"][0]["created_at"] = f"2026-12-01T10:{n:02d}:00.000000Z"
+
+    rec = _stage_import(tmp_path, _edited_export(tmp_path, by_item))
+    c = rec["checks"]
+    assert c["back_to_back"] == 6 and c["annotators_back_to_back"] == ["a01"]
+    assert c["annotators_out_of_plan"] == ["a01"]
+    report = (tmp_path / "import" / "import_report.md").read_text()
+    assert "6 pair(s) of consecutive annotations on one item" in report
+
+
+def test_coverage_names_skips_and_missing_annotators(tmp_path):
+    """One a01 task skipped (a cancelled annotation) and a03's export not given: 36 planned, 23 rated,
+    1 skipped, 12 not done, a03 missing; a01's skipped cell and a03's 12 cells are short of 3 raters."""
+    paths = _edited_export(tmp_path, lambda t: t[0]["annotations"][0].update(was_cancelled=True, result=[]))
+    rec = _stage_import(tmp_path, [p for p in paths if not p.endswith("export_a03.json")])
+    assert rec["checks"]["coverage"] == {
+        "planned": 36,
+        "rated": 23,
+        "skipped": 1,
+        "not_done": 12,
+        "annotators_missing": ["a03"],
+        "cells": 12,
+        "cells_short": 12,
+    }
+    report = (tmp_path / "import" / "import_report.md").read_text()
+    assert (
+        "23 of 36 planned tasks rated, 1 skipped (cancelled), 12 not done; annotators with no rating: a03"
+        in report
+    )
+
+
+class _FakeSDK:
+    """The few SDK calls of LabelStudioClient, recorded (no server)."""
+
+    def __init__(self, users):
+        from types import SimpleNamespace as NS
+
+        self.calls, self._users = [], list(users)
+        self.users = NS(list=lambda: self._users, create=self._create_user)
+        self.projects = NS(
+            create=self._create_project, import_tasks=lambda **kw: self.calls.append(("import", kw))
+        )
+
+    def _create_user(self, **kw):
+        from types import SimpleNamespace as NS
+
+        u = NS(id=100 + len(self._users), email=kw["email"])
+        self._users.append(u)
+        self.calls.append(("user", kw))
+        return u
+
+    def _create_project(self, **kw):
+        from types import SimpleNamespace as NS
+
+        self.calls.append(("project", kw))
+        return NS(id=len([c for c in self.calls if c[0] == "project"]))
+
+
+def test_client_maps_or_creates_users_and_makes_projects_without_skip():
+    from types import SimpleNamespace as NS
+
+    from promptlottery.human.labelstudio import LabelStudioClient
+
+    client = LabelStudioClient.__new__(LabelStudioClient)
+    client.url, client.sdk = "http://x", _FakeSDK([NS(id=7, email="A01@lab.org")])
+    users = client.map_users({"a01": "a01@lab.org", "a02": "a02@lab.org"})
+    assert users == {
+        "a01": {"id": 7, "email": "A01@lab.org", "created": False},
+        "a02": {"id": 101, "email": "a02@lab.org", "created": True},
+    }
+    client.create_projects({"a01": [{"data": {"instruction": "x"}}]}, "<View/>", title="toy")
+    kw = next(c[1] for c in client.sdk.calls if c[0] == "project")
+    assert kw["show_skip_button"] is False and kw["sampling"] == "Sequential sampling"
+    assert kw["maximum_annotations"] == 1
+
+
+def test_design_counts_say_what_the_design_supports():
+    """2 annotators, 2 raters per task, 3 wordings, 4 items: both annotators rate every cell. Across
+    slot s takes P1's rating s, P2's from s+1, P3's from s+2 skipping annotators in the unit: slot 0 =
+    (a P1, b P2), P3 has only a and b -> missing; slot 1 = (b P1, a P2), likewise. So every item has
+    units (of two wordings), none with all three; per item 2 of 6 ratings (the P3 ones) are in no unit."""
+    from promptlottery.human.assignment import Design, assign
+    from promptlottery.human.campaign import design_counts, format_design_counts
+
+    d = Design(raters_per_task=2, seed=0)
+    a = assign(["i1", "i2", "i3", "i4"], ["P1", "P2", "P3"], ["a", "b"], d)
+    c = design_counts(a, ["P1", "P2", "P3"], d)
+    assert c["tasks"] == 24 and c["tasks_per_annotator"] == [12, 12]
+    assert c["items_with_across_units"] == 4 and c["items_with_complete_across_units"] == 0
+    assert c["ratings_in_no_across_unit"] == 8
+    assert c["repeats_in_a_queue"] == 2 * 4 * 2 and c["min_gap_between_repeats"] >= 2
+    text = format_design_counts(c)
+    assert "not supported: across-wordings Fleiss on 4 item(s)" in text
+
+
+def test_docs_fill_the_per_wording_heading():
+    doc = (REPO / "docs" / "human_baseline.md").read_text()
+    section = doc.split("### Human agreement under each wording", 1)[1].split("\n## ", 1)[0]
+    assert "| wording |" in section and "| P1 |" in section and "| P2 |" in section
+
+
+def test_export_of_a_campaign_before_the_blind_tasks_still_imports(tmp_path):
+    """Campaigns of 7cc7f2a kept the keys in the task's data: read from there when meta has none."""
+
+    def old_style(tasks):
+        for t in tasks:
+            t["data"].update(t.pop("meta"))
+
+    df = _import(export=_edited_export(tmp_path, old_style))
+    assert len(df) == 36 and set(df[df["file"].str.endswith("export_a01.json")]["annotator"]) == {"a01"}

@@ -36,6 +36,7 @@ STAGES: dict[str, str] = {
     "gate": "gating",
     "human_analyse": "human",
     "human_campaign": "human",
+    "human_export": "human",
     "human_import": "human",
     "judge": "judging",
     "lottery": "analysis",

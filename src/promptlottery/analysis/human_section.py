@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
@@ -31,8 +32,10 @@ def render_human_section(
         "ratings of one item under different wordings by different annotators (units (item, slot), raters the "
         "wordings). The judge *within* = "
         "repeated samples of the fixed reference prompt; *across* = the prompt variants. **Degradation (ours)** = "
-        "agreement within one wording minus agreement across wordings; **ratio** = judge drop / human drop "
-        f"(defined where the human drop is > 0). Brackets: {pct}% bootstrap CIs over items."
+        "agreement within one wording minus agreement across wordings; **drop difference** = judge drop - "
+        "human drop; **ratio** = judge drop / human drop (defined where the human drop is > 0; its interval is "
+        "over all resamples, those with no human drop counted against both ends, so it may be unbounded). "
+        f"Brackets: {pct}% bootstrap CIs over items."
         + (f" Judge labels: the `{verdict}` verdict." if verdict else "")
     )
     if agree is not None and len(agree):
@@ -60,7 +63,8 @@ def render_human_section(
         )
     if deg is not None and len(deg):
         R.h("Degradation under rewording: judge vs human (ours)", 3)
-        show = rp.with_ci_columns(deg, ["human_drop", "judge_drop", "ratio"])
+        show = rp.with_ci_columns(deg, ["human_drop", "judge_drop", "drop_difference"])
+        show["ratio"] = [_ratio_ci(*v) for v in zip(deg["ratio"], deg["ratio_lo"], deg["ratio_hi"])]
         show["measure"] = show["measure"].map(_NAMES)
         R.table(
             show,
@@ -69,6 +73,7 @@ def render_human_section(
                 "measure": "measure",
                 "human_drop": "human drop",
                 "judge_drop": "judge drop",
+                "drop_difference": "drop difference judge - human (ours)",
                 "ratio": "ratio judge/human (ours)",
                 "paper_ratio": "paper (Abstract)",
             },
@@ -102,3 +107,15 @@ def render_human_section(
             },
         )
         R.notes(raters.assign(key=raters["config_id"].astype(str) + " " + raters["side"]), "key", "notes")
+
+
+def _ratio_ci(est: float, lo: float, hi: float) -> str:
+    """The ratio with its interval over all resamples, whose ends may be unbounded (``-inf`` / ``+inf``)."""
+
+    def end(v: float) -> str:
+        if np.isnan(v):
+            return "n/a"
+        return f"{v:.3f}" if np.isfinite(v) else f"{v:+}"  # -inf / +inf
+
+    head = f"{est:.3f}" if np.isfinite(est) else "n/a"
+    return head if np.isnan(lo) and np.isnan(hi) else f"{head} [{end(lo)}, {end(hi)}]"

@@ -9,12 +9,14 @@ wording and across wordings are formed, so the definitions below are **ours**:
 
 * **Raters and units.** Humans, *within one wording*: a unit is an (item, wording) cell, its
   raters the annotators who rated it. Humans, *across wordings*: a unit is (item, slot ``s``), its
-  raters the wordings (``w_0, w_1, ...`` in natural order); wording ``w_j``'s rating is the one at
-  position ``(s + j) mod n`` of the cell's ``n`` ratings in annotator order, skipping a rating
-  already used or one by an annotator already in the unit. So a unit holds ratings of one item
-  given under different wordings by different annotators (wherever the cells allow it; a unit
-  where they do not is counted in the notes): the across pairs differ from the within pairs by the
-  wording, not by being one annotator's two ratings. The judge, *within one
+  raters the wordings (``w_0, w_1, ...`` in natural order); wording ``w_j``'s rating is the first,
+  from position ``(s + j) mod n`` on, of the cell's ``n`` ratings in annotator order that is not
+  yet used and not by an annotator already in the unit; a wording with no such rating is missing
+  from the unit. A unit therefore holds ratings of one item under different wordings by
+  **distinct** annotators only: the across pairs differ from the within pairs by the wording,
+  never by being one person's two ratings (self-agreement). A slot with fewer than two such
+  ratings forms no unit; those slots and the ratings in no unit are left out and counted in the
+  notes (the match is greedy, slot by slot, not a maximum matching). The judge, *within one
   wording* (the fixed prompt, §3.2's "fixed-prompt repeated runs"): a unit is an item, its raters
   the repeated samples of the reference variant. The judge, *across wordings* (paraphrases): a unit
   is an item, its raters the prompt variants (the human campaign's wordings, sample 0).
@@ -26,11 +28,16 @@ wording and across wordings are formed, so the definitions below are **ours**:
   has; across wordings, the units that have every wording), ``alpha`` (Krippendorff's alpha,
   nominal unless ``alpha_level`` says otherwise; incomplete units allowed).
 * **Degradation (ours)** of a measure ``A``: ``drop = A(within one wording) - A(across wordings)``,
-  an absolute difference; the **ratio** is ``drop(judge) / drop(human)``, defined only where the
+  an absolute difference; beside it the **drop difference** ``drop(judge) - drop(human)`` (defined
+  wherever both drops are) and the **ratio** ``drop(judge) / drop(human)``, defined only where the
   human drop is positive. The paper's "6-9x" is printed beside it, not computed by us.
 * **Confidence intervals**: percentile bootstrap over items (every unit of a drawn item comes
-  along; human and judge share each draw, so the ratio's interval is paired), ``n_resamples``
-  draws with ``seed``.
+  along; human and judge share each draw, so the drop difference's and the ratio's intervals are
+  paired), ``n_resamples`` draws with ``seed``. The ratio's interval is over **all** resamples: a
+  resample where the human drop is not positive has no ratio, and it is counted against both ends
+  (at ``-inf`` for the lower bound, at ``+inf`` for the upper), so the interval widens, up to
+  unbounded, as such resamples grow, instead of being conditional on a human drop > 0; the note
+  gives their number.
 
 The verdict kind of the judge's labels is the one of the judgments table it is given (the
 ``label`` column of :func:`promptlottery.judging.table.add_verdicts`).
@@ -130,9 +137,12 @@ def human_tables(ratings: pd.DataFrame, labels: tuple[str, ...], items: list[str
     else:
         within.fleiss_codes, within.fleiss_item = np.empty((0, 2), np.int64), np.empty(0, np.int64)
     across = _table(_across_slots(r), ["item_id", "slot"], "wording", items, labels, "wordings")
-    clashes = int(r.attrs.get("clashes", 0))
-    if clashes:
-        across.notes.append(f"{clashes} (item, slot) unit(s) hold two ratings by one annotator")
+    units_out, ratings_out = r.attrs.get("left_out", (0, 0))
+    if units_out or ratings_out:
+        across.notes.append(
+            f"{units_out} (item, slot) unit(s) left out (fewer than two distinct annotators); "
+            f"{ratings_out} of {len(r)} ratings in no unit"
+        )
     complete = (across.codes >= 0).all(axis=1)
     across.fleiss_codes, across.fleiss_item = across.codes[complete], across.unit_item[complete]
     if (~complete).any():
@@ -143,42 +153,47 @@ def human_tables(ratings: pd.DataFrame, labels: tuple[str, ...], items: list[str
 
 
 def _across_slots(r: pd.DataFrame) -> pd.DataFrame:
-    """The ratings with their across-wordings ``slot`` (see the module docstring); the number of
-    units with one annotator twice in ``r.attrs["clashes"]``."""
+    """The ratings with their across-wordings ``slot`` (see the module docstring): every unit of
+    distinct annotators; ``r.attrs["left_out"]`` = (slots with a lone rating, ratings in no unit)."""
     from promptlottery.judging.table import natural_key
 
-    out, clashes = [], 0
+    out, units_out, ratings_out = [], 0, 0
     wordings = sorted(r["wording"].unique(), key=natural_key)
     for _item, g in r.groupby("item_id", sort=True):
         cells = {w: c.sort_values("annotator", kind="mergesort") for w, c in g.groupby("wording")}
-        n_slots = max(len(c) for c in cells.values())
         used: dict[str, set[int]] = {w: set() for w in cells}
-        for s in range(n_slots):
+        for s in range(max(len(c) for c in cells.values())):
+            picks: list[tuple[str, int]] = []
             in_unit: set[str] = set()
             for j, w in enumerate(wordings):
                 if w not in cells:
                     continue
                 c, n = cells[w], len(cells[w])
-                pick = fallback = None
                 for t in range(n):
                     i = (s + j + t) % n
-                    if i in used[w]:
-                        continue
-                    if c["annotator"].iloc[i] in in_unit:
-                        fallback = i if fallback is None else fallback
-                        continue
-                    pick = i
-                    break
-                if pick is None and fallback is not None:
-                    pick, clashes = fallback, clashes + 1
-                if pick is None:
-                    continue
-                used[w].add(pick)
-                in_unit.add(c["annotator"].iloc[pick])
-                out.append(c.iloc[[pick]].assign(slot=s))
+                    if i not in used[w] and c["annotator"].iloc[i] not in in_unit:
+                        picks.append((w, i))
+                        in_unit.add(c["annotator"].iloc[i])
+                        break
+            if len(picks) < 2:
+                units_out += len(picks)  # a lone rating: no second annotator under another wording
+                continue
+            for w, i in picks:
+                used[w].add(i)
+                out.append(cells[w].iloc[[i]].assign(slot=s))
+        ratings_out += sum(len(c) - len(used[w]) for w, c in cells.items())
     res = pd.concat(out, ignore_index=True) if out else r.iloc[0:0].assign(slot=0)
-    r.attrs["clashes"] = clashes
+    r.attrs["left_out"] = (units_out, ratings_out)
     return res
+
+
+def across_units_of(assignment: pd.DataFrame) -> pd.DataFrame:
+    """The across-wordings units (``item_id``, ``slot``, ``wording``, ``annotator`` rows) the analysis
+    would build if every task of ``assignment`` were rated; ``attrs["left_out"]`` as in :func:`human_tables`."""
+    r = assignment.sort_values(["item_id", "wording", "annotator"], kind="mergesort").copy()
+    units = _across_slots(r)
+    units.attrs["left_out"] = r.attrs["left_out"]
+    return units
 
 
 def judge_tables(
@@ -266,6 +281,26 @@ def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def ci_all_resamples(dist: np.ndarray, undefined: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of ``dist`` over every resample: the ``undefined`` ones (no value,
+    but drawn) at ``-inf`` for the lower bound and at ``+inf`` for the upper; resamples that are
+    neither finite nor ``undefined`` are left out.
+
+    >>> d = np.array([np.nan, 1, 2, 3, 4, 5, 6, 7])
+    >>> ci_all_resamples(d, np.isnan(d), 0.5)  # defined ones only would give (2.5, 5.5)
+    (1.75, 6.25)
+    """
+    keep = np.isfinite(dist) | undefined
+    d, u = dist[keep], undefined[keep]
+    if d.size == 0:
+        return float("nan"), float("nan")
+    q = [50.0 * (1.0 - level), 50.0 * (1.0 + level)]
+    with np.errstate(invalid="ignore"):  # inf - inf in the interpolation next to an undefined draw
+        lo = float(np.percentile(np.where(u, -np.inf, d), q[0]))
+        hi = float(np.percentile(np.where(u, np.inf, d), q[1]))
+    return (-np.inf if np.isnan(lo) else lo), (np.inf if np.isnan(hi) else hi)
+
+
 # --------------------------------------------------------------------------- the comparison
 
 
@@ -340,21 +375,29 @@ def degradation(
             j_drop = s.est["within"][m] - s.est["across"][m]
             h_dist = h.dist["within"][m] - h.dist["across"][m]
             j_dist = s.dist["within"][m] - s.dist["across"][m]
+            ok = np.isfinite(h_dist) & (h_dist > 0) & np.isfinite(j_dist)
             with np.errstate(invalid="ignore", divide="ignore"):
-                r_dist = np.where(h_dist > 0, j_dist / np.where(h_dist > 0, h_dist, 1.0), np.nan)
+                r_dist = np.where(ok, j_dist / np.where(ok, h_dist, 1.0), np.nan)
+            # no ratio on a drawn resample because the humans do not drop there (the judge's drop is defined)
+            no_drop = np.isfinite(j_dist) & np.isfinite(h_dist) & (h_dist <= 0)
             ratio = (
                 j_drop / h_drop
                 if np.isfinite(h_drop) and h_drop > 0 and np.isfinite(j_drop)
                 else float("nan")
             )
-            note = ""
+            notes = []
             if np.isfinite(h_drop) and h_drop <= 0:
-                note = "ratio n/a: the human agreement does not drop across wordings"
+                notes.append("ratio n/a: the human agreement does not drop across wordings")
             elif not np.isfinite(j_drop):
-                note = "ratio n/a: " + (s.notes.get("within") or "the judge's drop is undefined")
-            undefined = int(np.sum(~np.isfinite(r_dist)))
-            if np.isfinite(ratio) and undefined:
-                note = f"ratio CI over the {n_resamples - undefined} of {n_resamples} resamples with a human drop > 0"
+                notes.append("ratio n/a: " + (s.notes.get("within") or "the judge's drop is undefined"))
+            if np.isfinite(j_drop) and np.isfinite(h_drop) and no_drop.any():
+                notes.append(
+                    f"ratio CI over all {n_resamples} resamples: {int(no_drop.sum())} with no human drop "
+                    "(<= 0) have no ratio and count against both ends"
+                )
+            left = int(np.sum(~ok & ~no_drop))
+            if np.isfinite(j_drop) and np.isfinite(h_drop) and left:
+                notes.append(f"{left} resample(s) with an undefined drop left out of the ratio's CI")
             rec = {"judge": s.name, "measure": m}
             for key, est, dist in (
                 ("human_within", h.est["within"][m], h.dist["within"][m]),
@@ -363,11 +406,14 @@ def degradation(
                 ("judge_within", s.est["within"][m], s.dist["within"][m]),
                 ("judge_across", s.est["across"][m], s.dist["across"][m]),
                 ("judge_drop", j_drop, j_dist),
-                ("ratio", ratio, r_dist),
+                ("drop_difference", j_drop - h_drop, j_dist - h_dist),
             ):
                 lo, hi = _ci(dist, level)
                 rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = est, lo, hi
+            rec["ratio"] = ratio
+            rec["ratio_lo"], rec["ratio_hi"] = ci_all_resamples(r_dist, no_drop, level)
+            rec["n_resamples_no_human_drop"] = int(no_drop.sum())
             rec["paper_ratio"] = PAPER_RATIO
-            rec["notes"] = note
+            rec["notes"] = "; ".join(notes)
             deg_rows.append(rec)
     return pd.DataFrame(agree_rows), pd.DataFrame(deg_rows)

@@ -161,7 +161,7 @@ def human_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     d = tables.get("human_degradation")
     if d is not None:
         for _, r in d.iterrows():
-            for key in ("human_drop", "judge_drop", "ratio"):
+            for key in ("human_drop", "judge_drop", "drop_difference", "ratio"):
                 for suffix in ("", "_lo", "_hi"):
                     _put(out, f"human/{r['config_id']}/{r['measure']}/{key}{suffix}", r[f"{key}{suffix}"])
     p = tables.get("human_raters_agreement")

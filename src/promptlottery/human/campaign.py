@@ -3,7 +3,15 @@
 Writes into the campaign directory: ``campaign.json`` (what the import checks ratings against:
 items, wordings, annotators, the scale's labels, the design, the Label Studio project ids),
 ``assignment.csv`` (annotator, position, item_id, wording), ``label_config.xml`` and
-``tasks/<annotator>.json`` (Label Studio import files, one project per annotator).
+``tasks/<annotator>.json`` (Label Studio import files, one project per annotator). With a server,
+``campaign.json`` also records ``label_studio_url``, ``label_studio_users`` (annotator -> the Label
+Studio user's id and email: what the import checks ``completed_by`` against) and
+``label_studio_projects`` (annotator -> project id).
+
+:func:`design_counts` is what the stage prints before it creates anything: tasks per annotator,
+the gap between repeats of an item in one queue, and whether every item gets "across wordings"
+units of distinct annotators (:mod:`promptlottery.human.agreement`), hence which human measures
+the design supports.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ class Campaign:
     assignment: pd.DataFrame
     instructions: dict[tuple[str, str], str]
     projects: dict[str, int] | None = None
+    users: dict[str, dict[str, Any]] | None = None
+    label_studio_url: str | None = None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -49,6 +59,8 @@ class Campaign:
             "annotators": self.annotators,
             "design": asdict(self.design),
             "n_tasks": len(self.assignment),
+            "label_studio_url": self.label_studio_url,
+            "label_studio_users": self.users,
             "label_studio_projects": self.projects,
         }
 
@@ -134,3 +146,88 @@ def load_campaign(path: str | Path) -> dict[str, Any]:
 
         raise RatingsError(f"{path}: no campaign file (run `python -m run +human=campaign ...` first)")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def design_counts(assignment: pd.DataFrame, wordings: list[str], design: Design) -> dict[str, Any]:
+    """The design's counts, from the assignment alone (no rating needed): tasks per annotator, the gap
+    (in tasks) between two tasks of one item in one queue, and the "across wordings" units of
+    distinct annotators each item can form (built as the analysis builds them, on the assignment)."""
+    from promptlottery.human.agreement import across_units_of
+
+    loads = assignment.groupby("annotator").size()
+    gaps = []
+    for _a, g in assignment.groupby("annotator"):
+        for _i, pos in g.groupby("item_id")["position"]:
+            p = sorted(pos.tolist())
+            gaps += [y - x for x, y in zip(p, p[1:])]
+    units = across_units_of(assignment)
+    size = units.groupby(["item_id", "slot"]).size()
+    per_item = size.groupby(level="item_id")
+    items = assignment["item_id"].unique()
+    with_unit = set(per_item.size().index)
+    complete = set(size[size == len(wordings)].reset_index()["item_id"])
+    lone, unplaced = units.attrs["left_out"]
+    return {
+        "tasks": len(assignment),
+        "tasks_per_annotator": [int(loads.min()), int(loads.max())],
+        "repeats_in_a_queue": len(gaps),
+        "min_gap_between_repeats": int(min(gaps)) if gaps else None,
+        "items": len(items),
+        "items_with_across_units": len(with_unit),
+        "items_with_complete_across_units": len(complete),
+        "ratings_in_no_across_unit": int(unplaced),
+        "across_slots_left_out": int(lone),
+        "same_item": design.same_item,
+    }
+
+
+def format_design_counts(c: dict[str, Any]) -> str:
+    """The printout of :func:`design_counts`: the counts, then which human measures the design supports."""
+    lo, hi = c["tasks_per_annotator"]
+    gap = (
+        "no annotator meets an item twice"
+        if not c["repeats_in_a_queue"]
+        else f"{c['repeats_in_a_queue']} repeats of an item in one queue, at least {c['min_gap_between_repeats']} "
+        "tasks apart (1 would be back-to-back)"
+    )
+    n = c["items"]
+    across_ok = c["items_with_across_units"] == n
+    fleiss_ok = c["items_with_complete_across_units"] == n
+    lines = [
+        "design (before anything is created):",
+        f"  tasks: {c['tasks']}; per annotator {lo}-{hi}; {gap}",
+        f"  across-wordings units of distinct annotators: {c['items_with_across_units']} of {n} items have one, "
+        f"{c['items_with_complete_across_units']} of {n} have one with every wording; "
+        f"{c['ratings_in_no_across_unit']} of {c['tasks']} ratings would be in no unit (their annotator already "
+        "rated the item under another wording)",
+        "  supported: human agreement within one wording (overlap, Cohen, Fleiss, alpha)"
+        + ("; across wordings: overlap, Cohen, alpha" if across_ok else "")
+        + ("; across-wordings Fleiss on every item" if fleiss_ok else ""),
+    ]
+    missing = []
+    if not across_ok:
+        missing.append(
+            f"across wordings on {n - c['items_with_across_units']} item(s) (no unit of two annotators)"
+        )
+    if not fleiss_ok:
+        missing.append(
+            f"across-wordings Fleiss on {n - c['items_with_complete_across_units']} item(s) (no complete unit: "
+            "add annotators or use same_item=never)"
+        )
+    if missing:
+        lines.append("  not supported: " + "; ".join(missing))
+    return "\n".join(lines)
+
+
+def format_logins(c: Campaign, url: str) -> str:
+    """What to hand out: each annotator's Label Studio login and project (no password: the lab sets one)."""
+    lines = ["hand out (each annotator logs in and opens only their own project; Label all tasks):"]
+    for a in c.annotators:
+        u, pid = (c.users or {}).get(a, {}), (c.projects or {}).get(a)
+        new = (
+            " (new user: set a password with `label-studio reset_password --data-dir DATA_DIR --username EMAIL`)"
+            if u.get("created")
+            else ""
+        )
+        lines.append(f"  {a}: {u.get('email')} -> {url}/projects/{pid}/data{new}")
+    return "\n".join(lines)

@@ -1,11 +1,19 @@
 """Label Studio as the annotation tool: the labeling config, the tasks, and the SDK calls.
 
-Label Studio Community cannot assign a project's tasks to chosen annotators, so each annotator's
-queue is its own project ("annotator group" of one), with ``Sequential sampling``: the annotator
-meets the tasks in the campaign's order, the order that keeps one item off two consecutive tasks.
-Each task's ``data`` carries ``item_id``, ``wording``, ``annotator``, ``position`` and the
-rendered ``instruction`` (the wording's prompt for that item, as the judge reads it); the
-choices are the scale's labels.
+Label Studio Community cannot assign a project's tasks to chosen annotators (every member sees
+every project), so each annotator's queue is its own project, with ``Sequential sampling``: the
+labelling queue serves the tasks in the Data Manager's order, by default the import order, which
+is the campaign's order (no item on two consecutive tasks). An annotator can re-sort the Data
+Manager or label in someone else's project; the import checks both afterwards (who completed each
+annotation, and the order of ``created_at``; :mod:`promptlottery.human.checks`).
+
+What the annotator sees is blind: a task's ``data`` holds only the rendered ``instruction`` (the
+wording's prompt for that item, as the judge reads it), the one Data Manager column; the campaign's
+keys (``item_id``, ``wording``, ``annotator``, ``position``) go in the task's ``meta``, which the
+export keeps and the Data Manager does not show. The projects have no skip button (a skip would
+leave the cell short of a rater) and ``maximum_annotations=1``; the choices are the scale's labels.
+One Label Studio user per annotator is created (or an existing one with the same email mapped)
+and the mapping kept in ``campaign.json``.
 
 The SDK (``label-studio-sdk``, the ``human`` extra) is imported only by :class:`LabelStudioClient`;
 the key is read from an environment variable at connection time and never logged or written.
@@ -30,6 +38,17 @@ logger = logging.getLogger(__name__)
 FROM_NAME = "label"
 TO_NAME = "instruction"
 SAMPLING = "Sequential sampling"
+#: the project settings of every campaign project (what the annotator can and cannot do)
+PROJECT_SETTINGS = {
+    "sampling": SAMPLING,
+    "maximum_annotations": 1,
+    "show_skip_button": False,
+    "skip_queue": "REQUEUE_FOR_ME",  # a skip sent anyway (through the API) comes back to the same person
+    "show_annotation_history": False,
+    "show_collab_predictions": False,
+}
+#: the campaign's keys of a task, in its ``meta`` (hidden from the annotator)
+TASK_KEYS = ("campaign", "item_id", "wording", "annotator", "position")
 
 
 def labeling_config(labels: Sequence[str], *, title: str = "Rate as the instruction asks") -> str:
@@ -72,19 +91,20 @@ def choice_result(label: str) -> list[dict[str, Any]]:
 def tasks_for(
     assignment: pd.DataFrame, instructions: dict[tuple[str, str], str], campaign: str
 ) -> dict[str, list[dict]]:
-    """``{annotator: [task, ...]}`` in queue order; a task is Label Studio's import format ``{"data": {...}}``."""
+    """``{annotator: [task, ...]}`` in queue order; a task is Label Studio's import format
+    ``{"data": {"instruction": ...}, "meta": {campaign, item_id, wording, annotator, position}}``."""
     out: dict[str, list[dict]] = {}
     for a, g in assignment.sort_values(["annotator", "position"]).groupby("annotator", sort=True):
         out[str(a)] = [
             {
-                "data": {
+                "data": {"instruction": instructions[(str(r.item_id), str(r.wording))]},
+                "meta": {
                     "campaign": campaign,
                     "item_id": str(r.item_id),
                     "wording": str(r.wording),
                     "annotator": str(a),
                     "position": int(r.position),
-                    "instruction": instructions[(str(r.item_id), str(r.wording))],
-                }
+                },
             }
             for r in g.itertuples(index=False)
         ]
@@ -129,10 +149,35 @@ class LabelStudioClient:
         self.url = url.rstrip("/")
         self.sdk = LabelStudio(base_url=self.url, api_key=key)
 
+    def map_users(self, emails: dict[str, str]) -> dict[str, dict[str, Any]]:
+        """One Label Studio user per annotator: the existing user with the annotator's email, else a new
+        one (no password: the lab sets it, see docs/human_baseline.md); ``{annotator: {id, email, created}}``."""
+        try:
+            existing = {str(u.email).lower(): u for u in self.sdk.users.list()}
+        except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; one line for all
+            raise LabelStudioError(f"{self.url}: listing the users failed: {_short(exc)}") from None
+        out: dict[str, dict[str, Any]] = {}
+        for a, email in emails.items():
+            u, created = existing.get(email.lower()), False
+            if u is None:
+                try:
+                    u = self.sdk.users.create(username=email.split("@")[0], email=email, first_name=a)
+                except Exception as exc:  # noqa: BLE001
+                    raise LabelStudioError(
+                        f"{self.url}: creating the user {email} of annotator {a} failed: {_short(exc)}"
+                    ) from None
+                created = True
+            out[a] = {"id": int(u.id), "email": str(u.email), "created": created}
+            logger.info("label studio user annotator=%s user=%s created=%s", a, u.id, created)
+        ids = [v["id"] for v in out.values()]
+        if len(set(ids)) != len(ids):
+            raise LabelStudioError(f"{self.url}: two annotators map to one Label Studio user: {out}")
+        return out
+
     def create_projects(
         self, tasks: dict[str, list[dict]], label_config: str, *, title: str
     ) -> dict[str, int]:
-        """One project per annotator with its tasks; ``{annotator: project id}``."""
+        """One project per annotator with its tasks (:data:`PROJECT_SETTINGS`); ``{annotator: project id}``."""
         ids = {}
         for a, ts in tasks.items():
             try:
@@ -140,8 +185,7 @@ class LabelStudioClient:
                     title=f"{title} / {a}"[:50],
                     description=f"promptlottery campaign {title}: the queue of annotator {a}",
                     label_config=label_config,
-                    sampling=SAMPLING,
-                    maximum_annotations=1,
+                    **PROJECT_SETTINGS,
                 )
                 self.sdk.projects.import_tasks(id=p.id, request=ts)
             except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; one line for all

@@ -2,8 +2,8 @@
 
 One row per rating: ``item_id``, ``wording``, ``annotator``, ``label`` (a label of the campaign's
 scale, as a string), ``position`` (the task's place in the annotator's queue, where known),
-``source`` (``label_studio`` or ``table``), ``task_id`` / ``annotation_id`` (Label Studio's, where
-known) and ``file``. Every bad rating is a one-line :class:`RatingsError` naming the file and the
+``source`` (``label_studio`` or ``table``), ``task_id`` / ``annotation_id`` / ``completed_by`` (the
+Label Studio user) / ``created_at`` (Label Studio's, where known) and ``file``. Every bad rating is a one-line :class:`RatingsError` naming the file and the
 task or row: an unknown item, wording or annotator, a label outside the scale, a task rated twice
 by one annotator.
 """
@@ -29,6 +29,8 @@ RATING_COLUMNS = (
     "source",
     "task_id",
     "annotation_id",
+    "completed_by",
+    "created_at",
     "file",
 )
 #: accepted names of the plain table's four columns
@@ -56,12 +58,14 @@ class Known:
 
 
 def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME) -> pd.DataFrame:
-    """The ratings of Label Studio JSON exports (``[{"id", "data", "annotations": [...]}, ...]``).
+    """The annotations of Label Studio JSON exports (``[{"id", "data", "meta", "annotations": [...]}, ...]``).
 
     Each task carries the campaign's ``item_id``, ``wording``, ``annotator`` and ``position`` in
-    its ``data``; each non-cancelled annotation gives one rating, the choice of the ``from_name``
-    control. A task with two annotations was rated twice by its annotator (one project per
-    annotator; see :mod:`promptlottery.human.labelstudio`).
+    its ``meta`` (campaigns before the blind tasks: in its ``data``); each annotation gives one
+    row with Label Studio's ``completed_by`` (user id) and ``created_at``; a non-cancelled one is a
+    rating, the choice of the ``from_name`` control; a cancelled (skipped) one has ``cancelled``
+    true and no label. A task with two ratings was rated twice (one project per annotator; see
+    :mod:`promptlottery.human.labelstudio`).
     """
     rows = []
     for path in map(Path, paths):
@@ -79,27 +83,35 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
             where = f"{path} task {task.get('id', f'#{n}') if isinstance(task, dict) else f'#{n}'}"
             if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
                 raise RatingsError(f"{where}: no 'data' object")
-            data = task["data"]
+            meta = task.get("meta") if isinstance(task.get("meta"), dict) else {}
+            keys = meta if "item_id" in meta else task["data"]
             for key in ("item_id", "wording", "annotator"):
-                if key not in data:
-                    raise RatingsError(f"{where}: data has no {key!r} (was it created by the campaign?)")
-            done = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
-            for ann in done:
+                if key not in keys:
+                    raise RatingsError(
+                        f"{where}: neither meta nor data has {key!r} (was it created by the campaign?)"
+                    )
+            for ann in task.get("annotations") or []:
+                cancelled = bool(ann.get("was_cancelled"))
                 rows.append(
                     {
-                        "item_id": str(data["item_id"]),
-                        "wording": str(data["wording"]),
-                        "annotator": str(data["annotator"]),
-                        "label": _choice(ann, from_name, f"{where} annotation {ann.get('id')}"),
-                        "position": data.get("position"),
+                        "item_id": str(keys["item_id"]),
+                        "wording": str(keys["wording"]),
+                        "annotator": str(keys["annotator"]),
+                        "label": None
+                        if cancelled
+                        else _choice(ann, from_name, f"{where} annotation {ann.get('id')}"),
+                        "position": keys.get("position"),
                         "source": "label_studio",
                         "task_id": task.get("id"),
                         "annotation_id": ann.get("id"),
+                        "completed_by": ann.get("completed_by"),
+                        "created_at": ann.get("created_at"),
                         "file": str(path),
                         "where": where,
+                        "cancelled": cancelled,
                     }
                 )
-    return pd.DataFrame(rows, columns=[*RATING_COLUMNS, "where"])
+    return pd.DataFrame(rows, columns=[*RATING_COLUMNS, "where", "cancelled"])
 
 
 def _choice(annotation: dict, from_name: str, where: str) -> str:
@@ -136,6 +148,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     out = pd.DataFrame({name: df[c].map(_text) for name, c in cols.items()})
     out["position"] = df["position"] if "position" in df.columns else None
     out["source"], out["task_id"], out["annotation_id"], out["file"] = "table", None, None, str(path)
+    out["completed_by"], out["created_at"] = None, None
     out["where"] = [f"{path} row {i + 2 if path.suffix == '.csv' else i + 1}" for i in range(len(out))]
     return out[[*RATING_COLUMNS, "where"]]
 
@@ -184,8 +197,9 @@ def check_ratings(df: pd.DataFrame, known: Known) -> pd.DataFrame:
         )
     out = out.drop(columns="where").sort_values(key, kind="mergesort").reset_index(drop=True)
     out["position"] = pd.to_numeric(out["position"], errors="coerce").astype("Int64")
-    for c in ("task_id", "annotation_id"):
+    for c in ("task_id", "annotation_id", "completed_by"):
         out[c] = pd.to_numeric(out[c], errors="coerce").astype("Int64")
+    out["created_at"] = pd.to_datetime(out["created_at"], utc=True, errors="coerce", format="ISO8601")
     return out
 
 

@@ -1,6 +1,7 @@
 """The human-baseline stages (``conf/human/``): campaign, import, analyse.
 
     python -m run +human=campaign dataset=fed_turn judge=dialogue_understandable dataset.limit=50
+    python -m run +human=export human.campaign=DIR human.label_studio_url=URL   # every project's export
     python -m run +human=import human.campaign=DIR human.export='DIR/export_*.json'   # or human.table=FILE
     python -m run +human=analyse human.ratings=DIR/human_ratings.parquet human.runs='outputs/.../*'
 
@@ -40,6 +41,8 @@ class HumanOptions:
     seed: int = 0
     label_studio_url: str | None = None
     api_key_env: str = "LABEL_STUDIO_API_KEY"
+    # the email of each annotator's Label Studio user ({annotator} and {campaign} filled in), or a mapping
+    user_email: Any = "{annotator}@example.org"
     # import
     campaign: str | None = None
     export: Any = None
@@ -111,7 +114,13 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
 
     from promptlottery.data import load_items
     from promptlottery.data.registry import sample_items
-    from promptlottery.human.campaign import build_campaign, write_campaign
+    from promptlottery.human.campaign import (
+        build_campaign,
+        design_counts,
+        format_design_counts,
+        format_logins,
+        write_campaign,
+    )
     from promptlottery.human.labelstudio import LabelStudioClient, labeling_config, tasks_for
     from promptlottery.prompts.groups import resolve_group
 
@@ -123,6 +132,8 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
     )
     c = build_campaign(opts.name, items, group, opts.annotators, opts.design, wordings=opts.wordings)
+    counts = design_counts(c.assignment, c.wordings, opts.design)
+    print(format_design_counts(counts), flush=True)  # before anything is created
     client = (
         LabelStudioClient(opts.label_studio_url, api_key_env=opts.api_key_env)
         if opts.label_studio_url
@@ -130,10 +141,13 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
     )
     files = write_campaign(c, job.output_dir)  # first: a failed project creation keeps the files
     if client is not None:
+        c.users = client.map_users(_emails(opts, c.annotators))
         c.projects = client.create_projects(
             tasks_for(c.assignment, c.instructions, c.name), labeling_config(c.labels), title=opts.name
         )
-        files = write_campaign(c, job.output_dir)  # campaign.json with the project ids
+        c.label_studio_url = client.url
+        files = write_campaign(c, job.output_dir)  # campaign.json with the users and project ids
+        print(format_logins(c, client.url), flush=True)
     loads = c.assignment.groupby("annotator").size()
     job.note(
         items=len(c.items), wordings=len(c.wordings), annotators=len(c.annotators), tasks=len(c.assignment)
@@ -143,9 +157,57 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         n_tasks=len(c.assignment),
         load_min=int(loads.min()),
         load_max=int(loads.max()),
+        design_counts=counts,
         files={k: str(v) for k, v in files.items() if k != "tasks"},
         label_studio=opts.label_studio_url or "none: import files written (tasks/<annotator>.json)",
     )
+
+
+def _emails(opts: HumanOptions, annotators: list[str]) -> dict[str, str]:
+    spec = opts.user_email
+    if isinstance(spec, dict):
+        missing = [a for a in annotators if a not in spec]
+        if missing:
+            raise ConfigError(f"human.user_email: no email for annotator(s) {missing}")
+        return {a: str(spec[a]) for a in annotators}
+    if not isinstance(spec, str) or "{annotator}" not in spec:
+        raise ConfigError(
+            f"human.user_email={spec!r}: a template with {{annotator}} (e.g. '{{annotator}}@lab.org') or a mapping"
+        )
+    return {a: spec.format(annotator=a, campaign=opts.name) for a in annotators}
+
+
+# --------------------------------------------------------------------------- export
+
+
+def human_export(cfg, job: StageJob, **_kw) -> dict[str, Any]:
+    """``stage: human_export``: every project of the campaign, exported from Label Studio (JSON) into
+    ``export_<annotator>.json`` in the job's directory."""
+    from promptlottery.human.campaign import load_campaign
+    from promptlottery.human.labelstudio import LabelStudioClient
+
+    opts, config = _options(cfg)
+    if not opts.campaign:
+        raise ConfigError("human_export needs human.campaign=<the campaign directory>")
+    camp = load_campaign(opts.campaign)
+    projects = camp.get("label_studio_projects")
+    url = opts.label_studio_url or camp.get("label_studio_url")
+    if not projects:
+        raise ConfigError(
+            f"{opts.campaign}: the campaign has no Label Studio projects (it was made without human.label_studio_url)"
+        )
+    if not url:
+        raise ConfigError("human_export needs human.label_studio_url=<the server> (campaign.json has none)")
+    paths = LabelStudioClient(url, api_key_env=opts.api_key_env).export(projects, job.output_dir)
+    n = {p.stem.removeprefix("export_"): _n_annotated(p) for p in paths}
+    job.note(projects=len(paths), annotations=sum(n.values()))
+    return job.ok(exports=[str(p) for p in paths], annotations_per_annotator=n)
+
+
+def _n_annotated(path: Path) -> int:
+    from promptlottery.human.labelstudio import read_json
+
+    return sum(len(t.get("annotations") or []) for t in read_json(path))
 
 
 # --------------------------------------------------------------------------- import
@@ -170,9 +232,27 @@ def _paths(spec: Any) -> list[str]:
     return out
 
 
+@dataclass
+class Imported:
+    """The checked ratings and what the import found: who (``attribution_checked``), the order each
+    annotator labelled in (``order``), the plan against what came back (``coverage``; None without a plan)."""
+
+    ratings: pd.DataFrame
+    attribution_checked: bool
+    order: pd.DataFrame
+    coverage: dict[str, Any] | None
+
+
 def import_ratings(opts: HumanOptions) -> pd.DataFrame:
     """The checked ratings of ``opts.export`` or ``opts.table`` against ``opts.campaign``."""
+    return import_checked(opts).ratings
+
+
+def import_checked(opts: HumanOptions) -> Imported:
+    """:func:`import_ratings` with the import's checks (:mod:`promptlottery.human.checks`): a rating
+    completed by another Label Studio user than its annotator's is a one-line RatingsError."""
     from promptlottery.human.campaign import load_campaign
+    from promptlottery.human.checks import check_attribution, coverage, served_order
     from promptlottery.human.ratings import Known, RatingsError, check_ratings, read_label_studio, read_table
 
     if bool(opts.export) == bool(opts.table):
@@ -191,19 +271,80 @@ def import_ratings(opts: HumanOptions) -> pd.DataFrame:
         annotators=frozenset(camp["annotators"]),
     )
     raw = read_label_studio(_paths(opts.export)) if opts.export else read_table(opts.table)
-    if raw.empty:
+    cancelled = raw["cancelled"] if "cancelled" in raw.columns else pd.Series(False, index=raw.index)
+    done = raw[~cancelled.astype(bool)].drop(columns="cancelled", errors="ignore")
+    if done.empty:
         raise RatingsError(f"{opts.export or opts.table}: no rating (no completed annotation)")
-    df = check_ratings(raw, known)
-    return df.assign(
+    # who first: another person's rating in a project reads as a task rated twice otherwise
+    attributed = check_attribution(raw, camp.get("label_studio_users"))
+    df = check_ratings(done, known)
+    order = served_order(_typed(raw))
+    plan_path = (
+        Path(opts.campaign if Path(opts.campaign).is_dir() else Path(opts.campaign).parent) / "assignment.csv"
+    )
+    cov = None
+    if plan_path.exists():
+        plan = pd.read_csv(plan_path, dtype=str)
+        cov = coverage(
+            raw.assign(cancelled=cancelled.astype(bool)),
+            plan,
+            raters_per_task=camp["design"]["raters_per_task"],
+        )
+    df = df.assign(
         campaign=camp["name"], dataset=camp["dataset"], prompt_group=camp["prompt_group"], scale=camp["scale"]
+    )
+    return Imported(df, attributed, order, cov)
+
+
+def _typed(raw: pd.DataFrame) -> pd.DataFrame:
+    return raw.assign(
+        created_at=pd.to_datetime(raw["created_at"], utc=True, errors="coerce", format="ISO8601")
     )
 
 
 def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
-    df = import_ratings(opts)
+    from promptlottery.analysis import report as rp
+
+    imp = import_checked(opts)
+    df = imp.ratings
     path = job.output_dir / "human_ratings.parquet"
     job.output_dir.mkdir(parents=True, exist_ok=True)
     df.to_parquet(path, index=False)
+    order = imp.order
+    checks: dict[str, Any] = {
+        "attribution": "every annotation completed by its annotator's Label Studio user"
+        if imp.attribution_checked
+        else "not checked (no Label Studio user mapping in campaign.json, or a plain table)",
+        "back_to_back": int(order["back_to_back"].sum()) if len(order) else None,
+        "annotators_back_to_back": order.loc[order["back_to_back"] > 0, "annotator"].tolist(),
+        "annotators_out_of_plan": order.loc[order["out_of_plan"] > 0, "annotator"].tolist(),
+    }
+    cov = imp.coverage
+    if cov is not None:
+        checks["coverage"] = {k: v for k, v in cov.items() if k != "per_annotator"}
+    R = rp.Report("Human ratings import")
+    R.p(f"{len(df)} ratings of {df['annotator'].nunique()} annotators; attribution: {checks['attribution']}.")
+    if len(order):
+        R.h("Order of labelling (by created_at)", 3)
+        R.p(
+            f"{checks['back_to_back']} pair(s) of consecutive annotations on one item (the back-to-back rule "
+            "forbids them); out of plan = annotations not at their place in the planned queue (a re-sorted "
+            "Data Manager, or tasks picked by hand)."
+        )
+        R.table(order, {c: c.replace("_", " ") for c in order.columns})
+    else:
+        R.p("Order of labelling: not checked (no created_at: a plain table).")
+    if cov is not None:
+        R.h("Coverage against the plan (assignment.csv)", 3)
+        R.p(
+            f"{cov['rated']} of {cov['planned']} planned tasks rated, {cov['skipped']} skipped (cancelled), "
+            f"{cov['not_done']} not done; annotators with no rating: {', '.join(cov['annotators_missing']) or 'none'}; "
+            f"{cov['cells_short']} of {cov['cells']} (item, wording) cells have fewer than their raters."
+        )
+        R.table(cov["per_annotator"], {c: c.replace("_", " ") for c in cov["per_annotator"].columns})
+    (job.output_dir / "import_report.md").write_text(R.text(), encoding="utf-8")
+    for line in _warnings(checks):
+        logger.warning(line)
     job.note(ratings=len(df), annotators=df["annotator"].nunique())
     return job.ok(
         ratings=str(path),
@@ -211,7 +352,25 @@ def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         n_items=int(df["item_id"].nunique()),
         n_wordings=int(df["wording"].nunique()),
         n_annotators=int(df["annotator"].nunique()),
+        checks=checks,
+        report=str(job.output_dir / "import_report.md"),
     )
+
+
+def _warnings(checks: dict[str, Any]) -> list[str]:
+    out = []
+    if checks["back_to_back"]:
+        out.append(
+            f"human import: {checks['back_to_back']} back-to-back pair(s) (annotators "
+            f"{', '.join(checks['annotators_back_to_back'])}): the same item on consecutive tasks"
+        )
+    cov = checks.get("coverage")
+    if cov and (cov["annotators_missing"] or cov["skipped"] or cov["not_done"]):
+        out.append(
+            f"human import: {cov['rated']} of {cov['planned']} planned tasks rated ({cov['skipped']} skipped, "
+            f"{cov['not_done']} not done; no rating from {cov['annotators_missing'] or 'none'})"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- analyse

@@ -292,7 +292,13 @@ class SqliteStore:
 
     def close(self) -> None:
         if self._conn is not None:
+            if not self.readonly:  # fold the WAL into the file: an immutable reader does not read the WAL
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass  # another connection is mid-transaction: its own close checkpoints
             self._conn.close()
+            self._conn = None
 
 
 class CallCache:

@@ -151,19 +151,22 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
-    df, stats = runner.judge(
-        items,
-        condition,
-        group,
-        backend,
-        cache,
-        decoding,
-        n_samples=cfg.n_samples,
-        examples=examples,
-        max_retries=cfg.max_retries,
-        repeat_source=cfg.repeat_source,
-        backoff_s=cfg.backoff_s,
-    )
+    try:
+        df, stats = runner.judge(
+            items,
+            condition,
+            group,
+            backend,
+            cache,
+            decoding,
+            n_samples=cfg.n_samples,
+            examples=examples,
+            max_retries=cfg.max_retries,
+            repeat_source=cfg.repeat_source,
+            backoff_s=cfg.backoff_s,
+        )
+    finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
+        cache.close()
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
         inputs = {it.id: it.inputs for it in items}
         for name in sorted(set().union(*inputs.values())):

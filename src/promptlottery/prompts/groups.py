@@ -129,7 +129,9 @@ def load_group_file(path: str | Path) -> PromptGroup:
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
     try:  # ids name job dirs and files: none may leave its directory
         for vid in (group.id, *variants):
-            check_path_id(vid, "prompt group id" if vid == group.id else f"prompt group {group.id}: variant id")
+            check_path_id(
+                vid, "prompt group id" if vid == group.id else f"prompt group {group.id}: variant id"
+            )
     except PathIdError as e:
         raise PromptError(f"{path}: {e}") from None
     if group.family_type not in (*FAMILY_TYPES, "other"):

@@ -151,6 +151,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         max_retries=cfg.max_retries,
         repeat_source=cfg.repeat_source,
         backoff_s=cfg.backoff_s,
+        human_range=tuple(cfg.dataset.human_range),
     )
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
         inputs = {it.id: it.inputs for it in items}

@@ -290,13 +290,17 @@ def _config_row(s: Sweep, table: str) -> pd.Series:
     return t.iloc[0]
 
 
+def _oracle_items(s: Sweep) -> tuple[pd.DataFrame, np.ndarray, list[str], np.ndarray]:
+    """The first wording's items, their raw human values, the oracle's labels and those labels' scores."""
+    items = s.items()
+    labels = list(items["oracle_label"])
+    return items, items["human"].to_numpy(float), labels, np.array([s.scale.score_of(lab) for lab in labels])
+
+
 @pytest.mark.parametrize("name", [e for e in POINTWISE if e not in NO_HUMANS])
 def test_oracle_pointwise(sweep, name):
     s = sweep(name, "oracle")
-    items = s.items()
-    h = items["human"].to_numpy(float)
-    labels = list(items["oracle_label"])
-    scores = np.array([s.scale.score_of(lab) for lab in labels])
+    _, h, labels, scores = _oracle_items(s)
     collapsed = len(set(labels)) == 1
     # agreement with the humans = the rounded labels' with the raw values, under every wording and verdict
     corr = s.table("variant_human_correlation").set_index("variant")
@@ -329,9 +333,7 @@ def test_oracle_pointwise(sweep, name):
 @pytest.mark.parametrize("name", [e for e in POINTWISE if e not in NO_HUMANS])
 def test_one_inverted_wording_flips_exactly_its_mirrored_items(sweep, name):
     s = sweep(name, "inverted")
-    items = s.items()
-    h = items["human"].to_numpy(float)
-    labels = list(items["oracle_label"])
+    items, h, labels, scores = _oracle_items(s)
     flips = {i for i, lab in zip(items["item_id"], labels) if s.mirrored(lab) != lab}
     unstable = s.table("unstable_items").set_index("item_id")
     assert {str(i) for i in unstable.index[unstable["changed"].astype(bool)]} == {str(i) for i in flips}
@@ -339,7 +341,6 @@ def test_one_inverted_wording_flips_exactly_its_mirrored_items(sweep, name):
     assert verdict["changed"] == pytest.approx(len(flips) / len(items), **APPROX)
     assert verdict["majority_differs"] == 0  # four of five wordings keep P1's label
     corr = s.table("variant_human_correlation").set_index("variant")
-    scores = np.array([s.scale.score_of(lab) for lab in labels])
     if len(set(labels)) > 1:  # the mirror is linear: P3's correlation is the oracle's negated
         r = np.corrcoef(scores, h)[0, 1]
         assert corr.loc[s.inverted, "pearson"] == pytest.approx(-r, **APPROX)

@@ -12,8 +12,15 @@ DATA_DIR = (REPO / ".." / "shared" / "data").resolve()
 MODEL_CACHE = REPO / ".cache" / "promptlottery"  # converted model weights, shared by the tests
 
 
-def compose(overrides: list[str], *, tmp_path: Path | None = None, config_name: str = "config"):
-    """Compose conf/ like `python -m run` would, with logger=none and outputs under tmp_path."""
+def compose(
+    overrides: list[str],
+    *,
+    tmp_path: Path | None = None,
+    config_name: str = "config",
+    return_hydra_config: bool = False,
+):
+    """Compose conf/ like `python -m run` would, with logger=none and outputs under tmp_path
+    (``return_hydra_config``: with the ``hydra`` node, e.g. a sweep's ``hydra.sweeper.params``)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -26,7 +33,9 @@ def compose(overrides: list[str], *, tmp_path: Path | None = None, config_name: 
     if tmp_path is not None:
         extra += [f"paths.cache_dir={tmp_path / 'cache'}", f"paths.output_dir={tmp_path / 'outputs'}"]
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return hydra_compose(config_name, overrides=extra + list(overrides), return_hydra_config=False)
+        return hydra_compose(
+            config_name, overrides=extra + list(overrides), return_hydra_config=return_hydra_config
+        )
 
 
 def smollm2_backend(dtype: str):

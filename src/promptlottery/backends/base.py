@@ -43,6 +43,22 @@ class Decoding:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class KnownAnswer:
+    """What a judge whose behaviour a test chose reads (:class:`~promptlottery.backends.fake.FakeBackend`'s
+    ``behaviour``): the condition's variant, the scale's scores and the label a judge that knew the human
+    answer gives on the shown scale. Never sent to a model and not in the cache key (the rendered
+    messages, which are, fix the item and so its label)."""
+
+    variant: str
+    #: the scale's scores, one per label of the request, in order
+    scores: tuple[float, ...]
+    #: pointwise: the label nearest the human value mapped from the dataset's human range onto the
+    #: scale; pairwise: the shown position of the gold preference (its tie label for a gold tie);
+    #: None where the item has no human label (or a gold tie on a scale without a tie label)
+    label: str | None = None
+
+
 @dataclass
 class JudgeRequest:
     """One rendered judge query. Exactly one of ``messages`` / ``prompt`` is set."""
@@ -59,6 +75,8 @@ class JudgeRequest:
     assistant_prefix: str | None = None
     #: pairwise requests: the presentation order ("12" = response_a shown first, "21" swapped)
     order: str | None = None
+    #: judge requests of the grid: what a judge with known behaviour reads (never sent, never keyed)
+    known: KnownAnswer | None = None
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A deterministic fake backend for tests: no model, label probabilities from a hash."""
+"""A deterministic fake backend for tests: no model; label probabilities from a hash, or from a
+behaviour chosen by the test (a judge whose every answer is known in advance)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,29 @@ import json
 
 import numpy as np
 
-from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+
+#: the judges with known behaviour (``behaviour=``); ``hash`` is the default pseudo-random judge
+BEHAVIOURS = ("hash", "oracle", "always_first", "constant", "random", "inverted")
+#: the mass a known-behaviour judge puts on its label; the rest is off the scale, like a real judge's
+KNOWN_MASS = 0.8
 
 
 class FakeBackend(Backend):
-    """Label probabilities derived from a hash of the rendered request.
+    """Label probabilities derived from a hash of the rendered request, or a known behaviour.
+
+    ``behaviour`` (default ``hash``) picks the judge; every mode but ``hash`` puts all its scale mass
+    (:data:`KNOWN_MASS`) on one label, so the argmax label and the logprob-weighted score are both that
+    label's (its text is the label too):
+
+    * ``oracle``: the human label (:attr:`~promptlottery.backends.base.KnownAnswer.label`: the scale
+      label nearest the human value; pairwise the shown position of the gold preference, in both orders);
+      a request without one is refused (BackendError), so data without human labels cannot carry it;
+    * ``always_first``: pairwise "A" (the answer shown first), pointwise the lowest-scored label;
+    * ``constant``: ``label`` on every request (one of the scale's labels, else refused);
+    * ``random``: a label uniform over the scale, seeded by the request key;
+    * ``inverted``: the oracle, but under variant ``inverted_variant`` the label mirrored on the scale
+      (score s -> lowest + highest - s; pairwise A and B swapped, the tie kept).
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
     substrings that make ``generate`` raise, to test error paths; ``calls`` counts requests
@@ -32,7 +51,19 @@ class FakeBackend(Backend):
         extra_body: dict | None = None,
         replies: tuple[str, ...] = (),
         replies_file: str | None = None,
+        behaviour: str = "hash",
+        label: str | None = None,
+        inverted_variant: str = "P3",
     ):
+        if behaviour not in BEHAVIOURS:
+            raise ValueError(f"backbone.backend.behaviour={behaviour!r}: must be one of {list(BEHAVIOURS)}")
+        if behaviour == "constant" and label is None:
+            raise ValueError(
+                "backbone.backend.behaviour=constant needs backbone.backend.label (a scale label)"
+            )
+        self.behaviour = behaviour
+        self.label = None if label is None else str(label)
+        self.inverted_variant = inverted_variant
         self.model = model
         self.sharpness = sharpness
         self.max_concurrency = max_concurrency
@@ -51,6 +82,12 @@ class FakeBackend(Backend):
 
     def identity(self) -> dict:
         ident = {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
+        if self.behaviour != "hash":  # a known behaviour answers otherwise: its own keys
+            ident["behaviour"] = self.behaviour
+            if self.behaviour == "constant":
+                ident["label"] = self.label
+            if self.behaviour == "inverted":
+                ident["inverted_variant"] = self.inverted_variant
         if self.replies:  # canned free-text answers change the output: they enter the cache key
             ident["replies"] = hashlib.sha256("\0".join(self.replies).encode()).hexdigest()[:16]
         return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
@@ -58,10 +95,34 @@ class FakeBackend(Backend):
     def _text(self, r: JudgeRequest) -> str:
         return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)
 
+    def known_label(self, r: JudgeRequest) -> str:
+        """The one label a known behaviour answers ``r`` with (see the class docstring)."""
+        if self.behaviour == "constant":
+            if self.label not in r.labels:
+                raise BackendError(
+                    f"fake backend: constant label {self.label!r} is not on the scale {list(r.labels)}"
+                )
+            return self.label
+        if self.behaviour == "random":
+            return r.labels[int(hashlib.sha256(r.key.encode()).hexdigest(), 16) % len(r.labels)]
+        known = r.known
+        if known is None:
+            raise BackendError(f"fake backend: behaviour={self.behaviour} needs a judge request of the grid")
+        scores = dict(zip(r.labels, known.scores, strict=True))
+        if self.behaviour == "always_first":
+            return r.labels[0] if r.order is not None else min(r.labels, key=scores.get)
+        if known.label is None:
+            raise BackendError(
+                f"fake backend: behaviour={self.behaviour} cannot answer a request without a human label "
+                f"(variant {known.variant}): the data carries no oracle"
+            )
+        if self.behaviour == "inverted" and known.variant == self.inverted_variant:
+            mirrored = min(scores.values()) + max(scores.values()) - scores[known.label]
+            return min(r.labels, key=lambda lab: abs(scores[lab] - mirrored))
+        return known.label
+
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         import time
-
-        from promptlottery.backends.base import BackendError
 
         time.sleep(self.delay_s)
         out = []
@@ -74,6 +135,14 @@ class FakeBackend(Backend):
                 reply = self.replies[r.sample_index % len(self.replies)] if self.replies else "fake reply"
                 self.calls += 1
                 out.append(JudgeResponse(reply, None, len(text.split()), len(reply.split()), 0.0))
+                continue
+            if self.behaviour != "hash":
+                top = self.known_label(r)
+                probs = {lab: KNOWN_MASS if lab == top else 0.0 for lab in r.labels}
+                self.calls += 1
+                out.append(
+                    JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0)
+                )
                 continue
             h = hashlib.sha256(f"{text}\0{r.sample_index}\0{decoding.seed}".encode()).digest()
             logits = np.frombuffer(h[: 4 * len(r.labels)], dtype=np.uint32).astype(float) / 2**32

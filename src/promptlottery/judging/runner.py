@@ -10,17 +10,17 @@ from typing import Any
 import pandas as pd
 
 from promptlottery import SCHEMA_VERSION
-from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse, KnownAnswer
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
 from promptlottery.judging.cache import CallCache, make_request
 
 # the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
 from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
-from promptlottery.judging.pairs import human_preference, orders, preference_columns, shown
+from promptlottery.judging.pairs import human_preference, label_terms, orders, preference_columns, shown
 from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.groups import PromptGroup
-from promptlottery.prompts.requests import query_text, render_chat, render_completion
+from promptlottery.prompts.requests import query_text, render_chat, render_completion, to_scale_label
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,21 @@ def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict
     return plans
 
 
+def known_label(
+    item: Item, criterion: str, scale, order: str | None, human_range: tuple[float, float] | None
+) -> str | None:
+    """The label a judge that knew the human answer gives on the shown scale (:class:`KnownAnswer`):
+    pointwise the human value mapped from ``human_range`` onto the scale, its nearest label; pairwise
+    the label shown for the gold preference in ``order`` (A for response_a in "12", B in "21"); None
+    without a human label, without ``human_range`` (pointwise), or for a gold tie on a scale without
+    a tie label."""
+    if order is None:
+        value = item.human_score(criterion)
+        return None if value is None or human_range is None else to_scale_label(value, human_range, scale)
+    gold, _ = human_preference(item.human.get(criterion))
+    return {term: lab for lab, term in label_terms(scale, order).items()}.get(gold)
+
+
 def build_requests(
     items: list[Item],
     condition: Condition,
@@ -83,6 +98,7 @@ def build_requests(
     n_samples: int = 1,
     examples: list[tuple[Item, str]] = (),
     repeat_source: str = "none",
+    human_range: tuple[float, float] | None = None,
 ) -> list[tuple[Item, JudgeRequest]]:
     """One request per item and sample. A repeat sample computed under its own batch plan
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
@@ -90,7 +106,8 @@ def build_requests(
 
     Pairwise (``condition.judge_mode="pairwise"``): one request per item, order and sample; the order
     ("12", and "21" with response_a and response_b swapped under ``position_swap``) and the group's
-    assistant prefix are named parts of the key (pointwise keys are unchanged)."""
+    assistant prefix are named parts of the key (pointwise keys are unchanged). Every request carries
+    its :class:`KnownAnswer` (``human_range``: the dataset's, for the pointwise label), outside the key."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
@@ -132,6 +149,11 @@ def build_requests(
             if pairwise:  # the order and the answer prefix ("[[") are keyed above as named parts
                 req.order = order
                 req.assistant_prefix = prefix if messages is not None else None
+            req.known = KnownAnswer(
+                condition.variant,
+                group.scale.scores,
+                known_label(item, condition.criterion, group.scale, order, human_range),
+            )
             out.append((item, req))
     return out
 
@@ -212,10 +234,12 @@ def judge(
     max_retries: int = 4,
     backoff_s: float = 1.0,
     repeat_source: str = "none",
+    human_range: tuple[float, float] | None = None,
 ) -> tuple[pd.DataFrame, CallStats]:
     """Judge ``items`` under ``condition``; returns the judgments table and call counts.
 
-    ``repeat_source="batch"`` answers each sample under its own batch plan (:func:`repeat_plans`).
+    ``repeat_source="batch"`` answers each sample under its own batch plan (:func:`repeat_plans`);
+    ``human_range`` (the dataset's) goes to :func:`build_requests`.
     """
     if condition.criterion and not any(condition.criterion in it.human for it in items):
         logger.warning("no item has human label criterion=%s condition=%s", condition.criterion, condition.id)
@@ -228,6 +252,7 @@ def judge(
         n_samples=n_samples,
         examples=examples,
         repeat_source=repeat_source,
+        human_range=human_range,
     )
     stats = CallStats()
     requests = [r for _, r in pairs]

@@ -164,6 +164,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             max_retries=cfg.max_retries,
             repeat_source=cfg.repeat_source,
             backoff_s=cfg.backoff_s,
+            human_range=tuple(cfg.dataset.human_range),
         )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import yaml
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
+from promptlottery.errors import UserError
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
 
 WORDING_DIMENSIONS = (
@@ -39,7 +41,7 @@ GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     """A prompt group file is malformed or a template cannot be rendered for an item."""
 
 
@@ -84,6 +86,8 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         raise PromptError(f"{where}: template placeholder missing from the item: {e.message}") from None
     except TemplateSyntaxError as e:
         raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
+    except SecurityError as e:  # the sandbox refused an attribute: an item's text is data, never code
+        raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
 
 
 @cache

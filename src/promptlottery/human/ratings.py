@@ -11,9 +11,11 @@ by one annotator.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,6 +40,9 @@ TABLE_ALIASES = {
     "annotator": ("annotator", "rater"),
     "label": ("label", "rating"),
 }
+
+
+logger = logging.getLogger(__name__)
 
 
 class RatingsError(DatasetError):
@@ -67,6 +72,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
     for path in map(Path, paths):
         try:
             tasks = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise RatingsError(
+                f"{path}: not valid utf-8 text (byte {exc.start}): not a Label Studio JSON export"
+            ) from None
         except (OSError, json.JSONDecodeError) as exc:
             raise RatingsError(
                 f"{path}: not a Label Studio JSON export ({type(exc).__name__}: {exc})"
@@ -83,7 +92,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
             for key in ("item_id", "wording", "annotator"):
                 if key not in data:
                     raise RatingsError(f"{where}: data has no {key!r} (was it created by the campaign?)")
-            done = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
+            annotations = task.get("annotations") or []
+            if not isinstance(annotations, list) or not all(isinstance(a, dict) for a in annotations):
+                raise RatingsError(f"{where}: 'annotations' is not a list of annotation objects")
+            done = [a for a in annotations if not a.get("was_cancelled")]
             for ann in done:
                 rows.append(
                     {
@@ -103,7 +115,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
 
 
 def _choice(annotation: dict, from_name: str, where: str) -> str:
-    for r in annotation.get("result") or []:
+    results = annotation.get("result") or []
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise RatingsError(f"{where}: 'result' is not a list of result objects")
+    for r in results:
         if r.get("from_name") == from_name and r.get("type") == "choices":
             choices = (r.get("value") or {}).get("choices") or []
             if len(choices) != 1:
@@ -206,3 +221,21 @@ def load_ratings(path: str | Path) -> pd.DataFrame:
     if missing:
         raise RatingsError(f"{path}: lacks the columns {missing}")
     return df
+
+
+def coverage(df: pd.DataFrame, campaign: dict) -> dict[str, Any]:
+    """How much of the campaign's plan the ratings cover: tasks rated (distinct annotator, item,
+    wording) of ``n_tasks`` planned, and the planned annotators with no rating at all. A logged
+    warning when the plan is not covered (a missing annotator's export is otherwise silent)."""
+    rated = int(df[["annotator", "item_id", "wording"]].drop_duplicates().shape[0])
+    planned = campaign.get("n_tasks")
+    missing = sorted(set(map(str, campaign.get("annotators") or [])) - set(df["annotator"].astype(str)))
+    out = {"tasks_rated": rated, "tasks_planned": planned, "annotators_without_ratings": missing}
+    if (planned is not None and rated < planned) or missing:
+        logger.warning(
+            "ratings cover %d of %s planned tasks annotators_without_ratings=%s",
+            rated,
+            planned,
+            missing or "none",
+        )
+    return out

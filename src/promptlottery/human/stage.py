@@ -200,7 +200,11 @@ def import_ratings(opts: HumanOptions) -> pd.DataFrame:
 
 
 def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
+    from promptlottery.human.campaign import load_campaign
+    from promptlottery.human.ratings import coverage
+
     df = import_ratings(opts)
+    covered = coverage(df, load_campaign(opts.campaign))
     path = job.output_dir / "human_ratings.parquet"
     job.output_dir.mkdir(parents=True, exist_ok=True)
     df.to_parquet(path, index=False)
@@ -211,6 +215,7 @@ def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         n_items=int(df["item_id"].nunique()),
         n_wordings=int(df["wording"].nunique()),
         n_annotators=int(df["annotator"].nunique()),
+        coverage=covered,
     )
 
 

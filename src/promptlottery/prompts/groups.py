@@ -90,6 +90,32 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a mapping with a key twice (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            key = str(self.construct_object(key_node, deep=deep))  # 1 and "1" name one variant
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key!r} appears twice (lines {seen[key]} and {key_node.start_mark.line + 1})",
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_distinct(group: PromptGroup, *, where: str) -> None:
+    """Refuse two variants with the same text: a lottery over identical wordings measures nothing."""
+    texts: dict[tuple[str, str], str] = {}
+    for vid, v in group.variants.items():
+        first = texts.setdefault(((v.system or "").strip(), v.user.strip()), vid)
+        if first != vid:
+            raise PromptError(f"{where}: variants {first} and {vid} have the same text")
+
+
 @cache
 def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
     path = Path(groups_dir or GROUPS_DIR) / f"{group_id}.yaml"
@@ -108,7 +134,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
     if not path.is_file():
         raise PromptError(f"judge.group_file: no file at {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
         if not isinstance(raw, dict) or not raw.get("variants"):
             raise KeyError("variants")
         variants = {
@@ -129,7 +155,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             assistant_prefix=raw.get("assistant_prefix") or None,
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
-        raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
+        what = " ".join(str(e).split())  # PyYAML's messages span lines
+        raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {what})") from None
     if group.family_type not in (*FAMILY_TYPES, "other"):
         raise PromptError(f"{path}: family_type={group.family_type!r}; valid: {', '.join(FAMILY_TYPES)}")
     for v in variants.values():
@@ -138,6 +165,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
                 _ENV.parse(t)
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
+    check_distinct(group, where=str(path))
     return group
 
 
@@ -230,6 +258,13 @@ def template_variables(group: PromptGroup, variant_id: str | None = None) -> set
 def check_variables(group: PromptGroup, available: set[str], *, where: str) -> None:
     """Raise before any model call when a template names a variable the items do not provide."""
     for vid in group.variants:
+        if not template_variables(
+            group, vid
+        ):  # one identical prompt for every item (a path given as a template?)
+            raise PromptError(
+                f"{where} variant {vid}: the template uses no item variable, so every item gets the same "
+                f"prompt; name at least one of {sorted(available)} ({{{{ response }}}})"
+            )
         unknown = sorted(template_variables(group, vid) - set(available))
         if unknown:
             raise PromptError(

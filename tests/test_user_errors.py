@@ -36,6 +36,8 @@ GROUP = "judge.group_file=examples/own_judge/correctness.yaml"
 SWEEP = ["-m", "+experiment=own_judge", *TABLE[1:-1], "hydra.sweeper.params.backbone=fake"]
 HUMAN = REPO / "tests" / "data" / "human"
 
+pytestmark = pytest.mark.faults  # the hostile inputs of the fault suite (make test-faults)
+
 
 def run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = [

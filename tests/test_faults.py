@@ -36,6 +36,12 @@ N_CALLS = 120  # 5 wordings x 24 answers
 HOW = ["cache_hit", "latency_s", "group_file"]
 KILL_POINTS = sorted(random.Random(SEED).sample(range(1, N_CALLS), 15))
 ANALYSIS_DELAYS = [round(random.Random(SEED + k).uniform(0.2, 3.0), 2) for k in range(5)]
+#: make test runs the first point of each (marker fault_subset); make test-faults runs them all
+SUBSET = pytest.mark.fault_subset
+
+
+def first_in_subset(values: list) -> list:
+    return [pytest.param(v, marks=SUBSET) if i == 0 else v for i, v in enumerate(values)]
 
 
 def sweep_cmd(sweep_dir: Path, cache: Path) -> list[str]:
@@ -137,14 +143,14 @@ def kill_then_resume(tmp: Path, clean: dict, *, kill_after: int | None = None, d
     return len(before), len(again)
 
 
-@pytest.mark.parametrize("kill_after", KILL_POINTS)
+@pytest.mark.parametrize("kill_after", first_in_subset(KILL_POINTS))
 def test_sigkill_mid_sweep_then_rerun_makes_exactly_the_missing_calls(tmp_path, clean, kill_after):
     kept, made = kill_then_resume(tmp_path, clean, kill_after=kill_after)
     assert kept == kill_after // 4 * 4  # whole batches of 4 were cached before the kill, none after
     assert kept + made == N_CALLS
 
 
-@pytest.mark.parametrize("delay_s", ANALYSIS_DELAYS)
+@pytest.mark.parametrize("delay_s", first_in_subset(ANALYSIS_DELAYS))
 def test_sigkill_in_the_lottery_analysis_then_rerun_makes_no_call(tmp_path, clean, delay_s):
     kept, made = kill_then_resume(tmp_path, clean, delay_s=delay_s)
     assert (kept, made) == (N_CALLS, 0)
@@ -221,6 +227,7 @@ def test_a_full_disk_leaves_no_half_file_and_a_rerun_completes(tmp_path, clean):
 # -------------------------------------------------------------------------------- two writers
 
 
+@SUBSET
 def test_two_sweeps_on_one_cache_end_as_a_clean_run(tmp_path, clean):
     a = start(tmp_path / "a", tmp_path / "cache", tmp_path / "a.log")
     b = start(tmp_path / "b", tmp_path / "cache", tmp_path / "b.log")

@@ -36,7 +36,8 @@ GROUP = "judge.group_file=examples/own_judge/correctness.yaml"
 SWEEP = ["-m", "+experiment=own_judge", *TABLE[1:-1], "hydra.sweeper.params.backbone=fake"]
 HUMAN = REPO / "tests" / "data" / "human"
 
-pytestmark = pytest.mark.faults  # the hostile inputs of the fault suite (make test-faults)
+# the hostile inputs of the fault suite (make test-faults), all of them in make test too
+pytestmark = [pytest.mark.faults, pytest.mark.fault_subset]
 
 
 def run(tmp: Path, *args: str) -> subprocess.CompletedProcess:

@@ -2,6 +2,7 @@
 
 import logging
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -36,9 +37,14 @@ if __name__ == "__main__":
         *[a for a in sys.argv[1:] if a in flags],
         *[a for a in sys.argv[1:] if a not in flags],
     ]
+    from promptlottery.errors import UserError
+    from promptlottery.stages import check_composition
+
     try:  # before Hydra, which copies every override into .hydra/ and its logs
         check_command_line(sys.argv[1:])
-    except SecretOnCommandLine as exc:
+        # a wrong type or an unknown config group: one line, not Hydra's report
+        check_composition(sys.argv[1:], config_dir=Path(__file__).parent / "conf")
+    except (SecretOnCommandLine, UserError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     main()

@@ -16,6 +16,7 @@ import pytest
 from promptlottery.backends.base import Decoding, JudgeResponse
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError, Item
+from promptlottery.errors import ConfigError
 from promptlottery.judging.cache import CallCache
 from promptlottery.judging.pairs import PairwiseError, human_preference, preference_columns
 from promptlottery.judging.runner import Condition, judge
@@ -289,7 +290,8 @@ def test_judge_mode_outside_its_choices_stops(tmp_path):
         tmp_path,
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=pairwise_preference", "judge.mode=pair"],
     )
-    with pytest.raises(PairwiseError, match=r"judge.mode='pair': must be one of \['pointwise', 'pairwise'\]"):
+    # refused by the config check, before the job's directory is claimed
+    with pytest.raises(ConfigError, match=r"judge.mode=pair: must be one of \['pointwise', 'pairwise'\]"):
         run(cfg, tmp_path / "job", backend=AlwaysA())
 
 

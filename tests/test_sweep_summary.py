@@ -65,12 +65,15 @@ def test_failed_job_shows_as_failed_in_sweep_summary(tmp_path):
 
 
 def test_job_that_raises_before_judging_is_recorded_as_failed(tmp_path):
-    proc, summary = _multirun(tmp_path, "judge.variant=P1,P99")
+    # a bad input (judge.variant=P99) is refused before the sweep starts (tests/test_user_errors.py); a
+    # backend that cannot be built fails inside its own job: job 0's replies file does not exist
+    missing = tmp_path / "no_replies.yaml"
+    proc, summary = _multirun(tmp_path, f"+backbone.backend.replies_file={missing},null")
     assert proc.returncode != 0 and summary["status_counts"] == {"ok": 1, "failed": 1}
     bad = next(j for j in summary["jobs"] if j["status"] == "failed")
-    assert "P99" in bad["error"]
-    rec = json.loads(next((tmp_path / "sweep").glob("*_P99_*/results.json")).read_text())
-    assert rec["status"] == "failed" and rec["config"]["judge"]["variant"] == "P99"
+    assert "FileNotFoundError" in bad["error"] and bad["job"].startswith("0_")
+    rec = json.loads((tmp_path / "sweep" / bad["job"] / "results.json").read_text())
+    assert rec["status"] == "failed" and rec["config"]["backbone"]["backend"]["replies_file"] == str(missing)
     assert rec["git_commit"] != "unknown"
 
 

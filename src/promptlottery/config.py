@@ -95,6 +95,8 @@ class JudgeConfig:
     #: sparse: the share of items judged under every wording (the changed-share calibration items)
     full_share: float = 0.0
     design_seed: int = 0
+    #: pairwise: what a pair with response_a == response_b gets (IDENTICAL_PAIRS: warn | refuse)
+    identical_pairs: str = "warn"
 
 
 @dataclass
@@ -124,6 +126,12 @@ class LoggerConfig:
     dir: str | None = None
     log_table_rows: int = 2000
 
+
+#: ``judge.mode``: a rating of one response, or a preference between two (judging.pairs)
+JUDGE_MODES = ("pointwise", "pairwise")
+#: ``judge.identical_pairs``: a pair whose two responses are the same text is judged with a warning
+#: that counts them, or refused
+IDENTICAL_PAIRS = ("warn", "refuse")
 
 #: what makes the repeated samples of one request differ beyond sampling (``repeat_source``;
 #: judging.runner.repeat_plans)
@@ -165,9 +173,11 @@ class RunConfig:
 def group_variants(group_file: str | None, mode: str | None = None) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
     (``judge.variant: ${group_variants:${judge.group_file},${judge.mode}}`` in hydra.sweeper.params);
-    no file in pairwise mode: the built-in pairwise group's."""
+    no file in pairwise mode: the built-in pairwise group's. A mismatched mode is named first (the
+    variants of a group are the wrong question when the mode is a typo)."""
     from promptlottery.prompts.groups import DEFAULT_PAIRWISE_GROUP, PromptError, load_group, load_group_file
 
+    _check_choice("judge.mode", mode or "pointwise", JUDGE_MODES)
     if not group_file and mode == "pairwise":
         return ",".join(load_group(DEFAULT_PAIRWISE_GROUP).variants)
     if not group_file:
@@ -213,6 +223,47 @@ def _check_int(name: str, value: Any, lo: int, what: str) -> None:
         raise ConfigError(f"{name}={value}: must be {what}")
 
 
+def _check_choice(name: str, value: Any, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ConfigError(f"{name}={value}: must be one of {list(valid)}")
+
+
+def _check_range(name: str, value: Any) -> None:
+    """``[lo, hi]``: two numbers with lo < hi (a label range read backwards would flip every score)."""
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}={value}: must be two numbers [lo, hi]") from None
+    if not lo < hi:
+        raise ConfigError(f"{name}={list(value)}: must be [lo, hi] with lo < hi")
+
+
+def check_target_arguments(node: Any, name: str) -> None:
+    """The keys of a ``_target_`` node are arguments its class takes (a typo'd backend option is one
+    line here, not a TypeError from ``instantiate`` deep inside the job)."""
+    import inspect
+
+    from hydra.utils import get_object
+
+    if not isinstance(node, DictConfig) or "_target_" not in node:
+        return
+    target = node._target_
+    try:
+        obj = get_object(target)
+    except Exception as exc:  # noqa: BLE001 - a missing module or a typo in the path: both one line
+        raise ConfigError(f"{name}._target_={target}: cannot be imported ({exc})") from None
+    kwargs = {str(k): None for k in node.keys() if not str(k).startswith("_")}
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):  # not a callable with a signature: instantiate will say so
+        return
+    try:
+        sig.bind_partial(**kwargs)
+    except TypeError as exc:
+        valid = sorted(p for p in sig.parameters if p not in ("self", "args", "kwargs"))
+        raise ConfigError(f"{name}: {target} does not take these arguments ({exc}); valid: {valid}") from None
+
+
 def check_config(cfg: DictConfig) -> None:
     """One-line ConfigError for an unknown key or a value outside its range (before any output)."""
     from promptlottery.backends.base import Decoding
@@ -224,6 +275,15 @@ def check_config(cfg: DictConfig) -> None:
     if limit is not None:
         _check_int("dataset.limit", limit, 1, "a positive number of items, or null for all of them")
     _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
+    if OmegaConf.select(cfg, "judge") is not None:
+        _check_choice("judge.mode", OmegaConf.select(cfg, "judge.mode", default="pointwise"), JUDGE_MODES)
+        _check_choice(
+            "judge.identical_pairs",
+            OmegaConf.select(cfg, "judge.identical_pairs", default="warn"),
+            IDENTICAL_PAIRS,
+        )
+    if OmegaConf.select(cfg, "dataset.human_range") is not None:
+        _check_range("dataset.human_range", OmegaConf.select(cfg, "dataset.human_range"))
     source = OmegaConf.select(cfg, "repeat_source")
     if source is not None:
         if source not in REPEAT_SOURCES:
@@ -240,6 +300,7 @@ def check_config(cfg: DictConfig) -> None:
     backoff = OmegaConf.select(cfg, "backoff_s")
     if backoff is None or backoff < 0:
         raise ConfigError(f"backoff_s={backoff}: must be >= 0 seconds")
+    check_target_arguments(OmegaConf.select(cfg, "backbone.backend"), "backbone.backend")
     if OmegaConf.select(cfg, "decoding") is not None:
         try:
             Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.errors import ConfigError, UserError
@@ -44,6 +45,9 @@ STAGES: dict[str, str] = {
     "rubric": "rubrics",
     "validate_prompts": "prompts",
 }
+
+#: stage name -> the function that checks its user inputs before any job starts (:func:`preflight`)
+INPUT_CHECKS: dict[str, str] = {"judge": "promptlottery.judging.stage:check_inputs"}
 
 #: the modules of the stages' typed options: each has ``register_configs()`` (its schema in the
 #: ConfigStore) and ``check(cfg)`` (its cross-field checks, run with the config check)
@@ -69,6 +73,68 @@ def check(cfg: DictConfig) -> None:
         importlib.import_module(module).check(cfg)
 
 
+def preflight(cfg: DictConfig) -> None:
+    """Every check of a job's inputs that needs no model and writes nothing: the config
+    (:func:`check`), then the stage's own inputs (:data:`INPUT_CHECKS`: the judge stage's prompt
+    group, table and rendered prompts). Raises a one-line :class:`UserError`. A single run calls it
+    in its job wrapper; a sweep calls it for every planned job before the first starts
+    (:class:`Preflight`)."""
+    check(cfg)
+    target = INPUT_CHECKS.get(OmegaConf.select(cfg, "stage", default="judge"))
+    if target is not None:
+        module, name = target.split(":")
+        getattr(importlib.import_module(module), name)(cfg)
+
+
+def user_message(exc: BaseException) -> str | None:
+    """The one line a bad input gets, found in ``exc`` or its causes (a :class:`UserError`, or a
+    Hydra / OmegaConf composition error such as a wrong type); None for a bug (a traceback then)."""
+    from hydra.errors import ConfigCompositionException, MissingConfigException
+    from omegaconf.errors import OmegaConfBaseException
+
+    seen = set()
+    chain: list[BaseException] = []
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    for e in chain:
+        if isinstance(e, UserError):
+            return str(e)
+    first = chain[0] if chain else None
+    if isinstance(first, (ConfigCompositionException, MissingConfigException, OmegaConfBaseException)):
+        # the override and what is wrong with it (the deeper causes repeat it as a template)
+        lines = [str(e).strip().splitlines()[0] for e in chain[:2] if str(e).strip()]
+        return ": ".join(dict.fromkeys(lines))
+    return None
+
+
+def check_composition(args: list[str], config_dir: str | Path, config_name: str = "config") -> None:
+    """Compose the command line's plain overrides once before Hydra starts, so that a wrong type
+    (``n_samples=abc``) or an unknown config group is one line (:func:`user_message`) instead of
+    Hydra's multi-line report. Sweeps (``a,b``), ``hydra.*`` overrides and Hydra's own flags are left to
+    Hydra (a sweep's values are composed per job by :class:`Preflight`)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if any(a.startswith("-") and a not in ("-m", "--multirun") for a in args):
+        return
+    try:
+        parsed = OverridesParser.create().parse_overrides([a for a in args if not a.startswith("-")])
+    except Exception:  # noqa: BLE001 - a malformed override: Hydra's own message says where
+        return
+    plain = [
+        o.input_line for o in parsed if not o.is_sweep_override() and not o.key_or_group.startswith("hydra")
+    ]
+    try:
+        with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
+            compose(config_name, overrides=plain)
+    except Exception as exc:  # noqa: BLE001 - a bad input becomes one line, a bug is Hydra's to show
+        message = user_message(exc)
+        if message is not None:
+            raise ConfigError(message) from None
+
+
 def get_stage(name: str) -> Callable[..., dict[str, Any]]:
     """The function of stage ``name``: ``promptlottery.<STAGES[name]>.stage.<name>``."""
     if name not in STAGES:
@@ -87,7 +153,9 @@ def run_stage(cfg: DictConfig, output_dir: str | Path, *, claim: bool = False, *
     config = _config(cfg)
     root = (config.get("paths") or {}).get("root_dir", ".")
     job = StageJob(name, output_dir, config=config, root=root)
-    return run_job(job, lambda job: get_stage(name)(cfg, job, **kw), check=lambda: check(cfg), claim=claim)
+    return run_job(
+        job, lambda job: get_stage(name)(cfg, job, **kw), check=lambda: preflight(cfg), claim=claim
+    )
 
 
 def main(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
@@ -126,3 +194,44 @@ def _config(cfg: DictConfig) -> dict[str, Any]:
         except Exception:  # noqa: BLE001
             continue
     return {}
+
+
+def preflight_sweep(config: DictConfig) -> None:
+    """:func:`preflight` for every job a sweep plans (Hydra's basic sweeper), each composed as the
+    launcher will compose it, before any job starts; raises the first one-line :class:`UserError`.
+    A sweeper whose jobs are not known in advance gets the sweep's own config checked."""
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import open_dict, read_write
+
+    from promptlottery.tracking.callbacks import plan_jobs
+
+    try:
+        jobs = plan_jobs(config)
+        loader = GlobalHydra.instance().config_loader()
+        configs = (
+            [config]
+            if jobs is None
+            else (loader.load_sweep_config(config, list(j["overrides"])) for j in jobs)
+        )
+        for job_cfg in configs:
+            job_cfg = job_cfg.copy()
+            with read_write(job_cfg), open_dict(job_cfg):
+                job_cfg.pop("hydra", None)
+            preflight(job_cfg)
+    except Exception as exc:  # noqa: BLE001 - a bad input becomes one line, a bug stays a traceback
+        message = user_message(exc)
+        if message is None:
+            raise
+        raise ConfigError(message) from None
+
+
+class Preflight(Callback):
+    """Hydra callback (``conf/hydra/default.yaml``): a sweep's bad input is one line on stderr and
+    exit status 2, printed once, before any job starts (:func:`preflight_sweep`)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            preflight_sweep(config)
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 
 import numpy as np
 
@@ -14,6 +16,13 @@ from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRe
 BEHAVIOURS = ("hash", "oracle", "always_first", "constant", "random", "inverted")
 #: the mass a known-behaviour judge puts on its label; the rest is off the scale, like a real judge's
 KNOWN_MASS = 0.8
+#: the fault suite's hooks (tests/test_faults.py), read at call time because the suite's subprocesses
+#: are configured by environment, not by config (the config stays the one a clean run has):
+#: a file to which every answered request's cache key is appended, a line each (the calls a run made)
+CALL_LOG_ENV = "PROMPTLOTTERY_FAKE_CALL_LOG"
+#: SIGKILL this process instead of answering the request that would exceed this many in the process
+KILL_AFTER_ENV = "PROMPTLOTTERY_FAKE_KILL_AFTER"
+_answered = 0  # requests answered in this process, over every FakeBackend instance (a sweep's jobs)
 
 
 class FakeBackend(Backend):
@@ -54,6 +63,7 @@ class FakeBackend(Backend):
         behaviour: str = "hash",
         label: str | None = None,
         inverted_variant: str = "P3",
+        max_length: int | None = None,
     ):
         if behaviour not in BEHAVIOURS:
             raise ValueError(f"backbone.backend.behaviour={behaviour!r}: must be one of {list(BEHAVIOURS)}")
@@ -79,6 +89,12 @@ class FakeBackend(Backend):
 
             replies = tuple(yaml.safe_load(open(replies_file, encoding="utf-8")))
         self.replies = tuple(str(r) for r in replies)
+        #: a context length in tokens (words): a longer request fails its batch, as a real model's
+        self.max_length = max_length
+
+    @property
+    def context_length(self) -> int | None:
+        return self.max_length
 
     def identity(self) -> dict:
         ident = {"backend": "fake", "model": self.model, "revision": "0", "sharpness": self.sharpness}
@@ -93,7 +109,7 @@ class FakeBackend(Backend):
         return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
 
     def _text(self, r: JudgeRequest) -> str:
-        return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)
+        return _request_text(r)
 
     def known_label(self, r: JudgeRequest) -> str:
         """The one label a known behaviour answers ``r`` with (see the class docstring)."""
@@ -125,6 +141,7 @@ class FakeBackend(Backend):
         import time
 
         time.sleep(self.delay_s)
+        _fault_hooks(requests, self.max_length)
         out = []
         for r in requests:
             text = self._text(r)
@@ -156,3 +173,28 @@ class FakeBackend(Backend):
 
     def count_tokens(self, request: JudgeRequest) -> int:
         return len(self._text(request).split())
+
+
+def _request_text(r: JudgeRequest) -> str:
+    return r.prompt if r.prompt is not None else json.dumps(r.messages, sort_keys=True)
+
+
+def _fault_hooks(requests: list[JudgeRequest], max_length: int | None) -> None:
+    """The kill switch and the call log of the fault suite, then a too long request's refusal."""
+    global _answered
+    kill_after = os.environ.get(KILL_AFTER_ENV)
+    if kill_after and _answered + len(requests) > int(kill_after):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if max_length is not None:
+        for r in requests:  # words stand for tokens, as in count_tokens
+            if len(_request_text(r).split()) > max_length:
+                raise BackendError(
+                    f"fake backend: prompt exceeds max_length={max_length} (request {r.key[:12]})"
+                )
+    _answered += len(requests)
+    log = os.environ.get(CALL_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write("".join(f"{r.key}\n" for r in requests))
+            f.flush()
+            os.fsync(f.fileno())

@@ -11,6 +11,7 @@ by one annotator.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,9 @@ TABLE_ALIASES = {
 }
 
 
+logger = logging.getLogger(__name__)
+
+
 class RatingsError(DatasetError):
     """A rating cannot be imported; the message names the file and the task or row."""
 
@@ -71,6 +75,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
     for path in map(Path, paths):
         try:
             tasks = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise RatingsError(
+                f"{path}: not valid utf-8 text (byte {exc.start}): not a Label Studio JSON export"
+            ) from None
         except (OSError, json.JSONDecodeError) as exc:
             raise RatingsError(
                 f"{path}: not a Label Studio JSON export ({type(exc).__name__}: {exc})"
@@ -90,7 +98,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
                     raise RatingsError(
                         f"{where}: neither meta nor data has {key!r} (was it created by the campaign?)"
                     )
-            for ann in task.get("annotations") or []:
+            annotations = task.get("annotations") or []
+            if not isinstance(annotations, list) or not all(isinstance(a, dict) for a in annotations):
+                raise RatingsError(f"{where}: 'annotations' is not a list of annotation objects")
+            for ann in annotations:
                 cancelled = bool(ann.get("was_cancelled"))
                 rows.append(
                     {
@@ -115,7 +126,10 @@ def read_label_studio(paths: Sequence[str | Path], *, from_name: str = FROM_NAME
 
 
 def _choice(annotation: dict, from_name: str, where: str) -> str:
-    for r in annotation.get("result") or []:
+    results = annotation.get("result") or []
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise RatingsError(f"{where}: 'result' is not a list of result objects")
+    for r in results:
         if r.get("from_name") == from_name and r.get("type") == "choices":
             choices = (r.get("value") or {}).get("choices") or []
             if len(choices) != 1:

@@ -29,11 +29,15 @@ class CallStats:
     cache_hits: int = 0
     cache_misses: int = 0
     parse_failures: int = 0
+    #: requests never sent: their prompt does not fit the backend's context (judging.runner.over_long)
+    over_long: int = 0
     errors: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        """``total``, ``cache_hits`` and ``cache_misses``: the ``calls`` record of results.json."""
-        return {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+        """``total``, ``cache_hits`` and ``cache_misses`` (and ``over_long`` where any request was too
+        long): the ``calls`` record of results.json."""
+        out = {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+        return out | ({"over_long": self.over_long} if self.over_long else {})
 
 
 @dataclass(frozen=True)

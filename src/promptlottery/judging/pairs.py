@@ -24,20 +24,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from typing import Any
 
+from promptlottery.config import JUDGE_MODES
 from promptlottery.data.schema import DatasetError, Item
+from promptlottery.errors import UserError
 from promptlottery.prompts.scales import Scale
 
-MODES = ("pointwise", "pairwise")
+logger = logging.getLogger(__name__)
+
+MODES = JUDGE_MODES
 ORDERS = ("12", "21")
 PAIR_FIELDS = ("response_a", "response_b")
 #: a human preference value (1.0 / 0.0 / 0.5) -> the pair's terms
 HUMAN_TERMS = {1.0: "1", 0.0: "2", 0.5: "tie"}
 
 
-class PairwiseError(ValueError):
+class PairwiseError(UserError, ValueError):
     """A pairwise run asked for something its inputs cannot give (one line naming the option/row)."""
 
 
@@ -49,8 +54,10 @@ def is_pair(item: Item) -> bool:
     return all(f in item.inputs for f in PAIR_FIELDS)
 
 
-def check_pairs(items: list[Item], *, where: str) -> None:
-    """Every item is a pair with two non-empty responses; else a PairwiseError naming the row."""
+def check_pairs(items: list[Item], *, where: str, identical_pairs: str = "warn") -> None:
+    """Every item is a pair with two non-empty responses; else a PairwiseError naming the row. Pairs
+    whose two responses are the same text (a judge can only guess between them) are counted in a
+    warning, or refused with ``identical_pairs="refuse"`` (``judge.identical_pairs``)."""
     for it in items:
         if not is_pair(it):
             have = sorted(it.inputs)
@@ -65,9 +72,21 @@ def check_pairs(items: list[Item], *, where: str) -> None:
                     f"{where}: item {it.id!r} has an empty {f}: a pair needs two responses (a built-in loader "
                     "leaves such pairs out with dataset.options.drop_empty_pairs=true)"
                 )
+    same = [
+        it.id for it in items if str(it.inputs["response_a"]).strip() == str(it.inputs["response_b"]).strip()
+    ]
+    if same:
+        what = (
+            f"{where}: {len(same)} of {len(items)} pairs have response_a == response_b (first: {same[0]!r})"
+        )
+        if identical_pairs == "refuse":
+            raise PairwiseError(f"{what}; drop them, or judge them with judge.identical_pairs=warn")
+        logger.warning("%s; they are judged (judge.identical_pairs=refuse refuses them)", what)
 
 
-def check_mode(mode: str, scale: Scale, *, group: str, items: list[Item], where: str) -> None:
+def check_mode(
+    mode: str, scale: Scale, *, group: str, items: list[Item], where: str, identical_pairs: str = "warn"
+) -> None:
     """``judge.mode`` agrees with the prompt group's scale and the items' kind (one line otherwise)."""
     if mode not in MODES:
         raise PairwiseError(f"judge.mode={mode!r}: must be one of {list(MODES)}")
@@ -81,7 +100,7 @@ def check_mode(mode: str, scale: Scale, *, group: str, items: list[Item], where:
             f"{group} is pairwise (scale {scale.name}) but judge.mode=pointwise; set judge.mode=pairwise"
         )
     if mode == "pairwise":
-        check_pairs(items, where=where)
+        check_pairs(items, where=where, identical_pairs=identical_pairs)
     elif items and all(is_pair(it) and "response" not in it.inputs for it in items):
         raise PairwiseError(
             f"{where}: {group} is pointwise (scale {scale.name}) but the items are pairs "

@@ -18,7 +18,7 @@ from promptlottery.judging.cache import CallCache, make_request
 # the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
 from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
 from promptlottery.judging.pairs import human_preference, label_terms, orders, preference_columns, shown
-from promptlottery.judging.scoring import score_response
+from promptlottery.judging.scoring import score_response, unscored
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion, to_scale_label
 
@@ -168,14 +168,20 @@ def judgments_table(
     stats: CallStats,
     plans: dict[int, BatchPlan] | None = None,
     repeat_source: str = "none",
+    skipped: dict[str, str] | None = None,
 ) -> pd.DataFrame:
+    """One row per request; a request in ``skipped`` (never sent, :func:`over_long`) is a row with
+    every score missing and the reason."""
     rows = []
     for item, req in pairs:
-        resp = answers[req.key]
         pairwise = req.order is not None
-        # a pairwise scale's scores follow the pair's terms in each order (1 = response_a wins)
-        s = score_response(resp, group.scale.for_order(req.order) if pairwise else group.scale)
-        stats.parse_failures += s.parsed_label is None
+        if req.key in (skipped or {}):
+            resp, s = JudgeResponse("", None, 0, 0, 0.0), unscored(skipped[req.key])
+        else:
+            resp = answers[req.key]
+            # a pairwise scale's scores follow the pair's terms in each order (1 = response_a wins)
+            s = score_response(resp, group.scale.for_order(req.order) if pairwise else group.scale)
+            stats.parse_failures += s.parsed_label is None
         human_raw = item.human.get(condition.criterion)
         if pairwise:
             human_pref, raters = human_preference(human_raw)
@@ -255,7 +261,9 @@ def judge(
         human_range=human_range,
     )
     stats = CallStats()
-    requests = [r for _, r in pairs]
+    skipped = over_long(pairs, backend, decoding)
+    stats.over_long = len(skipped)
+    requests = [r for _, r in pairs if r.key not in skipped]
     cached_keys = set(cache.get_many([r.key for r in requests]))
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
     # one call list per batch plan: under `none` all samples together, under `batch` one per sample
@@ -280,9 +288,28 @@ def judge(
             )
         )
     table = judgments_table(
-        pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source
+        pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source, skipped
     )
+    stats.total += len(skipped)
     return table, stats
+
+
+def over_long(pairs: list[tuple[Item, JudgeRequest]], backend: Backend, decoding: Decoding) -> dict[str, str]:
+    """``{request key: reason}`` for the requests whose prompt and ``max_new_tokens`` do not fit the
+    backend's context (where it knows it, ``Backend.context_length``): each is one failed item with a
+    missing score and the reason ``prompt longer than the context: N > M tokens`` (M the context
+    less the new tokens), never sent, so the rest of its batch is judged (a re-run fails the same
+    way: it is no transient error to re-run)."""
+    limit = getattr(backend, "context_length", None)  # a test double need not say
+    if not limit:
+        return {}
+    room = limit - decoding.max_new_tokens
+    out: dict[str, str] = {}
+    for item, req in pairs:
+        if req.key not in out and (n := backend.count_tokens(req)) > room:
+            out[req.key] = f"prompt longer than the context: {n} > {room} tokens"
+            logger.warning("item not judged item=%s reason=%s", item.id, out[req.key])
+    return out
 
 
 def condition_metrics(df: pd.DataFrame) -> dict[str, Any]:

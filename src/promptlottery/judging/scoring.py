@@ -25,6 +25,11 @@ class Scored:
     missing_reason: str | None
 
 
+def unscored(reason: str) -> Scored:
+    """No answer to score (the request was never sent): every score missing, with ``reason``."""
+    return Scored(*(None,) * 9, missing_reason=reason)
+
+
 def score_response(resp: JudgeResponse, scale: Scale) -> Scored:
     """Score one answer.
 

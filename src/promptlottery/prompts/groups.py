@@ -19,8 +19,10 @@ from pathlib import Path
 
 import yaml
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
+from promptlottery.errors import UserError
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
 from promptlottery.tracking.jobdir import PathIdError, check_path_id
 
@@ -40,7 +42,7 @@ GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     """A prompt group file is malformed or a template cannot be rendered for an item."""
 
 
@@ -85,6 +87,34 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         raise PromptError(f"{where}: template placeholder missing from the item: {e.message}") from None
     except TemplateSyntaxError as e:
         raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
+    except SecurityError as e:  # the sandbox refused an attribute: an item's text is data, never code
+        raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a mapping with a key twice (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            key = str(self.construct_object(key_node, deep=deep))  # 1 and "1" name one variant
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key!r} appears twice (lines {seen[key]} and {key_node.start_mark.line + 1})",
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_distinct(group: PromptGroup, *, where: str) -> None:
+    """Refuse two variants with the same text: a lottery over identical wordings measures nothing."""
+    texts: dict[tuple[str, str], str] = {}
+    for vid, v in group.variants.items():
+        first = texts.setdefault(((v.system or "").strip(), v.user.strip()), vid)
+        if first != vid:
+            raise PromptError(f"{where}: variants {first} and {vid} have the same text")
 
 
 @cache
@@ -105,7 +135,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
     if not path.is_file():
         raise PromptError(f"judge.group_file: no file at {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
         if not isinstance(raw, dict) or not raw.get("variants"):
             raise KeyError("variants")
         variants = {
@@ -126,7 +156,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             assistant_prefix=raw.get("assistant_prefix") or None,
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
-        raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {e})") from None
+        what = " ".join(str(e).split())  # PyYAML's messages span lines
+        raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {what})") from None
     try:  # ids name job dirs and files: none may leave its directory
         for vid in (group.id, *variants):
             check_path_id(
@@ -142,6 +173,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
                 _ENV.parse(t)
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
+    check_distinct(group, where=str(path))
     return group
 
 
@@ -234,6 +266,13 @@ def template_variables(group: PromptGroup, variant_id: str | None = None) -> set
 def check_variables(group: PromptGroup, available: set[str], *, where: str) -> None:
     """Raise before any model call when a template names a variable the items do not provide."""
     for vid in group.variants:
+        if not template_variables(
+            group, vid
+        ):  # one identical prompt for every item (a path given as a template?)
+            raise PromptError(
+                f"{where} variant {vid}: the template uses no item variable, so every item gets the same "
+                f"prompt; name at least one of {sorted(available)} ({{{{ response }}}})"
+            )
         unknown = sorted(template_variables(group, vid) - set(available))
         if unknown:
             raise PromptError(

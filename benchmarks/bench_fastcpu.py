@@ -1,25 +1,19 @@
-"""The 1.5B judge on this CPU: where its bf16 time goes, raw prefill speed per engine, fast vs float32.
+"""The 1.5B judge on this CPU: where its bf16 time goes, and raw prefill speed per dtype.
 
-    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw|fidelity] [--items 24]
+    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw] [--raw-items 16] [--reps 2]
 
-``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only)
-under torch.profiler, its CPU time grouped by kind (linear layers, attention, norms, the rest), the
-bf16 cast at load time and the tokenisation; with ONEDNN_VERBOSE=1 in a child process, which oneDNN
-kernels the linear layers ran (``avx512_core_amx`` or not).
-``raw``: prompt tokens/s of the same batches, interleaved (A, B, A, B) in one run: transformers
-float32, transformers bfloat16 and llama.cpp (``backbone=qwen25_coder_15b_fast``; skipped with the
-reason when llama-cpp-python is missing), with the fraction of the AMX bf16 limit (see
-:func:`amx_limit_tokens_per_s`).
-``fidelity``: ``--items`` STS-B items x 5 wordings (G12 P1-P5) judged by both backbones: argmax
-labels equal, weighted-score Pearson, largest label-probability difference, prompt tokens/s of each
-and their ratio. Prints key=value lines; the load average is printed beside every timing.
+``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only,
+no cache) timed by module with forward hooks (exclusive times: linear layers, attention without its
+linears, MLP activation, RMS norms, lm_head, the rest), and the load-time cast and request building.
+``raw``: prompt tokens/s of the same batches through transformers float32 and bfloat16, interleaved
+(A, B, A, B) in one run, with the fraction of the AMX bf16 limit (see :func:`amx_limit_tokens_per_s`).
+Prints key=value lines; the load average is printed beside every timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import os
 import sys
 import time
@@ -191,7 +185,6 @@ def part_raw(items: int, reps: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["profile", "raw"])
-    ap.add_argument("--items", type=int, default=24, help="STS-B items (fidelity: x 5 wordings)")
     ap.add_argument(
         "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"
     )
@@ -209,11 +202,6 @@ def main() -> int:
     }
     for name, part in parts.items():
         if args.only in (None, name):
-            if name != "profile" and importlib.util.find_spec("llama_cpp") is None:
-                print(
-                    f"bench=fastcpu part={name} skipped: llama-cpp-python is not installed (make setup-fast)"
-                )
-                continue
             part()
     return 0
 

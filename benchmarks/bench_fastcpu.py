@@ -1,0 +1,210 @@
+"""The 1.5B judge on this CPU: where its bf16 time goes, and raw prefill speed per dtype.
+
+    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw] [--raw-items 16] [--reps 2]
+
+``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only,
+no cache) timed by module with forward hooks (exclusive times: linear layers, attention without its
+linears, MLP activation, RMS norms, lm_head, the rest), and the load-time cast and request building.
+``raw``: prompt tokens/s of the same batches through transformers float32 and bfloat16, interleaved
+(A, B, A, B) in one run, with the fraction of the AMX bf16 limit (see :func:`amx_limit_tokens_per_s`).
+Prints key=value lines; the load average is printed beside every timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_backends import MODEL_DIR, grid_requests  # noqa: E402
+from bench_backends import backbone_backend as _compose  # noqa: E402
+
+REFERENCE = "qwen25_coder_15b"
+#: non-embedding parameters of Qwen2.5-1.5B (the issue's count); 2 FLOP per parameter per token
+NON_EMBEDDING_PARAMS = 1.31e9
+
+
+@functools.cache
+def backbone_backend(backbone: str, dtype: str):
+    """One backend per backbone and dtype for the whole run: the parts share loaded weights."""
+    return _compose(backbone, dtype)
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def cpu_ghz() -> float:
+    """The clock the kernel reports (the mean of /proc/cpuinfo's ``cpu MHz``), in GHz."""
+    mhz = [
+        float(line.split(":")[1]) for line in Path("/proc/cpuinfo").read_text().splitlines() if "MHz" in line
+    ]
+    return sum(mhz) / len(mhz) / 1000 if mhz else float("nan")
+
+
+def amx_limit_tokens_per_s(cores: int, ghz: float) -> float:
+    """Prompt tokens/s at AMX's bf16 peak: 1,024 FLOP / cycle / core (16x32 by 32x16 tiles: a
+    ``TDPBF16PS`` of 16 x 16 x 32 multiply-adds every 16 cycles), over 2 FLOP per non-embedding
+    parameter per token (attention <= 2% at these lengths is left out)."""
+    return cores * ghz * 1e9 * 1024 / (2 * NON_EMBEDDING_PARAMS)
+
+
+def batches(backend, items: int, variants: list[str]) -> list[list[int]]:
+    rows = sorted((backend.encode(r) for r in grid_requests(backend, items, variants)), key=len)
+    return [rows[i : i + 8] for i in range(0, len(rows), 8)]
+
+
+def part_profile(items: int) -> None:
+    """Wall time of one bf16 forward pass (8 rows, last-position logits, no cache) by module (forward
+    hooks, exclusive times), and the load-time cast and tokenisation before it."""
+    import torch
+
+    t0 = time.perf_counter()
+    b = backbone_backend(REFERENCE, "bfloat16")
+    rows = batches(b, items, ["P1"])[0]
+    tokenise = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model = b.model
+    cast = time.perf_counter() - t0
+    spent: dict[str, float] = {}
+    starts: dict[str, float] = {}
+
+    def kind(name: str, mod) -> str | None:
+        if isinstance(mod, torch.nn.Linear):
+            return (
+                "lm_head"
+                if name == "lm_head"
+                else ("linear_attention" if "self_attn" in name else "linear_mlp")
+            )
+        return {
+            "Qwen2RMSNorm": "rms_norm",
+            "Qwen2Attention": "attention",
+            "Qwen2MLP": "mlp",
+            "Embedding": "embed",
+        }.get(type(mod).__name__)
+
+    for name, mod in model.named_modules():
+        k = kind(name, mod)
+        if k:
+            mod.register_forward_pre_hook(lambda m, _, n=name: starts.__setitem__(n, time.perf_counter()))
+            mod.register_forward_hook(
+                lambda m, _, __, n=name, k=k: spent.__setitem__(
+                    k, spent.get(k, 0.0) + time.perf_counter() - starts[n]
+                )
+            )
+    pad, width = b.tokenizer.pad_token_id, max(map(len, rows))
+    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+    with torch.inference_mode():
+        model(input_ids=ids, attention_mask=mask, logits_to_keep=1, use_cache=False)  # warm-up
+        spent.clear()
+        t0 = time.perf_counter()
+        model(input_ids=ids, attention_mask=mask, logits_to_keep=1, use_cache=False)
+        total = time.perf_counter() - t0
+    parts = {
+        "linear layers (q/k/v/o + gate/up/down, oneDNN bf16)": spent["linear_attention"]
+        + spent["linear_mlp"],
+        "attention without its linears (rotary, SDPA, reshapes)": spent["attention"]
+        - spent["linear_attention"],
+        "MLP without its linears (SiLU x up)": spent["mlp"] - spent["linear_mlp"],
+        "RMS norms (upcast to float32)": spent["rms_norm"],
+        "lm_head (last position) + embedding": spent["lm_head"] + spent["embed"],
+    }
+    parts["rest (masks, residual adds, Python)"] = total - sum(parts.values())
+    print(
+        f"bench=fastcpu part=profile dtype=bfloat16 rows={len(rows)} tokens={sum(map(len, rows))} load={load()}"
+    )
+    print(f"profile_forward_s={total:.2f} tokens_per_s={sum(map(len, rows)) / total:.1f}")
+    print(f"profile_build_and_tokenise_s={tokenise:.2f} profile_load_and_cast_s={cast:.1f}")
+    for name, sec in parts.items():
+        print(f"profile_part={name!r} seconds={sec:.2f} share={sec / total:.3f}")
+
+
+def _transformers_forward(backend):
+    import torch
+
+    pad = backend.tokenizer.pad_token_id
+
+    def run(rows: list[list[int]]) -> None:
+        width = max(map(len, rows))
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        with torch.inference_mode():
+            backend.model(input_ids=ids, attention_mask=mask, logits_to_keep=1, use_cache=False)
+
+    return run
+
+
+def part_raw(items: int, reps: int) -> None:
+    """Prompt tokens/s of the judge-like batches per engine, interleaved ``reps`` times."""
+    from promptlottery.backends.base import BackendError
+
+    engines = {
+        "transformers_float32": lambda: _transformers_forward(backbone_backend(REFERENCE, "float32")),
+        "transformers_bfloat16": lambda: _transformers_forward(backbone_backend(REFERENCE, "bfloat16")),
+    }
+    rows = batches(backbone_backend(REFERENCE, "float32"), items, ["P1"])
+    tokens = sum(len(r) for b in rows for r in b)
+    runs = {}
+    for name, make in engines.items():
+        try:
+            runs[name] = make()
+            runs[name](rows[0][:2])  # loads, warms the kernels
+        except BackendError as e:
+            print(f"raw_engine={name} skipped: {e}")
+            runs.pop(name, None)
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(reps):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            for b in rows:
+                run(b)
+            seconds[name].append(time.perf_counter() - t0)
+            print(f"raw_engine={name} seconds={seconds[name][-1]:.2f} load={load()}", flush=True)
+    limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
+    print(
+        f"bench=fastcpu part=raw batches={len(rows)}x8 prompt_tokens={tokens} cpus={os.cpu_count()} "
+        f"ghz={cpu_ghz():.2f} amx_bf16_limit_tokens_per_s={limit:.0f}"
+    )
+    base = tokens / min(seconds["transformers_float32"])
+    for name, s in seconds.items():
+        tps = tokens / min(s)
+        print(
+            f"raw_engine={name} best_s={min(s):.2f} prompt_tokens_per_s={tps:.1f} "
+            f"ratio_to_float32={tps / base:.2f} fraction_of_amx_bf16_limit={tps / limit:.3f}"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["profile", "raw"])
+    ap.add_argument(
+        "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"
+    )
+    ap.add_argument("--reps", type=int, default=2)
+    args = ap.parse_args()
+    from promptlottery.backends.weights import missing_weights
+
+    missing = missing_weights(backbone_backend(REFERENCE, "float32").source, MODEL_DIR)
+    if missing:
+        print(f"bench=fastcpu skipped: {missing}")
+        return 0
+    parts = {
+        "profile": lambda: part_profile(8),
+        "raw": lambda: part_raw(args.raw_items, args.reps),
+    }
+    for name, part in parts.items():
+        if args.only in (None, name):
+            part()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

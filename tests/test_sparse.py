@@ -216,3 +216,16 @@ def test_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path):
     lottery = compose(["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*"], tmp_path=tmp_path)
     with pytest.raises(UserError, match="sparse design"):
         run_stage(lottery, tmp_path / "lottery")
+
+
+def test_the_design_options_at_their_defaults_leave_an_earlier_jobs_hash():
+    """A job dir judged before judge.design existed is resumed by the same job now (not "another
+    config"); a sparse job is another config."""
+    from promptlottery.tracking.jobdir import config_hash
+
+    before = {"judge": {"variant": "P1", "family": "x"}, "n_samples": 1}
+    now = {"judge": {**before["judge"], "design": "full", "budget": 1.0, "anchor": None, "full_share": 0.0,
+                     "design_seed": 0, "identical_pairs": "warn"}, "n_samples": 1}  # fmt: skip
+    assert config_hash(now) == config_hash(before)
+    sparse = {"judge": {**now["judge"], "design": "sparse", "budget": 0.5}, "n_samples": 1}
+    assert config_hash(sparse) != config_hash(before)

@@ -117,6 +117,17 @@ def unique_suffix() -> str:
 
 #: top-level options added after the first release, with the default that changes nothing
 NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+#: the same for options inside a group (``judge.design=full`` is the grid every earlier job judged)
+NEUTRAL_NESTED = {
+    "judge": {
+        "design": "full",
+        "budget": 1.0,
+        "anchor": None,
+        "full_share": 0.0,
+        "design_seed": 0,
+        "identical_pairs": "warn",
+    }
+}
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
 HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
@@ -132,8 +143,13 @@ def config_hash(config: dict) -> str:
     keep = redact(
         {
             k: (
-                {n: x for n, x in v.items() if n not in HANDLING_OPTIONS[k]}
-                if k in HANDLING_OPTIONS and isinstance(v, dict)
+                {
+                    n: x
+                    for n, x in v.items()
+                    if n not in HANDLING_OPTIONS.get(k, ())
+                    and not (n in NEUTRAL_NESTED.get(k, {}) and x == NEUTRAL_NESTED[k][n])
+                }
+                if isinstance(v, dict) and (k in HANDLING_OPTIONS or k in NEUTRAL_NESTED)
                 else v
             )
             for k, v in config.items()

@@ -229,3 +229,31 @@ def test_the_design_options_at_their_defaults_leave_an_earlier_jobs_hash():
     assert config_hash(now) == config_hash(before)
     sparse = {"judge": {**now["judge"], "design": "sparse", "budget": 0.5}, "n_samples": 1}
     assert config_hash(sparse) != config_hash(before)
+
+
+def test_sparse_estimates_of_the_oracle_judge_are_its_known_answers(tmp_path):
+    """The oracle answers the human label under every wording: the full grid's Fleiss' kappa and alpha are
+    1 and no verdict changes, so every sparse estimate must be exactly that (its interval too)."""
+    import pandas as pd
+
+    from promptlottery.stages import run_stage
+
+    fields = [
+        "dataset=table", "dataset.path=examples/own_judge/qa_answers.jsonl", "dataset.fields.id=id",
+        "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.response=answer",
+        "dataset.fields.system=system", "dataset.fields.human=rating", "dataset.human_range=[1,5]",
+        "backbone=fake", "backbone.backend.behaviour=oracle", "judge.group_file=examples/own_judge/correctness.yaml",
+        "judge.design=sparse", "judge.budget=0.5", "judge.full_share=0.25",
+    ]  # fmt: skip
+    for n, v in enumerate(["P1", "P2", "P3", "P4", "P5"]):
+        cfg = compose(["+experiment=own_judge", *fields, f"judge.variant={v}"], tmp_path=tmp_path)
+        assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
+    cfg = compose(
+        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=30"],
+        tmp_path=tmp_path,
+    )
+    assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
+    est = pd.read_csv(tmp_path / "budget" / "tables" / "sparse_estimates.csv").set_index("statistic")
+    for stat, known in (("fleiss", 1.0), ("alpha", 1.0), ("changed", 0.0)):
+        assert est.loc[stat, "estimate"] == pytest.approx(known)
+        assert est.loc[stat, "lo"] == pytest.approx(known) and est.loc[stat, "hi"] == pytest.approx(known)

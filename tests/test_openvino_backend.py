@@ -24,9 +24,13 @@ QUERY = [
 ]
 
 
-def _request(key: str, labels: tuple[str, ...], *, prefix: str | None = None, filler: int = 0) -> JudgeRequest:
+def _request(
+    key: str, labels: tuple[str, ...], *, prefix: str | None = None, filler: int = 0
+) -> JudgeRequest:
     content = QUERY[0]["content"].format(top=labels[-1]) + " Be brief." * filler
-    return JudgeRequest(key=key, labels=labels, messages=[{"role": "user", "content": content}], assistant_prefix=prefix)
+    return JudgeRequest(
+        key=key, labels=labels, messages=[{"role": "user", "content": content}], assistant_prefix=prefix
+    )
 
 
 def _openvino(**kw):
@@ -46,7 +50,10 @@ def test_identity_names_engine_precision_and_weights_and_differs_from_float32():
     import openvino
 
     ident = fast.identity()
-    assert ident["backend"] == "openvino" and ident["engine"] == f"openvino=={openvino.__version__.split('-')[0]}"
+    assert (
+        ident["backend"] == "openvino"
+        and ident["engine"] == f"openvino=={openvino.__version__.split('-')[0]}"
+    )
     assert (ident["dtype"], ident["weights"]) == ("openvino-bf16", "bf16")
     assert ident["revision"] == ref.identity()["revision"]  # the same weights ...
     assert ident != ref.identity() and ident["model"] != ref.identity()["model"]  # ... another judge

@@ -63,10 +63,14 @@ class OpenVINOBackend(TransformersBackend):
         self,
         source: str,
         *,
+        name: str | None = None,
+        cache_dir: str = ".cache/promptlottery",
         precision: str = "bf16",
         weights: str = "bf16",
+        batch_size: int = 8,
+        max_length: int = 2048,
         num_threads: int | None = None,
-        **kw,
+        revision: str | None = None,
     ):
         if precision not in PRECISIONS:
             raise ConfigError(f"backbone.backend.precision={precision!r}: valid: {sorted(PRECISIONS)}")
@@ -78,7 +82,16 @@ class OpenVINOBackend(TransformersBackend):
                 "backbone.backend.precision=bf16: this CPU has neither avx512_bf16 nor amx_bf16 "
                 "(/proc/cpuinfo); use backbone.backend.precision=f32 or the float32 transformers backbone"
             )
-        super().__init__(source, dtype="float32", num_threads=num_threads, **kw)
+        super().__init__(
+            source,
+            name=name,
+            cache_dir=cache_dir,
+            dtype="float32",  # the tokenizer side only; the numbers are OpenVINO's (precision)
+            batch_size=batch_size,
+            max_length=max_length,
+            num_threads=num_threads,
+            revision=revision,
+        )
         self.precision = precision
         self.weights = weights
 
@@ -123,7 +136,6 @@ class OpenVINOBackend(TransformersBackend):
         }
         with torch.no_grad():
             ov_model = ov.convert_model(_Positions(model), example_input=example)
-        del model
         if self.weights == "int8":
             try:
                 import nncf
@@ -135,7 +147,10 @@ class OpenVINOBackend(TransformersBackend):
             ov_model = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
         tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)
+        # the IR's constants share the torch tensors' memory (convert_model's share_weights): the
+        # torch model stays alive until the IR is written (freed first, the save read freed memory)
         ov.save_model(ov_model, tmp / "model.xml", compress_to_fp16=False)
+        del ov_model, model
         try:
             tmp.rename(target)
         except OSError:  # another job converted it first
@@ -190,7 +205,10 @@ class OpenVINOBackend(TransformersBackend):
         p0, p1 = probs[:, 0], (probs[:, 1] if tail else None)
         prefixes = sorted({m.prefix for r in requests for m in self.multi_token_labels(r.labels)})
         forced = {pfx: self.forward([e + list(pfx) for e in encoded], len(pfx)) for pfx in prefixes}
-        label_probs = [self._label_probs(r, p0[i], p1 if p1 is None else p1[i], forced, i) for i, r in enumerate(requests)]
+        label_probs = [
+            self._label_probs(r, p0[i], p1 if p1 is None else p1[i], forced, i)
+            for i, r in enumerate(requests)
+        ]
         if decoding.max_new_tokens > 0:
             texts, n_new = self._generate_uncached(p0, encoded, requests, decoding)
         else:
@@ -261,7 +279,9 @@ def _positions_module():
             # in OpenVINO's attention, and a NaN value times weight 0 is NaN for the rows after it)
             ar = torch.ones_like(attention_mask[0]).cumsum(0)
             causal = ar[None, :] <= ar[:, None]
-            sees = (causal[None, None] & attention_mask[:, None, None, :].bool()) | (ar[None, :] == ar[:, None])
+            sees = (causal[None, None] & attention_mask[:, None, None, :].bool()) | (
+                ar[None, :] == ar[:, None]
+            )
             out = self.model(
                 input_ids=input_ids,
                 attention_mask=sees,

@@ -209,15 +209,15 @@ def weighted(probs: dict[str, float]) -> float:
     return sum(p * float(lab) for lab, p in probs.items()) / sum(probs.values())
 
 
-def part_fidelity(items: int, variants: list[str], rounds: int = 2) -> None:
-    """Fast vs float32 on the same judgments; speed interleaved over ``rounds`` rounds."""
-    import numpy as np
-
+def part_fidelity(items: int, variants: list[str], rounds: int = 4) -> None:
+    """Fast vs float32 on the same judgments; speed interleaved over ``rounds`` rounds, the figures
+    so far printed after each round (a run stopped early still reports its n)."""
     from promptlottery.backends.base import Decoding
 
     ref, fast = backbone_backend(REFERENCE, "float32"), fast_backend()
     reqs = sorted(grid_requests(ref, items, variants), key=lambda r: (len(ref.encode(r)), r.key))
     batches_ = [reqs[i : i + 8] for i in range(0, len(reqs), 8)]
+    print(f"bench=fastcpu part=fidelity items={items} variants={len(variants)} judgments={len(reqs)}")
     for name, b in (("float32", ref), ("fast", fast)):
         t0 = time.perf_counter()
         b.generate(reqs[:2], Decoding())  # loads (converts once), warms the kernels
@@ -236,29 +236,33 @@ def part_fidelity(items: int, variants: list[str], rounds: int = 2) -> None:
                 f"fidelity_round={k} engine={name} judgments={len(got)} seconds={spent:.1f} load={load()}",
                 flush=True,
             )
-    a, f = answers["float32"], answers["fast"]
+        fidelity_figures(answers["float32"], answers["fast"], seconds)
+
+
+def fidelity_figures(a: list, f: list, seconds: dict[str, float]) -> None:
+    import numpy as np
+
     tokens = sum(r.prompt_tokens for r in a)
     argmax = [
         max(x.label_probs, key=x.label_probs.get) == max(y.label_probs, key=y.label_probs.get)
-        for x, y in zip(a, f)
+        for x, y in zip(a, f, strict=True)
     ]
     wa, wf = np.array([weighted(x.label_probs) for x in a]), np.array([weighted(y.label_probs) for y in f])
     diff = max(abs(x.label_probs[lab] - y.label_probs[lab]) for x, y in zip(a, f) for lab in x.label_probs)
+    texts = sum(x.raw_text == y.raw_text for x, y in zip(a, f))
     limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
     tps = {name: tokens / s for name, s in seconds.items()}
     print(
-        f"bench=fastcpu part=fidelity items={items} variants={len(variants)} judgments={len(a)} "
-        f"prompt_tokens={tokens} load={load()}"
-    )
-    print(
-        f"fidelity_argmax_equal={sum(argmax)}/{len(argmax)} share={np.mean(argmax):.3f} "
-        f"weighted_pearson={np.corrcoef(wa, wf)[0, 1]:.4f} max_label_prob_diff={diff:.4f} "
-        f"max_weighted_diff={np.abs(wa - wf).max():.3f}"
+        f"fidelity_so_far judgments={len(a)} prompt_tokens={tokens} argmax_equal={sum(argmax)}/{len(argmax)} "
+        f"share={np.mean(argmax):.3f} weighted_pearson={np.corrcoef(wa, wf)[0, 1]:.4f} "
+        f"max_label_prob_diff={diff:.4f} max_weighted_diff={np.abs(wa - wf).max():.3f} "
+        f"raw_text_equal={texts}/{len(a)} load={load()}"
     )
     print(
         f"fidelity_tokens_per_s float32={tps['float32']:.1f} fast={tps['fast']:.1f} "
         f"ratio={tps['fast'] / tps['float32']:.2f} fast_fraction_of_amx_bf16_limit={tps['fast'] / limit:.3f} "
-        f"amx_bf16_limit_tokens_per_s={limit:.0f}"
+        f"amx_bf16_limit_tokens_per_s={limit:.0f}",
+        flush=True,
     )
 
 

@@ -24,6 +24,7 @@ All functions are pure (numpy / scipy); :func:`wording_covariates` encodes texts
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,8 @@ class WordingFit:
     wording_effect: np.ndarray
     rank: int
     converged: bool
+    #: the fitted parameters (mu, a, b, beta, u, v), a warm start for refits on resampled items
+    params: tuple = ()
 
     @property
     def per_wording(self) -> np.ndarray:
@@ -134,8 +137,11 @@ def fit_wording_model(
     lam_rank: float = 1.0,
     seed: int = 0,
     max_iter: int = 500,
+    start: tuple | None = None,
 ) -> WordingFit:
-    """Fit the model on the observed cells of ``y`` (items x wordings, values in [0, 1], NaN unseen)."""
+    """Fit the model on the observed cells of ``y`` (items x wordings, values in [0, 1], NaN unseen);
+    ``start``: parameters ``(mu, a, b, beta, u, v)`` to start from (the optimum does not depend on it
+    where the loss is convex, i.e. at rank 0)."""
     y = np.asarray(y, dtype=float)
     if y.ndim != 2 or min(y.shape) < 2:
         raise ValueError(f"y must be an items x wordings matrix with >= 2 of each, got shape {y.shape}")
@@ -156,6 +162,8 @@ def fit_wording_model(
     theta0 = np.concatenate(
         [[np.log(mean / (1 - mean))], np.zeros(n + k + p), 0.1 * rng.standard_normal((n + k) * r)]
     )
+    if start is not None:
+        theta0 = np.concatenate([np.ravel(part) for part in start])
     pen = np.concatenate([[0.0], np.full(n + k + p, lam), np.full((n + k) * r, lam_rank)])
 
     def loss(theta):
@@ -169,10 +177,12 @@ def fit_wording_model(
         )
         return ll.sum() + 0.5 * (pen * theta**2).sum(), grad + pen * theta
 
-    res = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-8})
+    res = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-6})
     mu, a, b, beta, u, v = _unpack(res.x, n, k, p, r)
     prob = expit(mu + a[:, None] + (b + x @ beta)[None, :] + u @ v.T)
-    return WordingFit(prob, np.where(seen, y, prob), a, b + x @ beta, r, bool(res.success))
+    return WordingFit(
+        prob, np.where(seen, y, prob), a, b + x @ beta, r, bool(res.success), (mu, a, b, beta, u, v)
+    )
 
 
 def agreement_quantiles(
@@ -202,7 +212,9 @@ def agreement_quantiles(
         idx = rng.integers(0, y.shape[0], y.shape[0])
         if not np.isfinite(y[idx]).any():
             continue
-        f = fit_wording_model(y[idx], covariates, rank=rank, seed=seed, **fit_options)
+        mu, a, b, beta, u, v = fit.params
+        start = (mu, a[idx], b, beta, u[idx], v)  # each resampled item starts from its own fit
+        f = fit_wording_model(y[idx], covariates, rank=rank, seed=seed, start=start, **fit_options)
         ok = ok and f.converged
         reps.append(np.quantile(f.per_wording, quantiles))
     reps = np.asarray(reps) if reps else np.full((1, len(quantiles)), np.nan)
@@ -279,7 +291,8 @@ def simulate_wording_model(
                 est[f"rank {r}"].append(
                     (out["quantiles"], out["lo"], out["hi"], out["per_wording"], plan.share)
                 )
-            with np.errstate(invalid="ignore"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a wording with no judged cell
                 per = np.nanmean(y, axis=0)
             per = np.where(np.isfinite(per), per, np.nanmean(y))
             nan = np.full(len(QUANTILES), np.nan)

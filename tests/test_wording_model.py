@@ -116,3 +116,24 @@ def test_budget_report_rows_for_the_oracle_judge_are_its_known_answer(tmp_path):
     model = quant[quant["method"] == "ours: PromptEval-style model, rank 0"]
     assert len(model) == 5 and (model["mean_estimate"] > 0.99).all()
     assert "## Many wordings: the PromptEval-style model" in (tmp_path / "budget" / "budget.md").read_text()
+
+
+def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
+    # budget 1.0: every cell is judged, the filled grid is the grid, so every method's estimate is the
+    # full grid's quantile exactly (wordings' means 1/4, 2/4, 3/4 on 4 items -> 5%: 0.25 + 0.1 * 0.25)
+    from promptlottery.analysis.wording_model import simulate_wording_model
+
+    y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
+    table = simulate_wording_model(
+        y,
+        None,
+        items=list("abcd"),
+        variants=["P1", "P2", "P3"],
+        budgets=[1.0],
+        ranks=(0,),
+        n_sim=2,
+        n_resamples=2,
+    )
+    q05 = table[table["statistic"] == "q05"]
+    assert np.allclose(q05["full"], 0.275) and np.allclose(q05["mean_estimate"], 0.275)
+    assert np.allclose(table["rmse"], 0.0)

@@ -91,7 +91,14 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
     grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+    designs = set(grid.judgments["design"].dropna()) if "design" in grid.judgments.columns else set()
+    if "adaptive" in designs:
+        if len(designs) > 1:
+            raise AnalysisError(f"analysis.runs mixes designs {sorted(designs)}: analyse each sweep alone")
+        from promptlottery.analysis.adaptive_report import run_adaptive
+
+        return run_adaptive(opts, grid, job)
+    if "sparse" in designs:
         return _run_sparse(opts, grid, job)
     budget_rows, adaptive_rows, skipped = [], [], {}
     for config in grid:

@@ -78,6 +78,12 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     # no results.json saying ok until every new file is in place (tracking.staging)
     (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
+    if "design" in grid.judgments.columns and (grid.judgments["design"] == "adaptive").any():
+        raise AnalysisError(
+            "these judgments are an adaptive design (judge.design=adaptive): each item stopped at its own "
+            "wording, so the lottery's full-grid measures do not apply; its plurality labels and the calls "
+            f"saved: python -m run +analysis=budget 'analysis.runs={opts.runs}'"
+        )
     if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
         raise AnalysisError(
             "these judgments are a sparse design (judge.design=sparse): the lottery report needs every item "

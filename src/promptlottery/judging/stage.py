@@ -20,6 +20,7 @@ from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
+from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
 from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.pairs import check_mode, shown
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
@@ -122,6 +123,7 @@ def check_inputs(cfg: DictConfig) -> None:
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     _, items = _load(cfg, options)
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
+    adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     _check_items(cfg, group, condition, items, from_file)
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
         seen = shown(it, "12") if condition.judge_mode == "pairwise" else it
@@ -172,6 +174,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         )
     all_items, items = _load(cfg, options)
     design = sparse_design(cfg.judge, group, items, condition.judge_mode)
+    adaptive = adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     if design is not None:
         items = [it for it, judged in zip(items, design["judged"], strict=True) if judged]
     _check_items(cfg, group, condition, items, from_file)
@@ -195,21 +198,22 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
-    try:
-        df, stats = runner.judge(
-            items,
-            condition,
-            group,
-            backend,
-            cache,
-            decoding,
-            n_samples=cfg.n_samples,
-            examples=examples,
-            max_retries=cfg.max_retries,
-            repeat_source=cfg.repeat_source,
-            backoff_s=cfg.backoff_s,
+
+    def judge_cells(cells: list[Item], cond: Condition):
+        return runner.judge(
+            cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
+            max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,
             human_range=tuple(cfg.dataset.human_range),
-        )
+        )  # fmt: skip
+
+    walk_summary = {}
+    try:
+        if adaptive is None:
+            df, stats = judge_cells(items, condition)
+        else:  # the walk asks every wording it reaches; this job keeps its own wording's rows
+            df, stats, walk_summary = judge_adaptive(
+                items, condition, list(group.variants), adaptive, judge_cells
+            )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
@@ -232,6 +236,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
         metrics=metrics,
         calls=calls,
+        **({"adaptive": walk_summary} if walk_summary else {}),
     )
     job.tracker.log_metrics({"metrics": metrics, "calls": calls})
     job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
@@ -240,6 +245,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cache_hits=stats.cache_hits,
         cache_misses=stats.cache_misses,
         parse_failures=stats.parse_failures,
+        **walk_summary,
     )
     return record
 
@@ -315,6 +321,8 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
         # "tokenizer", or how the backend approximated when its tokenizer could not be loaded
         "token_count": backend.token_count_method,
     }
+    if cfg.judge.get("design") == "adaptive":  # the walk's stops are known only from the answers
+        estimate["calls_bound"] = "upper"
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return job.write("dry_run", estimate=estimate)
 
@@ -326,10 +334,10 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
     Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
     over the sampled items and the group's wordings), so the jobs need not talk to each other."""
     design = judge_cfg.get("design", "full")
-    if design == "full":
+    if design in ("full", "adaptive"):
         return None
     if design != "sparse":
-        raise ConfigError(f"judge.design must be 'full' or 'sparse', got {design!r}")
+        raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
     if mode != "pointwise":
         raise ConfigError(f"judge.design=sparse is built for pointwise judging only (missing for {mode!r})")
     from promptlottery.metrics.sparse import sparse_plan

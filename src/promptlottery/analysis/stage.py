@@ -19,6 +19,7 @@ and the report in :mod:`~promptlottery.analysis.render`.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
+from promptlottery.analysis.budget_link import find_budget
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.pairwise import pairwise_metrics
 from promptlottery.analysis.render import write_outputs
@@ -98,6 +100,9 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
         len(grid),
     )
     result = analyse(grid, opts, encode=encode)
+    budget_dir = find_budget(opts.budget_runs, files)
+    if budget_dir is not None:  # relative to where the report ends up, not to the staging dir
+        result["budget_link"] = Path(os.path.relpath(budget_dir, Path(output_dir).resolve())).as_posix()
     result["tables"]["incomplete_configurations"] = pd.DataFrame(
         sorted(incomplete.items()), columns=["config_id", "status"]
     )

@@ -80,3 +80,63 @@ def test_a_bad_verdict_or_anchor_is_refused():
         ipw_position_consistency([["A"]], [["1"]], np.ones((1, 1)))
     with pytest.raises(ValueError, match="anchor"):
         pairwise_plan(["a"], ["P1", "P2"], budget=1.0, anchor="P9")
+
+
+@pytest.mark.parametrize("behaviour", ["hash", "always_first", "oracle"])
+def test_a_pairwise_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path, behaviour):
+    """judge.design=sparse with a pairwise judge: every job judges exactly its wording's planned (pair,
+    order) cells; +analysis=budget rebuilds the plan, checks the cells and estimates the pairwise measures;
+    the lottery report refuses the sparse grid. Known answers: the judge that always prefers the answer
+    shown first says "1" in order 12 and "2" in order 21 (in the pair's terms) on every pair: position
+    consistency 0 exactly, interval too; the oracle gives the human preference in both orders under every
+    wording: position consistency 1 and the kappa across wordings 1."""
+    import pandas as pd
+
+    from promptlottery.errors import UserError
+    from promptlottery.stages import run_stage
+    from tests.conftest import compose
+
+    base = ["backbone=fake", f"backbone.backend.behaviour={behaviour}", "+experiment=llmbar_natural_pairwise",
+            "dataset.limit=16", "stage=judge"]  # fmt: skip
+    design = ["judge.design=sparse", "judge.budget=0.5", "judge.full_share=0.25", "judge.anchor=P1"]
+    variants = ["P1", "P2", "P3", "P4", "P5"]
+    for n, v in enumerate(variants):
+        cfg = compose([*base, *design, f"judge.variant={v}"], tmp_path=tmp_path)
+        assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
+    rows = pd.concat(
+        pd.read_parquet(tmp_path / "sweep" / f"{n}_{v}" / "judgments.parquet") for n, v in enumerate(variants)
+    )
+    items = sorted(rows["item_id"].astype(str).unique())
+    plan = pairwise_plan(items, variants, budget=0.5, full_share=0.25, anchor="P1")
+    judged = {
+        (str(i), f"{v}:{o}") for i, v, o in zip(rows["item_id"], rows["variant"], rows["order"], strict=True)
+    }
+    assert judged == {(i, c) for i, c, _ in plan.cells()} and len(rows) == plan.n_calls
+    assert len(items) == 16 and plan.n_calls == pytest.approx(0.5 * 16 * 10, abs=16)
+    cfg = compose(["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=30"],
+                  tmp_path=tmp_path)  # fmt: skip
+    assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
+    est = pd.read_csv(tmp_path / "budget" / "tables" / "sparse_pairwise_estimates.csv", keep_default_na=False)
+    overall = est[est["wording"] == ""].set_index("statistic")
+    assert set(overall.index) == {"position_consistency", "pairwise_kappa"}
+    assert 0 <= float(overall.loc["position_consistency", "estimate"]) <= 1
+    assert set(est.loc[est["wording"] != "", "wording"]) == set(variants)
+    known = {
+        "always_first": {"position_consistency": 0.0},
+        "oracle": {"position_consistency": 1.0, "pairwise_kappa": 1.0},
+    }
+    for stat, value in known.get(behaviour, {}).items():
+        row = overall.loc[stat]
+        assert (float(row["estimate"]), float(row["lo"]), float(row["hi"])) == pytest.approx((value,) * 3)
+    lottery = compose(["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*"], tmp_path=tmp_path)
+    with pytest.raises(UserError, match="sparse design"):
+        run_stage(lottery, tmp_path / "lottery")
+
+
+@pytest.mark.faults
+def test_bad_pairwise_sparse_options_are_one_line(tmp_path):
+    from tests.test_user_errors import one_line, run
+
+    base = ["+experiment=llmbar_natural_pairwise", "dataset.limit=3", "stage=judge", "judge.design=sparse"]
+    one_line(run(tmp_path, *base, "judge.budget=0.5", "judge.position_swap=false"), "judge.position_swap=true")
+    one_line(run(tmp_path, *base, "judge.budget=0.5", "judge.anchor=P9"), "judge.design=sparse", "'P9'")

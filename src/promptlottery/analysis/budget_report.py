@@ -85,18 +85,32 @@ def _coded(
     return codes.astype(float), scores.astype(float), systems
 
 
+def _designs(grid) -> set[str]:
+    """The designs (``judge.design``) of a grid's rows, pointwise and pairwise; a full grid has none."""
+    frames = [grid.judgments, *grid.pairwise.values()]
+    return {str(d) for f in frames if "design" in f.columns for d in f["design"].dropna()}
+
+
 def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     """Simulate every configuration of ``opts.runs``; write the tables, figure and report into ``job``."""
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
     grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
-    designs = set(grid.judgments["design"].dropna()) if "design" in grid.judgments.columns else set()
+    designs = _designs(grid)
     if "adaptive" in designs:
         if len(designs) > 1:
             raise AnalysisError(f"analysis.runs mixes designs {sorted(designs)}: analyse each sweep alone")
         from promptlottery.analysis.adaptive_report import run_adaptive
 
         return run_adaptive(opts, grid, job)
+    if "sparse" in designs and grid.pairwise:
+        if len(grid.judgments):
+            raise AnalysisError(
+                "analysis.runs mixes pointwise and pairwise sparse grids: analyse each sweep alone"
+            )
+        from promptlottery.analysis.budget_pairwise import run_sparse_pairwise
+
+        return run_sparse_pairwise(opts, grid, job)
     if "sparse" in designs:
         return _run_sparse(opts, grid, job)
     budget_rows, adaptive_rows, skipped = [], [], {}

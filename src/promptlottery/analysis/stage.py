@@ -80,13 +80,19 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     # no results.json saying ok until every new file is in place (tracking.staging)
     (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "adaptive").any():
+    designs = {
+        str(d)
+        for f in (grid.judgments, *grid.pairwise.values())
+        if "design" in f.columns
+        for d in f["design"].dropna()
+    }
+    if "adaptive" in designs:
         raise AnalysisError(
             "these judgments are an adaptive design (judge.design=adaptive): each item stopped at its own "
             "wording, so the lottery's full-grid measures do not apply; its plurality labels and the calls "
             f"saved: python -m run +analysis=budget 'analysis.runs={opts.runs}'"
         )
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+    if "sparse" in designs:
         raise AnalysisError(
             "these judgments are a sparse design (judge.design=sparse): the lottery report needs every item "
             f"under every wording; estimate from the sparse grid with: python -m run +analysis=budget "

@@ -189,14 +189,15 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = open_cache(cfg.paths)
+    orders_of = (design or {}).get("orders_of")
     check_lost_cache(
         cfg,
         cache,
         output_dir,
-        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples)),
+        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples, orders_of)),
     )
     if cfg.dry_run:
-        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
+        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
     def judge_cells(cells: list[Item], cond: Condition):
@@ -204,6 +205,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
             max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,
             human_range=tuple(cfg.dataset.human_range),
+            orders_of=orders_of,
         )  # fmt: skip
 
     walk_summary = {}
@@ -221,7 +223,8 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         for name in sorted(set().union(*inputs.values())):
             df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
-        df = df.assign(**design["columns"], design_prob=df["item_id"].map(design["prob"]))
+        keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
+        df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
     if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
         # through a temporary file and a rename: a link planted at the path is replaced, not followed
         saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(group, tmp))
@@ -250,7 +253,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     return record
 
 
-def _requests(cfg, items, condition, group, backend, decoding, examples) -> list:
+def _requests(cfg, items, condition, group, backend, decoding, examples, orders_of=None) -> list:
     """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
     return build_requests(
         items,
@@ -261,6 +264,7 @@ def _requests(cfg, items, condition, group, backend, decoding, examples) -> list
         n_samples=cfg.n_samples,
         examples=examples,
         repeat_source=cfg.repeat_source,
+        orders_of=orders_of,
     )
 
 
@@ -303,9 +307,11 @@ def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_c
     logger.warning(message)
 
 
-def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
+def dry_run(
+    cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob, orders_of=None
+) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = _requests(cfg, items, condition, group, backend, decoding, examples)
+    pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)
     tokens = sum(backend.count_tokens(r) for _, r in pairs)
@@ -328,29 +334,34 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
 
 
 def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
-    """``judge.design=sparse``: which of ``items`` this job's wording judges, their inclusion
-    probabilities, and the plan's parameters as columns (None for the full design).
+    """``judge.design=sparse``: which of ``items`` this job's wording judges (pairwise: in which orders),
+    their inclusion probabilities, and the plan's parameters as columns (None for another design).
 
     Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
-    over the sampled items and the group's wordings), so the jobs need not talk to each other."""
+    over the sampled items and the group's wordings; pairwise,
+    :func:`promptlottery.metrics.sparse_pairwise.pairwise_plan` over their (wording, order) cells), so
+    the jobs need not talk to each other."""
     design = judge_cfg.get("design", "full")
     if design in ("full", "adaptive"):
         return None
     if design != "sparse":
         raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
-    if mode != "pointwise":
-        raise ConfigError(f"judge.design=sparse is built for pointwise judging only (missing for {mode!r})")
+    if mode == "pairwise" and not judge_cfg.get("position_swap", True):
+        raise ConfigError(
+            "judge.design=sparse for pairwise judging samples both orders: judge.position_swap=true"
+        )
     from promptlottery.metrics.sparse import sparse_plan
+    from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
 
     variants = list(group.variants)
+    make = pairwise_plan if mode == "pairwise" else sparse_plan
     try:
-        plan = sparse_plan(
+        plan = make(
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
             full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
         )  # fmt: skip
     except ValueError as exc:
         raise ConfigError(f"judge.design=sparse: {exc}") from None
-    w = variants.index(judge_cfg.variant)
     columns = {
         "design": "sparse",
         "design_budget": float(judge_cfg.budget),
@@ -359,5 +370,13 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         "design_seed": int(judge_cfg.design_seed),
         "design_items": len(items),
     }
-    prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
-    return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
+    if mode != "pairwise":
+        w = variants.index(judge_cfg.variant)
+        prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
+        return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
+    columns["design_wordings"] = ",".join(variants)  # a wording no pair drew in this job is still one
+    cols = {o: plan.variants.index(cell(judge_cfg.variant, o)) for o in ORDERS}
+    orders_of = {it.id: tuple(o for o in ORDERS if plan.mask[i, cols[o]]) for i, it in enumerate(items)}
+    prob = {(it.id, o): float(plan.prob[i, cols[o]]) for i, it in enumerate(items) for o in ORDERS}
+    return {"judged": [bool(orders_of[it.id]) for it in items], "prob": prob, "columns": columns,
+            "orders_of": orders_of}  # fmt: skip

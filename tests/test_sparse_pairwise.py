@@ -138,5 +138,7 @@ def test_bad_pairwise_sparse_options_are_one_line(tmp_path):
     from tests.test_user_errors import one_line, run
 
     base = ["+experiment=llmbar_natural_pairwise", "dataset.limit=3", "stage=judge", "judge.design=sparse"]
-    one_line(run(tmp_path, *base, "judge.budget=0.5", "judge.position_swap=false"), "judge.position_swap=true")
+    one_line(
+        run(tmp_path, *base, "judge.budget=0.5", "judge.position_swap=false"), "judge.position_swap=true"
+    )
     one_line(run(tmp_path, *base, "judge.budget=0.5", "judge.anchor=P9"), "judge.design=sparse", "'P9'")

@@ -50,7 +50,12 @@ def judge_grid(name: str, behaviour: str, work: Path, out: Path) -> Path:
     runs = work / f"{name}_{behaviour}" / "runs"
     for v in VARIANTS:
         cfg = compose(
-            ["backbone=fake", f"backbone.backend.behaviour={behaviour}", *FIXTURES[name], f"judge.variant={v}"],
+            [
+                "backbone=fake",
+                f"backbone.backend.behaviour={behaviour}",
+                *FIXTURES[name],
+                f"judge.variant={v}",
+            ],
             tmp_path=work / f"{name}_{behaviour}",
         )
         run_stage(cfg, runs / v)
@@ -58,7 +63,8 @@ def judge_grid(name: str, behaviour: str, work: Path, out: Path) -> Path:
         dest = out / f"{name}_{behaviour}" / v
         dest.mkdir(parents=True, exist_ok=True)
         df.assign(**{c: 0.0 for c in VOLATILE if c in df.columns}).to_csv(dest / "judgments.csv", index=False)
-        if not df[list(VOLATILE)].any().any():  # the fake backend's calls take no time: the file itself compares
+        # the fake backend's calls take no time: the file itself compares
+        if not df[list(VOLATILE)].any().any():
             shutil.copyfile(runs / v / "judgments.parquet", dest / "judgments.parquet")
         (dest / "columns.json").write_text(json.dumps([f"{c}:{t}" for c, t in df.dtypes.astype(str).items()]))
     return runs
@@ -79,7 +85,13 @@ def lottery(name: str, runs: Path, work: Path, out: Path) -> None:
     from promptlottery.analysis.stage import LotteryOptions, run_lottery
 
     opts = LotteryOptions.from_dict(
-        {"runs": str(runs / "*"), "plots": False, "embeddings": "none", "n_resamples": 40, "n_permutations": 40}
+        {
+            "runs": str(runs / "*"),
+            "plots": False,
+            "embeddings": "none",
+            "n_resamples": 40,
+            "n_permutations": 40,
+        }
     )
     res_dir = work / f"{name}_lottery"
     run_lottery(opts, res_dir)

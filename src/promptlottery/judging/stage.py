@@ -21,13 +21,13 @@ from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
-from promptlottery.judging.pairs import check_mode, shown
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
+from promptlottery.modes import DEFAULT_MODE, MODES, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
     PromptGroup,
     check_variables,
     dump_group,
-    own_pairwise_default,
+    own_default_group,
     resolve_group,
 )
 from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
@@ -71,7 +71,7 @@ def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condit
         backbone=cfg.backbone.name,
         criterion=cfg.judge.criterion,
         prompt_format=cfg.backbone.prompt_format,
-        judge_mode=cfg.judge.get("mode", "pointwise"),
+        judge_mode=cfg.judge.get("mode", DEFAULT_MODE),
         position_swap=bool(cfg.judge.get("position_swap", True)),
     )
 
@@ -83,10 +83,10 @@ def _group_where(cfg: DictConfig, group: PromptGroup) -> str:
 
 def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
     """The prompt group, the grid cell and whether the group came from the user's file."""
-    group = resolve_group(cfg.judge)
+    group = resolve_group(cfg.judge, default_group(cfg.judge))
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
-    # your own pairwise judge without a file judges G17, which names its own family
-    named_by_group = from_file or own_pairwise_default(cfg.judge)
+    # your own judge without a file judges its mode's built-in group (G17), which names its own family
+    named_by_group = from_file or own_default_group(cfg.judge, default_group(cfg.judge))
     condition = build_condition(cfg, group)
     if not named_by_group and group.judge_family != cfg.judge.family:
         raise ConfigError(
@@ -123,8 +123,9 @@ def check_inputs(cfg: DictConfig) -> None:
     _, items = _load(cfg, options)
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
     _check_items(cfg, group, condition, items, from_file)
+    mode = get_mode(condition.judge_mode)
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
-        seen = shown(it, "12") if condition.judge_mode == "pairwise" else it
+        seen = mode.presentations(it, position_swap=False)[0].item
         if condition.prompt_format == "completion":
             render_completion(group, condition.variant, seen, [])
         else:
@@ -330,8 +331,9 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         return None
     if design != "sparse":
         raise ConfigError(f"judge.design must be 'full' or 'sparse', got {design!r}")
-    if mode != "pointwise":
-        raise ConfigError(f"judge.design=sparse is built for pointwise judging only (missing for {mode!r})")
+    if not get_mode(mode).sparse:
+        built = ", ".join(name for name, m in MODES.items() if m.sparse)
+        raise ConfigError(f"judge.design=sparse is built for {built} judging only (missing for {mode!r})")
     from promptlottery.metrics.sparse import sparse_plan
 
     variants = list(group.variants)

@@ -281,27 +281,23 @@ def check_variables(group: PromptGroup, available: set[str], *, where: str) -> N
             )
 
 
-#: the prompt group of ``judge.mode=pairwise`` when your own judge names none (``+experiment=own_judge``)
-DEFAULT_PAIRWISE_GROUP = "G17"
-
-
-def own_pairwise_default(judge) -> bool:
-    """``+experiment=own_judge judge.mode=pairwise`` without a group file or template: the built-in
-    pairwise group (:data:`DEFAULT_PAIRWISE_GROUP`) is judged."""
-    return (
-        judge.get("mode") == "pairwise"
+def own_default_group(judge, default_group: str | None) -> bool:
+    """``+experiment=own_judge`` without a group file or template, in a judge mode with a built-in
+    group (``default_group``: ``JudgeMode.default_group``, e.g. G17): that group is judged."""
+    return bool(
+        default_group
         and judge.get("prompt_group") == "own"
         and not judge.get("group_file")
         and not judge.get("template")
     )
 
 
-def resolve_group(judge) -> PromptGroup:
+def resolve_group(judge, default_group: str | None = None) -> PromptGroup:
     """The judge config's prompt group: ``judge.group_file``, ``judge.template`` (+ ``judge.scale``) or
-    ``judge.prompt_group`` (a built-in group id), in that order; your own pairwise judge without
-    either file: :data:`DEFAULT_PAIRWISE_GROUP`."""
-    if own_pairwise_default(judge):
-        return load_group(DEFAULT_PAIRWISE_GROUP)
+    ``judge.prompt_group`` (a built-in group id), in that order; your own judge without either file:
+    its mode's built-in group ``default_group`` (``promptlottery.modes.default_group``) where it has one."""
+    if own_default_group(judge, default_group):
+        return load_group(default_group)
     group_file, template = judge.get("group_file"), judge.get("template")
     if group_file and template:
         raise PromptError("give judge.group_file or judge.template, not both")

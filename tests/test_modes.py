@@ -92,8 +92,8 @@ def test_pairwise_shows_a_pair_in_both_orders_each_keyed_by_its_order():
     # shown in "21", A is response_b: A scores 0 (response_a lost), B scores 1
     assert mode.scoring_scale(ab, "21").scores == (0.0, 1.0)
     # gold 0.0 = response_b better: shown as B in "12", as A in "21"
-    assert mode.known_label(PAIR, "pref", ab, "12", None) == "B"
-    assert mode.known_label(PAIR, "pref", ab, "21", None) == "A"
+    assert mode.known_label(PAIR, "pref", ab, p12, None) == "B"
+    assert mode.known_label(PAIR, "pref", ab, p21, None) == "A"
 
 
 def test_each_mode_refuses_the_other_modes_group_in_one_line():
@@ -127,6 +127,7 @@ def test_the_grid_gives_a_modes_rows_by_configuration():
 
 def test_the_grid_refuses_rows_of_a_mode_no_one_registered():
     with pytest.raises(
-        AnalysisError, match=r"judge_mode 'listwise', which no judge mode has \(known: pointwise, pairwise\)"
+        AnalysisError,
+        match=r"judge_mode 'listwise', which no judge mode has \(known: pointwise, pairwise\)",
     ):
         JudgmentGrid.from_frame(_mixed("listwise"))

@@ -101,12 +101,12 @@ def build_requests(
     prefix = mode.assistant_prefix(group)
     out = []
     for item in items:
-        for shown in mode.presentations(item, position_swap=condition.position_swap):
+        for shown in mode.presentations(item, group=group, position_swap=condition.position_swap):
             messages, prompt = _render(condition, group, shown.item, examples, prefix)
             known = KnownAnswer(
                 condition.variant,
                 group.scale.scores,
-                mode.known_label(item, condition.criterion, group.scale, shown.order, human_range),
+                mode.known_label(item, condition.criterion, group.scale, shown, human_range),
             )
             for k in range(n_samples):
                 req = make_request(
@@ -131,7 +131,7 @@ def build_requests(
                 req.order = shown.order
                 req.assistant_prefix = prefix if messages is not None else None
                 req.known = known
-                out.append((item, req))
+                out.append((shown.item, req))  # the item as presented: its mode's columns read it
     return out
 
 

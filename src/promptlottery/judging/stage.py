@@ -107,9 +107,12 @@ def _check_items(
         items=items,
         where=where,
         identical_pairs=cfg.judge.get("identical_pairs", "warn"),
+        criteria=group.criteria,
     )
     if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
-        check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
+        mode = get_mode(condition.judge_mode)
+        shown = (p.item for it in items for p in mode.presentations(it, group=group, position_swap=False))
+        check_variables(group, set().union(*(it.inputs for it in shown)), where=_group_where(cfg, group))
 
 
 def check_inputs(cfg: DictConfig) -> None:
@@ -125,7 +128,7 @@ def check_inputs(cfg: DictConfig) -> None:
     _check_items(cfg, group, condition, items, from_file)
     mode = get_mode(condition.judge_mode)
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
-        seen = mode.presentations(it, position_swap=False)[0].item
+        seen = mode.presentations(it, group=group, position_swap=False)[0].item
         if condition.prompt_format == "completion":
             render_completion(group, condition.variant, seen, [])
         else:

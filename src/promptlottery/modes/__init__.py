@@ -15,7 +15,9 @@ from promptlottery.registry import Registry
 
 #: the registered modes, in registration order (the order the error message lists them in)
 MODES: Registry[JudgeMode] = Registry(
-    "judge.mode", modules=("promptlottery.modes.pointwise", "promptlottery.modes.pairwise"), error=ConfigError
+    "judge.mode",
+    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise")),
+    error=ConfigError,
 )
 #: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)
 DEFAULT_MODE = "pointwise"
@@ -50,10 +52,20 @@ def default_group(judge: Any) -> str | None:
 
 
 def check_mode(
-    mode: str, scale, *, group: str, items: list, where: str, identical_pairs: str = "warn"
+    mode: str,
+    scale,
+    *,
+    group: str,
+    items: list,
+    where: str,
+    identical_pairs: str = "warn",
+    criteria: tuple = (),
 ) -> None:
-    """``judge.mode`` agrees with the prompt group's scale and the items' kind (one line otherwise)."""
-    get_mode(mode).check(scale, group=group, items=items, where=where, identical_pairs=identical_pairs)
+    """``judge.mode`` agrees with the prompt group's scale and criteria and the items' kind (one
+    line otherwise)."""
+    get_mode(mode).check(
+        scale, group=group, items=items, where=where, identical_pairs=identical_pairs, criteria=criteria
+    )
 
 
 # the built-in modes register themselves on import (after MODES exists), in this order

@@ -25,11 +25,13 @@ class ModeError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Presentation:
-    """One way an item is shown to the judge: the item as seen and the presentation's name (the
-    pair order "12" / "21" of a pairwise judge; None where an item is shown once)."""
+    """One way an item is shown to the judge: the item as seen, the pair order ("12" / "21" of a
+    pairwise judge; None otherwise) and the part of the item judged (an analytic judge's criterion;
+    None where the item is judged whole)."""
 
     item: Item
     order: str | None = None
+    part: str | None = None
 
 
 class JudgeMode:
@@ -48,15 +50,27 @@ class JudgeMode:
     label_matrix: ClassVar[bool] = False
     #: ``judge.design=sparse`` is built for it
     sparse: ClassVar[bool] = False
+    #: it judges a prompt group's criteria (``PromptGroup.criteria``) one by one; a mode that does
+    #: not refuses a group that names criteria
+    by_criterion: ClassVar[bool] = False
 
     def check(
-        self, scale: Scale, *, group: str, items: list[Item], where: str, identical_pairs: str = "warn"
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
     ) -> None:
-        """The prompt group's scale and the items suit this mode; else a one-line :class:`ModeError`."""
+        """The prompt group's scale and criteria and the items suit this mode; else a one-line
+        :class:`ModeError`."""
         raise NotImplementedError
 
-    def presentations(self, item: Item, *, position_swap: bool = True) -> list[Presentation]:
-        """How ``item`` is shown, each presentation a call of its own (in this order)."""
+    def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
+        """How ``item`` is shown with prompt group ``group``, each presentation a call of its own
+        (in this order)."""
         raise NotImplementedError
 
     def assistant_prefix(self, group) -> str | None:
@@ -72,9 +86,9 @@ class JudgeMode:
         return scale
 
     def known_label(
-        self, item: Item, criterion: str, scale: Scale, order: str | None, human_range
+        self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range
     ) -> str | None:
-        """The label a judge that knew the human answer gives to presentation ``order``."""
+        """The label a judge that knew the human answer gives to presentation ``p``."""
         raise NotImplementedError
 
     def human_raters(self, raw: Any) -> str | None:
@@ -82,5 +96,6 @@ class JudgeMode:
         raise NotImplementedError
 
     def columns(self, item: Item, order: str | None, scale: Scale, scored, label_probs, raw: Any) -> dict:
-        """The columns a judgment of this mode adds after the common ones (none for the plain rating)."""
+        """The columns a judgment of ``item`` (as presented) adds after the common ones, or whose
+        values it gives in their place (none for the plain rating)."""
         return {}

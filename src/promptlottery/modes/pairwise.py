@@ -170,7 +170,14 @@ class Pairwise(JudgeMode):
     default_group = "G17"
 
     def check(
-        self, scale: Scale, *, group: str, items: list[Item], where: str, identical_pairs: str = "warn"
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
     ) -> None:
         if scale.kind != self.scale_kind:
             raise ModeError(
@@ -179,7 +186,7 @@ class Pairwise(JudgeMode):
             )
         check_pairs(items, where=where, identical_pairs=identical_pairs)
 
-    def presentations(self, item: Item, *, position_swap: bool = True) -> list[Presentation]:
+    def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
         return [Presentation(shown(item, o), o) for o in orders(position_swap)]
 
     def assistant_prefix(self, group) -> str | None:
@@ -193,12 +200,12 @@ class Pairwise(JudgeMode):
         return scale.for_order(order)
 
     def known_label(
-        self, item: Item, criterion: str, scale: Scale, order: str | None, human_range
+        self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range
     ) -> str | None:
-        """The label shown for the gold preference in ``order`` (A for response_a in "12", B in
+        """The label shown for the gold preference in ``p.order`` (A for response_a in "12", B in
         "21"); None without a human label or for a gold tie on a scale without a tie label."""
         gold, _ = human_preference(item.human.get(criterion))
-        return {term: lab for lab, term in label_terms(scale, order).items()}.get(gold)
+        return {term: lab for lab, term in label_terms(scale, p.order).items()}.get(gold)
 
     def human_raters(self, raw: Any) -> str | None:
         return human_preference(raw)[1]

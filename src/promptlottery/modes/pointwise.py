@@ -21,8 +21,21 @@ class Pointwise(JudgeMode):
     sparse = True
 
     def check(
-        self, scale: Scale, *, group: str, items: list[Item], where: str, identical_pairs: str = "warn"
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
     ) -> None:
+        if criteria:
+            modes = [name for name, m in MODES.items() if m.by_criterion]
+            raise ModeError(
+                f"{group} names criteria {[c for c, _ in criteria]} but judge.mode={self.name} judges an item "
+                f"whole; set judge.mode={' or '.join(modes) or '(none judges criteria)'}"
+            )
         if scale.kind != self.scale_kind:
             raise ModeError(
                 f"{group} is {scale.kind} (scale {scale.name}) but judge.mode={self.name}; set "
@@ -36,11 +49,11 @@ class Pointwise(JudgeMode):
                 "(response_a/response_b, no response); use judge.mode=pairwise with a pairwise group (G17)"
             )
 
-    def presentations(self, item: Item, *, position_swap: bool = True) -> list[Presentation]:
+    def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
         return [Presentation(item)]
 
     def known_label(
-        self, item: Item, criterion: str, scale: Scale, order: str | None, human_range
+        self, item: Item, criterion: str, scale: Scale, p: Presentation | None, human_range
     ) -> str | None:
         """The human value mapped from ``human_range`` onto the scale, its nearest label (None
         without a human label or without ``human_range``)."""

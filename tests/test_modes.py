@@ -36,18 +36,20 @@ ONE = Item(id="i1", dataset="toy", inputs={"response": "r"}, human={"sim": [2.0,
 
 
 def test_the_registry_lists_the_modes_in_their_import_order_and_a_typo_is_one_line():
-    assert mode_names() == ["pointwise", "pairwise"] and "pairwise" in MODES
+    assert mode_names() == ["pointwise", "pairwise", "analytic"] and "pairwise" in MODES
     assert get_mode(None) is get_mode("pointwise")
     with pytest.raises(ConfigError) as exc:
         get_mode("pairwize")
-    assert str(exc.value) == "unknown judge.mode 'pairwize' (known: pointwise, pairwise)"
+    assert str(exc.value) == "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic)"
 
 
 def test_the_config_check_names_a_typod_mode_in_one_line(tmp_path):
     from promptlottery.config import check_config
 
     cfg = compose(["backbone=fake", "judge.mode=pairwize"], tmp_path=tmp_path)
-    with pytest.raises(ConfigError, match=r"^unknown judge.mode 'pairwize' \(known: pointwise, pairwise\)$"):
+    with pytest.raises(
+        ConfigError, match=r"^unknown judge.mode 'pairwize' \(known: pointwise, pairwise, analytic\)$"
+    ):
         check_config(cfg)
 
 
@@ -128,6 +130,74 @@ def test_the_grid_gives_a_modes_rows_by_configuration():
 def test_the_grid_refuses_rows_of_a_mode_no_one_registered():
     with pytest.raises(
         AnalysisError,
-        match=r"judge_mode 'listwise', which no judge mode has \(known: pointwise, pairwise\)",
+        match=r"judge_mode 'listwise', which no judge mode has \(known: pointwise, pairwise, analytic\)",
     ):
         JudgmentGrid.from_frame(_mixed("listwise"))
+
+
+# ----------------------------------------------------------------------------- analytic
+
+ESSAY = Item(
+    id="e1",
+    dataset="toy",
+    inputs={"response": "an essay"},
+    human={"holistic": [3.0, 4.0], "content": [5.0], "conventions": [2.0]},
+)
+
+
+def _rubric():
+    from promptlottery.prompts.groups import PromptGroup, Variant
+
+    return PromptGroup(
+        id="R1",
+        judge_family="essay_traits",
+        scale=get_scale("likert_1_6"),
+        version=1,
+        variants={"P1": Variant("P1", "Rate {{ criterion_description }}: {{ response }}")},
+        criteria=(("content", "the ideas"), ("conventions", "the spelling")),
+    )
+
+
+def test_analytic_shows_an_item_once_per_criterion_each_keyed_by_it():
+    mode, group = get_mode("analytic"), _rubric()
+    content, conventions = mode.presentations(ESSAY, group=group)
+    assert (content.part, content.item.inputs["criterion_description"]) == ("content", "the ideas")
+    assert conventions.part == "conventions" and conventions.item.inputs["response"] == "an essay"
+    assert mode.key_parts(conventions, None) == {"criterion": "conventions"}
+    # the criterion's human label (5 on [1, 6] onto likert_1_6: "5"), not the condition's holistic one
+    assert mode.known_label(ESSAY, "holistic", group.scale, content, (1.0, 6.0)) == "5"
+    cols = mode.columns(conventions.item, None, group.scale, None, None, ESSAY.human["holistic"])
+    assert cols == {"criterion": "conventions", "human": 2.0, "human_raters": "[2.0]"}
+
+
+def test_analytic_and_pointwise_refuse_each_others_groups_in_one_line():
+    rubric = _rubric()
+    with pytest.raises(
+        ModeError, match=r"^G1 names criteria \['content', 'conventions'\] .* set judge.mode=analytic$"
+    ):
+        check_mode("pointwise", rubric.scale, group="G1", items=[ESSAY], where="d", criteria=rubric.criteria)
+    with pytest.raises(ModeError, match=r"^judge.mode=analytic but G1 names no criteria"):
+        check_mode("analytic", rubric.scale, group="G1", items=[ESSAY], where="d")
+    with pytest.raises(ModeError, match=r"^d: no item has a human label for criterion 'voice' of G1"):
+        check_mode("analytic", rubric.scale, group="G1", items=[ESSAY], where="d", criteria=(("voice", ""),))
+
+
+def test_analytic_judging_of_asap_set_1_by_the_oracle_gives_each_traits_human_label(tmp_path):
+    """Through the judge stage on the fake backend: 5 ASAP++ traits x 3 essays, one call each; the
+    oracle answers each trait's human label (one ASAP++ value per trait, an integer on 1-6: its own
+    label), and the grid holds one configuration per trait."""
+    from promptlottery.stages import run_stage
+
+    cfg = compose(
+        ["backbone=fake", "backbone.backend.behaviour=oracle", "dataset=asap_set1", "dataset.limit=3",
+         "judge=analytic_asap_set1"],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    run_stage(cfg, tmp_path / "job")
+    df = pd.read_parquet(tmp_path / "job" / "judgments.parquet")
+    traits = ["content", "organization", "word_choice", "sentence_fluency", "conventions"]
+    assert len(df) == 15 and df["cache_key"].nunique() == 15
+    assert list(df["criterion"][:5]) == traits and set(df["judge_mode"]) == {"analytic"}
+    assert (df["argmax_label"] == df["human"].map(lambda h: str(int(h)))).all()
+    grid = JudgmentGrid.from_frame(load_judgments(df))
+    assert sorted(c.config_id.split("/")[3] for c in grid) == sorted(traits)

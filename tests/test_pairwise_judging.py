@@ -292,7 +292,9 @@ def test_judge_mode_outside_its_choices_stops(tmp_path):
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=pairwise_preference", "judge.mode=pair"],
     )
     # refused by the config check, before the job's directory is claimed
-    with pytest.raises(ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise\)$"):
+    with pytest.raises(
+        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic\)$"
+    ):
         run(cfg, tmp_path / "job", backend=AlwaysA())
 
 

@@ -16,7 +16,7 @@ from promptlottery.registry import Registry
 #: the registered modes, in registration order (the order the error message lists them in)
 MODES: Registry[JudgeMode] = Registry(
     "judge.mode",
-    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise")),
+    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise", "analytic")),
     error=ConfigError,
 )
 #: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)
@@ -69,7 +69,7 @@ def check_mode(
 
 
 # the built-in modes register themselves on import (after MODES exists), in this order
-from promptlottery.modes import pointwise, pairwise  # noqa: E402, F401, I001
+from promptlottery.modes import pointwise, pairwise, analytic  # noqa: E402, F401, I001
 
 __all__ = [
     "check_mode",

@@ -84,6 +84,7 @@ def build_requests(
     examples: list[tuple[Item, str]] = (),
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
+    orders_of: dict[str, tuple[str, ...]] | None = None,
 ) -> list[tuple[Item, JudgeRequest]]:
     """One request per item and sample. A repeat sample computed under its own batch plan
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
@@ -93,7 +94,8 @@ def build_requests(
     both orders under ``position_swap``), one request per presentation and sample; what tells the
     presentations apart (a pair's order and the group's assistant prefix) are named parts of the key
     (a single presentation keeps the ordinary key). Every request carries its :class:`KnownAnswer`
-    (``human_range``: the dataset's, for the pointwise label), outside the key."""
+    (``human_range``: the dataset's, for the pointwise label), outside the key. ``orders_of``
+    (pairwise, a sparse plan's cells): the orders judged for each item id instead."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
@@ -101,7 +103,7 @@ def build_requests(
     prefix = mode.assistant_prefix(group)
     out = []
     for item in items:
-        for shown in mode.presentations(item, group=group, position_swap=condition.position_swap):
+        for shown in _presentations(mode, item, group, condition.position_swap, orders_of):
             messages, prompt = _render(condition, group, shown.item, examples, prefix)
             known = KnownAnswer(
                 condition.variant,
@@ -133,6 +135,15 @@ def build_requests(
                 req.known = known
                 out.append((shown.item, req))  # the item as presented: its mode's columns read it
     return out
+
+
+def _presentations(mode, item: Item, group: PromptGroup, position_swap: bool, orders_of) -> list:
+    """The mode's presentations of ``item``; under a sparse plan's cells (``orders_of``) those of
+    the item's planned orders, in the plan's order."""
+    if orders_of is None:
+        return mode.presentations(item, group=group, position_swap=position_swap)
+    by_order = {p.order: p for p in mode.presentations(item, group=group, position_swap=True)}
+    return [by_order[o] for o in orders_of.get(item.id, ())]
 
 
 def _render(condition: Condition, group: PromptGroup, seen: Item, examples, prefix: str | None):
@@ -220,6 +231,7 @@ def judge(
     backoff_s: float = 1.0,
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
+    orders_of: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[pd.DataFrame, CallStats]:
     """Judge ``items`` under ``condition``; returns the judgments table and call counts.
 
@@ -238,6 +250,7 @@ def judge(
         examples=examples,
         repeat_source=repeat_source,
         human_range=human_range,
+        orders_of=orders_of,
     )
     stats = CallStats()
     skipped = over_long(pairs, backend, decoding)

@@ -48,8 +48,11 @@ class JudgeMode:
     #: its judgments give one scale label per item and judge: the grid's pointwise configurations
     #: (else the grid keeps them apart, per configuration, as :meth:`JudgmentGrid.rows`)
     label_matrix: ClassVar[bool] = False
-    #: ``judge.design=sparse`` is built for it
+    #: ``judge.design=sparse`` is built for it; its cells are (wording, pair order), not wordings
     sparse: ClassVar[bool] = False
+    sparse_by_order: ClassVar[bool] = False
+    #: ``judge.design=adaptive`` is built for it
+    adaptive: ClassVar[bool] = False
     #: it judges a prompt group's criteria (``PromptGroup.criteria``) one by one; a mode that does
     #: not refuses a group that names criteria
     by_criterion: ClassVar[bool] = False

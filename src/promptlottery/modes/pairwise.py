@@ -168,6 +168,9 @@ class Pairwise(JudgeMode):
     fields = PAIR_FIELDS
     #: the prompt group of your own pairwise judge without a group file (``+experiment=own_judge``)
     default_group = "G17"
+    #: judge.design=sparse: a plan of (wording, order) cells
+    sparse = True
+    sparse_by_order = True
 
     def check(
         self,

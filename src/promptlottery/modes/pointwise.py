@@ -19,6 +19,7 @@ class Pointwise(JudgeMode):
     scale_kind = "pointwise"
     label_matrix = True
     sparse = True
+    adaptive = True
 
     def check(
         self,

@@ -101,4 +101,3 @@ class Registry(Generic[T]):
         """A copy of the entries (name -> entry), in registration order."""
         self._load()
         return dict(self._entries)
-

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import betainc
 
-from promptlottery.judging.aggregate import cluster_threshold, plurality_cluster
 from promptlottery.metrics import sparse as sp
+from promptlottery.metrics.aggregate import cluster_threshold, plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
 

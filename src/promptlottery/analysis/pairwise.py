@@ -44,7 +44,6 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.judging.table import (
     AnalysisError,
     config_ids,
@@ -60,6 +59,7 @@ from promptlottery.metrics import (
 )
 from promptlottery.metrics import preference as pm
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
+from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.tracking.tables import ci, pct_ci
 
 __all__ = [

@@ -14,13 +14,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from promptlottery.backends.base import Decoding
+from promptlottery.calls.cache import CacheError, CallCache, cache_location
+from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
-from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.pairs import check_mode, shown
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.prompts.groups import (
@@ -141,15 +141,13 @@ def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
 
 def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``job.output_dir``."""
-    from hydra.utils import instantiate
-
     output_dir = job.output_dir
     group, condition, from_file = _group_condition(cfg)
     job.label = "condition"
     job.fields["condition"] = condition.id
     job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    decoding = run_decoding(cfg)
     if cfg.predict and cfg.predict.get("systems") and cfg.dry_run:  # count, never generate
         from promptlottery.judging.predict import placeholder_predictions
 
@@ -166,7 +164,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache=open_cache(cfg.paths),
+                cache=build_calls(cfg)[0],
                 decoding=decoding,
             )
         )
@@ -184,8 +182,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         scale=group.scale,
         seed=cfg.dataset.seed,
     )
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)
+    backend, cache, _ = build_judge_runtime(cfg, backend=backend)
     check_lost_cache(
         cfg,
         cache,

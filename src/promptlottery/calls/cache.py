@@ -22,7 +22,7 @@ read-only one is read as it is); its rows without a checksum are legacy: hashed 
 with a logged note, and checked from then on (a change made before that read cannot be seen).
 
 The SQLite store (the default) is here; the PostgreSQL one, an optional extra, is
-:mod:`promptlottery.judging.cache_postgres`.
+:mod:`promptlottery.calls.cache_postgres`.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def response_sha256(response: str) -> str:
 def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
     """A ``postgresql://`` URL opens the server store; anything else is a SQLite file path."""
     if str(location).startswith(("postgresql://", "postgres://")):
-        from promptlottery.judging.cache_postgres import PostgresStore
+        from promptlottery.calls.cache_postgres import PostgresStore
 
         return PostgresStore(str(location), timeout_s=timeout_s)
     return SqliteStore(Path(location), timeout_s=timeout_s)

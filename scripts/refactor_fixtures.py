@@ -1,6 +1,7 @@
 """Rebuild the outputs a refactor must leave byte-identical, into one folder, and compare two folders.
 
     PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py build OUT [--cpu-study]
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py cpu-study OUT   # the rehearsal alone
     PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py diff REF NEW
 
 ``build`` writes, each from a fresh call cache under OUT/cache (so every call goes through the call
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +44,7 @@ def _run(args: list[str], env: dict, log: Path) -> None:
 def _env(out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PROMPTLOTTERY_CACHE_DIR=str(out / "cache"))
     env.setdefault("PROMPTLOTTERY_MODEL_DIR", str(REPO / ".cache" / "promptlottery"))
+    env.setdefault("PROMPTLOTTERY_DATA_DIR", str(REPO.parent / "shared" / "data"))
     return env
 
 
@@ -151,12 +154,18 @@ def cpu_study(out: Path) -> None:
 
 
 def build(out: Path, with_cpu_study: bool) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    """Every fixture into ``out``. The outputs hold their run directories' paths (report.md's "Runs:",
+    judgments.parquet's group_file), so every build runs in one fixed scratch folder and is then moved."""
+    scratch = Path(os.environ.get("FIXTURE_SCRATCH", "/tmp/promptlottery-fixtures"))
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
     steps = [demo_fake, pairwise_toy, human_toy, rubric_set1, paraphrase_and_validation]
     steps += [cpu_study] if with_cpu_study else []
     for step in steps:
         print(f"== {step.__name__}", flush=True)
-        step(out)
+        step(scratch)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(scratch), str(out))
 
 
 def _files(root: Path) -> dict[str, str]:
@@ -187,6 +196,10 @@ def diff(ref: Path, new: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "build":
         build(Path(sys.argv[2]).resolve(), "--cpu-study" in sys.argv[3:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "cpu-study":
+        out = Path(sys.argv[2]).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        cpu_study(out)
     elif len(sys.argv) == 4 and sys.argv[1] == "diff":
         raise SystemExit(diff(Path(sys.argv[2]), Path(sys.argv[3])))
     else:

@@ -14,16 +14,16 @@ import pandas as pd
 import pytest
 
 from promptlottery.backends.base import Decoding, JudgeResponse
+from promptlottery.calls.cache import CallCache
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError, Item
 from promptlottery.errors import ConfigError
-from promptlottery.judging.cache import CallCache
 from promptlottery.judging.runner import Condition, judge
-from promptlottery.judging.scoring import score_response
 from promptlottery.modes import ModeError
 from promptlottery.modes.pairwise import PairwiseError, human_preference, preference_columns
 from promptlottery.prompts.groups import load_group
 from promptlottery.prompts.scales import get_scale
+from promptlottery.prompts.scoring import score_response
 from tests.conftest import compose
 
 ABC = get_scale("pairwise_abc")

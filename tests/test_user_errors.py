@@ -14,8 +14,8 @@ import pytest
 
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CallCache
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
 from promptlottery.judging.runner import Condition, judge
 from promptlottery.modes.pairwise import PairwiseError, check_pairs
 from promptlottery.prompts.groups import PromptError, group_from_template, load_group_file

@@ -172,7 +172,7 @@ class RunConfig:
     gate: Any = None
     predict: Any = None
     paraphrase: Any = None
-    #: the human-baseline stages (conf/human/): checked by promptlottery.human.stage.HumanOptions
+    #: the human-baseline stages (conf/human/): checked by promptlottery.stages.human.HumanOptions
     human: Any = None
 
 

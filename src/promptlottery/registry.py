@@ -60,9 +60,9 @@ class Registry(Generic[T]):
 
     def _load(self) -> None:
         if not self._loaded:
-            self._loaded = True
-            for module in self._modules:
+            for module in self._modules:  # a module already being imported is returned as it is
                 importlib.import_module(module)
+            self._loaded = True
 
     def get(self, name: str) -> T:
         """The entry ``name``; an unknown name is one line listing the known ones."""
@@ -101,4 +101,3 @@ class Registry(Generic[T]):
         """A copy of the entries (name -> entry), in registration order."""
         self._load()
         return dict(self._entries)
-

@@ -21,7 +21,7 @@ its two single-order verdicts and the verdicts built from them (:mod:`promptlott
   published rule) and ``human_agreement_judgebench`` (JudgeBench's), each with the ``_n`` pairs it
   rests on (:func:`paper_rows`: the one each dataset's paper reports), and of the aggregations over
   wordings and over orders (the
-  prompt-lottery paper's plurality cluster, ``judging.aggregate.plurality_cluster``: a label given by
+  prompt-lottery paper's plurality cluster, ``metrics.aggregate.plurality_cluster``: a label given by
   at least ceil((J + 1) / 2) of the J judges; §5, Table 6 and §5.2);
 * ``pairwise_rank_summary`` / ``pairwise_rank_systems``: per wording, each system's win rate (ties
   half) and Bradley-Terry strength from the two-order verdicts, and the rank flips between wordings;
@@ -44,7 +44,6 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.judging.table import (
     AnalysisError,
     config_ids,
@@ -61,6 +60,7 @@ from promptlottery.metrics import (
 )
 from promptlottery.metrics import preference as pm
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
+from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.tracking.tables import ci, pct_ci
 
 __all__ = [

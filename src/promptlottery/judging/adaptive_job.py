@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from promptlottery.calls.loop import CallStats
 from promptlottery.errors import ConfigError
-from promptlottery.judging.calls import CallStats
 from promptlottery.judging.runner import Condition
 from promptlottery.judging.table import CONFIG_KEYS, add_verdicts
 from promptlottery.metrics.adaptive import RULES, walk

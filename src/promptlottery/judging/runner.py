@@ -11,16 +11,16 @@ import pandas as pd
 
 from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse, KnownAnswer
+from promptlottery.calls.cache import CallCache, make_request
+
+# the call loop lives in calls.loop (the gate and the rubric study use it without the grid)
+from promptlottery.calls.loop import BatchPlan, CallStats, run_calls
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, make_request
-
-# the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
-from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
-from promptlottery.judging.scoring import score_response, unscored
 from promptlottery.modes import DEFAULT_MODE, get_mode
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion
+from promptlottery.prompts.scoring import score_response, unscored
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The ``judge`` stage: one condition of the grid, from config to judgments, metrics and records.
 
 ``judge(cfg, job) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
-backend with ``hydra.utils.instantiate`` and passes plain objects down to the library; it runs
+backend, cache and decoding with ``calls.compose.build_judge_runtime`` and passes plain objects down to the library; it runs
 inside the job wrapper (``promptlottery.stages.run_stage``), which checked the config.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from promptlottery.backends.base import Decoding
+from promptlottery.calls.cache import CacheError, CallCache, cache_location
+from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
-from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.modes import DEFAULT_MODE, MODES, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
@@ -147,15 +147,13 @@ def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
 
 def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``job.output_dir``."""
-    from hydra.utils import instantiate
-
     output_dir = job.output_dir
     group, condition, from_file = _group_condition(cfg)
     job.label = "condition"
     job.fields["condition"] = condition.id
     job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    decoding = run_decoding(cfg)
     if cfg.predict and cfg.predict.get("systems") and cfg.dry_run:  # count, never generate
         from promptlottery.judging.predict import placeholder_predictions
 
@@ -172,7 +170,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache=open_cache(cfg.paths),
+                cache=build_calls(cfg)[0],
                 decoding=decoding,
             )
         )
@@ -191,8 +189,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         scale=group.scale,
         seed=cfg.dataset.seed,
     )
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)
+    backend, cache, _ = build_judge_runtime(cfg, backend=backend)
     orders_of = (design or {}).get("orders_of")
     check_lost_cache(
         cfg,

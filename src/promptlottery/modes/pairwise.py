@@ -132,7 +132,7 @@ def human_preference(raw: Any) -> tuple[str | None, str | None]:
 
 
 def preference_columns(item: Item, order: str, scale: Scale, scored, label_probs: dict | None) -> dict:
-    """The contract's pairwise columns of one judgment (``scored``: judging.scoring.Scored)."""
+    """The contract's pairwise columns of one judgment (``scored``: prompts.scoring.Scored)."""
     terms = label_terms(scale, order)
     terms[None] = None
     p = dict.fromkeys(("1", "2", "tie"), math.nan)

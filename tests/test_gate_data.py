@@ -126,8 +126,8 @@ def test_judgments_without_a_stored_query_name_the_run_and_the_fix():
 def test_the_runner_stores_the_query_the_judge_saw(tmp_path):
     from promptlottery.backends.base import Decoding
     from promptlottery.backends.fake import FakeBackend
+    from promptlottery.calls.cache import CallCache
     from promptlottery.data import load_items
-    from promptlottery.judging.cache import CallCache
     from promptlottery.judging.runner import Condition, judge
     from promptlottery.prompts import load_group
     from promptlottery.prompts.requests import render_chat
@@ -174,5 +174,7 @@ def test_split_needs_enough_items_and_both_classes():
     with pytest.raises(GateDataError, match="val_size \\+ gate.test_size"):
         instance_split(_many_items(50), val_size=0.5, test_size=0.5)
     ex = load_examples(judgments({f"u{k}": [5] * 5 for k in range(10)}))
-    with pytest.raises(GateDataError, match="same label"):
+    with pytest.raises(
+        GateDataError, match="have in_cluster=1, every verdict in its item.s plurality cluster"
+    ):
         instance_split(ex)

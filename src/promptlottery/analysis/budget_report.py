@@ -11,6 +11,7 @@ share of estimates inside the full grid's CI and the coverage of the sparse inte
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -21,11 +22,11 @@ import pandas as pd
 
 from promptlottery.analysis.budget import (
     DESIGNS,
-    STATISTICS,
     estimate_sparse,
     simulate_adaptive,
     simulate_budgets,
 )
+from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
@@ -52,6 +53,13 @@ class BudgetOptions:
     seed: int = 0
     confidences: list = field(default_factory=lambda: [0.8, 0.9, 0.95])
     min_items: int = 8
+    # the PromptEval-style wording model (analysis/wording_model.py): its ranks ([] = off), plans per
+    # budget, bootstrap refits per plan, embedding (minilm | words | none) and the human labels' range
+    model_ranks: list = field(default_factory=list)
+    model_n_sim: int = 20
+    model_resamples: int = 20
+    model_embedding: str = "minilm"
+    human_range: Any = None
     name: str = "budget"
 
     @classmethod
@@ -69,7 +77,16 @@ class BudgetOptions:
         wrong = [x for x in opts.designs if x not in DESIGNS]
         if wrong:
             raise ConfigError(f"analysis.designs: unknown design(s) {wrong}; valid: {sorted(DESIGNS)}")
-        for key in ("n_sim", "n_resamples", "min_items"):
+        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in opts.model_ranks):
+            raise ConfigError(f"analysis.model_ranks must be whole numbers in 0-3, got {opts.model_ranks}")
+        if opts.model_embedding not in ("minilm", "words", "none"):
+            raise ConfigError(
+                f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
+            )
+        hr = opts.human_range
+        if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
+            raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")
+        for key in ("n_sim", "n_resamples", "min_items", "model_n_sim", "model_resamples"):
             if not isinstance(getattr(opts, key), int) or getattr(opts, key) < 1:
                 raise ConfigError(f"analysis.{key} must be a whole number >= 1, got {getattr(opts, key)!r}")
         if not all(0.5 < float(c) < 1 for c in opts.confidences):
@@ -86,17 +103,39 @@ def _coded(
     return codes.astype(float), scores.astype(float), systems
 
 
+def _designs(grid) -> set[str]:
+    """The designs (``judge.design``) of a grid's rows, pointwise and pairwise; a full grid has none."""
+    frames = [grid.judgments, *grid.pairwise.values()]
+    return {str(d) for f in frames if "design" in f.columns for d in f["design"].dropna()}
+
+
 def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     """Simulate every configuration of ``opts.runs``; write the tables, figure and report into ``job``."""
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
     grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+    designs = _designs(grid)
+    if "adaptive" in designs:
+        if len(designs) > 1:
+            raise AnalysisError(f"analysis.runs mixes designs {sorted(designs)}: analyse each sweep alone")
+        from promptlottery.analysis.adaptive_report import run_adaptive
+
+        return run_adaptive(opts, grid, job)
+    if "sparse" in designs and grid.pairwise:
+        if len(grid.judgments):
+            raise AnalysisError(
+                "analysis.runs mixes pointwise and pairwise sparse grids: analyse each sweep alone"
+            )
+        from promptlottery.analysis.budget_pairwise import run_sparse_pairwise
+
+        return run_sparse_pairwise(opts, grid, job)
+    if "sparse" in designs:
         return _run_sparse(opts, grid, job)
-    budget_rows, adaptive_rows, skipped = [], [], {}
+    budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for config in grid:
         labels, scores = config.matrix("label"), config.matrix("value")
         keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
+        labels_raw = labels
         labels, scores, systems = _coded(labels[keep], scores[keep], config.systems(labels.index[keep]))
         if len(labels) < opts.min_items or labels.shape[1] < 3:
             skipped[config.config_id] = f"{len(labels)} complete items x {labels.shape[1]} wordings"
@@ -109,6 +148,10 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
             n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=config.config_id, n_items=len(labels)))
+        if opts.model_ranks:
+            rows, summary = wording_model_rows(config, labels_raw[keep], labels.to_numpy(float), opts)
+            model_rows.append(rows)
+            model_summaries.append(summary)
         runs = [("cluster_3_of_5", None)] + [("beta", float(c)) for c in opts.confidences]
         for rule, conf in runs:
             rec = simulate_adaptive(
@@ -125,13 +168,19 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     out = Path(job.output_dir)
     write_table(budget, out / "tables", "budget", float_format="%.6g")
     write_table(adaptive, out / "tables", "adaptive", float_format="%.6g")
-    figure = _figure(budget, out / "figures" / "budget.png")
-    (out / "budget.md").write_text(
-        _report(opts, grid, budget, adaptive, skipped, figure, out), encoding="utf-8"
-    )
+    from promptlottery.analysis.plots_budget import plot_budget
+
+    figure = plot_budget(budget, out / "figures" / "budget.png")
+    text = _report(opts, grid, budget, adaptive, skipped, figure, out)
+    if model_rows:
+        model = pd.concat(model_rows, ignore_index=True)
+        write_table(model, out / "tables", "wording_model", float_format="%.6g")
+        (out / "tables" / "wording_model_full.json").write_text(json.dumps(model_summaries, indent=1))
+        text += "\n" + "\n".join(wording_model_section(model, model_summaries)) + "\n"
+    (out / "budget.md").write_text(text, encoding="utf-8")
     return job.ok(
         analysis=asdict(opts), metrics=_metrics(budget, adaptive), skipped_configurations=skipped,
-        report=str(out / "budget.md"),
+        report=str(out / "budget.md"), judgment_files=[str(Path(f).resolve()) for f in grid.files],
     )  # fmt: skip
 
 
@@ -149,34 +198,6 @@ def _metrics(budget: pd.DataFrame, adaptive: pd.DataFrame) -> dict[str, float]:
         if np.isfinite(r.recovered):
             out[f"{key}/recovered"] = float(r.recovered)
     return out
-
-
-def _figure(budget: pd.DataFrame, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(2, len(STATISTICS), figsize=(3.2 * len(STATISTICS), 5.6), squeeze=False)
-    for j, stat in enumerate(STATISTICS):
-        sub = budget[budget["statistic"] == stat]
-        for (cid, design), g in sub.groupby(["config_id", "design"], sort=True):
-            label = design if sub["config_id"].nunique() == 1 else f"{design} {cid[-24:]}"
-            axes[0, j].plot(g["calls_share"], g["rmse"], marker="o", label=label)
-            axes[1, j].plot(g["calls_share"], g["coverage"], marker="o", label=label)
-        axes[0, j].set_title(stat)
-        axes[0, j].set_ylabel("RMSE vs full grid" if j == 0 else "")
-        axes[1, j].axhspan(0.92, 0.98, color="0.9")
-        axes[1, j].axhline(0.95, color="0.5", lw=0.8)
-        axes[1, j].set_ylim(0, 1.02)
-        axes[1, j].set_xlabel("share of the full grid's calls")
-        axes[1, j].set_ylabel("CI coverage of the full value" if j == 0 else "")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
 
 
 def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
@@ -200,7 +221,9 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "`coverage`: share of plans whose own interval (items resampled with their cells, narrowed by "
         "the finite-population factor sqrt(1 - calls share), ours) covers the full grid's value.",
         "",
-        f"![budget]({figure.relative_to(out)})",
+        f"![budget]({figure.relative_to(out)})"
+        if figure
+        else "_no figure: no statistic defined at any budget_",
         "",
         "## Sparse designs",
         "",

@@ -35,8 +35,20 @@ class BestBy(StrEnum):
     pearson = "pearson"
 
 
+class KappaInterval(StrEnum):
+    """The interval of each configuration's Fleiss' kappa (docs/analysis.md, "Intervals of Fleiss' kappa")."""
+
+    studentized = "studentized"
+    percentile = "percentile"
+
+
 #: the valid values of each option with a fixed set of choices
-CHOICES: dict[str, type[StrEnum]] = {"embeddings": Embeddings, "rank_score": RankScore, "best_by": BestBy}
+CHOICES: dict[str, type[StrEnum]] = {
+    "embeddings": Embeddings,
+    "rank_score": RankScore,
+    "best_by": BestBy,
+    "kappa_interval": KappaInterval,
+}
 
 
 @dataclass
@@ -56,6 +68,8 @@ class LotteryOptions:
     n_permutations: int = 1000
     seed: int = 0
     level: float = 0.95
+    #: studentized (bootstrap-t) or percentile interval of Fleiss' kappa per configuration
+    kappa_interval: KappaInterval = KappaInterval.studentized
     thresholds: dict = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     embeddings: Embeddings = Embeddings.minilm
     rank_score: RankScore = RankScore.value
@@ -75,6 +89,8 @@ class LotteryOptions:
     human_ratings: str | None = None
     #: the datasets' own per-rater labels: human agreement under one wording beside the fixed prompt's
     human_raters: bool = False
+    #: budget simulations to link from the report (a glob or list): the newest that read these same files
+    budget_runs: Any = None
 
     def __post_init__(self) -> None:
         # a StrEnum member is a str: asdict / json / the report record the plain value
@@ -92,6 +108,9 @@ class LotteryOptions:
             raise ConfigError(f"analysis.n_jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
         if not 0.0 < self.level < 1.0:
             raise ConfigError(f"analysis.level={self.level}: must be in (0, 1)")
+        runs = self.budget_runs
+        if runs is not None and not isinstance(runs, str | list | tuple):
+            raise ConfigError(f"analysis.budget_runs must be a glob or a list of them, got {runs!r}")
         for key in ("n_resamples", "n_permutations", "max_ensemble_judges"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

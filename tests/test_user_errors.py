@@ -210,6 +210,25 @@ def test_identical_pairs_option_is_checked(tmp_path):
     )
 
 
+#: the judge options added last release (judging/stage.py sparse_design, config.py check_config): a bad
+#: value, and what its one line must name
+NEW_OPTIONS = {
+    "design": (["judge.design=bogus"], ["judge.design", "'full' or 'sparse'", "'bogus'"]),
+    "budget_above_1": (["judge.design=sparse", "judge.budget=1.5"], ["judge.budget", "(0, 1]", "1.5"]),
+    "budget_negative": (["judge.design=sparse", "judge.budget=-0.1"], ["judge.budget", "(0, 1]", "-0.1"]),
+    "anchor": (["judge.design=sparse", "judge.anchor=P9"], ["judge.anchor='P9'", "'P5'"]),
+    "full_share": (["judge.design=sparse", "judge.full_share=2"], ["judge.full_share", "[0, 1]", "2.0"]),
+    "identical_pairs": (["judge.identical_pairs=maybe"], ["judge.identical_pairs=maybe", "'refuse'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_OPTIONS))
+def test_a_bad_value_of_the_new_judge_options_in_a_sweep_is_one_line_before_any_job(tmp_path, case):
+    overrides, named = NEW_OPTIONS[case]
+    one_line(run(tmp_path, *SWEEP, GROUP, *overrides), *named)
+    no_job_started(tmp_path)
+
+
 def test_import_missing_an_annotator_says_its_coverage(tmp_path):
     exports = ",".join(str(HUMAN / f"export_a0{i}.json") for i in (1, 2))
     proc = run(tmp_path, "+human=import", f"human.campaign={HUMAN}", f"human.export=[{exports}]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -365,8 +366,9 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
             full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
         )  # fmt: skip
-    except ValueError as exc:
-        raise ConfigError(f"judge.design=sparse: {exc}") from None
+    except ValueError as exc:  # the plan's own names for its options, as the config spells them
+        message = re.sub(r"^(budget|anchor|full_share)\b", r"judge.\1", str(exc))
+        raise ConfigError(f"judge.design=sparse: {message}") from None
     w = variants.index(judge_cfg.variant)
     columns = {
         "design": "sparse",

@@ -113,6 +113,15 @@ def test_unknown_variant_in_a_sweep_is_one_line(tmp_path):
     no_job_started(tmp_path)
 
 
+def test_a_sweep_over_template_files_names_the_group_file_to_set(tmp_path):
+    # each template would be a group of one wording: no lottery; the one line says what to set instead
+    a = write(tmp_path / "a.j2", "Rate {{ response }} 1-5.\n")
+    b = write(tmp_path / "b.j2", "Score {{ response }} from 1 to 5.\n")
+    proc = run(tmp_path, *SWEEP, f"judge.template={a},{b}", "judge.scale=likert_1_5")
+    one_line(proc, "judge.group_file=PATH is required", "a sweep over judge.template=A,B")
+    no_job_started(tmp_path)
+
+
 def test_unknown_backend_argument_is_one_line(tmp_path):
     one_line(
         run(tmp_path, *TABLE, GROUP, "+backbone.backend.bogus=1"), "backbone.backend", "'bogus'", "valid:"

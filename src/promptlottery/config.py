@@ -170,19 +170,28 @@ class RunConfig:
     human: Any = None
 
 
-def group_variants(group_file: str | None, mode: str | None = None) -> str:
+def group_variants(group_file: str | None, mode: str | None = None, template: str | None = None) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
-    (``judge.variant: ${group_variants:${judge.group_file},${judge.mode}}`` in hydra.sweeper.params);
-    no file in pairwise mode: the built-in pairwise group's. A mismatched mode is named first (the
-    variants of a group are the wrong question when the mode is a typo)."""
+    (``judge.variant: ${group_variants:${judge.group_file},${judge.mode},${judge.template}}`` in
+    hydra.sweeper.params); one template file (``judge.template``): its one variant, ``P1``; no file in
+    pairwise mode: the built-in pairwise group's. A mismatched mode is named first (the variants of a
+    group are the wrong question when the mode is a typo)."""
     from promptlottery.prompts.groups import DEFAULT_PAIRWISE_GROUP, PromptError, load_group, load_group_file
 
     _check_choice("judge.mode", mode or "pointwise", JUDGE_MODES)
-    if not group_file and mode == "pairwise":
+    if group_file:
+        return ",".join(load_group_file(group_file).variants)
+    if template:
+        return "P1"  # groups.group_from_template: a template is a group of one wording
+    if mode == "pairwise":
         return ",".join(load_group(DEFAULT_PAIRWISE_GROUP).variants)
-    if not group_file:
-        raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
-    return ",".join(load_group_file(group_file).variants)
+    # a sweep's own values (judge.template=a.j2,b.j2) are not set in the sweep's config, so a sweep
+    # over templates lands here too: each job would judge one template as a group of one wording
+    raise PromptError(
+        "judge.group_file=PATH is required: the wordings compared are the variants of one prompt group "
+        "file (one template: judge.template=PATH judge.scale=SCALE; a sweep over judge.template=A,B "
+        "would judge each file as a group of its own, compared with no other wording)"
+    )
 
 
 def register_configs() -> None:

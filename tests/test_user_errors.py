@@ -209,8 +209,27 @@ def test_identical_pair_answers_are_counted_in_a_warning_or_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="promptlottery.judging.pairs"):
         check_pairs(items, where="table t.jsonl")
     assert "t.jsonl: 2 of 3 pairs have response_a == response_b (first: 'p1')" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="promptlottery.judging.pairs"):
+        check_pairs(items, where="table t.jsonl")  # the same table again (the next job of a sweep)
+    assert caplog.text.count("response_a == response_b") == 1
     with pytest.raises(PairwiseError, match="2 of 3 pairs have response_a == response_b"):
         check_pairs(items, where="table t.jsonl", identical_pairs="refuse")
+
+
+def test_identical_pairs_are_warned_once_per_sweep(tmp_path):
+    pairs = (REPO / "examples" / "own_judge" / "qa_pairs.jsonl").read_text().splitlines()[:4]
+    same = '{"id": "same", "question": "Q?", "answer_a": "Yes.", "answer_b": "Yes.", "pref": "tie"}'
+    table = write(tmp_path / "pairs.jsonl", "\n".join([*pairs, same]) + "\n")
+    fields = ["response_a=answer_a", "response_b=answer_b", "id=id", "question=question", "human=pref"]
+    proc = run(
+        tmp_path, "-m", "+experiment=own_judge", "hydra.sweeper.params.backbone=fake", "judge.mode=pairwise",
+        f"dataset.path={table}", *(f"dataset.fields.{f}" for f in fields), "analysis.plots=false",
+        "analysis.embeddings=none", "analysis.n_resamples=50", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list((tmp_path / "sweep").glob("*/judgments.parquet"))) == 5  # G17's five wordings
+    said = [line for line in proc.stdout.splitlines() if "response_a == response_b" in line]
+    assert len(said) == 1 and "1 of 5 pairs have response_a == response_b (first: 'same')" in said[0], said
 
 
 def test_identical_pairs_option_is_checked(tmp_path):

@@ -241,7 +241,7 @@ def test_identical_pairs_option_is_checked(tmp_path):
 #: the judge options added last release (judging/stage.py sparse_design, config.py check_config): a bad
 #: value, and what its one line must name
 NEW_OPTIONS = {
-    "design": (["judge.design=bogus"], ["judge.design", "'full' or 'sparse'", "'bogus'"]),
+    "design": (["judge.design=bogus"], ["judge.design must be", "'sparse'", "'adaptive'", "'bogus'"]),
     "budget_above_1": (["judge.design=sparse", "judge.budget=1.5"], ["judge.budget", "(0, 1]", "1.5"]),
     "budget_negative": (["judge.design=sparse", "judge.budget=-0.1"], ["judge.budget", "(0, 1]", "-0.1"]),
     "anchor": (["judge.design=sparse", "judge.anchor=P9"], ["judge.anchor='P9'", "'P5'"]),

@@ -48,6 +48,7 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
             verdict=grid.verdict,
             reference=grid.reference,
             temperature=grid.temperature,
+            kappa_interval=opts.kappa_interval,
             **opts.resampling,
         )
         if not len(grid):  # a pairwise judge alone: sections 1-8 say n/a

@@ -54,6 +54,7 @@ from promptlottery.judging.table import (
 )
 from promptlottery.metrics import (
     UndefinedMetricWarning,
+    cluster_resample,
     cluster_resample_counts,
     clustered_ratio_ci,
     fleiss_kappa,
@@ -512,6 +513,30 @@ def _rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> t
     return summary, systems
 
 
+def _kappa_interval(codes: np.ndarray, clusters: np.ndarray, percentile, boot: dict, kind: str):
+    """The ``kind`` interval of the Fleiss' kappa of ``codes``: the percentile one
+    given, or the bootstrap-t over the same cluster draws (a cluster is the jackknife's unit)."""
+    from promptlottery.metrics.kappa_interval import NEAR_NOMINAL_ITEMS, fleiss_studentized
+
+    kind, notes = str(kind), []
+    low, high = percentile
+    if kind == "studentized":
+        draws, _ = cluster_resample(clusters, boot["n_resamples"], seed=boot["seed"])
+        units = pd.factorize(np.asarray(clusters))[0]  # as cluster_resample numbers them
+        w = np.zeros((len(draws), int(units.max()) + 1))
+        np.add.at(w, (np.repeat(np.arange(len(draws)), draws.shape[1]), draws.ravel()), 1.0)
+        res = fleiss_studentized(codes, len(pm.PREFERENCES), w, level=boot["level"], units=units)
+        low, high = res.low, res.high
+        if res.n_undefined:
+            notes.append(f"studentized interval: {res.n_undefined} of {len(w)} resamples without a t")
+    if len(codes) < NEAR_NOMINAL_ITEMS[kind]:
+        notes.append(
+            f"{kind} interval on {len(codes)} pairs: its coverage was measured near nominal from "
+            f"{NEAR_NOMINAL_ITEMS[kind]} items only (docs/analysis.md)"
+        )
+    return low, high, notes
+
+
 def _percentiles(dist: np.ndarray, level: float) -> tuple[float, float]:
     ok = dist[np.isfinite(dist)]
     if ok.size == 0:
@@ -533,11 +558,13 @@ def pairwise_tables(
     seed: int = 0,
     level: float = 0.95,
     source: str | None = None,
+    kappa_interval: str = "studentized",
 ) -> dict[str, pd.DataFrame]:
     """The tables of the "Pairwise judges" section (module docstring) from the pairwise rows ``df``.
 
     Empty tables when ``df`` has no pairwise row. Every CI is a percentile cluster bootstrap over
-    pairs (``n_resamples`` draws of the clusters, ``seed``, ``level``).
+    pairs (``n_resamples`` draws of the clusters, ``seed``, ``level``) but the Fleiss' kappa's with
+    ``kappa_interval="studentized"``: the bootstrap-t on the same draws.
     """
     names = ("wordings", "configurations", "human_agreement", "rank_summary", "rank_systems", "verdict")
     if df is None or df.empty:
@@ -580,7 +607,7 @@ def pairwise_tables(
             # a pair without a cluster has no preference: a tie, as an inconsistent pair
             scored = np.array(["tie" if v is None else v for v in cluster], dtype=object)
             human.append(_human_row(row, [scored], pairs, boot))
-        configs.append(_config_row(c, order, rec0, boot))
+        configs.append(_config_row(c, order, rec0, boot, kappa_interval))
         summary, systems = _rank_tables(c, order, boot, rec0)
         ranks += summary
         rank_sys += systems
@@ -595,7 +622,7 @@ def pairwise_tables(
     return tables
 
 
-def _config_row(c: pd.DataFrame, order: list[str], rec0: dict, boot: dict) -> dict:
+def _config_row(c: pd.DataFrame, order: list[str], rec0: dict, boot: dict, kappa_interval: str) -> dict:
     rec = {
         **rec0,
         "n_wordings": len(order),
@@ -628,10 +655,12 @@ def _config_row(c: pd.DataFrame, order: list[str], rec0: dict, boot: dict) -> di
         codes = np.vectorize(pm.PREFERENCES.index, otypes=[int])(mm)
         dist = fleiss_kappa_resampled(w, codes, len(pm.PREFERENCES))
         lo, hi = _percentiles(dist, boot["level"])
-        rec["pairwise_paraphrase_kappa_lo"], rec["pairwise_paraphrase_kappa_hi"] = lo, hi
         undefined = int(np.isnan(dist).sum())
         if undefined:
             rec["kappa_note"] = f"undefined on {undefined} of {len(dist)} resamples (left out of the CI)"
+        lo, hi, notes = _kappa_interval(codes, cl, (lo, hi), boot, kappa_interval)
+        rec["pairwise_paraphrase_kappa_lo"], rec["pairwise_paraphrase_kappa_hi"] = lo, hi
+        rec["kappa_note"] = "; ".join([n for n in (rec["kappa_note"], *notes) if n])
     elif not rec["kappa_note"]:
         rec["kappa_note"] = "n/a: " + (
             "one wording"

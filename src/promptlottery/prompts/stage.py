@@ -161,9 +161,10 @@ def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> di
     """Each variant's score per item; a pairwise group: both orders judged, the score of a pair the
     mean of its two orders' p(response_a wins) (judging.runner scores pairs in the pair's terms)."""
     from promptlottery.judging.runner import Condition, judge
+    from promptlottery.modes import mode_of_scale
 
     out = {}
-    mode = "pairwise" if group.scale.pairwise else "pointwise"
+    mode = mode_of_scale(group.scale).name
     for vid in group.variants:
         cond = Condition(
             dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,

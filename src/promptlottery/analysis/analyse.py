@@ -15,7 +15,7 @@ from promptlottery.analysis.headlines import headlines
 from promptlottery.analysis.humans import best_variant_counts
 from promptlottery.analysis.labels import label_table
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import pairwise_tables
+from promptlottery.analysis.sections.pairwise import pairwise_tables
 from promptlottery.analysis.parallel import analyse_configurations
 from promptlottery.analysis.repeats import repeats_vs_wordings
 from promptlottery.analysis.verdict import item_table, verdict_summary

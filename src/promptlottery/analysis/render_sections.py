@@ -13,7 +13,7 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import render_pairwise
+from promptlottery.analysis.sections.pairwise import render_pairwise
 
 __all__ = ["render_later_sections"]
 

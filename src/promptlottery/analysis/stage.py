@@ -28,7 +28,7 @@ import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import pairwise_metrics
+from promptlottery.analysis.sections.pairwise import pairwise_metrics
 from promptlottery.analysis.render import write_outputs
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError

@@ -1,12 +1,25 @@
-"""The human-baseline section of a report (the lottery report's, or ``human_report.md``)."""
+"""The human-baseline section of a report (the lottery report's, or ``human_report.md``): human
+agreement within one wording and across wordings beside the judge's, from ``analysis.human_ratings``
+(a ratings file) or ``analysis.human_raters`` (the datasets' own raters)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
+from promptlottery.analysis.sections.base import ReportContext, Section
 from promptlottery.human.agreement import MEASURES, PAPER_HUMAN, PAPER_RATIO
+
+AGREEMENT = "human_agreement"
+DEGRADATION = "human_degradation"
+PER_WORDING = "human_per_wording"
+#: the datasets with several raters per item (``analysis.human_raters``)
+RATERS_AGREEMENT = "human_raters_agreement"
+#: the tables of :func:`promptlottery.human.analysis.human_tables_for_report`
+TABLES = (AGREEMENT, DEGRADATION, PER_WORDING, RATERS_AGREEMENT)
 
 _NAMES = {
     "overlap": "overlap",
@@ -20,8 +33,8 @@ def render_human_section(
     R: rp.Report, tables: dict[str, pd.DataFrame], *, level: float = 0.95, verdict: str | None = None
 ) -> None:
     """Append the human-baseline section to ``R`` (nothing when no human table is there)."""
-    agree, deg = tables.get("human_agreement"), tables.get("human_degradation")
-    per_w, raters = tables.get("human_per_wording"), tables.get("human_raters_agreement")
+    agree, deg = tables.get(AGREEMENT), tables.get(DEGRADATION)
+    per_w, raters = tables.get(PER_WORDING), tables.get(RATERS_AGREEMENT)
     if all(t is None for t in (agree, deg, raters)):
         return
     R.h("Human baseline under rewording")
@@ -119,3 +132,35 @@ def _ratio_ci(est: float, lo: float, hi: float) -> str:
 
     head = f"{est:.3f}" if np.isfinite(est) else "n/a"
     return head if np.isnan(lo) and np.isnan(hi) else f"{head} [{end(lo)}, {end(hi)}]"
+
+
+def _wanted(opts) -> bool:
+    return bool(opts.human_ratings or opts.human_raters)
+
+
+class HumanSection(Section):
+    """The human baseline under rewording, beside the judge's (``analysis.human_ratings`` /
+    ``analysis.human_raters``); nothing without them."""
+
+    name = "human"
+    mode = "pointwise"
+    tables = TABLES
+
+    def active(self, grid, opts) -> bool:
+        return bool(len(grid)) and _wanted(opts)
+
+    def compute(self, grid, opts, *, encode=None) -> dict[str, Any]:
+        from promptlottery.human.analysis import human_tables_for_report
+
+        return {"tables": human_tables_for_report(grid.judgments, opts)}
+
+    def metrics(self, tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+        if not any(name in tables for name in TABLES):
+            return {}
+        from promptlottery.human.analysis import human_metrics
+
+        return human_metrics(tables)
+
+    def render(self, R: rp.Report, ctx: ReportContext) -> None:
+        if _wanted(ctx.opts):
+            render_human_section(R, ctx.tables, level=ctx.opts.level, verdict=ctx.opts.verdict)

@@ -11,8 +11,10 @@ toy alone, and beside the pointwise fixture of tests/test_analysis_fixtures.py),
 ``rubric_set1`` (``+experiment=rubric_asap_set1``, answered from the call cache) and ``demo`` (the
 demo's sweep on the fake backbone, its lottery analysis and the verdict printout).
 
-Every file's sha256 goes to ``OUT/manifest.tsv``; a ``results.json`` is compared without the fields
-that hold a time, a duration, a host, a path or a git commit (:data:`VOLATILE`). ``--diff`` prints one
+Each fixture is built in ``$REFACTOR_FIXTURES_WORK`` (default /tmp/refactor_fixtures), so that
+the paths report.md names are the same in every build, then copied into OUT. Every file's sha256 goes to ``OUT/manifest.tsv``; a ``results.json`` is compared without the fields
+that hold a time, a duration, a host, a path or a git commit (:data:`VOLATILE`), and the
+job records ``.job.json`` / ``multirun.yaml`` (a pid, a start time, the cwd) are left out. ``--diff`` prints one
 line per fixture file: ``identical`` or what differs.
 """
 
@@ -29,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = os.environ.get("PY", sys.executable)
+#: every fixture is built here, then copied into OUT: two builds write the same paths into report.md
+WORK = Path(os.environ.get("REFACTOR_FIXTURES_WORK", "/tmp/refactor_fixtures"))
 #: results.json fields that differ between two runs of the same code (a time, a host, a path, a commit)
 VOLATILE = {
     "started",
@@ -56,6 +60,10 @@ VOLATILE = {
     "env",
     "versions",
 }
+
+
+#: files that record a process id, a start time or the working directory, never an analysis output
+VOLATILE_FILES = (".job.json", "multirun.yaml")
 
 
 def _run(args: list[str], log: Path, env: dict | None = None, cwd: Path = ROOT) -> str:
@@ -174,7 +182,7 @@ def digest(path: Path) -> str:
 
 
 def manifest(out: Path) -> dict[str, str]:
-    skip = (".hydra", "log.txt", "wandb", "cache")
+    skip = (".hydra", "log.txt", "wandb", "cache", *VOLATILE_FILES)
     rows = {}
     for f in sorted(out.rglob("*")):
         rel = f.relative_to(out)
@@ -215,13 +223,16 @@ def main() -> int:
         return diff(Path(a.diff[0]), Path(a.diff[1]))
     out = Path(a.out).resolve()
     for name in a.only.split(","):
-        target = out / name
+        # built where every build writes (report.md and results.json name the paths they read)
+        target = WORK / name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         if name == "cpu_study":
             cpu_study(target, Path(a.cpu_grid or out / "cpu_grid").resolve())
         else:
             FIXTURES[name](target)
+        shutil.rmtree(out / name, ignore_errors=True)
+        shutil.copytree(target, out / name)
         print(f"{name}: built", flush=True)
     (out / "manifest.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in manifest(out).items()))
     return 0

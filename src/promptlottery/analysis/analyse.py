@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.sections import registry
 from promptlottery.analysis.sections.lottery import VERDICT
-from promptlottery.analysis.sections.registry import SECTIONS
 from promptlottery.judging.grid import JudgmentGrid
 
 
@@ -21,7 +21,7 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
     one); pairwise judgments (the grid's own verdict kind, ``grid.pairwise``) get the "Pairwise
     judges" tables; a section's verdict sentences follow the lottery's in the verdict table.
     """
-    active = [s for s in SECTIONS if s.active(grid, opts)]
+    active = [s for s in registry.SECTIONS if s.active(grid, opts)]
     for section in active:
         section.check(grid, opts)
     result: dict[str, Any] = {"tables": {}}

@@ -11,8 +11,8 @@ from typing import Any
 
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.sections import registry
 from promptlottery.analysis.sections.base import ReportContext
-from promptlottery.analysis.sections.registry import SECTIONS
 from promptlottery.judging.grid import JudgmentGrid
 
 
@@ -42,7 +42,7 @@ def render_report(
     order, then the files written."""
     ctx = ReportContext(result, grid, opts, Path(out_dir), figures, files)
     R = rp.Report("Prompt lottery report")
-    for section in SECTIONS:
+    for section in registry.SECTIONS:
         section.render(R, ctx)
     R.h("Files")
     R.bullets(

@@ -28,7 +28,7 @@ import pandas as pd
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.render import write_outputs
-from promptlottery.analysis.sections.registry import SECTIONS
+from promptlottery.analysis.sections import registry
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
@@ -157,7 +157,7 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     """Flat headline numbers (finite ones only) for results.json, W&B summaries and ``compare``:
     every section's, in report order (the lottery's headlines, ``pairwise/<config>/...``, ``human/...``)."""
     out: dict[str, float] = {}
-    for section in SECTIONS:
+    for section in registry.SECTIONS:
         out.update(section.metrics(tables))
     return out
 

@@ -51,51 +51,65 @@ def render_human_section(
         f"Brackets: {pct}% bootstrap CIs over items."
         + (f" Judge labels: the `{verdict}` verdict." if verdict else "")
     )
-    if agree is not None and len(agree):
-        R.h("Agreement within one wording and across wordings", 3)
-        show = rp.with_ci_columns(agree, MEASURES)
-        cols = {
+    _agreement(R, agree)
+    _degradation(R, deg)
+    _per_wording_and_raters(R, per_w, raters)
+
+
+def _agreement(R: rp.Report, agree: pd.DataFrame | None) -> None:
+    if agree is None or not len(agree):
+        return
+    R.h("Agreement within one wording and across wordings", 3)
+    show = rp.with_ci_columns(agree, MEASURES)
+    cols = {
+        "config_id": "configuration",
+        "side": "raters of",
+        "setting": "setting",
+        "raters": "raters",
+        "n_items": "items",
+        "n_units": "units",
+        **_NAMES,
+    }
+    R.table(show, cols)
+    R.p(
+        "Paper (§3.2, 10 annotators, 650 data points): "
+        + ", ".join(f"{_NAMES[m]} {v:.2f}" for m, v in PAPER_HUMAN.items())
+        + " (its setting is not split by wording)."
+    )
+    R.notes(
+        agree.assign(key=agree["config_id"].astype(str) + " " + agree["side"] + " " + agree["setting"]),
+        "key",
+        "notes",
+    )
+
+
+def _degradation(R: rp.Report, deg: pd.DataFrame | None) -> None:
+    if deg is None or not len(deg):
+        return
+    R.h("Degradation under rewording: judge vs human (ours)", 3)
+    show = rp.with_ci_columns(deg, ["human_drop", "judge_drop", "drop_difference"])
+    show["ratio"] = [_ratio_ci(*v) for v in zip(deg["ratio"], deg["ratio_lo"], deg["ratio_hi"])]
+    show["measure"] = show["measure"].map(_NAMES)
+    R.table(
+        show,
+        {
             "config_id": "configuration",
-            "side": "raters of",
-            "setting": "setting",
-            "raters": "raters",
-            "n_items": "items",
-            "n_units": "units",
-            **_NAMES,
-        }
-        R.table(show, cols)
-        R.p(
-            "Paper (§3.2, 10 annotators, 650 data points): "
-            + ", ".join(f"{_NAMES[m]} {v:.2f}" for m, v in PAPER_HUMAN.items())
-            + " (its setting is not split by wording)."
-        )
-        R.notes(
-            agree.assign(key=agree["config_id"].astype(str) + " " + agree["side"] + " " + agree["setting"]),
-            "key",
-            "notes",
-        )
-    if deg is not None and len(deg):
-        R.h("Degradation under rewording: judge vs human (ours)", 3)
-        show = rp.with_ci_columns(deg, ["human_drop", "judge_drop", "drop_difference"])
-        show["ratio"] = [_ratio_ci(*v) for v in zip(deg["ratio"], deg["ratio_lo"], deg["ratio_hi"])]
-        show["measure"] = show["measure"].map(_NAMES)
-        R.table(
-            show,
-            {
-                "config_id": "configuration",
-                "measure": "measure",
-                "human_drop": "human drop",
-                "judge_drop": "judge drop",
-                "drop_difference": "drop difference judge - human (ours)",
-                "ratio": "ratio judge/human (ours)",
-                "paper_ratio": "paper (Abstract)",
-            },
-        )
-        R.p(
-            f"The paper's Abstract: judges show {PAPER_RATIO} larger agreement degradation under rephrasing than humans; "
-            "its exact definition of degradation is not in the summary, so the two columns are not the same measure."
-        )
-        R.notes(deg.assign(key=deg["config_id"].astype(str) + " " + deg["measure"]), "key", "notes")
+            "measure": "measure",
+            "human_drop": "human drop",
+            "judge_drop": "judge drop",
+            "drop_difference": "drop difference judge - human (ours)",
+            "ratio": "ratio judge/human (ours)",
+            "paper_ratio": "paper (Abstract)",
+        },
+    )
+    R.p(
+        f"The paper's Abstract: judges show {PAPER_RATIO} larger agreement degradation under rephrasing than humans; "
+        "its exact definition of degradation is not in the summary, so the two columns are not the same measure."
+    )
+    R.notes(deg.assign(key=deg["config_id"].astype(str) + " " + deg["measure"]), "key", "notes")
+
+
+def _per_wording_and_raters(R: rp.Report, per_w: pd.DataFrame | None, raters: pd.DataFrame | None) -> None:
     if per_w is not None and len(per_w):
         R.h("Human agreement under each wording", 3)
         R.table(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.analysis.agreement import AGREEMENT_MEASURES
+from promptlottery.analysis.agreement import AGREEMENT_MEASURES, measure_columns
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.sections.base import ReportContext
 from promptlottery.analysis.sections.lottery_later import config_notes, render_later_sections
@@ -22,13 +22,17 @@ _COLLAPSE_COLS = {
     "judges": "judges",
     "n_items": "n",
     "n_dropped": "dropped",
-    "overlap": "overlap",
-    "mean_kappa": "mean kappa",
-    "fleiss_kappa": "Fleiss kappa",
-    "fleiss_kappa_all": "Fleiss kappa (no collapse filter)",
-    "alpha_nominal": "alpha (nominal)",
-    "alpha_interval": "alpha (interval)",
-    "alpha_interval_cont": "alpha (interval, weighted)",
+    **measure_columns(
+        (
+            "overlap",
+            "mean_kappa",
+            "fleiss_kappa",
+            "fleiss_kappa_all",
+            "alpha_nominal",
+            "alpha_interval",
+            "alpha_interval_cont",
+        )
+    ),
     "band": "band (paper: Fleiss)",
     "band_mean_kappa": "band (ours: mean kappa)",
 }
@@ -177,12 +181,9 @@ def _sections_1_2(R: rp.Report, ctx: ReportContext) -> None:
             "grouping": "grouping",
             "group": "group",
             "n_configs": "configs",
-            "overlap": "overlap",
-            "mean_kappa": "mean kappa",
+            **measure_columns(("overlap", "mean_kappa")),
             "mean_kappa_n": "kappa defined in",
-            "fleiss_kappa": "Fleiss kappa",
-            "fleiss_kappa_all": "Fleiss kappa (no collapse filter)",
-            "alpha_nominal": "alpha (nominal)",
+            **measure_columns(("fleiss_kappa", "fleiss_kappa_all", "alpha_nominal")),
             "overlap_minus_kappa": "overlap - kappa",
         },
         empty="no configuration",

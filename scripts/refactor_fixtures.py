@@ -4,8 +4,8 @@
     PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py --diff REF NEW
 
 Fixtures (one subfolder of OUT each): ``cpu_study`` (the lottery analysis of the CPU study's fake
-rehearsal, ``BACKBONES=fake bash experiments/cpu_study.sh``; the judged grid is built once into
-``--cpu-grid`` and reused, so only the analysis is rebuilt), ``pairwise_toy`` (tests/pairwise_toys.py's
+rehearsal, the sweeps of ``BACKBONES=fake bash experiments/cpu_study.sh`` less SQuAD v2, :data:`CPU_SWEEPS`;
+the judged grid is built once into ``--cpu-grid`` and reused, so only the analysis is rebuilt), ``pairwise_toy`` (tests/pairwise_toys.py's
 toy alone, and beside the pointwise fixture of tests/test_analysis_fixtures.py), ``human_toy``
 (docs/human_baseline.md's toy: ``+human=analyse`` and the lottery with ``analysis.human_ratings``),
 ``rubric_set1`` (``+experiment=rubric_asap_set1`` on the fake backbone, named smollm2 and gemma3_270m) and ``demo`` (the
@@ -52,13 +52,31 @@ def _run(args: list[str], log: Path, env: dict | None = None, cwd: Path = ROOT) 
     return proc.stdout
 
 
+#: experiments/cpu_study.sh's sweeps on the fake backbone (its rehearsal), less SQuAD v2, whose candidate
+#: answers are predicted by SmolLM2 and gemma-3-270m (their weights are not needed by any other sweep)
+CPU_SWEEPS = {
+    "stsb_alignment/paraphrases": ["+experiment=stsb_alignment", "dataset.limit=24"],
+    "tc_usr_engaging/paraphrases": ["+experiment=tc_usr_engaging", "dataset.limit=12"],
+    "summeval_coherence/paraphrases": ["+experiment=summeval_coherence", "dataset.limit=1"],
+    "mt_bench_quality/paraphrases": [
+        "+experiment=mt_bench_quality",
+        "dataset.limit=1",
+        "dataset.options.systems=[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]",
+    ],
+    "stsb_alignment/fixed_t07": ["+experiment=stsb_alignment", "dataset.limit=24", "judge.variant=P1",
+                                 "n_samples=5", "decoding.temperature=0.7"],
+    "stsb_alignment/fixed_greedy_batch": ["+experiment=stsb_alignment", "dataset.limit=24", "judge.variant=P1",
+                                          "n_samples=5", "repeat_source=batch"],
+}  # fmt: skip
+
+
 def cpu_study(out: Path, grid: Path) -> None:
-    if not (grid / "grid").is_dir():
-        _run(
-            ["bash", "experiments/cpu_study.sh"], out / "log.txt", env={"BACKBONES": "fake", "OUT": str(grid)}
-        )
+    for name, args in CPU_SWEEPS.items():
+        if not (grid / name).is_dir():
+            _run([PY, "-m", "run", "-m", "backbone=fake", "logger=none", *args, f"hydra.sweep.dir={grid / name}"],
+                 grid.parent / "cpu_grid.log")  # fmt: skip
     _run(
-        [PY, "-m", "run", "+analysis=lottery", f"analysis.runs={grid}/grid/*/*", "logger=none",
+        [PY, "-m", "run", "+analysis=lottery", f"analysis.runs={grid}/*/*", "logger=none",
          f"hydra.run.dir={out / 'analysis'}"],
         out / "log.txt",
     )  # fmt: skip

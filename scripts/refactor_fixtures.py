@@ -34,7 +34,18 @@ PY = os.environ.get("PY", sys.executable)
 #: every fixture is built here, then copied into OUT: two builds write the same paths into report.md
 WORK = Path(os.environ.get("REFACTOR_FIXTURES_WORK", "/tmp/refactor_fixtures"))
 #: results.json fields that differ between two runs of the same code: a time, a process, a git commit
-VOLATILE = {"seconds", "git_commit", "started", "finished", "pid", "host", "hostname", "timestamp", "wall_s"}
+VOLATILE = {
+    "seconds",
+    "seconds_by_backbone",
+    "git_commit",
+    "started",
+    "finished",
+    "pid",
+    "host",
+    "hostname",
+    "timestamp",
+    "wall_s",
+}
 
 
 #: files that record a process id, a start time or the working directory, never an analysis output
@@ -141,7 +152,9 @@ def rubric_set1(out: Path) -> None:
 def demo(out: Path) -> None:
     log = out / "log.txt"
     _run([PY, "-m", "run", "-m", "+experiment=demo", "backbone=fake", "logger=none",
-          f"paths.output_dir={out / 'sweep'}", "analysis.embeddings=none"], log)  # fmt: skip
+          f"paths.output_dir={out / 'sweep'}", "analysis.embeddings=none",
+          f"paths.cache_dir={out / 'cache'}"], log)  # fmt: skip
+    shutil.rmtree(out / "cache")  # a cache of its own: judgments.parquet records each call's cache_hit
     sweep = out / "sweep" / "demo"
     printout = _run([PY, "-m", "promptlottery.analysis.verdict", str(sweep / "lottery")], log)
     (out / "printout.txt").write_text(printout.replace(str(out), "OUT"), encoding="utf-8")

@@ -65,12 +65,6 @@ class _Probe(Section):
 
 def test_a_registered_section_is_computed_measured_and_rendered(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "SECTIONS", (*registry.SECTIONS, _Probe()))
-    for module in (
-        "promptlottery.analysis.analyse",
-        "promptlottery.analysis.render",
-        "promptlottery.analysis.stage",
-    ):
-        monkeypatch.setattr(f"{module}.SECTIONS", registry.SECTIONS)
     grid, opts = JudgmentGrid.from_frame(load_judgments(default_judgments())), _opts()
     result = analyse(grid, opts)
     assert result["tables"]["probe_counts"]["n"].iloc[0] == grid.n_judgments

@@ -257,3 +257,38 @@ def test_sparse_estimates_of_the_oracle_judge_are_its_known_answers(tmp_path):
     for stat, known in (("fleiss", 1.0), ("alpha", 1.0), ("changed", 0.0)):
         assert est.loc[stat, "estimate"] == pytest.approx(known)
         assert est.loc[stat, "lo"] == pytest.approx(known) and est.loc[stat, "hi"] == pytest.approx(known)
+
+
+def test_the_lottery_report_links_the_budget_figure_of_the_same_runs(tmp_path):
+    """+analysis=budget records the files it read; the lottery report of exactly those files links its
+    budget.md and figure (a path that resolves from the report's dir), and one of other files does not."""
+    from promptlottery.stages import run_stage
+
+    sweep = write_sweep(tmp_path / "grid")
+    budget = ["+analysis=budget", "analysis.n_sim=4", "analysis.n_resamples=10", "analysis.budgets=[0.5]",
+              "analysis.min_items=4"]  # fmt: skip
+    assert (
+        run_stage(compose([*budget, f"analysis.runs={sweep}/*"], tmp_path=tmp_path), tmp_path / "b")["status"]
+        == "ok"
+    )
+    lottery = ["+analysis=lottery", "analysis.embeddings=none", "analysis.n_resamples=20", "analysis.n_permutations=20",
+               "analysis.plots=false", f"analysis.budget_runs={tmp_path}/b*"]  # fmt: skip
+    out = tmp_path / "reports" / "same"
+    assert (
+        run_stage(compose([*lottery, f"analysis.runs={sweep}/*"], tmp_path=tmp_path), out)["status"] == "ok"
+    )
+    report = (out / "report.md").read_text()
+    assert "## At a fraction of the calls" in report
+    assert (
+        out / "../../b/figures/budget.png"
+    ).resolve().is_file() and "](../../b/figures/budget.png)" in report
+    other = tmp_path / "reports" / "other"
+    first = sorted(sweep.glob("*"))[:2]  # a grid of other files: no link
+    runs = f"analysis.runs=[{','.join(map(str, first))}]"
+    assert (
+        run_stage(compose([*lottery, runs, "analysis.allow_partial=true"], tmp_path=tmp_path), other)[
+            "status"
+        ]
+        == "ok"
+    )
+    assert "At a fraction of the calls" not in (other / "report.md").read_text()

@@ -85,8 +85,9 @@ class JudgeConfig:
     mode: str = "pointwise"
     #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
     position_swap: bool = True
-    #: "full" (every item under every wording) or "sparse" (a seeded plan of the cells at ``budget``,
-    #: docs/sparse.md); a sparse job judges its wording's cells of the plan only
+    #: "full" (every item under every wording), "sparse" (a seeded plan of the cells at ``budget``,
+    #: docs/sparse.md; a sparse job judges its wording's cells of the plan only) or "adaptive" (each
+    #: item's wordings in a seeded order until ``stop_rule`` settles its plurality at ``confidence``)
     design: str = "full"
     #: sparse: the share of the full grid's calls (0, 1]
     budget: float = 1.0
@@ -94,7 +95,12 @@ class JudgeConfig:
     anchor: str | None = None
     #: sparse: the share of items judged under every wording (the changed-share calibration items)
     full_share: float = 0.0
+    #: sparse and adaptive: the seed of the plan / of every item's order of the wordings
     design_seed: int = 0
+    #: adaptive: "dirichlet" (Beta for two labels), "beta" (the two largest counts) or "paper_3of5"
+    stop_rule: str = "dirichlet"
+    #: adaptive: the posterior probability of the plurality at which an item stops (beta, dirichlet)
+    confidence: float = 0.95
     #: pairwise: what a pair with response_a == response_b gets (IDENTICAL_PAIRS: warn | refuse)
     identical_pairs: str = "warn"
 

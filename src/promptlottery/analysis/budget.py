@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import betainc
 
-from promptlottery.judging.aggregate import cluster_threshold, plurality_cluster
+from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.metrics import sparse as sp
+from promptlottery.metrics.adaptive import beta_confidence, stop_reason
 from promptlottery.metrics.bootstrap import resample_indices
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
 
@@ -253,27 +253,8 @@ def estimate_sparse(
 # --------------------------------------------------------------------------- adaptive stopping
 
 
-def beta_confidence(top: int, second: int) -> float:
-    """``P(p > 0.5)`` for ``p ~ Beta(top + 1, second + 1)`` (Adaptive-Consistency's Beta criterion).
-
-    >>> round(beta_confidence(3, 0), 6)  # 1 - 0.5 ** 4
-    0.9375
-    >>> round(beta_confidence(2, 1), 6)  # P(p <= 0.5) = P(Bin(4, 0.5) >= 3) = 5 / 16
-    0.6875
-    """
-    return float(betainc(second + 1, top + 1, 0.5))
-
-
-def _stop_beta(counts: dict, n_done: int, n_total: int, confidence: float) -> bool:
-    votes = sorted(counts.values(), reverse=True) + [0]
-    return beta_confidence(votes[0], votes[1]) >= confidence
-
-
-def _stop_cluster(counts: dict, n_done: int, n_total: int, confidence: float) -> bool:
-    return max(counts.values()) >= cluster_threshold(n_total)
-
-
-RULES = {"beta": _stop_beta, "cluster_3_of_5": _stop_cluster}
+#: the simulator's rule names: those of ``judge.stop_rule``, and the 3-of-5 rule's earlier name
+RULES = {"beta": "beta", "dirichlet": "dirichlet", "paper_3of5": "paper_3of5", "cluster_3_of_5": "paper_3of5"}
 
 
 def simulate_adaptive(
@@ -283,32 +264,40 @@ def simulate_adaptive(
     confidence: float = 0.95,
     n_sim: int = 200,
     seed: int = 0,
+    orders: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Replay a seeded random order of the wordings per item, stop by ``rule``; compare with all of them.
 
-    Returns the mean calls per item, the saving against every wording, and the share of the full
-    grid's plurality cluster decisions (items with a cluster) that the stopped run gives (the running
-    plurality when it stops: its most voted label, ties to the first given), with its 2.5 / 97.5%
-    range over the ``n_sim`` orders.
+    Returns the mean calls per item (``calls``: their total), the saving against every wording, and the
+    share of the full grid's plurality cluster decisions (items with a cluster) that the stopped run
+    gives (the running plurality when it stops: its most voted label, ties to the first given), with
+    its 2.5 / 97.5% range over the ``n_sim`` orders. ``orders`` (items x wordings, wording indices):
+    replay these orders once instead (a sweep's own, :func:`promptlottery.metrics.adaptive.item_order`),
+    so the calls are those that sweep made on this grid. The rules are the judge stage's
+    (:func:`promptlottery.metrics.adaptive.stop_reason`).
     """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
     labels = np.asarray(labels, float)
     n, k = labels.shape
     cluster = plurality_cluster(labels)
     decided = np.isfinite(cluster)
-    stop = RULES[rule]
     rng = np.random.default_rng(seed)
+    runs = [np.asarray(orders)] if orders is not None else (
+        np.array([rng.permutation(k) for _ in range(n)]) for _ in range(n_sim)
+    )  # fmt: skip
     calls, recovered = [], []
-    for _ in range(n_sim):
+    for order in runs:
         used = np.zeros(n)
         hit = np.zeros(n, bool)
         for i in range(n):
             counts: dict[float, int] = {}
             first: dict[float, int] = {}
-            for t, w in enumerate(rng.permutation(k), start=1):
+            for t, w in enumerate(order[i], start=1):
                 lab = labels[i, w]
                 counts[lab] = counts.get(lab, 0) + 1
                 first.setdefault(lab, t)
-                if t == k or stop(counts, t, k, confidence):
+                if t == k or stop_reason(counts, k, RULES[rule], confidence) is not None:
                     break
             used[i] = t
             top = max(counts, key=lambda c: (counts[c], -first[c]))
@@ -318,14 +307,15 @@ def simulate_adaptive(
     calls_a, rec_a = np.array(calls), np.array(recovered)
     return {
         "rule": rule,
-        "confidence": confidence if rule == "beta" else math.nan,
+        "confidence": confidence if RULES[rule] != "paper_3of5" else math.nan,
         "n_items": n,
         "n_wordings": k,
         "items_with_cluster": int(decided.sum()),
         "mean_calls": float(calls_a.mean()),
+        "calls": float(calls_a.mean() * n),
         "saving": float(1 - calls_a.mean() / k),
-        "recovered": float(np.nanmean(rec_a)),
-        "recovered_lo": float(np.nanpercentile(rec_a, 2.5)),
-        "recovered_hi": float(np.nanpercentile(rec_a, 97.5)),
-        "n_sim": n_sim,
+        "recovered": float(np.nanmean(rec_a)) if decided.any() else math.nan,
+        "recovered_lo": float(np.nanpercentile(rec_a, 2.5)) if decided.any() else math.nan,
+        "recovered_hi": float(np.nanpercentile(rec_a, 97.5)) if decided.any() else math.nan,
+        "n_sim": len(calls),
     }

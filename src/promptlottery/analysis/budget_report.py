@@ -21,7 +21,6 @@ import pandas as pd
 
 from promptlottery.analysis.budget import (
     DESIGNS,
-    STATISTICS,
     estimate_sparse,
     simulate_adaptive,
     simulate_budgets,
@@ -86,12 +85,33 @@ def _coded(
     return codes.astype(float), scores.astype(float), systems
 
 
+def _designs(grid) -> set[str]:
+    """The designs (``judge.design``) of a grid's rows, pointwise and pairwise; a full grid has none."""
+    frames = [grid.judgments, *grid.pairwise.values()]
+    return {str(d) for f in frames if "design" in f.columns for d in f["design"].dropna()}
+
+
 def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     """Simulate every configuration of ``opts.runs``; write the tables, figure and report into ``job``."""
     if opts.runs in (None, "", []):
         raise AnalysisError("analysis.runs is required: a glob (or list) of full-grid job directories")
     grid = JudgmentGrid.load(opts.runs, verdict=opts.verdict, reference=opts.reference)
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+    designs = _designs(grid)
+    if "adaptive" in designs:
+        if len(designs) > 1:
+            raise AnalysisError(f"analysis.runs mixes designs {sorted(designs)}: analyse each sweep alone")
+        from promptlottery.analysis.adaptive_report import run_adaptive
+
+        return run_adaptive(opts, grid, job)
+    if "sparse" in designs and grid.pairwise:
+        if len(grid.judgments):
+            raise AnalysisError(
+                "analysis.runs mixes pointwise and pairwise sparse grids: analyse each sweep alone"
+            )
+        from promptlottery.analysis.budget_pairwise import run_sparse_pairwise
+
+        return run_sparse_pairwise(opts, grid, job)
+    if "sparse" in designs:
         return _run_sparse(opts, grid, job)
     budget_rows, adaptive_rows, skipped = [], [], {}
     for config in grid:
@@ -125,13 +145,15 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     out = Path(job.output_dir)
     write_table(budget, out / "tables", "budget", float_format="%.6g")
     write_table(adaptive, out / "tables", "adaptive", float_format="%.6g")
-    figure = _figure(budget, out / "figures" / "budget.png")
+    from promptlottery.analysis.plots_budget import plot_budget
+
+    figure = plot_budget(budget, out / "figures" / "budget.png")
     (out / "budget.md").write_text(
         _report(opts, grid, budget, adaptive, skipped, figure, out), encoding="utf-8"
     )
     return job.ok(
         analysis=asdict(opts), metrics=_metrics(budget, adaptive), skipped_configurations=skipped,
-        report=str(out / "budget.md"),
+        report=str(out / "budget.md"), judgment_files=[str(Path(f).resolve()) for f in grid.files],
     )  # fmt: skip
 
 
@@ -149,34 +171,6 @@ def _metrics(budget: pd.DataFrame, adaptive: pd.DataFrame) -> dict[str, float]:
         if np.isfinite(r.recovered):
             out[f"{key}/recovered"] = float(r.recovered)
     return out
-
-
-def _figure(budget: pd.DataFrame, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(2, len(STATISTICS), figsize=(3.2 * len(STATISTICS), 5.6), squeeze=False)
-    for j, stat in enumerate(STATISTICS):
-        sub = budget[budget["statistic"] == stat]
-        for (cid, design), g in sub.groupby(["config_id", "design"], sort=True):
-            label = design if sub["config_id"].nunique() == 1 else f"{design} {cid[-24:]}"
-            axes[0, j].plot(g["calls_share"], g["rmse"], marker="o", label=label)
-            axes[1, j].plot(g["calls_share"], g["coverage"], marker="o", label=label)
-        axes[0, j].set_title(stat)
-        axes[0, j].set_ylabel("RMSE vs full grid" if j == 0 else "")
-        axes[1, j].axhspan(0.92, 0.98, color="0.9")
-        axes[1, j].axhline(0.95, color="0.5", lw=0.8)
-        axes[1, j].set_ylim(0, 1.02)
-        axes[1, j].set_xlabel("share of the full grid's calls")
-        axes[1, j].set_ylabel("CI coverage of the full value" if j == 0 else "")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
 
 
 def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
@@ -200,7 +194,9 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "`coverage`: share of plans whose own interval (items resampled with their cells, narrowed by "
         "the finite-population factor sqrt(1 - calls share), ours) covers the full grid's value.",
         "",
-        f"![budget]({figure.relative_to(out)})",
+        f"![budget]({figure.relative_to(out)})"
+        if figure
+        else "_no figure: no statistic defined at any budget_",
         "",
         "## Sparse designs",
         "",

@@ -75,6 +75,8 @@ class LotteryOptions:
     human_ratings: str | None = None
     #: the datasets' own per-rater labels: human agreement under one wording beside the fixed prompt's
     human_raters: bool = False
+    #: budget simulations to link from the report (a glob or list): the newest that read these same files
+    budget_runs: Any = None
 
     def __post_init__(self) -> None:
         # a StrEnum member is a str: asdict / json / the report record the plain value
@@ -92,6 +94,9 @@ class LotteryOptions:
             raise ConfigError(f"analysis.n_jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
         if not 0.0 < self.level < 1.0:
             raise ConfigError(f"analysis.level={self.level}: must be in (0, 1)")
+        runs = self.budget_runs
+        if runs is not None and not isinstance(runs, str | list | tuple):
+            raise ConfigError(f"analysis.budget_runs must be a glob or a list of them, got {runs!r}")
         for key in ("n_resamples", "n_permutations", "max_ensemble_judges"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

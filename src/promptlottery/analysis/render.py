@@ -44,6 +44,15 @@ def render_report(
     R = rp.Report("Prompt lottery report")
     for section in registry.SECTIONS:
         section.render(R, ctx)
+    if result.get("budget_link"):
+        link = result["budget_link"]
+        R.h("At a fraction of the calls")
+        R.p(
+            f"A budget simulation of these same judgment files ([{link}/budget.md]({link}/budget.md), no model "
+            "call): each statistic re-estimated from sparse subsets of this grid, its error and its intervals' "
+            "coverage of the full value against the share of the calls; adaptive stopping beside it."
+        )
+        R.p(f"![budget]({link}/figures/budget.png)")
     R.h("Files")
     R.bullets(
         [

@@ -19,6 +19,7 @@ and the report in :mod:`~promptlottery.analysis.render`.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
+from promptlottery.analysis.budget_link import find_budget
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.render import write_outputs
 from promptlottery.analysis.sections import registry
@@ -77,7 +79,19 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     # no results.json saying ok until every new file is in place (tracking.staging)
     (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
-    if "design" in grid.judgments.columns and (grid.judgments["design"] == "sparse").any():
+    designs = {
+        str(d)
+        for f in (grid.judgments, *grid.pairwise.values())
+        if "design" in f.columns
+        for d in f["design"].dropna()
+    }
+    if "adaptive" in designs:
+        raise AnalysisError(
+            "these judgments are an adaptive design (judge.design=adaptive): each item stopped at its own "
+            "wording, so the lottery's full-grid measures do not apply; its plurality labels and the calls "
+            f"saved: python -m run +analysis=budget 'analysis.runs={opts.runs}'"
+        )
+    if "sparse" in designs:
         raise AnalysisError(
             "these judgments are a sparse design (judge.design=sparse): the lottery report needs every item "
             f"under every wording; estimate from the sparse grid with: python -m run +analysis=budget "
@@ -91,6 +105,9 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
         len(grid),
     )
     result = analyse(grid, opts, encode=encode)
+    budget_dir = find_budget(opts.budget_runs, files)
+    if budget_dir is not None:  # relative to where the report ends up, not to the staging dir
+        result["budget_link"] = Path(os.path.relpath(budget_dir, Path(output_dir).resolve())).as_posix()
     result["tables"]["incomplete_configurations"] = pd.DataFrame(
         sorted(incomplete.items()), columns=["config_id", "status"]
     )

@@ -99,6 +99,7 @@ def build_requests(
     examples: list[tuple[Item, str]] = (),
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
+    orders_of: dict[str, tuple[str, ...]] | None = None,
 ) -> list[tuple[Item, JudgeRequest]]:
     """One request per item and sample. A repeat sample computed under its own batch plan
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
@@ -107,7 +108,8 @@ def build_requests(
     Pairwise (``condition.judge_mode="pairwise"``): one request per item, order and sample; the order
     ("12", and "21" with response_a and response_b swapped under ``position_swap``) and the group's
     assistant prefix are named parts of the key (pointwise keys are unchanged). Every request carries
-    its :class:`KnownAnswer` (``human_range``: the dataset's, for the pointwise label), outside the key."""
+    its :class:`KnownAnswer` (``human_range``: the dataset's, for the pointwise label), outside the key.
+    ``orders_of`` (pairwise, a sparse plan's cells): the orders judged for each item id instead."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
@@ -115,7 +117,11 @@ def build_requests(
     prefix = group.assistant_prefix if pairwise else None
     out = []
     for item, order in (
-        ((it, o) for it in items for o in orders(condition.position_swap))
+        (
+            (it, o)
+            for it in items
+            for o in (orders(condition.position_swap) if orders_of is None else orders_of.get(it.id, ()))
+        )
         if pairwise
         else ((it, None) for it in items)
     ):
@@ -241,6 +247,7 @@ def judge(
     backoff_s: float = 1.0,
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
+    orders_of: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[pd.DataFrame, CallStats]:
     """Judge ``items`` under ``condition``; returns the judgments table and call counts.
 
@@ -259,6 +266,7 @@ def judge(
         examples=examples,
         repeat_source=repeat_source,
         human_range=human_range,
+        orders_of=orders_of,
     )
     stats = CallStats()
     skipped = over_long(pairs, backend, decoding)

@@ -20,6 +20,7 @@ from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
+from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
 from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
 from promptlottery.judging.pairs import check_mode, shown
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
@@ -122,6 +123,7 @@ def check_inputs(cfg: DictConfig) -> None:
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     _, items = _load(cfg, options)
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
+    adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     _check_items(cfg, group, condition, items, from_file)
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
         seen = shown(it, "12") if condition.judge_mode == "pairwise" else it
@@ -172,6 +174,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         )
     all_items, items = _load(cfg, options)
     design = sparse_design(cfg.judge, group, items, condition.judge_mode)
+    adaptive = adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     if design is not None:
         items = [it for it, judged in zip(items, design["judged"], strict=True) if judged]
     _check_items(cfg, group, condition, items, from_file)
@@ -186,30 +189,33 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     )
     backend = backend if backend is not None else instantiate(cfg.backbone.backend)
     cache = open_cache(cfg.paths)
+    orders_of = (design or {}).get("orders_of")
     check_lost_cache(
         cfg,
         cache,
         output_dir,
-        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples)),
+        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples, orders_of)),
     )
     if cfg.dry_run:
-        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job)
+        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
-    try:
-        df, stats = runner.judge(
-            items,
-            condition,
-            group,
-            backend,
-            cache,
-            decoding,
-            n_samples=cfg.n_samples,
-            examples=examples,
-            max_retries=cfg.max_retries,
-            repeat_source=cfg.repeat_source,
-            backoff_s=cfg.backoff_s,
+
+    def judge_cells(cells: list[Item], cond: Condition):
+        return runner.judge(
+            cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
+            max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,
             human_range=tuple(cfg.dataset.human_range),
-        )
+            orders_of=orders_of,
+        )  # fmt: skip
+
+    walk_summary = {}
+    try:
+        if adaptive is None:
+            df, stats = judge_cells(items, condition)
+        else:  # the walk asks every wording it reaches; this job keeps its own wording's rows
+            df, stats, walk_summary = judge_adaptive(
+                items, condition, list(group.variants), adaptive, judge_cells
+            )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
@@ -217,7 +223,8 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         for name in sorted(set().union(*inputs.values())):
             df[f"input_{name}"] = [inputs[i].get(name) for i in df["item_id"]]
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
-        df = df.assign(**design["columns"], design_prob=df["item_id"].map(design["prob"]))
+        keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
+        df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
     if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
         # through a temporary file and a rename: a link planted at the path is replaced, not followed
         saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(group, tmp))
@@ -232,6 +239,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
         metrics=metrics,
         calls=calls,
+        **({"adaptive": walk_summary} if walk_summary else {}),
     )
     job.tracker.log_metrics({"metrics": metrics, "calls": calls})
     job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
@@ -240,11 +248,12 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cache_hits=stats.cache_hits,
         cache_misses=stats.cache_misses,
         parse_failures=stats.parse_failures,
+        **walk_summary,
     )
     return record
 
 
-def _requests(cfg, items, condition, group, backend, decoding, examples) -> list:
+def _requests(cfg, items, condition, group, backend, decoding, examples, orders_of=None) -> list:
     """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
     return build_requests(
         items,
@@ -255,6 +264,7 @@ def _requests(cfg, items, condition, group, backend, decoding, examples) -> list
         n_samples=cfg.n_samples,
         examples=examples,
         repeat_source=cfg.repeat_source,
+        orders_of=orders_of,
     )
 
 
@@ -297,9 +307,11 @@ def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_c
     logger.warning(message)
 
 
-def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob) -> dict:
+def dry_run(
+    cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob, orders_of=None
+) -> dict:
     """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = _requests(cfg, items, condition, group, backend, decoding, examples)
+    pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
     keys = [r.key for _, r in pairs]
     cached = cache.get_many(keys)
     tokens = sum(backend.count_tokens(r) for _, r in pairs)
@@ -315,34 +327,41 @@ def dry_run(cfg, items, condition, group, backend, cache, decoding, examples, jo
         # "tokenizer", or how the backend approximated when its tokenizer could not be loaded
         "token_count": backend.token_count_method,
     }
+    if cfg.judge.get("design") == "adaptive":  # the walk's stops are known only from the answers
+        estimate["calls_bound"] = "upper"
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return job.write("dry_run", estimate=estimate)
 
 
 def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
-    """``judge.design=sparse``: which of ``items`` this job's wording judges, their inclusion
-    probabilities, and the plan's parameters as columns (None for the full design).
+    """``judge.design=sparse``: which of ``items`` this job's wording judges (pairwise: in which orders),
+    their inclusion probabilities, and the plan's parameters as columns (None for another design).
 
     Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
-    over the sampled items and the group's wordings), so the jobs need not talk to each other."""
+    over the sampled items and the group's wordings; pairwise,
+    :func:`promptlottery.metrics.sparse_pairwise.pairwise_plan` over their (wording, order) cells), so
+    the jobs need not talk to each other."""
     design = judge_cfg.get("design", "full")
-    if design == "full":
+    if design in ("full", "adaptive"):
         return None
     if design != "sparse":
-        raise ConfigError(f"judge.design must be 'full' or 'sparse', got {design!r}")
-    if mode != "pointwise":
-        raise ConfigError(f"judge.design=sparse is built for pointwise judging only (missing for {mode!r})")
+        raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
+    if mode == "pairwise" and not judge_cfg.get("position_swap", True):
+        raise ConfigError(
+            "judge.design=sparse for pairwise judging samples both orders: judge.position_swap=true"
+        )
     from promptlottery.metrics.sparse import sparse_plan
+    from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
 
     variants = list(group.variants)
+    make = pairwise_plan if mode == "pairwise" else sparse_plan
     try:
-        plan = sparse_plan(
+        plan = make(
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
             full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
         )  # fmt: skip
     except ValueError as exc:
         raise ConfigError(f"judge.design=sparse: {exc}") from None
-    w = variants.index(judge_cfg.variant)
     columns = {
         "design": "sparse",
         "design_budget": float(judge_cfg.budget),
@@ -351,5 +370,13 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         "design_seed": int(judge_cfg.design_seed),
         "design_items": len(items),
     }
-    prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
-    return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
+    if mode != "pairwise":
+        w = variants.index(judge_cfg.variant)
+        prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
+        return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
+    columns["design_wordings"] = ",".join(variants)  # a wording no pair drew in this job is still one
+    cols = {o: plan.variants.index(cell(judge_cfg.variant, o)) for o in ORDERS}
+    orders_of = {it.id: tuple(o for o in ORDERS if plan.mask[i, cols[o]]) for i, it in enumerate(items)}
+    prob = {(it.id, o): float(plan.prob[i, cols[o]]) for i, it in enumerate(items) for o in ORDERS}
+    return {"judged": [bool(orders_of[it.id]) for it in items], "prob": prob, "columns": columns,
+            "orders_of": orders_of}  # fmt: skip

@@ -86,7 +86,7 @@ class SparsePlan:
     mask: np.ndarray
     prob: np.ndarray
     pair_prob: np.ndarray
-    anchor: str | None
+    anchor: str | tuple[str, ...] | None
     seed: int
 
     @property
@@ -129,7 +129,7 @@ def sparse_plan(
     variants: Any,
     *,
     budget: float | int,
-    anchor: str | None = None,
+    anchor: str | tuple[str, ...] | None = None,
     full_share: float = 0.0,
     seed: int = 0,
 ) -> SparsePlan:
@@ -139,7 +139,8 @@ def sparse_plan(
     :func:`changed_share`; ``full_share = budget`` with no anchor is the plain item subsample); the
     anchor is judged on every item; the rest of the budget is spread over the other cells of the
     remaining items. Inclusion probabilities are those of the item's stratum (full or spread), which
-    is drawn independently of the labels.
+    is drawn independently of the labels. ``anchor`` may name several cells (a tuple: a pairwise
+    wording's two orders, :mod:`promptlottery.metrics.sparse_pairwise`), each judged on every item.
 
     >>> p = sparse_plan(["a", "b", "c", "d"], ["P1", "P2", "P3"], budget=1.0)
     >>> p.n_calls, p.share
@@ -155,21 +156,22 @@ def sparse_plan(
         raise ValueError("sparse_plan: item ids must be unique")
     if len(set(variants)) != len(variants) or len(variants) < 2:
         raise ValueError(f"sparse_plan needs at least two distinct wordings, got {list(variants)}")
-    if anchor is not None and anchor not in variants:
+    anchors = () if anchor is None else (anchor,) if isinstance(anchor, str) else tuple(anchor)
+    if any(a not in variants for a in anchors) or (anchors and len(anchors) >= len(variants)):
         raise ValueError(f"anchor={anchor!r} is not one of the wordings {list(variants)}")
     if not 0.0 <= full_share <= 1.0:
         raise ValueError(f"full_share must be in [0, 1], got {full_share!r}")
     n, k = len(items), len(variants)
     per_item = _calls_per_item(budget, n, k)
-    others = [w for w in range(k) if anchor is None or variants[w] != anchor]
+    others = [w for w in range(k) if variants[w] not in anchors]
     kk = len(others)
     spread = 1.0 - full_share
     # calls per spread item beyond the anchor: the budget less the full items' and the anchor's calls
-    m = (per_item - full_share * k) / spread - (1.0 if anchor is not None else 0.0) if spread > 0 else 0.0
+    m = (per_item - full_share * k) / spread - len(anchors) if spread > 0 else 0.0
     if m < -1e-9:
         raise ValueError(
             f"budget {budget!r} ({per_item:.2f} calls per item) is less than full_share={full_share} "
-            f"and the anchor {anchor!r} cost ({full_share * k + spread * (anchor is not None):.2f} per item)"
+            f"and the anchor {anchor!r} cost ({full_share * k + spread * len(anchors):.2f} per item)"
         )
     m = min(max(m, 0.0), float(kk))
     lo, frac = int(math.floor(m)), m - math.floor(m)
@@ -177,7 +179,7 @@ def sparse_plan(
     e_pairs = (1 - frac) * lo * (lo - 1) + frac * (lo + 1) * lo
     p_cell = m / kk
     p_pair = e_pairs / (kk * (kk - 1)) if kk > 1 else 0.0
-    a = variants.index(anchor) if anchor is not None else None
+    fixed = [variants.index(a) for a in anchors]
     mask = np.zeros((n, k), dtype=bool)
     prob = np.zeros((n, k))
     pair = np.zeros((n, k, k))
@@ -190,10 +192,11 @@ def sparse_plan(
         mask[i, order[:n_i]] = True
         prob[i, others] = p_cell
         pair[i][np.ix_(others, others)] = p_pair
-        if a is not None:
+        for a in fixed:
             mask[i, a] = True
             prob[i, a] = 1.0
             pair[i, a, others] = pair[i, others, a] = p_cell
+            pair[i, a, fixed] = 1.0
     pair[:, np.arange(k), np.arange(k)] = prob
     return SparsePlan(items, variants, mask, prob, pair, anchor, seed)
 

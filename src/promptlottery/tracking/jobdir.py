@@ -128,6 +128,9 @@ NEUTRAL_NESTED = {
         "identical_pairs": "warn",
     }
 }
+#: options inside a group that change answers only under some designs: out of the hash under the others
+#: (a full or sparse job with ``judge.confidence=0.9`` is the job it was without it)
+DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)}}
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
 HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
@@ -148,6 +151,7 @@ def config_hash(config: dict) -> str:
                     for n, x in v.items()
                     if n not in HANDLING_OPTIONS.get(k, ())
                     and not (n in NEUTRAL_NESTED.get(k, {}) and x == NEUTRAL_NESTED[k][n])
+                    and not (n in DESIGN_ONLY.get(k, {}) and v.get("design") not in DESIGN_ONLY[k][n])
                 }
                 if isinstance(v, dict) and (k in HANDLING_OPTIONS or k in NEUTRAL_NESTED)
                 else v

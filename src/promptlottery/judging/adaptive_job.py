@@ -1,0 +1,121 @@
+"""``judge.design=adaptive``: a sweep's job of one wording under adaptive stopping per item.
+
+Every job of the sweep replays the same walk (:func:`promptlottery.metrics.adaptive.walk`: each item's
+wordings in its own seeded order, until ``judge.stop_rule`` settles its plurality at
+``judge.confidence``), asking the model, through the shared call cache, for the cells of every wording
+the walk reaches; it writes only its own wording's rows. The first job of a sweep pays for the walk's
+calls and the others read them from the cache, so the sweep as a whole makes exactly the walk's calls,
+keeps one job (and one ``judgments.parquet``) per wording, and resumes exactly: a re-run gets every
+answer from the cache and walks the same way. Jobs run in parallel before the cache holds the walk may
+both pay for a call (answers of a deterministic backend agree; the analysis replays the walk from the
+rows and refuses a grid where they do not).
+
+The vote is the argmax label (the most probable scale label, falling back to the parsed label, as
+``analysis.verdict=argmax`` reads it); a call without a verdict is a call with no vote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+import pandas as pd
+
+from promptlottery.errors import ConfigError
+from promptlottery.judging.calls import CallStats
+from promptlottery.judging.runner import Condition
+from promptlottery.judging.table import CONFIG_KEYS, add_verdicts
+from promptlottery.metrics.adaptive import RULES, walk
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["adaptive_design", "judge_adaptive"]
+
+
+def adaptive_design(judge_cfg, mode: str, n_samples: int) -> dict | None:
+    """The adaptive design's parameters (None for another design); a bad one is a one-line ConfigError."""
+    if judge_cfg.get("design", "full") != "adaptive":
+        return None
+    if mode != "pointwise":
+        raise ConfigError(f"judge.design=adaptive is built for pointwise judging only (missing for {mode!r})")
+    if n_samples != 1:
+        raise ConfigError(
+            f"judge.design=adaptive judges one sample per cell: n_samples must be 1, got {n_samples}"
+        )
+    rule = judge_cfg.get("stop_rule", "dirichlet")
+    if rule not in RULES:
+        raise ConfigError(f"judge.stop_rule must be one of {list(RULES)}, got {rule!r}")
+    confidence = judge_cfg.get("confidence", 0.95)
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0.5 < confidence < 1:
+        raise ConfigError(f"judge.confidence must be a probability in (0.5, 1), got {confidence!r}")
+    seed = judge_cfg.get("design_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"judge.design_seed must be a whole number, got {seed!r}")
+    return {"rule": str(rule), "confidence": float(confidence), "seed": int(seed)}
+
+
+def _merge(total: CallStats, part: CallStats) -> None:
+    for f in ("total", "cache_hits", "cache_misses", "parse_failures", "over_long"):
+        setattr(total, f, getattr(total, f) + getattr(part, f))
+    total.errors += part.errors
+
+
+def judge_adaptive(
+    items: list,
+    condition: Condition,
+    variants: list[str],
+    design: dict,
+    judge_cells: Callable[[list, Condition], tuple[pd.DataFrame, CallStats]],
+) -> tuple[pd.DataFrame, CallStats, dict]:
+    """The rows of ``condition``'s wording that the walk reached, with its design columns.
+
+    ``judge_cells(items, condition)`` judges items under a condition (the runner, with the job's backend
+    and cache). Returns the rows, the call counts of this wording's rows, and the walk's own counts
+    (every wording's cells it asked for, most of them cache hits after the first job)."""
+    by_id = {it.id: it for it in items}
+    own: list[pd.DataFrame] = []
+    columns: list[pd.DataFrame] = []  # the table's columns, for a wording the walk never reached
+    own_stats, walk_stats = CallStats(), CallStats()
+
+    def labels_of(variant: str, ids: list[str]) -> dict[str, object]:
+        df, stats = judge_cells([by_id[i] for i in ids], dataclasses.replace(condition, variant=variant))
+        _merge(walk_stats, stats)
+        columns[:] = [df.iloc[0:0]]
+        if variant == condition.variant:
+            own.append(df)
+            _merge(own_stats, stats)
+        # the verdict as the analysis computes it (a condition without a rubric has none in its rows)
+        judged = add_verdicts(df.assign(**{k: df[k].fillna("") for k in CONFIG_KEYS}), "argmax")
+        return {
+            str(i): (None if pd.isna(lab) else str(lab))
+            for i, lab in zip(judged["item_id"], judged["label"], strict=True)
+        }
+
+    walks = walk(
+        [it.id for it in items], variants, labels_of,
+        rule=design["rule"], confidence=design["confidence"], seed=design["seed"],
+    )  # fmt: skip
+    df = pd.concat(own, ignore_index=True) if own else columns[0]
+    ids = df["item_id"].astype(str)
+    df = df.assign(
+        design="adaptive",
+        design_rule=design["rule"],
+        design_confidence=design["confidence"],
+        design_seed=design["seed"],
+        design_items=len(items),
+        design_wordings=",".join(variants),
+        adaptive_position=[walks[i].judged.index(condition.variant) + 1 for i in ids],
+        adaptive_calls=[walks[i].calls for i in ids],
+        adaptive_stop=[walks[i].stop for i in ids],
+        adaptive_plurality=[walks[i].plurality for i in ids],
+    )
+    summary = {
+        "adaptive_items": len(items),
+        "adaptive_calls": sum(w.calls for w in walks.values()),
+        "adaptive_full_calls": len(items) * len(variants),
+        "walk_cache_hits": walk_stats.cache_hits,
+        "walk_cache_misses": walk_stats.cache_misses,
+    }
+    logger.info("adaptive walk condition=%s %s", condition.id, summary)
+    return df, own_stats, summary

@@ -1,0 +1,163 @@
+"""A sparse design for pairwise judges: the orders as cells, and the estimators the pairwise section reads.
+
+A pairwise judge judges a pair (response A vs B) under a wording in two orders: ``12`` (A shown first)
+and ``21`` (swapped), each a call of its own. :func:`pairwise_plan` is :func:`~promptlottery.metrics.
+sparse.sparse_plan` over the ``2 K`` cells ``"<wording>:<order>"`` of each pair, with the same nesting,
+the same seeded orders and the same probabilities (an anchor wording is judged in both orders on every
+pair). The pairwise section's measures need cells together:
+
+* ``position_consistency`` of a wording (the share of pairs whose verdict is the same in both orders)
+  needs both orders of the wording: each (pair, wording) judged in both is weighted by ``1 / P(both)``;
+* the across-wording kappa of the two-order verdicts (Fleiss' kappa of the order-resolved verdict,
+  inconsistent = tie, across the wordings: the section's ``pairwise_paraphrase_kappa``) needs both
+  orders of two wordings for a pair of ratings: weighted by ``1 / P(all four)``, the label shares by
+  ``1 / P(both)`` (Hajek ratios, as :func:`~promptlottery.metrics.sparse.ipw_fleiss_kappa`).
+
+For a pair of the spread stratum, ``q`` given non-anchor cells are all judged with probability
+``E[n (n - 1) ... (n - q + 1)] / (K' (K' - 1) ... (K' - q + 1))`` (``n`` its number of non-anchor
+cells, ``K'`` their number): the prefix of a uniformly random order. A cell judged without a verdict
+(a parse failure) counts as not judged (assumed missing at random). On a full plan each estimator is
+its plain definition.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from promptlottery.metrics import sparse as sp
+from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+
+__all__ = [
+    "ORDERS",
+    "cell",
+    "consistency_batch",
+    "consistency_parts",
+    "ipw_pairwise_kappa",
+    "ipw_position_consistency",
+    "kappa_parts",
+    "pair_probabilities",
+    "pairwise_plan",
+]
+
+ORDERS = ("12", "21")
+VERDICTS = ("1", "2", "tie")
+
+
+def cell(wording: str, order: str) -> str:
+    return f"{wording}:{order}"
+
+
+def pairwise_plan(
+    pairs: Any, wordings: Any, *, budget: float | int, anchor: str | None = None, full_share: float = 0.0,
+    seed: int = 0,
+) -> SparsePlan:  # fmt: skip
+    """The sparse plan over each pair's (wording, order) cells; ``budget`` is a share of the ``2 K``
+    calls per pair or a number of calls; ``anchor`` a wording judged in both orders on every pair.
+
+    >>> p = pairwise_plan(["a", "b"], ["P1", "P2"], budget=1.0)
+    >>> p.variants, p.n_calls
+    (('P1:12', 'P1:21', 'P2:12', 'P2:21'), 8)
+    """
+    cells = [cell(str(w), o) for w in wordings for o in ORDERS]
+    anchors = None if anchor is None else (cell(anchor, "12"), cell(anchor, "21"))
+    if anchor is not None and anchors[0] not in cells:
+        raise ValueError(f"anchor={anchor!r} is not one of the wordings {list(map(str, wordings))}")
+    return sparse_plan(pairs, cells, budget=budget, anchor=anchors, full_share=full_share, seed=seed)
+
+
+def _falling(n: int, q: int) -> float:
+    return float(math.prod(range(n - q + 1, n + 1))) if q <= n else 0.0
+
+
+def _joint(prob_row: np.ndarray, cols: list[int]) -> float:
+    """The probability that every cell of ``cols`` is judged, for one pair of the plan."""
+    spread = prob_row < 1.0
+    q = int(spread[cols].sum())
+    if q == 0:
+        return 1.0
+    kk = int(spread.sum())
+    m = float(prob_row[spread][0]) * kk
+    lo, frac = math.floor(m), m - math.floor(m)
+    return ((1 - frac) * _falling(lo, q) + frac * _falling(lo + 1, q)) / _falling(kk, q)
+
+
+def pair_probabilities(plan: SparsePlan, wordings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``both[i, a]``: P(both orders of wording ``a`` judged); ``four[i, a, b]``: P(both orders of ``a``
+    and of ``b``), for every pair ``i`` of a :func:`pairwise_plan`."""
+    col = {c: j for j, c in enumerate(plan.variants)}
+    idx = [[col[cell(w, o)] for o in ORDERS] for w in wordings]
+    n, k = len(plan.items), len(wordings)
+    both, four = np.zeros((n, k)), np.zeros((n, k, k))
+    for i in range(n):
+        for a in range(k):
+            both[i, a] = _joint(plan.prob[i], idx[a])
+            for b in range(a + 1, k):
+                four[i, a, b] = four[i, b, a] = _joint(plan.prob[i], idx[a] + idx[b])
+    return both, four
+
+
+def _verdicts(x: Any) -> np.ndarray:
+    arr = np.asarray(x, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for ix, v in np.ndenumerate(arr):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            out[ix] = None
+        elif str(v) in VERDICTS:
+            out[ix] = str(v)
+        else:
+            raise ValueError(f"a pairwise verdict must be one of {VERDICTS} or missing, got {v!r}")
+    return out
+
+
+def consistency_parts(first: Any, second: Any, both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair and wording: the weighted consistent indicator and the weight (``1 / P(both)``)."""
+    a, b = _verdicts(first), _verdicts(second)
+    seen = (a != None) & (b != None)  # noqa: E711 - elementwise on an object array
+    w = np.where(seen, 1.0 / np.where(seen, both, 1.0), 0.0)
+    return w * (seen & (a == b)), w
+
+
+def consistency_batch(parts: tuple[np.ndarray, np.ndarray], r: np.ndarray, *, per_wording: bool = False):
+    """The estimate under each row of pair weights ``r``: overall (R,) or per wording (R x K)."""
+    num, den = parts
+    if per_wording:
+        return sp._ratio(r @ num, r @ den)
+    return sp._ratio(r @ num.sum(axis=1), r @ den.sum(axis=1))
+
+
+def ipw_position_consistency(first: Any, second: Any, both: np.ndarray, *, per_wording: bool = False):
+    """The share of (pair, wording) whose verdict is the same in both orders, each (pair, wording)
+    judged in both orders weighted by ``1 / P(both)`` (Hajek). ``first`` / ``second``: pairs x wordings,
+    the verdicts of orders 12 and 21 in the pair's terms (``"1"``, ``"2"``, ``"tie"``; None: not judged)."""
+    parts = consistency_parts(first, second, both)
+    out = consistency_batch(parts, np.ones((1, np.shape(both)[0])), per_wording=per_wording)[0]
+    return out if per_wording else sp._one(np.array([out]), "position consistency")
+
+
+def kappa_parts(first: Any, second: Any, both: np.ndarray, four: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per pair: the weighted agreeing rating pairs, their weight and the weighted label counts of the
+    two-order verdict (the common verdict of the orders, inconsistent = tie), as ``fleiss_parts``."""
+    a, b = _verdicts(first), _verdicts(second)
+    n, k = a.shape
+    seen = (a != None) & (b != None)  # noqa: E711
+    v = np.where(seen, np.where(a == b, a, "tie"), None)
+    agree, weight = np.zeros(n), np.zeros(n)
+    for x, y in itertools.combinations(range(k), 2):
+        ok = seen[:, x] & seen[:, y] & (four[:, x, y] > 0)
+        w = np.where(ok, 1.0 / np.where(ok, four[:, x, y], 1.0), 0.0)
+        agree += w * (v[:, x] == v[:, y])
+        weight += w
+    labels_w = np.zeros((n, len(VERDICTS)))
+    for j, lab in enumerate(VERDICTS):
+        labels_w[:, j] = (np.where(seen, 1.0 / np.where(seen, both, 1.0), 0.0) * (v == lab)).sum(axis=1)
+    return agree, weight, labels_w
+
+
+def ipw_pairwise_kappa(first: Any, second: Any, both: np.ndarray, four: np.ndarray) -> float:
+    """Fleiss' kappa across wordings of the two-order verdict, estimated from the judged cells."""
+    parts = kappa_parts(first, second, both, four)
+    return sp._one(sp.fleiss_batch(parts, np.ones((1, np.shape(both)[0]))), "the pairwise kappa")

@@ -174,5 +174,7 @@ def test_split_needs_enough_items_and_both_classes():
     with pytest.raises(GateDataError, match="val_size \\+ gate.test_size"):
         instance_split(_many_items(50), val_size=0.5, test_size=0.5)
     ex = load_examples(judgments({f"u{k}": [5] * 5 for k in range(10)}))
-    with pytest.raises(GateDataError, match="same label"):
+    with pytest.raises(
+        GateDataError, match="have in_cluster=1, every verdict in its item.s plurality cluster"
+    ):
         instance_split(ex)

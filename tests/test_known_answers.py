@@ -13,7 +13,8 @@ be, derived here by hand from the issue's words and the raw human values of the 
   kappa across wordings 1, no verdict flips, position consistency 1;
 * ``always_first`` (pairwise "A", pointwise the lowest label) and ``constant`` (the scale's last
   label): consistency 0 and first-position rate 1 (pairwise), labels collapsed (pointwise);
-* ``random`` (uniform over the scale, seeded by the request key): kappa's interval contains 0;
+* ``random`` (uniform over the scale, seeded by the request key): kappa's interval contains 0 (on
+  at most 7 of 45 configs, the nominal 95%'s 1-in-200 bound);
 * ``inverted`` (the oracle, mirrored under P3): exactly P3's flips, the items whose mirrored label
   differs, and P3's correlation with the humans the oracle's negated (the mirror is linear).
 
@@ -453,15 +454,12 @@ def test_random_pairwise_kappa_interval(sweep, name):
     assert lo <= k <= hi
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the item-bootstrap percentile interval of Fleiss' kappa under-covers at 8 items: the random "
-    "judge's interval excludes its true kappa 0 on 9 of 45 configs (nominal 95%: about 2)",
-)
 def test_random_judges_kappa_intervals_contain_zero(sweep):
     """The random judge's labels are independent of the item and the wording: its kappa is 0. A 95%
     interval misses 0 on a config with probability 0.05: on 45 configs at most 7 misses (a 1-in-200
-    event at the nominal rate; seeded, so the same configs every run)."""
+    event at the nominal rate; seeded, so the same configs every run). The interval is the default
+    studentized one (``analysis.kappa_interval``); the percentile interval missed on 9 of 45 at these
+    8 items (docs/analysis.md, "Intervals of Fleiss' kappa")."""
     cis = {}
     for name in JUDGED:
         s = sweep(name, "random")
@@ -472,6 +470,7 @@ def test_random_judges_kappa_intervals_contain_zero(sweep):
             agree = _config_row(s, "agreement_collapse")
             cis[name] = (agree["fleiss_kappa_lo"], agree["fleiss_kappa_hi"])
     misses = {n: ci for n, ci in cis.items() if not ci[0] <= 0 <= ci[1]}
+    print(f"random judge: {len(misses)} of {len(cis)} kappa intervals miss 0: {sorted(misses)}")
     assert len(misses) <= 7, misses
 
 

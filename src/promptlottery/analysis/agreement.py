@@ -147,11 +147,14 @@ def agreement_measures(
     level: float = 0.95,
     collapse_share: float = 0.95,
     scale_labels: list[str] | None = None,
+    kappa_interval: str = "studentized",
 ) -> dict[str, Estimate]:
     """Every measure of :data:`AGREEMENT_MEASURES` on one complete items x judges matrix.
 
     ``values`` holds the verdicts' scale scores, ``cont`` the continuous scores (same shape);
-    ``scale_labels`` (parallel to ``scale_scores``) names the labels in the collapse notes.
+    ``scale_labels`` (parallel to ``scale_scores``) names the labels in the collapse notes. Every
+    interval is the percentile bootstrap over items but Fleiss' kappa's with ``kappa_interval=
+    "studentized"`` (bootstrap-t on the same resamples; its replicates stay the distribution).
     """
     values = np.asarray(values, dtype=float)
     out: dict[str, Estimate] = {}
@@ -175,7 +178,29 @@ def agreement_measures(
         out[name] = estimate_with_ci(
             _measure(name, labels), arr, n_resamples=n_resamples, seed=seed, level=level
         )
+        if name in FLEISS and np.isfinite(out[name].estimate):
+            out[name] = _fleiss_interval(out[name], values, labels, n_resamples, seed, level, kappa_interval)
     return out
+
+
+#: the Fleiss' kappa columns whose interval ``kappa_interval`` picks
+FLEISS = ("fleiss_kappa", "fleiss_kappa_all")
+
+
+def _fleiss_interval(est: Estimate, values, labels, n_resamples, seed, level, kind) -> Estimate:
+    from promptlottery.metrics.kappa_interval import fleiss_interval
+
+    low, high, notes = fleiss_interval(
+        values,
+        labels,
+        str(kind),
+        percentile=(est.low, est.high),
+        n_resamples=n_resamples,
+        seed=seed,
+        level=level,
+    )
+    note = "; ".join([est.note, *notes] if est.note else notes) or None
+    return Estimate(est.estimate, low, high, note, est.distribution)
 
 
 def _complete(v: pd.DataFrame, c: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
@@ -257,6 +282,7 @@ def agreement_collapse(grid: JudgmentGrid, opts: LotteryOptions, *, return_distr
                 level=opts.level,
                 collapse_share=th["collapse_share"],
                 scale_labels=list(scale.labels),
+                kappa_interval=opts.kappa_interval,
             )
             first = conf.first
             rec: dict[str, Any] = {

@@ -11,6 +11,7 @@ share of estimates inside the full grid's CI and the coverage of the sparse inte
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -25,6 +26,7 @@ from promptlottery.analysis.budget import (
     simulate_adaptive,
     simulate_budgets,
 )
+from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
@@ -51,6 +53,13 @@ class BudgetOptions:
     seed: int = 0
     confidences: list = field(default_factory=lambda: [0.8, 0.9, 0.95])
     min_items: int = 8
+    # the PromptEval-style wording model (analysis/wording_model.py): its ranks ([] = off), plans per
+    # budget, bootstrap refits per plan, embedding (minilm | words | none) and the human labels' range
+    model_ranks: list = field(default_factory=list)
+    model_n_sim: int = 20
+    model_resamples: int = 20
+    model_embedding: str = "minilm"
+    human_range: Any = None
     name: str = "budget"
 
     @classmethod
@@ -68,7 +77,16 @@ class BudgetOptions:
         wrong = [x for x in opts.designs if x not in DESIGNS]
         if wrong:
             raise ConfigError(f"analysis.designs: unknown design(s) {wrong}; valid: {sorted(DESIGNS)}")
-        for key in ("n_sim", "n_resamples", "min_items"):
+        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in opts.model_ranks):
+            raise ConfigError(f"analysis.model_ranks must be whole numbers in 0-3, got {opts.model_ranks}")
+        if opts.model_embedding not in ("minilm", "words", "none"):
+            raise ConfigError(
+                f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
+            )
+        hr = opts.human_range
+        if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
+            raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")
+        for key in ("n_sim", "n_resamples", "min_items", "model_n_sim", "model_resamples"):
             if not isinstance(getattr(opts, key), int) or getattr(opts, key) < 1:
                 raise ConfigError(f"analysis.{key} must be a whole number >= 1, got {getattr(opts, key)!r}")
         if not all(0.5 < float(c) < 1 for c in opts.confidences):
@@ -113,10 +131,11 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
         return run_sparse_pairwise(opts, grid, job)
     if "sparse" in designs:
         return _run_sparse(opts, grid, job)
-    budget_rows, adaptive_rows, skipped = [], [], {}
+    budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for config in grid:
         labels, scores = config.matrix("label"), config.matrix("value")
         keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
+        labels_raw = labels
         labels, scores, systems = _coded(labels[keep], scores[keep], config.systems(labels.index[keep]))
         if len(labels) < opts.min_items or labels.shape[1] < 3:
             skipped[config.config_id] = f"{len(labels)} complete items x {labels.shape[1]} wordings"
@@ -129,6 +148,10 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
             n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=config.config_id, n_items=len(labels)))
+        if opts.model_ranks:
+            rows, summary = wording_model_rows(config, labels_raw[keep], labels.to_numpy(float), opts)
+            model_rows.append(rows)
+            model_summaries.append(summary)
         runs = [("cluster_3_of_5", None)] + [("beta", float(c)) for c in opts.confidences]
         for rule, conf in runs:
             rec = simulate_adaptive(
@@ -148,9 +171,13 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
     from promptlottery.analysis.plots_budget import plot_budget
 
     figure = plot_budget(budget, out / "figures" / "budget.png")
-    (out / "budget.md").write_text(
-        _report(opts, grid, budget, adaptive, skipped, figure, out), encoding="utf-8"
-    )
+    text = _report(opts, grid, budget, adaptive, skipped, figure, out)
+    if model_rows:
+        model = pd.concat(model_rows, ignore_index=True)
+        write_table(model, out / "tables", "wording_model", float_format="%.6g")
+        (out / "tables" / "wording_model_full.json").write_text(json.dumps(model_summaries, indent=1))
+        text += "\n" + "\n".join(wording_model_section(model, model_summaries)) + "\n"
+    (out / "budget.md").write_text(text, encoding="utf-8")
     return job.ok(
         analysis=asdict(opts), metrics=_metrics(budget, adaptive), skipped_configurations=skipped,
         report=str(out / "budget.md"), judgment_files=[str(Path(f).resolve()) for f in grid.files],

@@ -35,8 +35,20 @@ class BestBy(StrEnum):
     pearson = "pearson"
 
 
+class KappaInterval(StrEnum):
+    """The interval of each configuration's Fleiss' kappa (docs/analysis.md, "Intervals of Fleiss' kappa")."""
+
+    studentized = "studentized"
+    percentile = "percentile"
+
+
 #: the valid values of each option with a fixed set of choices
-CHOICES: dict[str, type[StrEnum]] = {"embeddings": Embeddings, "rank_score": RankScore, "best_by": BestBy}
+CHOICES: dict[str, type[StrEnum]] = {
+    "embeddings": Embeddings,
+    "rank_score": RankScore,
+    "best_by": BestBy,
+    "kappa_interval": KappaInterval,
+}
 
 
 @dataclass
@@ -56,6 +68,8 @@ class LotteryOptions:
     n_permutations: int = 1000
     seed: int = 0
     level: float = 0.95
+    #: studentized (bootstrap-t) or percentile interval of Fleiss' kappa per configuration
+    kappa_interval: KappaInterval = KappaInterval.studentized
     thresholds: dict = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     embeddings: Embeddings = Embeddings.minilm
     rank_score: RankScore = RankScore.value

@@ -51,7 +51,17 @@ def polarity_rates(in_cluster, trusted) -> dict[str, float]:
 
 
 def classification_metrics(y_true, prob, threshold: float = 0.5) -> dict[str, float]:
-    """MCC, balanced accuracy, TPR and TNR of ``prob >= threshold`` (the positive class: in the cluster)."""
+    """MCC, balanced accuracy, TPR and TNR of ``prob >= threshold`` (the positive class: in the cluster).
+
+    With one class among ``y_true`` (every verdict in the cluster, or none) the rate of the absent
+    class, the MCC (0 / 0) and the balanced accuracy (a mean of the two rates) are undefined: NaN,
+    not sklearn's 0 or the one rate left. A constant prediction on two classes keeps sklearn's MCC
+    convention, 0 (no better than chance).
+
+    >>> m = classification_metrics([1, 1, 1], [0.9, 0.2, 0.7])
+    >>> round(m["tpr"], 4), [bool(np.isnan(m[k])) for k in ("tnr", "mcc", "balanced_accuracy")]
+    (0.6667, [True, True, True])
+    """
     from sklearn.metrics import matthews_corrcoef
 
     y = np.asarray(y_true, dtype=int)
@@ -60,9 +70,10 @@ def classification_metrics(y_true, prob, threshold: float = 0.5) -> dict[str, fl
     pos, neg = y == 1, y == 0
     tpr = float((pred[pos] == 1).mean()) if pos.any() else float("nan")
     tnr = float((pred[neg] == 0).mean()) if neg.any() else float("nan")
+    two_classes = bool(pos.any() and neg.any())
     return {
-        "mcc": float(matthews_corrcoef(y, pred)) if len(y) else float("nan"),
-        "balanced_accuracy": float(np.nanmean([tpr, tnr])),
+        "mcc": float(matthews_corrcoef(y, pred)) if two_classes else float("nan"),
+        "balanced_accuracy": (tpr + tnr) / 2 if two_classes else float("nan"),
         "tpr": tpr,
         "tnr": tnr,
         "positive_rate": float(y.mean()) if len(y) else float("nan"),

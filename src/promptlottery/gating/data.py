@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.errors import UserError
 from promptlottery.judging.aggregate import online_convergence, plurality_cluster, plurality_details
 from promptlottery.judging.grid import Configuration, JudgmentGrid
 from promptlottery.judging.table import judge_matrix, natural_key
@@ -66,8 +67,8 @@ EXAMPLE_COLUMNS = (
 )
 
 
-class GateDataError(ValueError):
-    """The judgments cannot be turned into gate examples as asked."""
+class GateDataError(UserError, ValueError):
+    """The judgments cannot be turned into gate examples as asked (one line, exit status 2)."""
 
 
 def label_confidence(label_probs: Any, label: Any) -> float:
@@ -239,6 +240,24 @@ def attach_texts(ex: pd.DataFrame, *, allow_missing: bool = False) -> pd.DataFra
 # -- splits ---------------------------------------------------------------------------------------
 
 
+def one_class_message(ex: pd.DataFrame, where: str) -> str | None:
+    """Why a gate cannot be trained on ``ex`` when every example has the same label, else None."""
+    y = ex["in_cluster"].to_numpy()
+    if len(set(y)) >= 2:
+        return None
+    state = (
+        "in its item's plurality cluster (the wordings agree on every item, e.g. a judge that answers the "
+        "same label under every wording)"
+        if len(y) and int(y[0]) == 1
+        else "outside any plurality cluster (no item has one)"
+    )
+    return (
+        f"gate: all {len(y)} examples of {where} have in_cluster={int(y[0]) if len(y) else 'none'}, every "
+        f"verdict {state}: the gate has one class to learn, so its rates, decisions recovered and calls "
+        "saved are undefined; judge items on which the wordings disagree"
+    )
+
+
 def held_out_groups(groups: Iterable[str]) -> list[str]:
     """The prompt groups among ``groups`` whose file marks them ``held_out`` (G15)."""
     from promptlottery.prompts import load_group
@@ -288,8 +307,8 @@ def instance_split(
             f"validation / test split, got {n_groups}"
         )
     y = ex["in_cluster"].to_numpy()
-    if len(set(y)) < 2:
-        raise GateDataError("every example has the same label: nothing to classify")
+    if (why := one_class_message(ex, "the judgments")) is not None:
+        raise GateDataError(why)
     test = _group_fold(y, groups, n_test, seed)
     rest = ~np.isin(groups, list(test))
     val = _group_fold(y[rest], groups[rest], n_val, seed)
@@ -314,7 +333,7 @@ def holdout_split(ex: pd.DataFrame, *, holdout_size: float = 0.2, seed: int = 0)
             f"need at least {n_folds} distinct items for a {holdout_size:.0%} holdout, got {len(set(groups))}"
         )
     y = ex["in_cluster"].to_numpy()
-    if len(set(y)) < 2:
-        raise GateDataError("every example has the same label: nothing to classify")
+    if (why := one_class_message(ex, "the judgments")) is not None:
+        raise GateDataError(why)
     holdout = _group_fold(y, groups, n_folds, seed)
     return set(groups) - holdout, holdout

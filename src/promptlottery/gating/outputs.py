@@ -42,6 +42,7 @@ def gate_notes(g: GateConfig, sim, test: pd.DataFrame) -> list[str]:
         else "fixed in advance"
     )
     p1 = sim.operating[sim.operating["policy"] == "P1_only"]
+    notes += _by_construction(sim, test)
     if g.threshold == "auto" and len(p1) and float(p1["recovered"].iloc[0]) >= g.target_recovery:
         notes.append(
             f"P1 alone already recovers {rep.pct(float(p1['recovered'].iloc[0]))} of the decisions on the test "
@@ -73,6 +74,25 @@ def gate_notes(g: GateConfig, sim, test: pd.DataFrame) -> list[str]:
         notes.append(
             f"The judgments come from {TEST_DOUBLE_BACKENDS[kind]}: the numbers exercise the "
             "pipeline and say nothing about real judges."
+        )
+    return notes
+
+
+def _by_construction(sim, test: pd.DataFrame) -> list[str]:
+    """The figures these judgments fix whatever the gate learned, and the ones they leave undefined."""
+    notes = []
+    p1 = test[test["position"] == 0]["in_cluster"]
+    if len(p1) and p1.all():
+        notes.append(
+            "True by construction of these judgments (not a measurement of the gate): P1's verdict is in the "
+            "plurality cluster on every test item, so every policy that calls P1 first recovers 100% of the "
+            "five-judge decisions whatever it trusts, P1 alone included; only the calls differ. The P1 rates "
+            "whose class is absent (TPR needs aggregation, TNR in cluster), the MCC and the balanced accuracy "
+            "of `paper_gate@P1` are undefined (n/a)."
+        )
+    if not int(sim.block.items["no_consensus"].sum()):
+        notes.append(
+            "No test item lacks a plurality cluster: every no-consensus figure (`_nc`) is undefined (n/a)."
         )
     return notes
 
@@ -225,6 +245,11 @@ def gate_metrics(res, base, sim, transfer: dict[str, Any]) -> dict[str, Any]:
     return metrics
 
 
+def _share(v: float) -> str:
+    """A share as the log line prints it; an undefined one as n/a (the report's notes say why)."""
+    return "n/a" if v is None or v != v else f"{v:.1%}"
+
+
 def log_and_print(tracker, g: GateConfig, metrics, tables, transfer, summary, sim, out) -> None:
     tracker.log_metrics({"gate": metrics})
     for name, df in tables.items():
@@ -241,8 +266,8 @@ def log_and_print(tracker, g: GateConfig, metrics, tables, transfer, summary, si
     for row in sim.operating.itertuples(index=False):
         print(
             f"gate policy={row.policy} threshold={row.threshold:.3f} mean_calls={row.mean_calls:.2f} "
-            f"calls_saved={row.calls_saved:.1%} recovered={row.recovered:.1%} "
-            f"recovered_nc={row.recovered_nc:.1%} human_agreement_nc={row.human_agreement_nc:.1%} "
+            f"calls_saved={_share(row.calls_saved)} recovered={_share(row.recovered)} "
+            f"recovered_nc={_share(row.recovered_nc)} human_agreement_nc={_share(row.human_agreement_nc)} "
             f"human_spearman={row.human_spearman:.3f}"
         )
     print(f"gate transfer: {transfer['note']}")

@@ -18,6 +18,7 @@ from promptlottery.gating.data import (
     holdout_split,
     instance_split,
     load_examples,
+    one_class_message,
 )
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ def prepare(g: GateConfig) -> GateData:
     ex = attach_texts(ex, allow_missing=g.allow_missing_query)
     main = ex[~is_held].reset_index(drop=True)
     transfer = ex[is_held].reset_index(drop=True)
+    if (why := one_class_message(main, f"gate.runs={g.runs}")) is not None:
+        raise GateDataError(why)
     if g.split == "holdout":  # the paper's 80/20: the holdout picks and is scored
         train_items, val_items = holdout_split(main, holdout_size=g.holdout_size, seed=g.seed)
         test_items = set(val_items)

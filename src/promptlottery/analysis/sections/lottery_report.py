@@ -75,7 +75,14 @@ def _opening(R: rp.Report, ctx: ReportContext) -> None:
                 else "the same verdict as above."
             ),
             f"Inference: percentile bootstrap over items, {opts.n_resamples} resamples, seed {opts.seed}, "
-            f"{opts.level:.0%} CIs; {opts.n_permutations} permutations for the wording null.",
+            f"{opts.level:.0%} CIs; {opts.n_permutations} permutations for the wording null. Each configuration's "
+            f"Fleiss' kappa: the {opts.kappa_interval} interval (analysis.kappa_interval; "
+            + (
+                "bootstrap-t on the same resamples, a jackknife SE in each: the percentile interval under-covers "
+                "below ~128 items, docs/analysis.md)."
+                if opts.kappa_interval == "studentized"
+                else "it under-covers below ~128 items, docs/analysis.md)."
+            ),
             f"Band (the paper's, §3.2): Fleiss' kappa >= {opts.thresholds['robust']:.2f} (the humans' Fleiss) robust, "
             f"> {opts.thresholds['usable']:.2f} usable; ours beside it: mean pairwise Cohen's kappa >= either; "
             f"verdicts count as collapsed when one label has >= {opts.thresholds['collapse_share']:.0%} of them "

@@ -39,6 +39,7 @@ class PairwiseSection(Section):
             verdict=grid.verdict,
             reference=grid.reference,
             temperature=grid.temperature,
+            kappa_interval=opts.kappa_interval,
             **opts.resampling,
         )
         return {"tables": tables}

@@ -106,11 +106,13 @@ def pairwise_tables(
     seed: int = 0,
     level: float = 0.95,
     source: str | None = None,
+    kappa_interval: str = "studentized",
 ) -> dict[str, pd.DataFrame]:
     """The tables of the "Pairwise judges" section (module docstring) from the pairwise rows ``df``.
 
     Empty tables when ``df`` has no pairwise row. Every CI is a percentile cluster bootstrap over
-    pairs (``n_resamples`` draws of the clusters, ``seed``, ``level``).
+    pairs (``n_resamples`` draws of the clusters, ``seed``, ``level``) but the Fleiss' kappa's with
+    ``kappa_interval="studentized"``: the bootstrap-t on the same draws.
     """
     if df is None or df.empty:
         return {name: pd.DataFrame() for name in TABLES}
@@ -123,7 +125,7 @@ def pairwise_tables(
         rec0 = {"config_id": cid, "dataset": c["dataset"].iloc[0], "backbone": c["backbone"].iloc[0]}
         rows[WORDINGS] += [_wording_row(c[c["variant"] == var], rec0, var, boot) for var in order]
         rows[HUMAN_AGREEMENT] += _human_rows(c, order, rec0, boot)
-        rows[CONFIGURATIONS].append(config_row(c, order, rec0, boot))
+        rows[CONFIGURATIONS].append(config_row(c, order, rec0, boot, kappa_interval))
         summary, systems = rank_tables(c, order, boot, rec0)
         rows[RANK_SUMMARY] += summary
         rows[RANK_SYSTEMS] += systems

@@ -1,0 +1,139 @@
+"""The PromptEval-style wording model: toys whose answers follow from the model's definition by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptlottery.analysis.wording_model import (
+    agreement_quantiles,
+    fit_wording_model,
+    wording_covariates,
+)
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def test_additive_grid_is_recovered_in_its_unseen_cells():
+    # y = sigmoid(a_i + b_j) exactly (soft agreement), two cells hidden: with a vanishing penalty the
+    # log loss is minimised by the true effects, so the hidden cells are predicted as sigmoid(a_i + b_j)
+    a = np.array([-1.0, 0.0, 0.5, 1.5, -0.5, 1.0])
+    b = np.array([0.0, 1.0, -1.0, 0.5])
+    truth = _sigmoid(a[:, None] + b[None, :])
+    y = truth.copy()
+    y[0, 1] = y[3, 2] = np.nan
+    fit = fit_wording_model(y, rank=0, lam=1e-6)
+    assert fit.converged
+    assert fit.prob[0, 1] == pytest.approx(truth[0, 1], abs=2e-3)
+    assert fit.prob[3, 2] == pytest.approx(truth[3, 2], abs=2e-3)
+    # observed cells are kept as observed (PromptEval's get_Y_hat)
+    assert fit.filled[1, 1] == truth[1, 1]
+
+
+def test_a_flip_for_one_kind_of_item_under_one_kind_of_wording_needs_the_interaction():
+    # items 0-5 agree under wordings 0-2 and disagree under 3-5; items 6-11 the other way round: every
+    # item agrees on half its cells and every wording on half its items, so the additive model's best
+    # fit is 1/2 in every cell (a_i = b_j = 0 is its optimum by symmetry); a rank-1 u_i v_j separates them
+    y = np.zeros((12, 6))
+    y[:6, :3] = 1.0
+    y[6:, 3:] = 1.0
+    y[0, 0] = np.nan  # truth: 1
+    y[11, 0] = np.nan  # truth: 0
+    additive = fit_wording_model(y, rank=0, lam=1e-3)
+    inter = fit_wording_model(y, rank=1, lam=1e-3, lam_rank=1e-2)
+    assert abs(additive.prob[0, 0] - 0.5) < 0.1 and abs(additive.prob[11, 0] - 0.5) < 0.1
+    assert inter.prob[0, 0] > 0.9 and inter.prob[11, 0] < 0.1
+
+
+def test_full_grid_quantiles_are_the_empirical_ones():
+    # on a full grid every cell is observed, so each wording's agreement is its column mean:
+    # wordings' means 0/4, 1/4, 2/4, 3/4, 4/4 -> quantiles by linear interpolation (numpy's default):
+    # 5% -> 0.05 * 4 positions = 0.2 of the step 0.25 -> 0.05; 25% -> 0.25; 50% -> 0.5; 95% -> 0.95
+    y = np.array([[0, 1, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 0, 1, 1], [0, 0, 0, 0, 1]], dtype=float)
+    out = agreement_quantiles(y, rank=0, n_resamples=20)
+    assert out["per_wording"] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
+    assert out["quantiles"] == pytest.approx([0.05, 0.25, 0.5, 0.75, 0.95])
+    assert np.all(out["lo"] <= out["quantiles"] + 1e-12) and np.all(out["hi"] >= out["quantiles"] - 1e-12)
+
+
+def test_covariates_share_strength_between_wordings():
+    # wordings 0-2 carry tag t=x and agree on every item, wordings 3-5 tag t=y and never do; wording 5
+    # is unseen on all but one item: its one-hot tag puts it with 3-4, so its agreement is near 0
+    y = np.zeros((10, 6))
+    y[:, :3] = 1.0
+    y[1:, 5] = np.nan
+    tags = [{"t": "x"}] * 3 + [{"t": "y"}] * 3
+    x, what = wording_covariates(["w"] * 6, tags, embedding="none")
+    assert "tags one-hot (1 columns)" in what and x.shape == (6, 1)
+    fit = fit_wording_model(y, x, lam=0.1)
+    assert fit.per_wording[5] < 0.1
+
+
+def test_words_embedding_is_named_and_needs_no_model():
+    x, what = wording_covariates(["rate it", "judge it now", "rate it now please"], embedding="words")
+    assert "words embedding" in what and x.shape[0] == 3
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="agreement in"):
+        fit_wording_model(np.array([[2.0, 0.0], [1.0, 0.0]]))
+    with pytest.raises(ValueError, match="rows for"):
+        fit_wording_model(np.zeros((3, 2)), np.zeros((3, 1)))
+
+
+def test_budget_report_rows_for_the_oracle_judge_are_its_known_answer(tmp_path):
+    """The oracle answers the human label under every wording: every cell agrees with the humans, so
+    every wording's agreement, and every quantile over wordings, is 1 (the observed-cells rows exactly;
+    the model's filled grid keeps its judged cells at 1 and predicts the rest near 1)."""
+    import pandas as pd
+
+    from promptlottery.stages import run_stage
+    from tests.conftest import compose
+
+    fields = [
+        "dataset=table", "dataset.path=examples/own_judge/qa_answers.jsonl", "dataset.fields.id=id",
+        "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.response=answer",
+        "dataset.fields.system=system", "dataset.fields.human=rating", "dataset.human_range=[1,5]",
+        "backbone=fake", "backbone.backend.behaviour=oracle", "judge.group_file=examples/own_judge/correctness.yaml",
+    ]  # fmt: skip
+    for n, v in enumerate(["P1", "P2", "P3", "P4", "P5"]):
+        cfg = compose(["+experiment=own_judge", *fields, f"judge.variant={v}"], tmp_path=tmp_path)
+        assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
+    cfg = compose(
+        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_sim=2", "analysis.n_resamples=10",
+         "analysis.budgets=[0.5]", "analysis.designs=[items]", "analysis.model_ranks=[0]", "analysis.model_n_sim=2",
+         "analysis.model_resamples=3", "analysis.model_embedding=words", "analysis.human_range=[1,5]"],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
+    table = pd.read_csv(tmp_path / "budget" / "tables" / "wording_model.csv")
+    quant = table[table["statistic"].str.startswith("q")]
+    assert (quant["full"] == 1.0).all()
+    observed = quant[quant["method"].str.startswith("observed")]
+    assert (observed["mean_estimate"] == 1.0).all()
+    model = quant[quant["method"] == "ours: PromptEval-style model, rank 0"]
+    assert len(model) == 5 and (model["mean_estimate"] > 0.99).all()
+    assert "## Many wordings: the PromptEval-style model" in (tmp_path / "budget" / "budget.md").read_text()
+
+
+def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
+    # budget 1.0: every cell is judged, the filled grid is the grid, so every method's estimate is the
+    # full grid's quantile exactly (wordings' means 1/4, 2/4, 3/4 on 4 items -> 5%: 0.25 + 0.1 * 0.25)
+    from promptlottery.analysis.wording_model import simulate_wording_model
+
+    y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
+    table = simulate_wording_model(
+        y,
+        None,
+        items=list("abcd"),
+        variants=["P1", "P2", "P3"],
+        budgets=[1.0],
+        ranks=(0,),
+        n_sim=2,
+        n_resamples=2,
+    )
+    q05 = table[table["statistic"] == "q05"]
+    assert np.allclose(q05["full"], 0.275) and np.allclose(q05["mean_estimate"], 0.275)
+    assert np.allclose(table["rmse"], 0.0)

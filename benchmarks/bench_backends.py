@@ -67,8 +67,8 @@ def judge_all(backend, reqs, answers: dict | None = None) -> dict:
     """Warm up on two requests, then judge everything through the runner with a fresh cache
     (the responses by request key into ``answers`` when given)."""
     from promptlottery.backends.base import Decoding
-    from promptlottery.judging.cache import CallCache
-    from promptlottery.judging.calls import CallStats, run_calls
+    from promptlottery.calls.cache import CallCache
+    from promptlottery.calls.loop import CallStats, run_calls
 
     t0 = time.perf_counter()
     backend.generate(reqs[:2], Decoding())  # loads the model / starts the engine, warms the kernels

@@ -17,8 +17,8 @@ import torch
 
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.transformers_local import TransformersBackend
+from promptlottery.calls.cache import CallCache
 from promptlottery.data import load_items
-from promptlottery.judging.cache import CallCache
 from promptlottery.judging.runner import Condition, build_requests, judge
 from promptlottery.prompts import load_group
 

@@ -1,247 +1,206 @@
-"""Rebuild every analysis fixture output into one folder, to diff a refactor byte for byte.
+"""Rebuild the outputs a refactor must leave byte-identical, into one folder, and compare two folders.
 
-    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py OUT [--cpu-grid DIR] [--only NAME,...]
-    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py --diff REF NEW
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py build OUT [--cpu-study]
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py cpu-study OUT   # the rehearsal alone
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py diff REF NEW
 
-Fixtures (one subfolder of OUT each): ``cpu_study`` (the lottery analysis of the CPU study's fake
-rehearsal, the sweeps of ``BACKBONES=fake bash experiments/cpu_study.sh`` less SQuAD v2, :data:`CPU_SWEEPS`;
-the judged grid is built once into ``--cpu-grid`` and reused, so only the analysis is rebuilt), ``pairwise_toy`` (tests/pairwise_toys.py's
-toy alone, and beside the pointwise fixture of tests/test_analysis_fixtures.py), ``human_toy``
-(docs/human_baseline.md's toy: ``+human=analyse`` and the lottery with ``analysis.human_ratings``),
-``rubric_set1`` (``+experiment=rubric_asap_set1`` on the fake backbone, named smollm2 and gemma3_270m) and ``demo`` (the
-demo's sweep on the fake backbone, its lottery analysis and the verdict printout).
-
-Each fixture is built in ``$REFACTOR_FIXTURES_WORK`` (default /tmp/refactor_fixtures), so that
-the paths report.md names are the same in every build, then copied into OUT. Every file's sha256 goes to ``OUT/manifest.tsv``; a ``results.json`` is compared without the fields
-that hold a time, a process or a git commit (:data:`VOLATILE`), and the
-job records ``.job.json`` / ``multirun.yaml`` (a pid, a start time, the cwd) are left out. ``--diff`` prints one
-line per fixture file: ``identical`` or what differs.
+``build`` writes, each from a fresh call cache under OUT/cache (so every call goes through the call
+loop, not an earlier cache): a fake judge grid's ``judgments.parquet`` and its lottery report (the
+demo on the fake backend, with the verdict printout), the pairwise toy's report and tables, the
+human toy's report and tables (the recorded Label Studio export), rubric set 1's tables on the
+synthetic ASAP fixture with the tests' oracle/hash judges, the paraphrase stage's group file and
+the validate_prompts stage's table (fake backbone). ``--cpu-study`` adds the CPU study's fake
+rehearsal (experiments/cpu_study.sh with BACKBONES=fake; minutes). ``diff`` compares every file
+by sha256 and prints one line per file: identical, differs, or only in one folder. Files whose
+bytes hold a path or a time of the run (logs, Hydra's own config copies, results.json) are left out.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PY = os.environ.get("PY", sys.executable)
-#: every fixture is built here, then copied into OUT: two builds write the same paths into report.md
-WORK = Path(os.environ.get("REFACTOR_FIXTURES_WORK", "/tmp/refactor_fixtures"))
-#: results.json fields that differ between two runs of the same code: a time, a process, a git commit
-VOLATILE = {
-    "seconds",
-    "seconds_by_backbone",
-    "git_commit",
-    "started",
-    "finished",
-    "pid",
-    "host",
-    "hostname",
-    "timestamp",
-    "wall_s",
-}
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
+
+#: names whose bytes carry the run's own paths or times, not its results
+SKIPPED_NAMES = {"results.json", "config.yaml", "hydra.yaml", "overrides.yaml", "run.log", "job.log"}
+SKIPPED_SUFFIXES = (".log", ".sqlite", ".sqlite-wal", ".sqlite-shm", ".lock")
+SKIPPED_PARTS = {"cache", ".hydra", "__pycache__", "wandb"}
 
 
-#: files that record a process id, a start time or the working directory, never an analysis output
-VOLATILE_FILES = (".job.json", "multirun.yaml")
-
-
-def _run(args: list[str], log: Path, env: dict | None = None, cwd: Path = ROOT) -> str:
-    full = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(ROOT), **(env or {})}
-    proc = subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as f:
-        f.write(f"$ {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\n")
+def _run(args: list[str], env: dict, log: Path) -> None:
+    with open(log, "w") as f:
+        proc = subprocess.run(args, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, check=False)
     if proc.returncode:
-        raise SystemExit(f"refactor_fixtures: `{' '.join(args)}` failed (exit {proc.returncode}); see {log}")
-    return proc.stdout
+        raise SystemExit(f"{' '.join(args)} failed (rc {proc.returncode}): see {log}")
 
 
-#: experiments/cpu_study.sh's sweeps on the fake backbone (its rehearsal), less SQuAD v2, whose candidate
-#: answers are predicted by SmolLM2 and gemma-3-270m (their weights are not needed by any other sweep)
-CPU_SWEEPS = {
-    "stsb_alignment/paraphrases": ["+experiment=stsb_alignment", "dataset.limit=24"],
-    "tc_usr_engaging/paraphrases": ["+experiment=tc_usr_engaging", "dataset.limit=12"],
-    "summeval_coherence/paraphrases": ["+experiment=summeval_coherence", "dataset.limit=1"],
-    "mt_bench_quality/paraphrases": [
-        "+experiment=mt_bench_quality",
-        "dataset.limit=1",
-        "dataset.options.systems=[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]",
-    ],
-    "stsb_alignment/fixed_t07": ["+experiment=stsb_alignment", "dataset.limit=24", "judge.variant=P1",
-                                 "n_samples=5", "decoding.temperature=0.7"],
-    "stsb_alignment/fixed_greedy_batch": ["+experiment=stsb_alignment", "dataset.limit=24", "judge.variant=P1",
-                                          "n_samples=5", "repeat_source=batch"],
-}  # fmt: skip
+def _env(out: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PROMPTLOTTERY_CACHE_DIR=str(out / "cache"))
+    env.setdefault("PROMPTLOTTERY_MODEL_DIR", str(REPO / ".cache" / "promptlottery"))
+    env.setdefault("PROMPTLOTTERY_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    return env
 
 
-def cpu_study(out: Path, grid: Path) -> None:
-    for name, args in CPU_SWEEPS.items():
-        if not (grid / name).is_dir():
-            _run([PY, "-m", "run", "-m", "backbone=fake", "logger=none", *args, f"hydra.sweep.dir={grid / name}"],
-                 grid.parent / "cpu_grid.log")  # fmt: skip
+def demo_fake(out: Path) -> None:
+    """The demo's grid and lottery on the fake backbone, and the verdict printout."""
+    env, py = _env(out), str(REPO / ".venv" / "bin" / "python")
+    sweep = out / "demo_fake"
     _run(
-        [PY, "-m", "run", "+analysis=lottery", f"analysis.runs={grid}/*/*", "logger=none",
-         f"hydra.run.dir={out / 'analysis'}"],
-        out / "log.txt",
+        [py, "-m", "run", "-m", "+experiment=demo", "backbone=fake", f"hydra.sweep.dir={sweep}"],
+        env,
+        out / "demo.log",
+    )
+    proc = subprocess.run(
+        [py, "-m", "promptlottery.analysis.verdict", str(sweep / "lottery")],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-
-
-_TOY = """
-import sys
-from pathlib import Path
-import pandas as pd
-from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.stage import run_lottery
-from tests.pairwise_toys import toy_table
-from tests.test_analysis_fixtures import default_judgments, fake_encode, write_sweep
-
-out = Path(sys.argv[1])
-for name, df in (("alone", toy_table()), ("beside_pointwise", pd.concat([default_judgments(), toy_table()],
-                                                                        ignore_index=True))):
-    runs = write_sweep(out / "runs" / name, df)
-    opts = LotteryOptions.from_dict({"runs": str(runs / "*"), "n_resamples": 200, "n_permutations": 50,
-                                     "plots": False})
-    run_lottery(opts, out / name, encode=fake_encode)
-"""
+    (out / "demo_verdict_printout.txt").write_text(proc.stdout.replace(str(out), "OUT"))
 
 
 def pairwise_toy(out: Path) -> None:
-    _run([PY, "-c", _TOY, str(out)], out / "log.txt")
-    shutil.rmtree(out / "runs")
+    from tests.pairwise_toys import toy_table
+    from tests.test_pairwise_analysis import BOOT
+
+    from promptlottery.analysis.analyse import analyse
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.render import write_outputs
+    from promptlottery.judging.grid import JudgmentGrid
+
+    opts = LotteryOptions.from_dict({"runs": "unused", "embeddings": "none", "plots": False, **BOOT})
+    grid = JudgmentGrid.from_frame(toy_table())
+    write_outputs(analyse(grid, opts), grid, opts, out / "pairwise_toy", [])
 
 
 def human_toy(out: Path) -> None:
-    work = out / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    qa = work / "qa6.jsonl"
-    qa.write_text("".join((ROOT / "examples/own_judge/qa_answers.jsonl").read_text().splitlines(True)[:6]))
-    log = out / "log.txt"
-    _run([PY, "-m", "run", "+human=import", "human.campaign=tests/data/human",
-          "human.export=tests/data/human/export_*.json", f"hydra.run.dir={work / 'import'}"], log)  # fmt: skip
-    q = ["dataset=table", f"dataset.path={qa}", "dataset.fields.id=id", "dataset.fields.response=answer",
-         "dataset.fields.context=question", "dataset.fields.reference=gold", "dataset.fields.human=rating",
-         "dataset.human_range=[1,5]", "judge=own", "judge.group_file=examples/own_judge/correctness.yaml",
-         "backbone=fake", "decoding.temperature=0.7", "logger=none"]  # fmt: skip
-    _run([PY, "-m", "run", *q, "judge.variant=P1", "n_samples=3", f"hydra.run.dir={work / 'judge/P1'}"], log)
-    _run([PY, "-m", "run", *q, "judge.variant=P2", f"hydra.run.dir={work / 'judge/P2'}"], log)
-    ratings = work / "import" / "human_ratings.parquet"
-    _run([PY, "-m", "run", "+human=analyse", f"human.ratings={ratings}", f"human.runs={work}/judge/*",
-          f"hydra.run.dir={out / 'human_analyse'}"], log)  # fmt: skip
-    _run([PY, "-m", "run", "+analysis=lottery", f"analysis.runs={work}/judge/*", f"analysis.human_ratings={ratings}",
-          "analysis.embeddings=none", "logger=none", f"hydra.run.dir={out / 'lottery'}"], log)  # fmt: skip
-    shutil.rmtree(work)
+    from tests.conftest import compose
+    from tests.test_human_ratings import EXPORTS, _import
+
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
+    from promptlottery.stages import run_stage
+
+    work = out / "human_toy"
+    work.mkdir(parents=True)
+    ratings = work / "human_ratings.parquet"
+    _import(export=EXPORTS).to_parquet(ratings)
+    data = [
+        "dataset=table", f"dataset.path={REPO}/examples/own_judge/qa_answers.jsonl", "dataset.fields.id=id",
+        "dataset.fields.response=answer", "dataset.fields.context=question", "dataset.fields.reference=gold",
+        "dataset.fields.system=system", "dataset.fields.human=rating", "judge=own",
+        f"judge.group_file={REPO}/examples/own_judge/correctness.yaml", "backbone=fake",
+        "decoding.temperature=0.7",
+    ]  # fmt: skip
+    run_stage(compose([*data, "judge.variant=P1", "n_samples=3"], tmp_path=work), work / "runs" / "P1")
+    run_stage(compose([*data, "judge.variant=P2"], tmp_path=work), work / "runs" / "P2")
+    base = dict(
+        runs=str(work / "runs" / "*"), embeddings="none", plots=False, n_resamples=30, n_permutations=10
+    )
+    run_lottery(LotteryOptions(**base, human_ratings=str(ratings)), work / "lottery")
 
 
 def rubric_set1(out: Path) -> None:
-    # the study's conditions on the fake backbone under both backbone names, with a cache of its own
-    # (results.json counts the cache hits)
-    fake = ["+backbone@rubric.backbones.fake=fake", "rubric.backbones.fake.prompt_format=completion",
-            "rubric.backbones.smollm2=${rubric.backbones.fake}", "rubric.backbones.gemma3_270m=${rubric.backbones.fake}"]  # fmt: skip
-    _run([PY, "-m", "run", "+experiment=rubric_asap_set1", "logger=none", *fake, f"paths.cache_dir={out / 'cache'}",
-          f"hydra.run.dir={out / 'run'}"], out / "log.txt")  # fmt: skip
-    shutil.rmtree(out / "cache")
+    from tests.test_rubric_study import asap_run
+
+    work = out / "rubric_set1"
+    work.mkdir(parents=True)
+    asap_run(work)
 
 
-def demo(out: Path) -> None:
-    log = out / "log.txt"
-    _run([PY, "-m", "run", "-m", "+experiment=demo", "backbone=fake", "logger=none",
-          f"paths.output_dir={out / 'sweep'}", "analysis.embeddings=none",
-          f"paths.cache_dir={out / 'cache'}"], log)  # fmt: skip
-    shutil.rmtree(out / "cache")  # a cache of its own: judgments.parquet records each call's cache_hit
-    sweep = out / "sweep" / "demo"
-    printout = _run([PY, "-m", "promptlottery.analysis.verdict", str(sweep / "lottery")], log)
-    (out / "printout.txt").write_text(printout.replace(str(out), "OUT"), encoding="utf-8")
-    # the judged jobs' own files beyond judgments.parquet hold times and paths: keep the judgments
-    for job in sweep.iterdir():
-        if job.is_dir() and job.name != "lottery":
-            for f in job.rglob("*"):
-                if f.is_file() and f.name != "judgments.parquet":
-                    f.unlink()
+def paraphrase_and_validation(out: Path) -> None:
+    from tests.conftest import compose
+    from tests.test_paraphrase_generate import _inputs
+
+    from promptlottery.stages import run_stage
+
+    work = out / "paraphrase"
+    work.mkdir(parents=True)
+    group = work / "generated.yaml"
+    over = [
+        "+paraphrase=generate",
+        "backbone=fake",
+        *_inputs(work),
+        "paraphrase.n=1",
+        f"paraphrase.out={group}",
+    ]
+    run_stage(compose(over, tmp_path=work), work / "job")
+    text = group.read_text().replace(str(work), "WORK")
+    group.write_text(text)
+    for p in work.iterdir():  # the inputs _inputs wrote: not outputs
+        if p.suffix in (".j2", ".jsonl") or p.name == "replies.yaml":
+            p.unlink()
+    val = out / "validation"
+    val.mkdir()
+    over = [
+        "+experiment=validate_prompts",
+        "backbone=fake",
+        "validation.equivalence=true",
+        "validation.groups=[G1,G12]",
+    ]
+    run_stage(compose(over, tmp_path=val), val / "job")
 
 
-FIXTURES = {"cpu_study": cpu_study, "pairwise_toy": pairwise_toy, "human_toy": human_toy,
-            "rubric_set1": rubric_set1, "demo": demo}  # fmt: skip
+def cpu_study(out: Path) -> None:
+    env = dict(
+        _env(out), BACKBONES="fake", OUT=str(out / "cpu_study"), PY=str(REPO / ".venv" / "bin" / "python")
+    )
+    _run(["bash", "experiments/cpu_study.sh"], env, out / "cpu_study.log")
 
 
-def _stable(obj):
-    if isinstance(obj, dict):
-        return {k: _stable(v) for k, v in obj.items() if k not in VOLATILE}
-    if isinstance(obj, list):
-        return [_stable(v) for v in obj]
-    return obj
+def build(out: Path, with_cpu_study: bool) -> None:
+    """Every fixture into ``out``. The outputs hold their run directories' paths (report.md's "Runs:",
+    judgments.parquet's group_file), so every build runs in one fixed scratch folder and is then moved."""
+    scratch = Path(os.environ.get("FIXTURE_SCRATCH", "/tmp/promptlottery-fixtures"))
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    steps = [demo_fake, pairwise_toy, human_toy, rubric_set1, paraphrase_and_validation]
+    steps += [cpu_study] if with_cpu_study else []
+    for step in steps:
+        print(f"== {step.__name__}", flush=True)
+        step(scratch)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(scratch), str(out))
 
 
-def digest(path: Path) -> str:
-    """The file's sha256; a results.json's without its :data:`VOLATILE` fields (key order kept)."""
-    data = path.read_bytes()
-    if path.name == "results.json":
-        data = json.dumps(_stable(json.loads(data))).encode()
-    return hashlib.sha256(data).hexdigest()
-
-
-def manifest(out: Path) -> dict[str, str]:
-    skip = (".hydra", "log.txt", "wandb", "cache", *VOLATILE_FILES)
-    rows = {}
-    for f in sorted(out.rglob("*")):
-        rel = f.relative_to(out)
-        if (
-            f.is_file()
-            and not any(p in skip or p.endswith(".log") for p in rel.parts)
-            and rel.name != "manifest.tsv"
-        ):
-            rows[str(rel)] = digest(f)
-    return rows
+def _files(root: Path) -> dict[str, str]:
+    found = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if not p.is_file() or SKIPPED_PARTS & set(rel.parts) or p.name in SKIPPED_NAMES:
+            continue
+        if p.name.endswith(SKIPPED_SUFFIXES):
+            continue
+        found[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return found
 
 
 def diff(ref: Path, new: Path) -> int:
-    a, b = manifest(ref), manifest(new)
+    a, b = _files(ref), _files(new)
     bad = 0
-    for fixture in FIXTURES:
-        keys = sorted(k for k in set(a) | set(b) if k.split("/")[0] == fixture)
-        if not keys:
-            print(f"{fixture}: not built")
-            continue
-        wrong = [k for k in keys if a.get(k) != b.get(k)]
-        print(f"{fixture}: {len(keys)} files, " + ("identical" if not wrong else f"{len(wrong)} differ"))
-        for k in wrong:
-            why = "missing in new" if k not in b else "missing in ref" if k not in a else "differs"
-            print(f"  {k}: {why}")
-        bad += len(wrong)
+    for rel in sorted(set(a) | set(b)):
+        state = "identical" if a.get(rel) == b.get(rel) else ("differs" if rel in a and rel in b else "")
+        if not state:
+            state = f"only in {ref if rel in a else new}"
+        bad += state != "identical"
+        print(f"{state:12s} {rel}")
+    print(f"{len(set(a) | set(b))} files, {bad} not identical")
     return 1 if bad else 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("out", nargs="?")
-    ap.add_argument("--cpu-grid", default=None, help="the judged rehearsal grid (built there when missing)")
-    ap.add_argument("--only", default=",".join(FIXTURES))
-    ap.add_argument("--diff", nargs=2, metavar=("REF", "NEW"))
-    a = ap.parse_args()
-    if a.diff:
-        return diff(Path(a.diff[0]), Path(a.diff[1]))
-    out = Path(a.out).resolve()
-    for name in a.only.split(","):
-        # built where every build writes (report.md and results.json name the paths they read)
-        target = WORK / name
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        if name == "cpu_study":
-            cpu_study(target, Path(a.cpu_grid or out / "cpu_grid").resolve())
-        else:
-            FIXTURES[name](target)
-        shutil.rmtree(out / name, ignore_errors=True)
-        shutil.copytree(target, out / name)
-        print(f"{name}: built", flush=True)
-    (out / "manifest.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in manifest(out).items()))
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    if len(sys.argv) >= 3 and sys.argv[1] == "build":
+        build(Path(sys.argv[2]).resolve(), "--cpu-study" in sys.argv[3:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "cpu-study":
+        out = Path(sys.argv[2]).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        cpu_study(out)
+    elif len(sys.argv) == 4 and sys.argv[1] == "diff":
+        raise SystemExit(diff(Path(sys.argv[2]), Path(sys.argv[3])))
+    else:
+        raise SystemExit(__doc__)

@@ -31,7 +31,7 @@ def keys_of(writer: int) -> list[str]:
 
 
 def _write(location: str, writer: int) -> None:
-    from promptlottery.judging.cache import CallCache
+    from promptlottery.calls.cache import CallCache
 
     cache = CallCache(location)
     keys = keys_of(writer)

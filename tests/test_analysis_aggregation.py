@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.judging.aggregate import (
+from promptlottery.metrics.aggregate import (
     aggregate,
     convergence,
     convergence_summary,

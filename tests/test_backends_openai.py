@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend against a stdlib HTTP stub on 127.0.0.1 (fast, offline).
 
-The one retry layer (judging.calls.run_calls) on 429/503 (then success), no retry on a context
+The one retry layer (calls.loop.run_calls) on 429/503 (then success), no retry on a context
 overflow (400) or a refused model (404), the concurrency limit, the logprob -> label_probs mapping, the parsed-label fallback when the
 server gives no logprobs, and the API key never reaching results, judgments, cache or W&B files.
 """
@@ -25,10 +25,10 @@ from promptlottery.backends.openai_wire import (
     TransientBackendError,
     label_probs_from_top_logprobs,
 )
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.calls import CallStats, JudgingError, run_calls
-from promptlottery.judging.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import CallStats, JudgingError, run_calls
 from promptlottery.prompts.scales import get_scale
+from promptlottery.prompts.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
 
 LABELS = ("1", "2", "3", "4", "5")
 SECRET = "sk-test-Zq9f3TOPSECRETvalue"  # pragma: allowlist secret

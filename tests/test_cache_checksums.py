@@ -17,7 +17,7 @@ import pytest
 
 from promptlottery.backends.base import JudgeResponse
 from promptlottery.backends.fake import FakeBackend
-from promptlottery.judging.cache import CacheError, CallCache
+from promptlottery.calls.cache import CacheError, CallCache
 from promptlottery.stages import run_stage
 from tests.conftest import compose
 from tests.test_reliability import _job

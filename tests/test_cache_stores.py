@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from promptlottery.judging.cache import CallCache, cache_location
+from promptlottery.calls.cache import CallCache, cache_location
 from tests.cache_writers import expected_keys, response, write_concurrently
 
 

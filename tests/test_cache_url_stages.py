@@ -49,7 +49,7 @@ class SharedStore:
 
 @pytest.fixture
 def shared(monkeypatch):
-    import promptlottery.judging.cache as cache
+    import promptlottery.calls.cache as cache
 
     def open_store(location, *, timeout_s=60.0):
         assert str(location) == URL, f"the stage opened {location}, not paths.cache_url"
@@ -90,7 +90,7 @@ def test_paraphrase_generation_uses_the_configured_cache(tmp_path, shared):
 
 
 def test_validation_rates_equivalence_through_the_configured_cache(tmp_path, shared):
-    from promptlottery.prompts.validation import run_validation
+    from promptlottery.stages.validation import run_validation
 
     over = ["+experiment=validate_prompts", "validation.groups=[G1]", "validation.equivalence=true"]
     cfg = compose([*over, "backbone=fake", f"paths.cache_url={URL}"], tmp_path=tmp_path)

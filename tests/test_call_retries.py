@@ -1,4 +1,4 @@
-"""The one retry layer (judging.calls.run_calls): a transient error is retried the configured
+"""The one retry layer (calls.loop.run_calls): a transient error is retried the configured
 number of times, a permanent one is not; the wait doubles, with jitter, and honours Retry-After."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest
 from promptlottery.backends.fake import FakeBackend
-from promptlottery.judging import calls
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.calls import MAX_RETRY_AFTER_S, CallStats, JudgingError, retry_delay, run_calls
+from promptlottery.calls import loop as calls
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import MAX_RETRY_AFTER_S, CallStats, JudgingError, retry_delay, run_calls
 
 
 class Transient(BackendError):

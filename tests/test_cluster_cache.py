@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from promptlottery.judging.cache import CallCache
+from promptlottery.calls.cache import CallCache
 from tests.cache_writers import expected_keys, response, write_concurrently
 from tests.cluster_services import postgres_url  # noqa: F401 - fixture
 from tests.conftest import DATA_DIR, REPO

@@ -12,9 +12,9 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import JudgingError
 from promptlottery.data.schema import DatasetError, Item
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.calls import JudgingError
 from promptlottery.judging.runner import Condition, build_requests, judge
 from promptlottery.prompts import PromptError, load_group
 from promptlottery.stages import run_stage as run

@@ -8,6 +8,7 @@ import pytest
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeResponse
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CallCache
 from promptlottery.gating.baselines import (
     LLMBaselineConfig,
     classification_metrics,
@@ -16,7 +17,6 @@ from promptlottery.gating.baselines import (
     pick_shots,
     yes_probability,
 )
-from promptlottery.judging.cache import CallCache
 
 
 def frame(n: int = 12) -> pd.DataFrame:

@@ -126,8 +126,8 @@ def test_judgments_without_a_stored_query_name_the_run_and_the_fix():
 def test_the_runner_stores_the_query_the_judge_saw(tmp_path):
     from promptlottery.backends.base import Decoding
     from promptlottery.backends.fake import FakeBackend
+    from promptlottery.calls.cache import CallCache
     from promptlottery.data import load_items
-    from promptlottery.judging.cache import CallCache
     from promptlottery.judging.runner import Condition, judge
     from promptlottery.prompts import load_group
     from promptlottery.prompts.requests import render_chat

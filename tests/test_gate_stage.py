@@ -181,8 +181,8 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
 
 
 def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):
+    from promptlottery.calls.loop import JudgingError
     from promptlottery.gating import stage
-    from promptlottery.judging.calls import JudgingError
     from promptlottery.stages import run_stage
 
     def fail(*args, **kwargs):

@@ -35,6 +35,7 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 from scipy import stats
 
+from promptlottery.modes import default_group
 from promptlottery.prompts.groups import resolve_group
 from promptlottery.stages import run_stage
 from tests.conftest import REPO, compose
@@ -112,7 +113,7 @@ class Sweep:
             cfg.paths.cache_dir = str(root.parent / f"{name}_shared" / "cache")
             cfg.paths.output_dir = str(root.parent / f"{name}_shared" / "outputs")
         self.cfg = cfg
-        self.group = resolve_group(cfg.judge)
+        self.group = resolve_group(cfg.judge, default_group(cfg.judge))
         self.scale = self.group.scale
         self.pairwise = self.scale.pairwise
         # smoke sweeps P1 and P2 only: its last wording is the inverted one

@@ -126,7 +126,7 @@ def test_every_lottery_key_exists_in_a_report_on_the_fixtures(lottery_report):
 
 
 def test_every_validation_key_exists_in_the_stages_outputs(tmp_path):
-    from promptlottery.prompts.validation import run_validation
+    from promptlottery.stages.validation import run_validation
     from tests.conftest import compose
     from tests.test_prompts import _fake_encoder
 

@@ -94,8 +94,8 @@ def test_ten_is_first_digit_times_continuation_and_one_keeps_the_rest():
 
 
 def test_argmax_and_weighted_score_use_the_multi_token_probabilities():
-    from promptlottery.judging.scoring import score_response
     from promptlottery.prompts.scales import Scale
+    from promptlottery.prompts.scoring import score_response
 
     # "1" 0.3, "9" 0.2, "3" 0.45 at first (mass 0.95); after "1", "0" 0.9: p(10)=0.27, p(1)=0.03
     backend = _backend({"x": {"1": 0.3, "9": 0.2, "3": 0.45, "y": 0.05}, "1": {"0": 0.9, "<eos>": 0.1}})

@@ -2,7 +2,7 @@
 of the pairwise contract, and the bad inputs that stop a run with one line.
 
 The toys are written here; expected values are worked out by hand from the definitions in
-``judging/pairs.py`` (order "12" shows response_a as A, "21" shows response_b as A).
+``modes/pairwise.py`` (order "12" shows response_a as A, "21" shows response_b as A).
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ import pandas as pd
 import pytest
 
 from promptlottery.backends.base import Decoding, JudgeResponse
+from promptlottery.calls.cache import CallCache
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError, Item
 from promptlottery.errors import ConfigError
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.pairs import PairwiseError, human_preference, preference_columns
 from promptlottery.judging.runner import Condition, judge
-from promptlottery.judging.scoring import score_response
+from promptlottery.modes import ModeError
+from promptlottery.modes.pairwise import PairwiseError, human_preference, preference_columns
 from promptlottery.prompts.groups import load_group
 from promptlottery.prompts.scales import get_scale
+from promptlottery.prompts.scoring import score_response
 from tests.conftest import compose
 
 ABC = get_scale("pairwise_abc")
@@ -265,7 +266,7 @@ def test_a_pairwise_group_in_pointwise_mode_and_a_pointwise_group_on_pairs_stop(
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=pairwise_preference", "judge.mode=pointwise"],
     )
     with pytest.raises(
-        PairwiseError, match=r"prompt group G17 is pairwise \(scale pairwise_abc\) but judge.mode=pointwise"
+        ModeError, match=r"prompt group G17 is pairwise \(scale pairwise_abc\) but judge.mode=pointwise"
     ):
         run(cfg, tmp_path / "job1", backend=AlwaysA())
     cfg = _cfg(
@@ -273,12 +274,12 @@ def test_a_pairwise_group_in_pointwise_mode_and_a_pointwise_group_on_pairs_stop(
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=mt_bench_quality", "judge.mode=pairwise"],
     )
     with pytest.raises(
-        PairwiseError, match=r"judge.mode=pairwise but prompt group G16 has the pointwise scale likert_1_10"
+        ModeError, match=r"judge.mode=pairwise but prompt group G16 has the pointwise scale likert_1_10"
     ):
         run(cfg, tmp_path / "job2", backend=AlwaysA())
     cfg = _cfg(tmp_path, ["dataset=llmbar_natural", "dataset.limit=3", "judge=mt_bench_quality"])
     with pytest.raises(
-        PairwiseError, match=r"dataset llmbar: prompt group G16 is pointwise .* the items are pairs"
+        ModeError, match=r"dataset llmbar: prompt group G16 is pointwise .* the items are pairs"
     ):
         run(cfg, tmp_path / "job3", backend=AlwaysA())
 
@@ -291,7 +292,9 @@ def test_judge_mode_outside_its_choices_stops(tmp_path):
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=pairwise_preference", "judge.mode=pair"],
     )
     # refused by the config check, before the job's directory is claimed
-    with pytest.raises(ConfigError, match=r"judge.mode=pair: must be one of \['pointwise', 'pairwise'\]"):
+    with pytest.raises(
+        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic\)$"
+    ):
         run(cfg, tmp_path / "job", backend=AlwaysA())
 
 

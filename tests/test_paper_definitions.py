@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from promptlottery.judging.aggregate import (
+from promptlottery.metrics.aggregate import (
     cluster_match,
     cluster_threshold,
     convergence_shares,

@@ -17,7 +17,6 @@ from promptlottery.prompts.requests import render_chat, render_completion
 from promptlottery.prompts.validation import (
     jaccard,
     length_ratio,
-    run_validation,
     summarize,
     to_markdown,
     validate_all,
@@ -25,6 +24,7 @@ from promptlottery.prompts.validation import (
     variant_texts,
     word_tokens,
 )
+from promptlottery.stages.validation import run_validation
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -360,8 +360,8 @@ def test_validate_all_flags_a_dissimilar_variant(tmp_path):
 def test_validate_prompts_experiment_composes_and_runs(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from promptlottery.prompts.stage import validate_prompts
     from promptlottery.stages import get_stage, register_configs, run_stage
+    from promptlottery.stages.validation import validate_prompts
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):

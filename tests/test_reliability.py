@@ -358,8 +358,8 @@ def test_bad_values_on_the_command_line_fail_in_one_line_without_outputs(tmp_pat
 
 
 def test_read_only_cache_serves_a_cached_run_and_refuses_new_calls(tmp_path, monkeypatch):
-    from promptlottery.judging import cache as cache_mod
-    from promptlottery.judging.cache import CacheError
+    from promptlottery.calls import cache as cache_mod
+    from promptlottery.calls.cache import CacheError
 
     _job(tmp_path, "first", "judge.variant=P1")
     cache_dir = tmp_path / "cache"
@@ -378,7 +378,7 @@ def test_read_only_cache_serves_a_cached_run_and_refuses_new_calls(tmp_path, mon
 
 
 def test_corrupt_cache_file_is_named(tmp_path):
-    from promptlottery.judging.cache import CacheError
+    from promptlottery.calls.cache import CacheError
 
     db = tmp_path / "cache" / "calls.sqlite"
     db.parent.mkdir()

@@ -22,9 +22,9 @@ from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.backends.base import Decoding, JudgeResponse
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import BatchPlan
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.calls import BatchPlan
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.runner import Condition, build_requests, judge, repeat_plans
 from promptlottery.judging.table import add_verdicts, fixed_settings, load_judgments, paraphrase_rows

@@ -1,5 +1,5 @@
 """Existing cache entries stay valid: each kind of model call gives the key it gave before the
-one request builder (``judging.cache.make_request``, issue 23).
+one request builder (``calls.cache.make_request``, issue 23).
 
 The digests below were computed on main at 94ef321 (before the builder) by these same calls through
 the real call sites (the judge grid's ``build_requests``, ``predict.answer_requests``, the rubric
@@ -17,8 +17,8 @@ import pytest
 
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CALL_KINDS, CallCache, make_request
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CALL_KINDS, CallCache, make_request
 from promptlottery.judging.predict import answer_requests
 from promptlottery.judging.runner import Condition, build_requests
 from promptlottery.prompts import load_group
@@ -143,7 +143,7 @@ def keys() -> dict[str, list[str]]:
                 tags=tags,
             ).key
         ]
-    from promptlottery.prompts.stage import _ask
+    from promptlottery.stages.paraphrase import _ask
 
     with tempfile.TemporaryDirectory() as d:
         rb = Rec(replies=("a rewording", "another"))

@@ -3,8 +3,8 @@ import math
 import pytest
 
 from promptlottery.backends.base import JudgeResponse
-from promptlottery.judging.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
 from promptlottery.prompts.scales import get_scale
+from promptlottery.prompts.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
 
 LIKERT = get_scale("likert_1_5")
 BINARY = get_scale("binary_yes_no")

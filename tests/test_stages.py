@@ -18,10 +18,11 @@ from promptlottery.tracking.tables import fmt, markdown_table
 from tests.conftest import REPO
 
 
-def test_every_stage_is_the_function_of_its_name_in_its_packages_stage_py():
-    for name, package in STAGES.items():
+def test_every_stage_is_the_function_its_registry_entry_names():
+    for name, target in STAGES.items():
         fn = get_stage(name)
-        assert (fn.__module__, fn.__name__) == (f"promptlottery.{package}.stage", name)
+        assert f"{fn.__module__}:{fn.__name__}" == target
+        assert fn.__name__ == name
     with pytest.raises(ConfigError, match=r"^stage=bogus: unknown stage; valid: \['budget', 'compare', "):
         get_stage("bogus")
 

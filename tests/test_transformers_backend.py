@@ -8,8 +8,8 @@ import torch
 from promptlottery.backends.base import Decoding, JudgeRequest
 from promptlottery.data import load_items
 from promptlottery.judging.runner import Condition, build_requests
-from promptlottery.judging.scoring import score_response
 from promptlottery.prompts import load_group
+from promptlottery.prompts.scoring import score_response
 from tests.conftest import DATA_DIR
 
 LIKERT = ("1", "2", "3", "4", "5")

@@ -14,10 +14,10 @@ import pytest
 
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
+from promptlottery.calls.cache import CallCache
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.pairs import PairwiseError, check_pairs
 from promptlottery.judging.runner import Condition, judge
+from promptlottery.modes.pairwise import PairwiseError, check_pairs
 from promptlottery.prompts.groups import PromptError, group_from_template, load_group_file
 from tests.conftest import DATA_DIR, REPO, subprocess_env
 
@@ -103,7 +103,7 @@ def test_unknown_scale_is_one_line(tmp_path):
 def test_typod_mode_names_the_mode_not_the_group_file(tmp_path):
     # the own-judge sweep resolves its variants from the group file: a typo'd mode is named first
     proc = run(tmp_path, *SWEEP, "judge.mode=pairwize")
-    one_line(proc, "judge.mode=pairwize", "pointwise", "pairwise")
+    one_line(proc, "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic)")
     no_job_started(tmp_path)
 
 
@@ -197,7 +197,7 @@ def _pair(i: str, a: str, b: str) -> Item:
 
 def test_identical_pair_answers_are_counted_in_a_warning_or_refused(caplog):
     items = [_pair("p1", "x", "x "), _pair("p2", "x", "y"), _pair("p3", "z", "z")]
-    with caplog.at_level(logging.WARNING, logger="promptlottery.judging.pairs"):
+    with caplog.at_level(logging.WARNING, logger="promptlottery.modes.pairwise"):
         check_pairs(items, where="table t.jsonl")
     assert "t.jsonl: 2 of 3 pairs have response_a == response_b (first: 'p1')" in caplog.text
     with pytest.raises(PairwiseError, match="2 of 3 pairs have response_a == response_b"):

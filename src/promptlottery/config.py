@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from promptlottery.errors import ConfigError
+from promptlottery.modes import DEFAULT_MODE, get_mode
 
 
 @dataclass
@@ -41,7 +42,8 @@ class FieldMap:
 
     id: str | None = None
     response: str | None = None
-    #: a table of pairs (judge.mode=pairwise): the two compared responses; `human` is then a preference
+    #: a table of pairs (a judge mode whose items are pairs): the two compared responses; `human` is then
+    #: a preference
     response_a: str | None = None
     response_b: str | None = None
     #: the instruction the responses answer (a table of pairs; G17 names it `question`)
@@ -80,9 +82,9 @@ class JudgeConfig:
     group_file: str | None = None
     template: str | None = None
     scale: str | None = None
-    #: "pointwise" (a rating of one response) or "pairwise" (a preference between response_a and
-    #: response_b, with a pairwise prompt group; judging.pairs)
-    mode: str = "pointwise"
+    #: the judge mode, a name in promptlottery.modes.MODES (a rating of one response, a preference
+    #: between response_a and response_b with a pairwise prompt group, ...)
+    mode: str = DEFAULT_MODE
     #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
     position_swap: bool = True
     #: "full" (every item under every wording), "sparse" (a seeded plan of the cells at ``budget``,
@@ -133,8 +135,6 @@ class LoggerConfig:
     log_table_rows: int = 2000
 
 
-#: ``judge.mode``: a rating of one response, or a preference between two (judging.pairs)
-JUDGE_MODES = ("pointwise", "pairwise")
 #: ``judge.identical_pairs``: a pair whose two responses are the same text is judged with a warning
 #: that counts them, or refused
 IDENTICAL_PAIRS = ("warn", "refuse")
@@ -172,20 +172,20 @@ class RunConfig:
     gate: Any = None
     predict: Any = None
     paraphrase: Any = None
-    #: the human-baseline stages (conf/human/): checked by promptlottery.human.stage.HumanOptions
+    #: the human-baseline stages (conf/human/): checked by promptlottery.stages.human.HumanOptions
     human: Any = None
 
 
 def group_variants(group_file: str | None, mode: str | None = None) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
     (``judge.variant: ${group_variants:${judge.group_file},${judge.mode}}`` in hydra.sweeper.params);
-    no file in pairwise mode: the built-in pairwise group's. A mismatched mode is named first (the
-    variants of a group are the wrong question when the mode is a typo)."""
-    from promptlottery.prompts.groups import DEFAULT_PAIRWISE_GROUP, PromptError, load_group, load_group_file
+    no file in a mode with a built-in group (pairwise: G17): that group's. An unknown mode is named
+    first (the variants of a group are the wrong question when the mode is a typo)."""
+    from promptlottery.prompts.groups import PromptError, load_group, load_group_file
 
-    _check_choice("judge.mode", mode or "pointwise", JUDGE_MODES)
-    if not group_file and mode == "pairwise":
-        return ",".join(load_group(DEFAULT_PAIRWISE_GROUP).variants)
+    builtin = get_mode(mode or DEFAULT_MODE).default_group
+    if not group_file and builtin:
+        return ",".join(load_group(builtin).variants)
     if not group_file:
         raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
     return ",".join(load_group_file(group_file).variants)
@@ -282,7 +282,7 @@ def check_config(cfg: DictConfig) -> None:
         _check_int("dataset.limit", limit, 1, "a positive number of items, or null for all of them")
     _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
     if OmegaConf.select(cfg, "judge") is not None:
-        _check_choice("judge.mode", OmegaConf.select(cfg, "judge.mode", default="pointwise"), JUDGE_MODES)
+        get_mode(OmegaConf.select(cfg, "judge.mode", default=DEFAULT_MODE))
         _check_choice(
             "judge.identical_pairs",
             OmegaConf.select(cfg, "judge.identical_pairs", default="warn"),

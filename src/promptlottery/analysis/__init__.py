@@ -7,7 +7,7 @@ kind, sliced once into configurations) and the stage's one options object
 (:mod:`promptlottery.analysis.stage`) runs them all and writes tables, figures and report.md.
 Import each function from the module that defines it (``promptlottery.analysis.agreement``, ...).
 
-Aggregation across judges (:mod:`promptlottery.judging.aggregate`: ``plurality``, ``majority``,
+Aggregation across judges (:mod:`promptlottery.metrics.aggregate`: ``plurality``, ``majority``,
 ``mean_score``, ``median_score``, ``online_convergence``) takes plain items x judges matrices and is
 importable without the rest.
 """

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics.adaptive import beta_confidence, stop_reason
+from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
 

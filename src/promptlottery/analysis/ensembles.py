@@ -2,7 +2,7 @@
 
 7. The paper's plurality (Table 6, §5.2: a label given by at least 3 of the 5 judges; no verdict on a
    no-consensus item) on the items it decides, with its coverage; ours ``plurality_ties_to_p1`` (the
-   modal label, ties broken by the P1 label, see :mod:`promptlottery.judging.aggregate`), mean and
+   modal label, ties broken by the P1 label, see :mod:`promptlottery.metrics.aggregate`), mean and
    median across the variants and the single prompt P1 on all items, each row naming its items and
    correlated with the human labels. Then inter-prompt (one backbone, k variants) vs inter-model (P1, k
    backbones) vs hybrid (variant i on backbone i) ensembles with the same k judges on the same
@@ -23,14 +23,6 @@ import pandas as pd
 
 from promptlottery.analysis.agreement import estimate_with_ci
 from promptlottery.analysis.humans import correlate_with_human
-from promptlottery.judging.aggregate import (
-    AGGREGATORS,
-    cluster_match,
-    convergence,
-    mean_score,
-    online_convergence,
-    plurality_cluster,
-)
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import human_vector, natural_key, variant_order
 from promptlottery.metrics import (
@@ -39,6 +31,14 @@ from promptlottery.metrics import (
     kendall_tau,
     mean_pairwise_cohen_kappa,
     paired_bootstrap_test,
+)
+from promptlottery.metrics.aggregate import (
+    AGGREGATORS,
+    cluster_match,
+    convergence,
+    mean_score,
+    online_convergence,
+    plurality_cluster,
 )
 from promptlottery.prompts.scales import get_scale
 
@@ -250,10 +250,10 @@ def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.D
     The judges are the variants in the recorded order (``judge_order``: P1 first, then natural
     order). ``items``: per configuration and item, the tie-broken ``plurality`` (ours, ties to P1),
     the paper's ``cluster`` (the label given by at least ``ceil((J + 1) / 2)`` of the J judges, "at
-    least three of five"; NaN = no consensus, :func:`~promptlottery.judging.aggregate.plurality_cluster`),
+    least three of five"; NaN = no consensus, :func:`~promptlottery.metrics.aggregate.plurality_cluster`),
     P1's label (``first_judge``), and ``converged_at``: the earliest call k at which some label has
     the cluster's votes among the first k judges, a stop made online without seeing the later ones
-    (:func:`~promptlottery.judging.aggregate.online_convergence`).
+    (:func:`~promptlottery.metrics.aggregate.online_convergence`).
 
     ``summary``: per configuration and pooled over binary / non-binary / all configurations, with
     bootstrap CIs over items: ``cluster_share``; the paper's incremental ``converged_by_3`` (by the

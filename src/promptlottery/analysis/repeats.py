@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.aggregate import mean_score
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning, paired_bootstrap_test, pearson
+from promptlottery.metrics.aggregate import mean_score
 
 if TYPE_CHECKING:
     from promptlottery.analysis.options import LotteryOptions

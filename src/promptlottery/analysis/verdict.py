@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.judging.aggregate import majority, online_convergence
 from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.metrics.aggregate import majority, online_convergence
 from promptlottery.metrics.bootstrap import bootstrap_ci
 from promptlottery.tracking import tables
 
@@ -38,8 +38,8 @@ def item_table(grid: JudgmentGrid) -> pd.DataFrame:
     """One row per configuration x item, sorted within a configuration by how much its verdict varies;
     the item's texts (judgment columns ``input_<name>``, written for ``dataset=table``) follow its id.
 
-    ``majority``: :func:`~promptlottery.judging.aggregate.majority` of the J variants (``n_judges=J``);
-    ``k_needed``: :func:`~promptlottery.judging.aggregate.online_convergence` with ``rule="majority"``.
+    ``majority``: :func:`~promptlottery.metrics.aggregate.majority` of the J variants (``n_judges=J``);
+    ``k_needed``: :func:`~promptlottery.metrics.aggregate.online_convergence` with ``rule="majority"``.
     """
     reference = grid.reference
     out = []

@@ -109,7 +109,7 @@ class BackendError(RuntimeError):
 
 
 class Backend(ABC):
-    """What the call loop (:mod:`promptlottery.judging.calls`) needs from a backend.
+    """What the call loop (:mod:`promptlottery.calls.loop`) needs from a backend.
 
     Every backend subclasses this class (as inspect_ai's providers subclass ``ModelAPI``): it must
     say who it is (:meth:`identity`), answer a batch (:meth:`generate`) and count prompt tokens
@@ -142,7 +142,7 @@ class Backend(ABC):
     def is_retryable(self, exc: BaseException) -> bool:
         """Whether ``exc`` is transient (429 / 5xx / timeout) and the call may be retried.
 
-        The retry predicate of the one retry layer (:func:`promptlottery.judging.calls.run_calls`);
+        The retry predicate of the one retry layer (:func:`promptlottery.calls.loop.run_calls`);
         default: no error is transient (an in-process computation that failed fails again).
         """
         return False

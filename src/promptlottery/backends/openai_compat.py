@@ -4,7 +4,7 @@ Requests go out concurrently (at most ``max_concurrency`` in flight) through an 
 client, each sent once per :meth:`~OpenAICompatBackend.generate`. A transient failure (429, 5xx,
 timeouts, refused connections) fails the batch as :class:`TransientBackendError` (with the
 server's ``Retry-After``), which ``is_retryable`` lets the one retry layer,
-:func:`promptlottery.judging.calls.run_calls`, retry; the requests of a failed batch that were
+:func:`promptlottery.calls.loop.run_calls`, retry; the requests of a failed batch that were
 answered are kept, so the retry sends only the ones that failed. A prompt over the context length
 (:class:`ContextOverflowError`), a model the server does not serve (:class:`ModelRefusedError`)
 and other 4xx answers are not retried.
@@ -100,7 +100,7 @@ class OpenAICompatBackend(Backend):
     tokens in dry runs; when it is unset or cannot be loaded, ``count_tokens`` falls back to
     :func:`approx_token_count` and ``token_count_method`` says so. OpenAI's API cannot continue an
     assistant prefix (``supports_assistant_prefix`` keeps the base's False); vLLM's server can.
-    Retries are the run's (``max_retries`` / ``backoff_s``, :func:`promptlottery.judging.calls.run_calls`).
+    Retries are the run's (``max_retries`` / ``backoff_s``, :func:`promptlottery.calls.loop.run_calls`).
     """
 
     backend_name = "openai_compat"

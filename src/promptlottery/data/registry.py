@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
 from collections.abc import Callable
 from pathlib import Path
 
 from promptlottery.data.schema import DatasetError, Item
+from promptlottery.registry import Registry
 
 Loader = Callable[..., list[Item]]
-LOADERS: dict[str, Loader] = {}
+#: dataset name -> loader; importing promptlottery.data.loaders registers every built-in one
+LOADERS: Registry[Loader] = Registry("dataset", modules=("promptlottery.data.loaders",), error=DatasetError)
 
 
 def register_loader(name: str) -> Callable[[Loader], Loader]:
-    def deco(fn: Loader) -> Loader:
-        LOADERS[name] = fn
-        return fn
-
-    return deco
+    """``@register_loader("name")`` on a ``load_<name>(data_dir, **options)`` function."""
+    return LOADERS.register(name)
 
 
 def _import_all() -> None:
-    importlib.import_module("promptlottery.data.loaders")
+    LOADERS.names()  # imports the modules that register the built-in loaders
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
@@ -50,7 +48,7 @@ def load_items(
     _import_all()
     if name not in LOADERS:
         raise DatasetError(f"unknown dataset {name!r}; registered: {sorted(LOADERS)}")
-    items = LOADERS[name](resolve_data_dir(data_dir), **options)
+    items = LOADERS.get(name)(resolve_data_dir(data_dir), **options)
     if not items:
         raise DatasetError(f"dataset {name!r} loaded no items")
     ids = [it.id for it in items]

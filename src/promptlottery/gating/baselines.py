@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest
+from promptlottery.calls.cache import CallCache, make_request
+from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.gating.config import LLMBaselineConfig
-from promptlottery.judging.cache import CallCache, make_request
-from promptlottery.judging.calls import CallStats, run_calls
 
 logger = logging.getLogger(__name__)
 

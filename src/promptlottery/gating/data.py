@@ -4,7 +4,7 @@ For each configuration (dataset x judge family x prompt group x criterion x back
 paraphrase setting's verdicts form an ``items x variants`` matrix, variants in the recorded order
 (P1 first). The label is the paper's (§F.2: the classifier "predicts whether a judge's score matches
 at least three of five" judges): a judge's example is positive (``in_cluster = 1``) when its verdict
-equals the item's plurality cluster label (:func:`promptlottery.judging.aggregate.plurality_cluster`,
+equals the item's plurality cluster label (:func:`promptlottery.metrics.aggregate.plurality_cluster`,
 >= ceil((J + 1) / 2) votes of the J judges); an item without a cluster is *no-consensus* and every
 judge's example is negative. A missing verdict is never in the cluster. ``plurality`` is the
 five-judge decision (the cluster label when there is one, else the plurality with ties to the
@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.errors import UserError
-from promptlottery.judging.aggregate import online_convergence, plurality_cluster, plurality_details
 from promptlottery.judging.grid import Configuration, JudgmentGrid
 from promptlottery.judging.table import judge_matrix, natural_key
+from promptlottery.metrics.aggregate import online_convergence, plurality_cluster, plurality_details
 
 logger = logging.getLogger(__name__)
 

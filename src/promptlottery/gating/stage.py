@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from promptlottery.calls.loop import CallStats
 from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
 from promptlottery.gating.points import (
@@ -35,7 +36,6 @@ from promptlottery.gating.points import (
 )
 from promptlottery.gating.simulate import full_reference, item_block
 from promptlottery.gating.split import GateData, prepare
-from promptlottery.judging.calls import CallStats
 from promptlottery.tracking.job import StageJob
 
 logger = logging.getLogger(__name__)
@@ -55,15 +55,10 @@ def _llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: in
 
 def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> dict[str, tuple]:
     """The LLM prompt classifier's P(yes) on the validation and test rows: ``{part: (probs, mask)}``."""
-    from hydra.utils import instantiate
-
-    from promptlottery.backends.base import Decoding
+    from promptlottery.calls.compose import build_judge_runtime
     from promptlottery.gating.baselines import llm_prompt_classifier
-    from promptlottery.judging.cache import open_cache
 
-    backend = instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)
-    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    backend, cache, decoding = build_judge_runtime(cfg)
     out = {}
     try:
         for part, df in (("val", data.val), ("test", data.test)):

@@ -22,11 +22,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from promptlottery.calls.loop import CallStats
 from promptlottery.errors import ConfigError
-from promptlottery.judging.calls import CallStats
 from promptlottery.judging.runner import Condition
 from promptlottery.judging.table import CONFIG_KEYS, add_verdicts
 from promptlottery.metrics.adaptive import RULES, walk
+from promptlottery.modes import MODES, get_mode
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ def adaptive_design(judge_cfg, mode: str, n_samples: int) -> dict | None:
     """The adaptive design's parameters (None for another design); a bad one is a one-line ConfigError."""
     if judge_cfg.get("design", "full") != "adaptive":
         return None
-    if mode != "pointwise":
-        raise ConfigError(f"judge.design=adaptive is built for pointwise judging only (missing for {mode!r})")
+    if not get_mode(mode).adaptive:
+        built = ", ".join(name for name, m in MODES.items() if m.adaptive)
+        raise ConfigError(f"judge.design=adaptive is built for {built} judging only (missing for {mode!r})")
     if n_samples != 1:
         raise ConfigError(
             f"judge.design=adaptive judges one sample per cell: n_samples must be 1, got {n_samples}"

@@ -17,11 +17,12 @@ Every analysis of the lottery stage and the gate's examples read the judgments t
 The slicing definitions stay in :mod:`promptlottery.judging.table`; the grid is the only caller
 of them on the read side, so the judgments table is sliced by configuration once per analysis.
 
-A judge mode that does not give one scale label per (item, judge) -- the pairwise mode, whose rows
-carry ``judge_mode="pairwise"``, ``order`` and ``preferred`` -- is a verdict kind of its own: its
-rows are kept out of the pointwise configurations (no analysis of scale labels sees them) and
-exposed per configuration as :attr:`JudgmentGrid.pairwise` (``{config_id: rows}``), for the
-analyses written over such frames (see :data:`POINTWISE_MODES`).
+A judge mode that does not give one scale label per (item, judge) (``JudgeMode.label_matrix``
+false: the pairwise mode, whose rows carry ``order`` and ``preferred``) is a verdict kind of its
+own: its rows are kept out of the pointwise configurations (no analysis of scale labels sees them)
+and exposed per configuration as :meth:`JudgmentGrid.rows` (``grid.rows(mode)``: ``{config_id:
+rows}``), for the analyses written over such frames. A table without the ``judge_mode`` column is
+the default mode's.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ from promptlottery.judging.table import (
     system_vector,
     variant_order,
 )
+from promptlottery.modes import MODES
+from promptlottery.modes.pairwise import NAME as PAIRWISE
 from promptlottery.prompts.scales import Scale, get_scale
 
 #: the verdict kinds of a pointwise judge (one scale label per item and judge), see ``add_verdicts``
@@ -60,8 +63,34 @@ VERDICT_KINDS = {
     "weighted": "the logprob-weighted score rounded to the nearest scale label",
     "parsed": "the label parsed from the generated text",
 }
-#: ``judge_mode`` values whose rows are pointwise configurations (a table without the column is pointwise)
-POINTWISE_MODES = ("", "pointwise")
+
+
+def _label_matrix_modes() -> tuple[str, ...]:
+    """``judge_mode`` values whose rows are the grid's configurations ("": a row without a mode)."""
+    return ("", *(name for name, mode in MODES.items() if mode.label_matrix))
+
+
+def _split_modes(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame]]]:
+    """The rows of the label-matrix modes, and ``{mode: {config_id: rows}}`` of every other mode
+    (configurations sorted by id); a ``judge_mode`` no registered mode has is one line."""
+    if "judge_mode" not in df.columns:
+        return df, {}
+    mode = df["judge_mode"].fillna("").astype(str)
+    unknown = sorted(set(mode) - {"", *MODES})
+    if unknown:
+        raise AnalysisError(
+            f"judgments with judge_mode {unknown[0]!r}, which no judge mode has (known: {', '.join(MODES)})"
+        )
+    matrix = mode.isin(_label_matrix_modes())
+    by_mode: dict[str, dict[str, pd.DataFrame]] = {}
+    for name in (n for n in MODES if n not in _label_matrix_modes()):
+        other = df[mode == name]
+        if len(other):
+            other = other.assign(config_id=config_ids(other))
+            by_mode[name] = {
+                cid: g for cid, g in sorted(other.groupby("config_id"), key=lambda t: natural_key(t[0]))
+            }
+    return df[matrix], by_mode
 
 
 @dataclass
@@ -154,8 +183,9 @@ class JudgmentGrid:
     reference: str = "P1"
     temperature: float | None = None
     configurations: list[Configuration] = field(default_factory=list)
-    #: the pairwise judgments per configuration (``judge_mode="pairwise"``): their own verdict kind
-    pairwise: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: ``{mode: {config_id: rows}}``: the judgments of the modes without a label matrix, each its own
+    #: verdict kind (:meth:`rows`)
+    by_mode: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
     #: the judgment files read (empty for a grid built from a table)
     files: list[str] = field(default_factory=list)
     #: ``{config_id: "n/a: P2 missing: ..."}``: the configurations left out (or analysed partially)
@@ -207,17 +237,11 @@ class JudgmentGrid:
 
         The verdicts are (re)computed with ``verdict`` / ``sampled`` (:func:`add_verdicts`).
         """
-        mode = df["judge_mode"].fillna("").astype(str) if "judge_mode" in df.columns else None
-        pairwise: dict[str, pd.DataFrame] = {}
-        if mode is not None and not mode.isin(POINTWISE_MODES).all():
-            other = df[~mode.isin(POINTWISE_MODES)]
-            other = other.assign(config_id=config_ids(other))
-            pairwise = {
-                cid: g for cid, g in sorted(other.groupby("config_id"), key=lambda t: natural_key(t[0]))
-            }
-            df = df[mode.isin(POINTWISE_MODES)]
-            if df.empty:  # a pairwise judge alone: no pointwise configuration
-                return cls(df, verdict, sampled, reference, temperature, [], pairwise)
+        matrix, by_mode = _split_modes(df)
+        if by_mode:
+            df = matrix
+            if df.empty:  # e.g. a pairwise judge alone: no pointwise configuration
+                return cls(df, verdict, sampled, reference, temperature, [], by_mode)
         judged = add_verdicts(df, verdict, sampled=sampled)
         return cls.from_verdicts(
             judged,
@@ -225,7 +249,7 @@ class JudgmentGrid:
             sampled=sampled,
             reference=reference,
             temperature=temperature,
-            pairwise=pairwise,
+            by_mode=by_mode,
         )
 
     @classmethod
@@ -237,14 +261,14 @@ class JudgmentGrid:
         sampled: str = "parsed",
         reference: str = "P1",
         temperature: float | None = None,
-        pairwise: dict[str, pd.DataFrame] | None = None,
+        by_mode: dict[str, dict[str, pd.DataFrame]] | None = None,
     ) -> JudgmentGrid:
         """The grid of a table that already has its verdicts and ``config_id`` (``verdict`` names their kind)."""
         configs = [
             Configuration.of(cid, rows, reference=reference, temperature=temperature)
             for cid, rows in configurations(judged)
         ]
-        return cls(judged, verdict, sampled, reference, temperature, configs, dict(pairwise or {}))
+        return cls(judged, verdict, sampled, reference, temperature, configs, dict(by_mode or {}))
 
     def __iter__(self) -> Iterator[Configuration]:
         return iter(self.configurations)
@@ -258,10 +282,21 @@ class JudgmentGrid:
                 return c
         raise KeyError(config_id)
 
+    def rows(self, mode: str) -> dict[str, pd.DataFrame]:
+        """``{config_id: rows}`` of judge mode ``mode`` (one without a label matrix; empty when the
+        grid has none of its judgments)."""
+        return self.by_mode.get(mode, {})
+
+    @property
+    def pairwise(self) -> dict[str, pd.DataFrame]:
+        """:meth:`rows` of the pairwise mode: the accessor the analysis reads until its sections name
+        the mode they read."""
+        return self.rows(PAIRWISE)
+
     @property
     def n_judgments(self) -> int:
-        """Every judgment of the grid: the pointwise ones and the pairwise verdict kind's rows."""
-        return len(self.judgments) + sum(len(g) for g in self.pairwise.values())
+        """Every judgment of the grid: the configurations' and those of the other modes' verdict kinds."""
+        return len(self.judgments) + sum(len(g) for rows in self.by_mode.values() for g in rows.values())
 
     def only(self, configs: Iterable[Configuration]) -> JudgmentGrid:
         """A grid of some of this grid's configurations (same verdict kind and options)."""
@@ -313,4 +348,4 @@ def describe_verdict(kind: str) -> str:
     return VERDICT_KINDS[kind]
 
 
-__all__ = ["POINTWISE_MODES", "VERDICT_KINDS", "Configuration", "JudgmentGrid", "describe_verdict"]
+__all__ = ["VERDICT_KINDS", "Configuration", "JudgmentGrid", "describe_verdict"]

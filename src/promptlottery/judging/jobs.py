@@ -68,21 +68,23 @@ def is_judging_config(cfg: dict) -> bool:
 def config_parts(cfg: dict, *, cwd: str | Path | None = None) -> dict[str, str] | None:
     """The configuration (dataset x judge x backbone) and variant a job's config describes, as the
     judge stage names its judgments (``build_condition``): a prompt group judged from a file (or your
-    own pairwise judge's default group) by the group's own family and id. None when that group cannot
+    own judge's mode's built-in group) by the group's own family and id. None when that group cannot
     be read; a relative ``judge.group_file`` / ``judge.template`` is also looked up under ``cwd`` (the
     directory the job ran in)."""
-    from promptlottery.prompts.groups import PromptError, own_pairwise_default, resolve_group
+    from promptlottery.modes import default_group
+    from promptlottery.prompts.groups import PromptError, own_default_group, resolve_group
 
     ds, judge, bb = (cfg.get(k) or {} for k in ("dataset", "judge", "backbone"))
     family, group = judge.get("family", ""), judge.get("prompt_group", "")
-    if judge.get("group_file") or judge.get("template") or own_pairwise_default(judge):
+    builtin = default_group(judge)
+    if judge.get("group_file") or judge.get("template") or own_default_group(judge, builtin):
         judge = dict(judge)
         for key in ("group_file", "template"):
             path = judge.get(key)
             if path and cwd is not None and not Path(path).is_absolute() and not Path(path).exists():
                 judge[key] = str(Path(cwd) / path)
         try:
-            resolved = resolve_group(judge)
+            resolved = resolve_group(judge, builtin)
         except (PromptError, OSError) as exc:
             logger.warning("job not placed: its prompt group cannot be read error=%s", exc)
             return None

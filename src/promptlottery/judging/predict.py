@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest
+from promptlottery.calls.cache import CallCache, make_request
+from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, make_request
-from promptlottery.judging.calls import CallStats, run_calls
 from promptlottery.prompts.groups import render
 
 logger = logging.getLogger(__name__)

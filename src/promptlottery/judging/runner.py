@@ -11,16 +11,16 @@ import pandas as pd
 
 from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse, KnownAnswer
+from promptlottery.calls.cache import CallCache, make_request
+
+# the call loop lives in calls.loop (the gate and the rubric study use it without the grid)
+from promptlottery.calls.loop import BatchPlan, CallStats, run_calls
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache, make_request
-
-# the call loop lives in judging.calls (the gate and the rubric study use it without the grid)
-from promptlottery.judging.calls import BatchPlan, CallStats, run_calls
-from promptlottery.judging.pairs import human_preference, label_terms, orders, preference_columns, shown
-from promptlottery.judging.scoring import score_response, unscored
+from promptlottery.modes import DEFAULT_MODE, get_mode
 from promptlottery.prompts.groups import PromptGroup
-from promptlottery.prompts.requests import query_text, render_chat, render_completion, to_scale_label
+from promptlottery.prompts.requests import query_text, render_chat, render_completion
+from promptlottery.prompts.scoring import score_response, unscored
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,9 @@ class Condition:
     criterion: str
     prompt_format: str = "chat"  # or "completion" for base models
     rubric: str | None = None
-    #: "pointwise" (rate one response) or "pairwise" (prefer one of two; judging.pairs)
-    judge_mode: str = "pointwise"
-    #: pairwise: judge every pair in both orders ("12" and "21"), each a call of its own
+    #: the judge mode (``judge.mode``; promptlottery.modes): how an item is presented, keyed and recorded
+    judge_mode: str = DEFAULT_MODE
+    #: a pair's two orders ("12" and "21") each a call of its own (the pairwise mode)
     position_swap: bool = True
 
     @property
@@ -73,21 +73,6 @@ def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict
     return plans
 
 
-def known_label(
-    item: Item, criterion: str, scale, order: str | None, human_range: tuple[float, float] | None
-) -> str | None:
-    """The label a judge that knew the human answer gives on the shown scale (:class:`KnownAnswer`):
-    pointwise the human value mapped from ``human_range`` onto the scale, its nearest label; pairwise
-    the label shown for the gold preference in ``order`` (A for response_a in "12", B in "21"); None
-    without a human label, without ``human_range`` (pointwise), or for a gold tie on a scale without
-    a tie label."""
-    if order is None:
-        value = item.human_score(criterion)
-        return None if value is None or human_range is None else to_scale_label(value, human_range, scale)
-    gold, _ = human_preference(item.human.get(criterion))
-    return {term: lab for lab, term in label_terms(scale, order).items()}.get(gold)
-
-
 def build_requests(
     items: list[Item],
     condition: Condition,
@@ -105,63 +90,71 @@ def build_requests(
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
     default plan keeps the key of an ordinary call, so it is shared with the paraphrase grid.
 
-    Pairwise (``condition.judge_mode="pairwise"``): one request per item, order and sample; the order
-    ("12", and "21" with response_a and response_b swapped under ``position_swap``) and the group's
-    assistant prefix are named parts of the key (pointwise keys are unchanged). Every request carries
-    its :class:`KnownAnswer` (``human_range``: the dataset's, for the pointwise label), outside the key.
-    ``orders_of`` (pairwise, a sparse plan's cells): the orders judged for each item id instead."""
+    The judge mode (``condition.judge_mode``) presents each item once or several times (a pair in
+    both orders under ``position_swap``), one request per presentation and sample; what tells the
+    presentations apart (a pair's order and the group's assistant prefix) are named parts of the key
+    (a single presentation keeps the ordinary key). Every request carries its :class:`KnownAnswer`
+    (``human_range``: the dataset's, for the pointwise label), outside the key. ``orders_of``
+    (pairwise, a sparse plan's cells): the orders judged for each item id instead."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
-    pairwise = condition.judge_mode == "pairwise"
-    prefix = group.assistant_prefix if pairwise else None
+    mode = get_mode(condition.judge_mode)
+    prefix = mode.assistant_prefix(group)
     out = []
-    for item, order in (
-        (
-            (it, o)
-            for it in items
-            for o in (orders(condition.position_swap) if orders_of is None else orders_of.get(it.id, ()))
-        )
-        if pairwise
-        else ((it, None) for it in items)
-    ):
-        seen = shown(item, order) if pairwise else item
-        if condition.prompt_format == "chat":
-            messages, prompt = render_chat(group, condition.variant, seen), None
-        elif condition.prompt_format == "completion":
-            messages, prompt = None, render_completion(group, condition.variant, seen, examples)
-            prompt = f"{prompt} {prefix}" if prefix else prompt
-        else:
-            raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
-        for k in range(n_samples):
-            req = make_request(
-                "judge",
-                ident,
-                decoding,
-                messages=messages,
-                prompt=prompt,
-                labels=labels,
-                sample_index=k,
-                parts={
-                    "prompt_group": group.id,
-                    "variant": condition.variant,
-                    "rubric": condition.rubric,
-                    "text_version": group.version,
-                    "text_hash": group.text_hash(condition.variant),
-                    **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
-                    **({"order": order, "assistant_prefix": prefix} if pairwise else {}),
-                },
-            )
-            if pairwise:  # the order and the answer prefix ("[[") are keyed above as named parts
-                req.order = order
-                req.assistant_prefix = prefix if messages is not None else None
-            req.known = KnownAnswer(
+    for item in items:
+        for shown in _presentations(mode, item, group, condition.position_swap, orders_of):
+            messages, prompt = _render(condition, group, shown.item, examples, prefix)
+            known = KnownAnswer(
                 condition.variant,
                 group.scale.scores,
-                known_label(item, condition.criterion, group.scale, order, human_range),
+                mode.known_label(item, condition.criterion, group.scale, shown, human_range),
             )
-            out.append((item, req))
+            for k in range(n_samples):
+                req = make_request(
+                    "judge",
+                    ident,
+                    decoding,
+                    messages=messages,
+                    prompt=prompt,
+                    labels=labels,
+                    sample_index=k,
+                    parts={
+                        "prompt_group": group.id,
+                        "variant": condition.variant,
+                        "rubric": condition.rubric,
+                        "text_version": group.version,
+                        "text_hash": group.text_hash(condition.variant),
+                        **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
+                        **mode.key_parts(shown, prefix),
+                    },
+                )
+                # the presentation and the answer prefix are keyed above as named parts
+                req.order = shown.order
+                req.assistant_prefix = prefix if messages is not None else None
+                req.known = known
+                out.append((shown.item, req))  # the item as presented: its mode's columns read it
     return out
+
+
+def _presentations(mode, item: Item, group: PromptGroup, position_swap: bool, orders_of) -> list:
+    """The mode's presentations of ``item``; under a sparse plan's cells (``orders_of``) those of
+    the item's planned orders, in the plan's order."""
+    if orders_of is None:
+        return mode.presentations(item, group=group, position_swap=position_swap)
+    by_order = {p.order: p for p in mode.presentations(item, group=group, position_swap=True)}
+    return [by_order[o] for o in orders_of.get(item.id, ())]
+
+
+def _render(condition: Condition, group: PromptGroup, seen: Item, examples, prefix: str | None):
+    """``(messages, prompt)`` of one presentation: chat messages, or a completion prompt ending
+    with the answer prefix."""
+    if condition.prompt_format == "chat":
+        return render_chat(group, condition.variant, seen), None
+    if condition.prompt_format == "completion":
+        prompt = render_completion(group, condition.variant, seen, examples)
+        return None, (f"{prompt} {prefix}" if prefix else prompt)
+    raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
 
 
 def judgments_table(
@@ -178,23 +171,16 @@ def judgments_table(
 ) -> pd.DataFrame:
     """One row per request; a request in ``skipped`` (never sent, :func:`over_long`) is a row with
     every score missing and the reason."""
+    mode = get_mode(condition.judge_mode)
     rows = []
     for item, req in pairs:
-        pairwise = req.order is not None
         if req.key in (skipped or {}):
             resp, s = JudgeResponse("", None, 0, 0, 0.0), unscored(skipped[req.key])
         else:
             resp = answers[req.key]
-            # a pairwise scale's scores follow the pair's terms in each order (1 = response_a wins)
-            s = score_response(resp, group.scale.for_order(req.order) if pairwise else group.scale)
+            s = score_response(resp, mode.scoring_scale(group.scale, req.order))
             stats.parse_failures += s.parsed_label is None
         human_raw = item.human.get(condition.criterion)
-        if pairwise:
-            human_pref, raters = human_preference(human_raw)
-            pair_cols = {
-                **preference_columns(item, req.order, group.scale, s, resp.label_probs),
-                "human_preferred": human_pref,
-            }
         rows.append(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -212,9 +198,7 @@ def judgments_table(
                 "temperature": decoding.temperature,
                 "seed": decoding.seed,
                 "human": item.human_score(condition.criterion),
-                "human_raters": raters
-                if pairwise
-                else (json.dumps(human_raw) if isinstance(human_raw, (list, tuple)) else None),
+                "human_raters": mode.human_raters(human_raw),
                 "human_kind": item.human_kind,
                 "raw_output": resp.raw_text,
                 **asdict(s),
@@ -227,7 +211,7 @@ def judgments_table(
                 # what the judge saw, so that downstream stages (the gate) never re-render prompts
                 "query": query_text(req.messages, req.prompt)
                 + (f"\n\n[assistant] {req.assistant_prefix}" if req.assistant_prefix else ""),
-                **(pair_cols if pairwise else {}),
+                **mode.columns(item, req.order, group.scale, s, resp.label_probs, human_raw),
             }
         )
     return pd.DataFrame(rows)

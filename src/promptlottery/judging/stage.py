@@ -1,7 +1,7 @@
 """The ``judge`` stage: one condition of the grid, from config to judgments, metrics and records.
 
 ``judge(cfg, job) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
-backend with ``hydra.utils.instantiate`` and passes plain objects down to the library; it runs
+backend, cache and decoding with ``calls.compose.build_judge_runtime`` and passes plain objects down to the library; it runs
 inside the job wrapper (``promptlottery.stages.run_stage``), which checked the config.
 """
 
@@ -14,21 +14,21 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from promptlottery.backends.base import Decoding
+from promptlottery.calls.cache import CacheError, CallCache, cache_location
+from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
-from promptlottery.judging.cache import CacheError, CallCache, cache_location, open_cache
-from promptlottery.judging.pairs import check_mode, shown
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
+from promptlottery.modes import DEFAULT_MODE, MODES, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
     PromptGroup,
     check_variables,
     dump_group,
-    own_pairwise_default,
+    own_default_group,
     resolve_group,
 )
 from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
@@ -72,7 +72,7 @@ def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condit
         backbone=cfg.backbone.name,
         criterion=cfg.judge.criterion,
         prompt_format=cfg.backbone.prompt_format,
-        judge_mode=cfg.judge.get("mode", "pointwise"),
+        judge_mode=cfg.judge.get("mode", DEFAULT_MODE),
         position_swap=bool(cfg.judge.get("position_swap", True)),
     )
 
@@ -84,10 +84,10 @@ def _group_where(cfg: DictConfig, group: PromptGroup) -> str:
 
 def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
     """The prompt group, the grid cell and whether the group came from the user's file."""
-    group = resolve_group(cfg.judge)
+    group = resolve_group(cfg.judge, default_group(cfg.judge))
     from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
-    # your own pairwise judge without a file judges G17, which names its own family
-    named_by_group = from_file or own_pairwise_default(cfg.judge)
+    # your own judge without a file judges its mode's built-in group (G17), which names its own family
+    named_by_group = from_file or own_default_group(cfg.judge, default_group(cfg.judge))
     condition = build_condition(cfg, group)
     if not named_by_group and group.judge_family != cfg.judge.family:
         raise ConfigError(
@@ -108,9 +108,12 @@ def _check_items(
         items=items,
         where=where,
         identical_pairs=cfg.judge.get("identical_pairs", "warn"),
+        criteria=group.criteria,
     )
     if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
-        check_variables(group, set().union(*(it.inputs for it in items)), where=_group_where(cfg, group))
+        mode = get_mode(condition.judge_mode)
+        shown = (p.item for it in items for p in mode.presentations(it, group=group, position_swap=False))
+        check_variables(group, set().union(*(it.inputs for it in shown)), where=_group_where(cfg, group))
 
 
 def check_inputs(cfg: DictConfig) -> None:
@@ -125,8 +128,9 @@ def check_inputs(cfg: DictConfig) -> None:
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
     adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     _check_items(cfg, group, condition, items, from_file)
+    mode = get_mode(condition.judge_mode)
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
-        seen = shown(it, "12") if condition.judge_mode == "pairwise" else it
+        seen = mode.presentations(it, group=group, position_swap=False)[0].item
         if condition.prompt_format == "completion":
             render_completion(group, condition.variant, seen, [])
         else:
@@ -143,15 +147,13 @@ def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
 
 def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``job.output_dir``."""
-    from hydra.utils import instantiate
-
     output_dir = job.output_dir
     group, condition, from_file = _group_condition(cfg)
     job.label = "condition"
     job.fields["condition"] = condition.id
     job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
+    decoding = run_decoding(cfg)
     if cfg.predict and cfg.predict.get("systems") and cfg.dry_run:  # count, never generate
         from promptlottery.judging.predict import placeholder_predictions
 
@@ -168,7 +170,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
                 cfg.predict,
                 dataset=cfg.dataset.name,
                 data_dir=cfg.paths.data_dir,
-                cache=open_cache(cfg.paths),
+                cache=build_calls(cfg)[0],
                 decoding=decoding,
             )
         )
@@ -187,8 +189,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         scale=group.scale,
         seed=cfg.dataset.seed,
     )
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)
+    backend, cache, _ = build_judge_runtime(cfg, backend=backend)
     orders_of = (design or {}).get("orders_of")
     check_lost_cache(
         cfg,
@@ -346,15 +347,19 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         return None
     if design != "sparse":
         raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
-    if mode == "pairwise" and not judge_cfg.get("position_swap", True):
+    judge_mode = get_mode(mode)
+    if not judge_mode.sparse:
+        built = ", ".join(name for name, m in MODES.items() if m.sparse)
+        raise ConfigError(f"judge.design=sparse is built for {built} judging only (missing for {mode!r})")
+    if judge_mode.sparse_by_order and not judge_cfg.get("position_swap", True):
         raise ConfigError(
-            "judge.design=sparse for pairwise judging samples both orders: judge.position_swap=true"
+            f"judge.design=sparse for {mode} judging samples both orders: judge.position_swap=true"
         )
     from promptlottery.metrics.sparse import sparse_plan
     from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
 
     variants = list(group.variants)
-    make = pairwise_plan if mode == "pairwise" else sparse_plan
+    make = pairwise_plan if judge_mode.sparse_by_order else sparse_plan
     try:
         plan = make(
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
@@ -370,7 +375,7 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         "design_seed": int(judge_cfg.design_seed),
         "design_items": len(items),
     }
-    if mode != "pairwise":
+    if not judge_mode.sparse_by_order:
         w = variants.index(judge_cfg.variant)
         prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
         return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}

@@ -67,6 +67,10 @@ class PromptGroup:
     #: chat requests start the assistant turn with this text and the label is read right after it
     #: (``"[["`` for the ``[[A]]`` answer format of a pairwise group); None: the first answer token
     assistant_prefix: str | None = None
+    #: an analytic rubric's criteria, ``((criterion, description), ...)`` in order: each judged in a
+    #: call of its own (``judge.mode=analytic``), the template naming ``{{ criterion }}`` and
+    #: ``{{ criterion_description }}``; empty for a group that judges the item whole
+    criteria: tuple[tuple[str, str], ...] = ()
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
@@ -129,6 +133,15 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
     return group
 
 
+def _criteria(raw) -> tuple[tuple[str, str], ...]:
+    """A group file's ``criteria:`` mapping (criterion: description), in order."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise TypeError("criteria must map each criterion to its description")
+    return tuple((str(c), str(d or "")) for c, d in raw.items())
+
+
 def load_group_file(path: str | Path) -> PromptGroup:
     """A prompt group from a YAML file anywhere (the schema of ``prompts/groups/G*.yaml``)."""
     path = Path(path)
@@ -154,6 +167,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
             held_out=bool(raw.get("held_out", False)),
             family_type=str(raw.get("family_type") or "other"),
             assistant_prefix=raw.get("assistant_prefix") or None,
+            criteria=_criteria(raw.get("criteria")),
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
@@ -240,6 +254,7 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         "description": group.description,
         **({"family_type": group.family_type} if group.family_type != "other" else {}),
         **({"assistant_prefix": group.assistant_prefix} if group.assistant_prefix else {}),
+        **({"criteria": dict(group.criteria)} if group.criteria else {}),
         **extra,
         "variants": variants,
     }
@@ -281,27 +296,23 @@ def check_variables(group: PromptGroup, available: set[str], *, where: str) -> N
             )
 
 
-#: the prompt group of ``judge.mode=pairwise`` when your own judge names none (``+experiment=own_judge``)
-DEFAULT_PAIRWISE_GROUP = "G17"
-
-
-def own_pairwise_default(judge) -> bool:
-    """``+experiment=own_judge judge.mode=pairwise`` without a group file or template: the built-in
-    pairwise group (:data:`DEFAULT_PAIRWISE_GROUP`) is judged."""
-    return (
-        judge.get("mode") == "pairwise"
+def own_default_group(judge, default_group: str | None) -> bool:
+    """``+experiment=own_judge`` without a group file or template, in a judge mode with a built-in
+    group (``default_group``: ``JudgeMode.default_group``, e.g. G17): that group is judged."""
+    return bool(
+        default_group
         and judge.get("prompt_group") == "own"
         and not judge.get("group_file")
         and not judge.get("template")
     )
 
 
-def resolve_group(judge) -> PromptGroup:
+def resolve_group(judge, default_group: str | None = None) -> PromptGroup:
     """The judge config's prompt group: ``judge.group_file``, ``judge.template`` (+ ``judge.scale``) or
-    ``judge.prompt_group`` (a built-in group id), in that order; your own pairwise judge without
-    either file: :data:`DEFAULT_PAIRWISE_GROUP`."""
-    if own_pairwise_default(judge):
-        return load_group(DEFAULT_PAIRWISE_GROUP)
+    ``judge.prompt_group`` (a built-in group id), in that order; your own judge without either file:
+    its mode's built-in group ``default_group`` (``promptlottery.modes.default_group``) where it has one."""
+    if own_default_group(judge, default_group):
+        return load_group(default_group)
     group_file, template = judge.get("group_file"), judge.get("template")
     if group_file and template:
         raise PromptError("give judge.group_file or judge.template, not both")

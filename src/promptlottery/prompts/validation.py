@@ -30,13 +30,12 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from promptlottery.prompts.groups import PromptGroup, list_groups, load_group, render, template_variables
+from promptlottery.prompts.groups import PromptGroup, render, template_variables
 
 log = logging.getLogger(__name__)
 
@@ -235,12 +234,12 @@ def rate_equivalence(
 
     ``accepted`` is the argmax of the two labels' probabilities (``p_yes`` = p(Yes) / (p(Yes) + p(No)))
     where the backend gives them, else the answer's first word; NaN with a ``note`` when neither
-    names a label. Calls go through ``cache`` (:class:`~promptlottery.judging.cache.CallCache`), keyed
+    names a label. Calls go through ``cache`` (:class:`~promptlottery.calls.cache.CallCache`), keyed
     by the backend's identity, the messages, the decoding and :data:`EQUIVALENCE_VERSION`.
     """
     from promptlottery.backends.base import Decoding
-    from promptlottery.judging.cache import make_request
-    from promptlottery.judging.calls import CallStats, run_calls
+    from promptlottery.calls.cache import make_request
+    from promptlottery.calls.loop import CallStats, run_calls
 
     decoding = Decoding(max_new_tokens=4)
     ident = backend.identity()
@@ -341,102 +340,6 @@ def to_markdown(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _option(options: Any, key: str, default: Any) -> Any:
-    if options is None:
-        return default
-    value = options.get(key, default) if hasattr(options, "get") else default
-    return default if value is None else value
-
-
-def _select_groups(spec: Any, groups_dir: str | None) -> list[PromptGroup]:
-    if spec in (None, "all"):
-        ids = list_groups(groups_dir)
-    elif isinstance(spec, str):
-        ids = [s.strip() for s in spec.split(",") if s.strip()]
-    else:
-        ids = [str(s) for s in spec]
-    if not ids:
-        raise ValueError("validation.groups selects no prompt group")
-    return [load_group(gid, groups_dir) for gid in ids]
-
-
-def run_validation(
-    cfg, output_dir: str | Path, *, backend: Any = None, encoder: Encoder | None = None
-) -> dict[str, Any]:
-    """Stage ``validate_prompts``: validate the prompt groups; write validation.csv / .md to ``output_dir``.
-
-    Options (``cfg.validation``): ``threshold`` (flag a paraphrase below this similarity to P1),
-    ``groups`` (``all``, a list of ids or a comma-separated string), ``target_similarity``,
-    ``max_overlap`` and ``groups_dir`` (defaults: the packaged groups), ``equivalence`` (default
-    false: loads no dataset or LLM; true: the backbone rates each paraphrase, see
-    :func:`rate_equivalence`, written to ``validation_equivalence.csv`` / ``.md``). ``backend`` and
-    ``encoder`` replace the backbone's backend and the sentence encoder (tests).
-    """
-    from omegaconf import OmegaConf
-
-    options = cfg.get("validation") if hasattr(cfg, "get") else None
-    if options is not None and OmegaConf.is_config(options):
-        options = OmegaConf.to_container(options, resolve=True)
-    threshold = float(_option(options, "threshold", DEFAULT_THRESHOLD))
-    target_similarity = float(_option(options, "target_similarity", TARGET_SIMILARITY))
-    max_overlap = float(_option(options, "max_overlap", TARGET_MAX_OVERLAP))
-    groups_dir = _option(options, "groups_dir", None)
-    groups = _select_groups(_option(options, "groups", "all"), groups_dir)
-
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    equivalence = None
-    if bool(_option(options, "equivalence", False)):
-        equivalence = _equivalence(cfg, groups, output_dir, backend)
-    variants = validate_variants(groups, threshold=threshold, encoder=encoder)
-    summary = summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
-    summary.to_csv(output_dir / "validation.csv", index=False)
-    variants.to_csv(output_dir / "validation_variants.csv", index=False)
-
-    flagged = variants[variants["flagged"]]
-    missed = summary.loc[~summary["meets_target"], "group"].tolist()
-    note = (
-        f"Texts compared: {TEXT_MODE}. Similarity: cosine of all-MiniLM-L6-v2 embeddings. "
-        f"Lexical overlap: token Jaccard, mean over variant pairs. Length ratio: words / words of P1 "
-        f"(P2-P5). Flagged: similarity to P1 < {threshold}. Target: mean sim (pairs) >= {target_similarity} "
-        f"and lexical overlap <= {max_overlap}."
-    )
-    table = to_markdown(summary)
-    (output_dir / "validation.md").write_text(
-        f"# Paraphrase validation\n\n{note}\n\n{table}\n\n{paper_comparison(summary, equivalence)}\n",
-        encoding="utf-8",
-    )
-    print(note)
-    print(table)
-    if len(flagged):
-        print(
-            "flagged variants:",
-            ", ".join(f"{r.group}/{r.variant} ({r.sim_to_p1:.3f})" for r in flagged.itertuples()),
-        )
-    print(
-        f"groups meeting the target: {int(summary['meets_target'].sum())}/{len(summary)}"
-        + (f"; missed: {missed}" if missed else "")
-    )
-    if equivalence is not None:
-        print(
-            f"LLM equivalence rating backbone={equivalence['backbone']}: "
-            f"{equivalence['share_accepted']:.1%} of {equivalence['n_answered']} paraphrases accepted "
-            f"(paper: {equivalence['paper']})"
-        )
-    return {
-        "status": "ok",
-        **({"equivalence": equivalence} if equivalence is not None else {}),
-        "n_groups": len(summary),
-        "n_flagged": int(len(flagged)),
-        "flagged": [f"{r.group}/{r.variant}" for r in flagged.itertuples()],
-        "groups_missing_target": missed,
-        "threshold": threshold,
-        "text_mode": TEXT_MODE,
-        "summary": summary.to_dict("records"),
-        "outputs": {"csv": str(output_dir / "validation.csv"), "markdown": str(output_dir / "validation.md")},
-    }
-
-
 def paper_comparison(summary: pd.DataFrame, equivalence: dict[str, Any] | None = None) -> str:
     """The paper's §3.1 validation figures beside ours (means over the groups validated)."""
     sim, jac = float(summary["mean_sim_to_p1"].mean()), float(summary["mean_jaccard"].mean())
@@ -458,37 +361,3 @@ def paper_comparison(summary: pd.DataFrame, equivalence: dict[str, Any] | None =
             "of `rate_equivalence`, one judge per run |",
         ]
     )
-
-
-def _equivalence(cfg, groups: list[PromptGroup], output_dir: Path, backend: Any) -> dict[str, Any]:
-    """Rate every paraphrase with the stage's backbone; write validation_equivalence.csv / .md."""
-    from hydra.utils import instantiate
-
-    from promptlottery.judging.cache import open_cache
-
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)  # paths.cache_url (a shared server) if set, paths.cache_on_mismatch
-    ratings = rate_equivalence(
-        groups, backend, cache, prompt_format=cfg.backbone.prompt_format, backbone=cfg.backbone.name
-    )
-    ratings.to_csv(output_dir / "validation_equivalence.csv", index=False)
-    s = equivalence_summary(ratings)
-    share = "n/a" if not np.isfinite(s["share_accepted"]) else f"{s['share_accepted']:.1%}"
-    per_group = ratings.groupby("group", sort=False)["accepted"].mean()
-    lines = [
-        "# Paraphrase validation: LLM rating of equivalence",
-        "",
-        f"Judge: {s['backbone']}. Question (ours): does instruction B (a paraphrase) ask for the same judgment "
-        "as instruction A (P1)? Yes / No, argmax of the two labels' probabilities.",
-        "",
-        "| measure | paper (§3.1) | ours |",
-        "|---|---|---|",
-        f"| LLM rating of equivalence (share of paraphrases accepted) | {s['paper']} | {share} "
-        f"({s['n_answered']} of {s['n_paraphrases']} answered) |",
-        "",
-        "| group | share accepted |",
-        "|---|---|",
-        *(f"| {g} | {v:.2f} |" if np.isfinite(v) else f"| {g} | n/a |" for g, v in per_group.items()),
-    ]
-    (output_dir / "validation_equivalence.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return s

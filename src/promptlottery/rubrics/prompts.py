@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.calls.cache import make_request
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import make_request
 from promptlottery.prompts.groups import render
 from promptlottery.rubrics.task_base import Criterion, Example, RubricTask, load_text
 

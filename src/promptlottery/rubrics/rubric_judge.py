@@ -11,11 +11,11 @@ from typing import Any
 
 from promptlottery import SCHEMA_VERSION
 from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import CallCache
-from promptlottery.judging.calls import CallStats, run_calls
-from promptlottery.judging.scoring import score_response
 from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.scoring import score_response
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition, to_request
 from promptlottery.rubrics.task_base import Criterion, RubricTask
 

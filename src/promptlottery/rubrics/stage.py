@@ -28,11 +28,10 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
-from promptlottery.backends.base import Decoding
+from promptlottery.calls.compose import build_backend, build_calls
+from promptlottery.calls.loop import CallStats
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
-from promptlottery.judging.cache import open_cache
-from promptlottery.judging.calls import CallStats
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.rubric_judge import Judge
 from promptlottery.rubrics.strata import two_strata
@@ -77,8 +76,6 @@ def _conditions(rc: dict[str, Any]) -> list[RubricCondition]:
 def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = None) -> dict[str, Any]:
     """Stage ``rubric``: the rubric study of one dataset: calls (cached), scores, tables; ``backends``
     by backbone name replace instantiating ``rubric.backbones[name].backend`` (tests pass fakes)."""
-    from hydra.utils import instantiate
-
     output_dir = job.output_dir
     job.label = "rubric study"
     job.track(name=f"rubric/{cfg.dataset.name}", group=f"rubric/{cfg.dataset.name}", job_type="rubric")
@@ -107,8 +104,7 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
         "asap_traits": load_text("asap_traits")["version"],
         "infobench": load_text("infobench")["version"],
     }
-    decoding = Decoding(**config["decoding"])
-    cache = open_cache(cfg.paths)
+    cache, decoding = build_calls(cfg)
     logger.info(
         "rubric study dataset=%s n=%d pool=%d conditions=%s backbones=%s",
         cfg.dataset.name,
@@ -122,7 +118,7 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
     identities, seconds, estimate = {}, {}, {}
     for name, bcfg in backbones.items():
         tb = time.perf_counter()
-        backend = (backends or {}).get(name) or instantiate(bcfg["backend"])
+        backend = build_backend(bcfg["backend"], (backends or {}).get(name))
         judge = Judge(
             task,
             builder,

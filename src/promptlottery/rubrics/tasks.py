@@ -16,12 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from promptlottery.registry import Registry
 from promptlottery.rubrics.asap_task import AsapTask
 from promptlottery.rubrics.infobench_task import InfoBenchTask
 from promptlottery.rubrics.task_base import RubricTask
 
 #: rubric tasks by dataset name (the loader's registry name)
-TASKS: dict[str, type[RubricTask]] = {"asap": AsapTask, "infobench": InfoBenchTask}
+TASKS: Registry[type[RubricTask]] = Registry("rubric task", error=ValueError)
+TASKS.register("asap", AsapTask)
+TASKS.register("infobench", InfoBenchTask)
 
 
 def make_task(
@@ -36,4 +39,4 @@ def make_task(
     (``RubricTask.HUMAN_HOLISTIC``; None: the task's default)."""
     if dataset not in TASKS:
         raise ValueError(f"rubric study: no rubric task for dataset {dataset!r}; valid: {sorted(TASKS)}")
-    return TASKS[dataset](data_dir, options, settings, human_holistic)
+    return TASKS.get(dataset)(data_dir, options, settings, human_holistic)

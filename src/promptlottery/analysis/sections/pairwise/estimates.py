@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from promptlottery.judging.aggregate import plurality_cluster
 from promptlottery.judging.table import natural_key
 from promptlottery.metrics import (
     UndefinedMetricWarning,
@@ -21,6 +20,7 @@ from promptlottery.metrics import (
 )
 from promptlottery.metrics import preference as pm
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
+from promptlottery.metrics.aggregate import plurality_cluster
 
 #: the verdicts of one (pair, wording) compared on human agreement
 KINDS = {

@@ -17,7 +17,7 @@ or question resampled together):
   published rule) and ``human_agreement_judgebench`` (JudgeBench's), each with the ``_n`` pairs it
   rests on (:func:`~promptlottery.analysis.sections.pairwise.sentence.paper_rows`: the one each
   dataset's paper reports), and of the aggregations over wordings and over orders (the
-  prompt-lottery paper's plurality cluster, ``judging.aggregate.plurality_cluster``: a label given by
+  prompt-lottery paper's plurality cluster, ``metrics.aggregate.plurality_cluster``: a label given by
   at least ceil((J + 1) / 2) of the J judges; §5, Table 6 and §5.2);
 * :data:`RANK_SUMMARY` / :data:`RANK_SYSTEMS`: per wording, each system's win rate (ties half) and
   Bradley-Terry strength from the two-order verdicts, and the rank flips between wordings;

@@ -122,10 +122,11 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         write_campaign,
     )
     from promptlottery.human.labelstudio import LabelStudioClient, labeling_config, tasks_for
+    from promptlottery.modes import default_group
     from promptlottery.prompts.groups import resolve_group
 
     opts.design  # noqa: B018 - the design's checks, before anything is loaded
-    group = resolve_group(cfg.judge)
+    group = resolve_group(cfg.judge, default_group(cfg.judge))
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True) if cfg.dataset.get("options") else {}
     items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
     items = sample_items(

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.registry import Registry
+
 __all__ = [
     "AGGREGATORS",
     "aggregate",
@@ -212,19 +214,18 @@ def cluster_label(matrix: Any) -> np.ndarray:
 #: the aggregations of the variants' verdicts, by the name the report prints: ``plurality`` is the
 #: paper's (a label given by at least 3 of 5 judges, Table 6 / §5.2); ``plurality_ties_to_p1`` is
 #: ours (the modal label, ties broken toward P1, so every item has one); ``mean`` and ``median``
-AGGREGATORS: dict[str, Callable[[Any], np.ndarray]] = {
-    "plurality": cluster_label,
-    "plurality_ties_to_p1": plurality,
-    "mean": mean_score,
-    "median": median_score,
-}
+AGGREGATORS: Registry[Callable[[Any], np.ndarray]] = Registry("aggregation", error=ValueError)
+AGGREGATORS.register("plurality", cluster_label)
+AGGREGATORS.register("plurality_ties_to_p1", plurality)
+AGGREGATORS.register("mean", mean_score)
+AGGREGATORS.register("median", median_score)
 
 
 def aggregate(matrix: Any, method: str) -> np.ndarray:
     """One of :data:`AGGREGATORS` by name."""
     if method not in AGGREGATORS:
         raise ValueError(f"unknown aggregation {method!r}; valid: {sorted(AGGREGATORS)}")
-    return AGGREGATORS[method](matrix)
+    return AGGREGATORS.get(method)(matrix)
 
 
 def convergence(matrix: Any, *, strict: bool = True) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Pairwise judging: the position-swap request plan and the judgment columns in the pair's terms.
+"""Pairwise judging: a preference between two responses, the position-swap plan and the columns in the pair's terms.
 
 A pair item has ``inputs["response_a"]`` and ``inputs["response_b"]`` (the ``llmbar``, ``pandalm``,
 ``autoj_pairwise``, ``mt_bench_pairs`` loaders, or ``dataset=table`` with
@@ -13,7 +13,7 @@ counts a disagreement as a tie (Zheng et al., 2023, Sec. 3.4: "we call a judge c
 the judge prefers the same answer ... in both orders ... conservative, inconsistent verdicts are
 treated as ties").
 
-Columns (``/work/PAIRWISE_CONTRACT.md``): ``judge_mode``, ``order``, ``preferred`` (the argmax
+Columns: ``judge_mode``, ``order``, ``preferred`` (the argmax
 label in the pair's terms: "1" = response_a, "2" = response_b, "tie"), ``preferred_parsed`` (the
 same from the parsed label), ``p_pref_1``/``p_pref_2``/``p_pref_tie`` (the label probabilities
 normalised over the scale's labels and mapped into the pair's terms), ``human_preferred``,
@@ -28,21 +28,21 @@ import logging
 import math
 from typing import Any
 
-from promptlottery.config import JUDGE_MODES
 from promptlottery.data.schema import DatasetError, Item
-from promptlottery.errors import UserError
+from promptlottery.modes import MODES
+from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.prompts.scales import Scale
 
 logger = logging.getLogger(__name__)
 
-MODES = JUDGE_MODES
+NAME = "pairwise"
 ORDERS = ("12", "21")
 PAIR_FIELDS = ("response_a", "response_b")
 #: a human preference value (1.0 / 0.0 / 0.5) -> the pair's terms
 HUMAN_TERMS = {1.0: "1", 0.0: "2", 0.5: "tie"}
 
 
-class PairwiseError(UserError, ValueError):
+class PairwiseError(ModeError):
     """A pairwise run asked for something its inputs cannot give (one line naming the option/row)."""
 
 
@@ -82,30 +82,6 @@ def check_pairs(items: list[Item], *, where: str, identical_pairs: str = "warn")
         if identical_pairs == "refuse":
             raise PairwiseError(f"{what}; drop them, or judge them with judge.identical_pairs=warn")
         logger.warning("%s; they are judged (judge.identical_pairs=refuse refuses them)", what)
-
-
-def check_mode(
-    mode: str, scale: Scale, *, group: str, items: list[Item], where: str, identical_pairs: str = "warn"
-) -> None:
-    """``judge.mode`` agrees with the prompt group's scale and the items' kind (one line otherwise)."""
-    if mode not in MODES:
-        raise PairwiseError(f"judge.mode={mode!r}: must be one of {list(MODES)}")
-    if mode == "pairwise" and not scale.pairwise:
-        raise PairwiseError(
-            f"judge.mode=pairwise but {group} has the pointwise scale {scale.name}; use a pairwise "
-            "group (G17, or a group file with scale pairwise_ab / pairwise_abc)"
-        )
-    if mode == "pointwise" and scale.pairwise:
-        raise PairwiseError(
-            f"{group} is pairwise (scale {scale.name}) but judge.mode=pointwise; set judge.mode=pairwise"
-        )
-    if mode == "pairwise":
-        check_pairs(items, where=where, identical_pairs=identical_pairs)
-    elif items and all(is_pair(it) and "response" not in it.inputs for it in items):
-        raise PairwiseError(
-            f"{where}: {group} is pointwise (scale {scale.name}) but the items are pairs "
-            "(response_a/response_b, no response); use judge.mode=pairwise with a pairwise group (G17)"
-        )
 
 
 def shown(item: Item, order: str) -> Item:
@@ -156,7 +132,7 @@ def human_preference(raw: Any) -> tuple[str | None, str | None]:
 
 
 def preference_columns(item: Item, order: str, scale: Scale, scored, label_probs: dict | None) -> dict:
-    """The contract's pairwise columns of one judgment (``scored``: judging.scoring.Scored)."""
+    """The contract's pairwise columns of one judgment (``scored``: prompts.scoring.Scored)."""
     terms = label_terms(scale, order)
     terms[None] = None
     p = dict.fromkeys(("1", "2", "tie"), math.nan)
@@ -169,7 +145,7 @@ def preference_columns(item: Item, order: str, scale: Scale, scored, label_probs
                 p[terms[lab]] += v / mass
     meta = item.meta or {}
     return {
-        "judge_mode": "pairwise",
+        "judge_mode": NAME,
         "order": order,
         # the argmax label; a backend without label probabilities: the parsed one (as `score` falls back)
         "preferred": terms.get(scored.argmax_label if label_probs else scored.parsed_label),
@@ -181,3 +157,67 @@ def preference_columns(item: Item, order: str, scale: Scale, scored, label_probs
         "system_2": meta.get("system_2"),
         "cluster_id": str(meta.get("cluster") or item.id),
     }
+
+
+class Pairwise(JudgeMode):
+    """Each pair in both orders (``judge.position_swap``), the order and the group's assistant
+    prefix named parts of the key, the answer scored in the pair's terms, the preference columns."""
+
+    name = NAME
+    scale_kind = "pairwise"
+    fields = PAIR_FIELDS
+    #: the prompt group of your own pairwise judge without a group file (``+experiment=own_judge``)
+    default_group = "G17"
+    #: judge.design=sparse: a plan of (wording, order) cells
+    sparse = True
+    sparse_by_order = True
+
+    def check(
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
+    ) -> None:
+        if scale.kind != self.scale_kind:
+            raise ModeError(
+                f"judge.mode={self.name} but {group} has the {scale.kind} scale {scale.name}; use a pairwise "
+                f"group ({self.default_group}, or a group file with scale pairwise_ab / pairwise_abc)"
+            )
+        check_pairs(items, where=where, identical_pairs=identical_pairs)
+
+    def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
+        return [Presentation(shown(item, o), o) for o in orders(position_swap)]
+
+    def assistant_prefix(self, group) -> str | None:
+        return group.assistant_prefix
+
+    def key_parts(self, p: Presentation, prefix: str | None) -> dict[str, Any]:
+        return {"order": p.order, "assistant_prefix": prefix}
+
+    def scoring_scale(self, scale: Scale, order: str | None) -> Scale:
+        """The scale's scores in the pair's terms for ``order`` (1 = response_a wins)."""
+        return scale.for_order(order)
+
+    def known_label(
+        self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range
+    ) -> str | None:
+        """The label shown for the gold preference in ``p.order`` (A for response_a in "12", B in
+        "21"); None without a human label or for a gold tie on a scale without a tie label."""
+        gold, _ = human_preference(item.human.get(criterion))
+        return {term: lab for lab, term in label_terms(scale, p.order).items()}.get(gold)
+
+    def human_raters(self, raw: Any) -> str | None:
+        return human_preference(raw)[1]
+
+    def columns(self, item: Item, order: str | None, scale: Scale, scored, label_probs, raw: Any) -> dict:
+        return {
+            **preference_columns(item, order, scale, scored, label_probs),
+            "human_preferred": human_preference(raw)[0],
+        }
+
+
+MODES.register(Pairwise.name, Pairwise())

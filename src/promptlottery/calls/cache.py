@@ -22,7 +22,7 @@ read-only one is read as it is); its rows without a checksum are legacy: hashed 
 with a logged note, and checked from then on (a change made before that read cannot be seen).
 
 The SQLite store (the default) is here; the PostgreSQL one, an optional extra, is
-:mod:`promptlottery.judging.cache_postgres`.
+:mod:`promptlottery.calls.cache_postgres`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
 from promptlottery.errors import UserError
+from promptlottery.registry import Registry
 
 logger = logging.getLogger(__name__)
 #: what a read does with an answer that does not match its checksum (``paths.cache_on_mismatch``)
@@ -72,7 +73,8 @@ class CallKind:
 #: tag names differ (``stage`` / ``study`` / ``task``, none for the judge) and predict keys hold no
 #: ``sample_index``, paraphrase keys no ``prompt`` and no ``labels``. A change to any layout here
 #: makes every cached answer of that kind a miss (tests/test_request_keys.py pins the keys).
-CALL_KINDS: dict[str, CallKind] = {
+CALL_KINDS: Registry[CallKind] = Registry("call kind", error=ValueError)
+for _kind, _layout in {
     # judging.runner: a judge verdict of the paraphrase grid (and its repeats)
     "judge": CallKind({}, ("messages", "prompt", "labels", "sample_index")),
     # judging.predict: a candidate system's answer, free text
@@ -89,7 +91,8 @@ CALL_KINDS: dict[str, CallKind] = {
     "gate_llm_baseline": CallKind(
         {"task": "gate_llm_baseline"}, ("messages", "prompt", "labels", "sample_index")
     ),
-}
+}.items():
+    CALL_KINDS.register(_kind, _layout)
 
 _DEFAULTS: dict[str, Any] = {"prompt": None, "labels": (), "sample_index": 0, "assistant_prefix": None}
 
@@ -116,7 +119,7 @@ def make_request(
         raise ValueError(f"call kind {kind!r}: must be one of {sorted(CALL_KINDS)}")
     if (messages is None) == (prompt is None):
         raise ValueError(f"{kind} request: exactly one of messages and prompt must be set")
-    layout = CALL_KINDS[kind]
+    layout = CALL_KINDS.get(kind)
     given = {
         "messages": messages,
         "prompt": prompt,
@@ -174,7 +177,7 @@ def response_sha256(response: str) -> str:
 def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
     """A ``postgresql://`` URL opens the server store; anything else is a SQLite file path."""
     if str(location).startswith(("postgresql://", "postgres://")):
-        from promptlottery.judging.cache_postgres import PostgresStore
+        from promptlottery.calls.cache_postgres import PostgresStore
 
         return PostgresStore(str(location), timeout_s=timeout_s)
     return SqliteStore(Path(location), timeout_s=timeout_s)

@@ -1,14 +1,9 @@
-"""The prompt stages: ``paraphrase`` (a chat backbone rewords a judge prompt, only checked candidates
-are kept: :mod:`~promptlottery.prompts.generate`) and ``validate_prompts`` (the prompt groups'
-similarity and overlap: :mod:`~promptlottery.prompts.validation`).
+"""The ``paraphrase`` stage: a chat backbone rewords a judge prompt and only checked candidates are
+kept (:mod:`~promptlottery.prompts.generate`); the candidates are scored on the extreme items by the
+judge runner, through the call loop and its cache.
 
     python -m run +paraphrase=generate paraphrase.template=PATH paraphrase.scale=likert_1_5 \\
         paraphrase.n=4 paraphrase.out=GROUP.yaml backbone=smollm2 dataset.path=... dataset.fields.*=...
-    python -m run +experiment=validate_prompts
-
-A stage sits above the judging package: ``paraphrase`` asks the backbone for rewordings and
-scores the candidates on the extreme items through the judging call loop and its cache, which
-the rest of :mod:`promptlottery.prompts` never imports.
 """
 
 from __future__ import annotations
@@ -37,21 +32,12 @@ from promptlottery.tracking.job import StageJob
 logger = logging.getLogger(__name__)
 
 
-def validate_prompts(cfg, job: StageJob) -> dict[str, Any]:
-    """Stage ``validate_prompts``: validation.csv / .md of the prompt groups, and the record."""
-    from promptlottery.prompts.validation import run_validation
-
-    res = run_validation(cfg, job.output_dir)
-    return job.write(res.pop("status"), **res)
-
-
 def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = None) -> dict[str, Any]:
     """Stage ``paraphrase``: generate, check, write the group YAML."""
-    from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     from promptlottery.backends.base import Decoding
-    from promptlottery.judging.cache import open_cache
+    from promptlottery.calls.compose import build_judge_runtime
     from promptlottery.prompts.groups import check_variables, group_from_template
 
     job.fields["stage"] = "paraphrase"
@@ -72,12 +58,10 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
     items = _extreme_items(cfg, opts, original)
     if items is not None:
         check_variables(original, set().union(*(it.inputs for it in items)), where=source)
-    backend = backend if backend is not None else instantiate(cfg.backbone.backend)
-    cache = open_cache(cfg.paths)  # paths.cache_url (a shared server) if set, paths.cache_on_mismatch
+    backend, cache, judge_decoding = build_judge_runtime(cfg, backend=backend)
     gen = Decoding(
         temperature=opts.temperature, max_new_tokens=opts.max_new_tokens, seed=cfg.seed, stop_at_label=False
     )
-    judge_decoding = Decoding(**OmegaConf.to_container(cfg.decoding, resolve=True))
     if encode is None:
         from promptlottery.embeddings import encode
     passing, rejected, tried = generate_group(
@@ -147,8 +131,8 @@ def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
 
 
 def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:
-    from promptlottery.judging.cache import make_request
-    from promptlottery.judging.calls import CallStats, run_calls
+    from promptlottery.calls.cache import make_request
+    from promptlottery.calls.loop import CallStats, run_calls
 
     messages = [{"role": "user", "content": rewording_prompt(text)}]
     ident = backend.identity()
@@ -161,9 +145,10 @@ def _score(cfg, backend, cache, decoding, group: PromptGroup, items: list) -> di
     """Each variant's score per item; a pairwise group: both orders judged, the score of a pair the
     mean of its two orders' p(response_a wins) (judging.runner scores pairs in the pair's terms)."""
     from promptlottery.judging.runner import Condition, judge
+    from promptlottery.modes import mode_of_scale
 
     out = {}
-    mode = "pairwise" if group.scale.pairwise else "pointwise"
+    mode = mode_of_scale(group.scale).name
     for vid in group.variants:
         cond = Condition(
             dataset=cfg.dataset.name, judge_family=group.judge_family, prompt_group=group.id, variant=vid,

@@ -7,7 +7,7 @@ password out of the URL (it is part of the run's recorded config): libpq reads `
 ``~/.pgpass``. Needs the ``postgres`` extra (psycopg 3, which SQLAlchemy, hence Optuna, also uses
 for ``postgresql://`` URLs). Answers carry their checksum (``response_sha256``) as in the SQLite
 store; a table from before checksums gains the column on first connect and its rows are legacy
-(:mod:`promptlottery.judging.cache`).
+(:mod:`promptlottery.calls.cache`).
 """
 
 from __future__ import annotations

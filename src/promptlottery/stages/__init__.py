@@ -1,7 +1,8 @@
 """The jobs `python -m run` can run, by name (``stage=...``), and how one is run.
 
-One rule finds a stage: ``stage=NAME`` runs the function ``NAME`` of its package's ``stage.py``
-(``stage=gate`` -> ``promptlottery.gating.stage.gate``); :data:`STAGES` names the package. The
+:data:`STAGES` finds a stage: ``stage=NAME`` runs the function it names (``stage=gate`` ->
+``promptlottery.gating.stage:gate``); a stage that combines packages (paraphrase generation, prompt
+validation, the human baseline) lives in this package, above every package it calls. The
 config picks the stage by name: ``conf/config.yaml`` judges (``stage: judge``), and each
 stage's config group sets its own (``+analysis=lottery`` -> ``stage: lottery``, ``+gate=selective``
 -> ``stage: gate``, ...). A stage is a function ``(cfg, job, **kw) -> record`` that does its work and
@@ -26,32 +27,43 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.errors import ConfigError, UserError
+from promptlottery.registry import Registry
 from promptlottery.tracking.job import StageJob, run_job
 
 logger = logging.getLogger(__name__)
 
-#: stage name -> the package whose ``stage.py`` defines a function of that name
-STAGES: dict[str, str] = {
-    "budget": "analysis",
-    "compare": "analysis",
-    "gate": "gating",
-    "human_analyse": "human",
-    "human_campaign": "human",
-    "human_export": "human",
-    "human_import": "human",
-    "judge": "judging",
-    "lottery": "analysis",
-    "paraphrase": "prompts",
-    "rubric": "rubrics",
-    "validate_prompts": "prompts",
-}
+#: stage name -> ``module:function`` of its body: a stage that serves one package is that package's
+#: ``stage.py``; a stage that combines packages below it lives in this package (promptlottery.stages.*)
+STAGES: Registry[str] = Registry("stage", error=ConfigError)
+for _name, _target in {
+    "budget": "promptlottery.analysis.stage:budget",
+    "compare": "promptlottery.analysis.stage:compare",
+    "gate": "promptlottery.gating.stage:gate",
+    "human_analyse": "promptlottery.stages.human:human_analyse",
+    "human_campaign": "promptlottery.stages.human:human_campaign",
+    "human_export": "promptlottery.stages.human:human_export",
+    "human_import": "promptlottery.stages.human:human_import",
+    "judge": "promptlottery.judging.stage:judge",
+    "lottery": "promptlottery.analysis.stage:lottery",
+    "paraphrase": "promptlottery.stages.paraphrase:paraphrase",
+    "rubric": "promptlottery.rubrics.stage:rubric",
+    "validate_prompts": "promptlottery.stages.validation:validate_prompts",
+}.items():
+    STAGES.register(_name, _target)
 
 #: stage name -> the function that checks its user inputs before any job starts (:func:`preflight`)
-INPUT_CHECKS: dict[str, str] = {"judge": "promptlottery.judging.stage:check_inputs"}
+INPUT_CHECKS: Registry[str] = Registry("stage input check")
+INPUT_CHECKS.register("judge", "promptlottery.judging.stage:check_inputs")
 
 #: the modules of the stages' typed options: each has ``register_configs()`` (its schema in the
 #: ConfigStore) and ``check(cfg)`` (its cross-field checks, run with the config check)
-STAGE_OPTIONS = ("promptlottery.gating.config",)
+STAGE_OPTIONS: Registry[str] = Registry("stage options")
+STAGE_OPTIONS.register("gate", "promptlottery.gating.config")
+
+
+def _target(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def register_configs() -> None:
@@ -59,7 +71,7 @@ def register_configs() -> None:
     from promptlottery import config
 
     config.register_configs()
-    for module in STAGE_OPTIONS:
+    for _, module in STAGE_OPTIONS.items():
         importlib.import_module(module).register_configs()
 
 
@@ -69,7 +81,7 @@ def check(cfg: DictConfig) -> None:
     from promptlottery.config import check_config
 
     check_config(cfg)
-    for module in STAGE_OPTIONS:
+    for _, module in STAGE_OPTIONS.items():
         importlib.import_module(module).check(cfg)
 
 
@@ -80,10 +92,9 @@ def preflight(cfg: DictConfig) -> None:
     in its job wrapper; a sweep calls it for every planned job before the first starts
     (:class:`Preflight`)."""
     check(cfg)
-    target = INPUT_CHECKS.get(OmegaConf.select(cfg, "stage", default="judge"))
-    if target is not None:
-        module, name = target.split(":")
-        getattr(importlib.import_module(module), name)(cfg)
+    name = OmegaConf.select(cfg, "stage", default="judge")
+    if name in INPUT_CHECKS:
+        _target(INPUT_CHECKS.get(name))(cfg)
 
 
 def user_message(exc: BaseException) -> str | None:
@@ -136,10 +147,10 @@ def check_composition(args: list[str], config_dir: str | Path, config_name: str 
 
 
 def get_stage(name: str) -> Callable[..., dict[str, Any]]:
-    """The function of stage ``name``: ``promptlottery.<STAGES[name]>.stage.<name>``."""
+    """The function of stage ``name`` (its ``module:function`` in :data:`STAGES`)."""
     if name not in STAGES:
-        raise ConfigError(f"stage={name}: unknown stage; valid: {sorted(STAGES)}")
-    return getattr(importlib.import_module(f"promptlottery.{STAGES[name]}.stage"), name)
+        raise ConfigError(f"stage={name}: unknown stage; valid: {STAGES.names()}")
+    return _target(STAGES.get(name))
 
 
 def run_stage(cfg: DictConfig, output_dir: str | Path, *, claim: bool = False, **kw: Any) -> dict[str, Any]:

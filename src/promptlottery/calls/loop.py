@@ -17,8 +17,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.calls.cache import CacheError, CallCache
 from promptlottery.errors import UserError
-from promptlottery.judging.cache import CacheError, CallCache
 
 logger = logging.getLogger(__name__)
 

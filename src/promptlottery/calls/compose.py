@@ -1,0 +1,54 @@
+"""The one place a stage builds what it calls a model with: the backend of a backbone config, the
+call cache of the run's ``paths`` and the run's decoding. Every stage that asks a model (judge,
+predict, paraphrase, validate_prompts' equivalence rating, rubric, the gate's LLM baseline) takes
+them from here, so a new ``paths`` or ``decoding`` option reaches all of them at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from promptlottery.backends.base import Backend, Decoding
+from promptlottery.calls.cache import CallCache, open_cache
+
+
+@dataclass(frozen=True)
+class JudgeRuntime:
+    """A stage's backend, call cache (``paths.cache_url`` / ``paths.cache_dir``) and decoding."""
+
+    backend: Backend
+    cache: CallCache
+    decoding: Decoding
+
+    def __iter__(self):  # backend, cache, decoding = build_judge_runtime(cfg)
+        return iter((self.backend, self.cache, self.decoding))
+
+
+def build_backend(spec: Any, backend: Backend | None = None) -> Backend:
+    """``backend`` if given (tests pass a fake), else the ``_target_`` node ``spec`` instantiated."""
+    if backend is not None:
+        return backend
+    from hydra.utils import instantiate
+
+    return instantiate(spec)
+
+
+def run_decoding(cfg: Any) -> Decoding:
+    """The run's ``decoding:`` node as a :class:`Decoding`."""
+    from omegaconf import OmegaConf
+
+    node = cfg.decoding
+    return Decoding(**(OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node))
+
+
+def build_calls(cfg: Any) -> tuple[CallCache, Decoding]:
+    """The run's call cache and decoding, for a stage that builds its backends itself (the rubric
+    study judges with several backbones in one job)."""
+    return open_cache(cfg.paths), run_decoding(cfg)
+
+
+def build_judge_runtime(cfg: Any, *, backend: Backend | None = None) -> JudgeRuntime:
+    """The backend of ``cfg.backbone`` (or ``backend``), the run's call cache and its decoding."""
+    backend = build_backend(cfg.backbone.backend, backend)
+    cache, decoding = build_calls(cfg)
+    return JudgeRuntime(backend, cache, decoding)

@@ -1,0 +1,104 @@
+"""What a judge mode is: the one object that knows how a mode's items are judged and recorded.
+
+A :class:`JudgeMode` owns everything that differs between a rating of one response (pointwise) and
+a preference between two (pairwise): the scale kind and item fields it needs and its input checks,
+how an item is presented (its :class:`Presentation` s: once, or in both orders), the named parts a
+presentation adds to the cache key, the scale its answers are scored on, the label a judge that
+knew the human answer gives, and the columns its judgments add. The runner, the grid, the dry run
+and the config checks ask the mode of ``judge.mode`` (:func:`promptlottery.modes.get_mode`) and
+never name one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from promptlottery.data.schema import Item
+from promptlottery.errors import UserError
+from promptlottery.prompts.scales import Scale
+
+
+class ModeError(UserError, ValueError):
+    """``judge.mode`` and the prompt group or the items disagree (one line naming the option/row)."""
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """One way an item is shown to the judge: the item as seen, the pair order ("12" / "21" of a
+    pairwise judge; None otherwise) and the part of the item judged (an analytic judge's criterion;
+    None where the item is judged whole)."""
+
+    item: Item
+    order: str | None = None
+    part: str | None = None
+
+
+class JudgeMode:
+    """One judge mode (registered in :data:`promptlottery.modes.MODES` under :attr:`name`)."""
+
+    #: the ``judge.mode`` value and the ``judge_mode`` column of its judgments
+    name: ClassVar[str]
+    #: the :attr:`Scale.kind` of the prompt groups this mode judges with
+    scale_kind: ClassVar[str]
+    #: the item inputs (``dataset.fields`` roles of a table) the mode reads besides the group's own
+    fields: ClassVar[tuple[str, ...]] = ()
+    #: the built-in group of your own judge (``+experiment=own_judge``) without a group file
+    default_group: ClassVar[str | None] = None
+    #: its judgments give one scale label per item and judge: the grid's pointwise configurations
+    #: (else the grid keeps them apart, per configuration, as :meth:`JudgmentGrid.rows`)
+    label_matrix: ClassVar[bool] = False
+    #: ``judge.design=sparse`` is built for it; its cells are (wording, pair order), not wordings
+    sparse: ClassVar[bool] = False
+    sparse_by_order: ClassVar[bool] = False
+    #: ``judge.design=adaptive`` is built for it
+    adaptive: ClassVar[bool] = False
+    #: it judges a prompt group's criteria (``PromptGroup.criteria``) one by one; a mode that does
+    #: not refuses a group that names criteria
+    by_criterion: ClassVar[bool] = False
+
+    def check(
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
+    ) -> None:
+        """The prompt group's scale and criteria and the items suit this mode; else a one-line
+        :class:`ModeError`."""
+        raise NotImplementedError
+
+    def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
+        """How ``item`` is shown with prompt group ``group``, each presentation a call of its own
+        (in this order)."""
+        raise NotImplementedError
+
+    def assistant_prefix(self, group) -> str | None:
+        """The text the judge's answer starts with (None: the group's is not used by this mode)."""
+        return None
+
+    def key_parts(self, p: Presentation, prefix: str | None) -> dict[str, Any]:
+        """Named parts of the cache key that a presentation adds (none: the ordinary key)."""
+        return {}
+
+    def scoring_scale(self, scale: Scale, order: str | None) -> Scale:
+        """The scale the answer to presentation ``order`` is scored on."""
+        return scale
+
+    def known_label(
+        self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range
+    ) -> str | None:
+        """The label a judge that knew the human answer gives to presentation ``p``."""
+        raise NotImplementedError
+
+    def human_raters(self, raw: Any) -> str | None:
+        """The ``human_raters`` column: the raters' labels as JSON (None for one label)."""
+        raise NotImplementedError
+
+    def columns(self, item: Item, order: str | None, scale: Scale, scored, label_probs, raw: Any) -> dict:
+        """The columns a judgment of ``item`` (as presented) adds after the common ones, or whose
+        values it gives in their place (none for the plain rating)."""
+        return {}

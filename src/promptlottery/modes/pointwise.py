@@ -1,0 +1,68 @@
+"""Pointwise judging: a rating of one response on the group's scale, each item shown once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from promptlottery.data.schema import Item
+from promptlottery.modes import MODES, mode_of_scale
+from promptlottery.modes.base import JudgeMode, ModeError, Presentation
+from promptlottery.prompts.requests import to_scale_label
+from promptlottery.prompts.scales import Scale
+
+
+class Pointwise(JudgeMode):
+    """One request per item (and sample), the ordinary cache key, no columns of its own."""
+
+    name = "pointwise"
+    scale_kind = "pointwise"
+    label_matrix = True
+    sparse = True
+    adaptive = True
+
+    def check(
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
+    ) -> None:
+        if criteria:
+            modes = [name for name, m in MODES.items() if m.by_criterion]
+            raise ModeError(
+                f"{group} names criteria {[c for c, _ in criteria]} but judge.mode={self.name} judges an item "
+                f"whole; set judge.mode={' or '.join(modes) or '(none judges criteria)'}"
+            )
+        if scale.kind != self.scale_kind:
+            raise ModeError(
+                f"{group} is {scale.kind} (scale {scale.name}) but judge.mode={self.name}; set "
+                f"judge.mode={mode_of_scale(scale).name}"
+            )
+        from promptlottery.modes.pairwise import is_pair
+
+        if items and all(is_pair(it) and "response" not in it.inputs for it in items):
+            raise ModeError(
+                f"{where}: {group} is pointwise (scale {scale.name}) but the items are pairs "
+                "(response_a/response_b, no response); use judge.mode=pairwise with a pairwise group (G17)"
+            )
+
+    def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
+        return [Presentation(item)]
+
+    def known_label(
+        self, item: Item, criterion: str, scale: Scale, p: Presentation | None, human_range
+    ) -> str | None:
+        """The human value mapped from ``human_range`` onto the scale, its nearest label (None
+        without a human label or without ``human_range``)."""
+        value = item.human_score(criterion)
+        return None if value is None or human_range is None else to_scale_label(value, human_range, scale)
+
+    def human_raters(self, raw: Any) -> str | None:
+        return json.dumps(raw) if isinstance(raw, (list, tuple)) else None
+
+
+MODES.register(Pointwise.name, Pointwise())

@@ -1,7 +1,7 @@
 """Rebuild every analysis fixture output into one folder, to diff a refactor byte for byte.
 
-    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py OUT [--cpu-grid DIR] [--only NAME,...]
-    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures.py --diff REF NEW
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures_sections.py OUT [--cpu-grid DIR] [--only NAME,...]
+    PYTHONPATH=src .venv/bin/python scripts/refactor_fixtures_sections.py --diff REF NEW
 
 Fixtures (one subfolder of OUT each): ``cpu_study`` (the lottery analysis of the CPU study's fake
 rehearsal, the sweeps of ``BACKBONES=fake bash experiments/cpu_study.sh`` less SQuAD v2, :data:`CPU_SWEEPS`;

@@ -144,3 +144,55 @@ def test_an_emptied_cache_on_a_paid_api_is_refused_unless_allowed(tmp_path):
         tmp_path, tmp_path / "sweep" / "2_c", paid, "judge.variant=P3", "paths.allow_paid_recompute=true"
     )
     assert rec["status"] == "ok" and rec["calls"]["cache_misses"] == 3
+
+
+def _answers(cache: CallCache, *keys: str) -> None:
+    cache.put_many([(k, JudgeResponse("4", {"4": 1.0}, 3, 1, 0.0), None) for k in keys])
+
+
+def test_the_manifest_keeps_what_a_renamed_file_held_until_the_new_one_catches_up(tmp_path):
+    db = tmp_path / "calls.sqlite"
+    first = CallCache(db)
+    _answers(first, "k1", "k2")
+    first.close()
+    manifest = json.loads((tmp_path / "calls.sqlite.manifest.json").read_text())
+    assert manifest["answers"] == 2 and "replaced" not in manifest
+    db.rename(tmp_path / "moved.sqlite")
+    second = CallCache(db)  # a new file: a new id, so it is not the file the manifest names
+    assert second.replaced["answers"] == 2 and second.replaced["file_id"] == manifest["file_id"]
+    _answers(second, "k1")
+    second.close()
+    third = CallCache(db)  # 1 of 2: still short, the loss is carried in the new file's manifest
+    assert third.replaced["answers"] == 2
+    _answers(third, "k2")
+    third.close()
+    assert "replaced" not in json.loads((tmp_path / "calls.sqlite.manifest.json").read_text())
+    assert CallCache(db).replaced is None
+    # the same file emptied of its rows is not a replacement; a removed manifest forgets the loss
+    (tmp_path / "calls.sqlite.manifest.json").unlink()
+    gc.collect()
+    db.write_bytes(b"")
+    assert CallCache(db).replaced is None
+
+
+def test_an_emptied_cache_under_a_new_sweep_dir_is_told_by_its_manifest(tmp_path, caplog):
+    assert _claimed_job(tmp_path, tmp_path / "old" / "0_a")["calls"]["cache_misses"] == 3
+    _empty_the_cache(tmp_path)
+    backend = _Watched(caplog)
+    with caplog.at_level(logging.WARNING):
+        rec = _claimed_job(tmp_path, tmp_path / "new" / "0_a", backend=backend)  # no record beside it
+    said = "is not the file that held 3 calls when its manifest was written"
+    assert said in backend.seen_at_first_call and "3 of this job's 3 calls will be made again" in caplog.text
+    assert rec["status"] == "ok" and rec["calls"]["cache_misses"] == 3
+
+
+def test_a_renamed_cache_under_a_new_sweep_dir_on_a_paid_api_is_refused_unless_allowed(tmp_path):
+    paid = "+backbone.price_per_mtok_input=2.5"
+    _claimed_job(tmp_path, tmp_path / "old" / "0_a", paid)
+    gc.collect()
+    (tmp_path / "cache" / "calls.sqlite").rename(tmp_path / "cache" / "calls.sqlite.bak")
+    with pytest.raises(CacheError, match=r"held 3 calls .* 3 of this job's 3 calls .* paid API"):
+        _claimed_job(tmp_path, tmp_path / "new" / "0_a", paid)
+    assert not (tmp_path / "new" / "0_a" / "judgments.parquet").exists()
+    rec = _claimed_job(tmp_path, tmp_path / "new" / "0_a", paid, "paths.allow_paid_recompute=true")
+    assert rec["status"] == "ok" and rec["calls"]["cache_misses"] == 3

@@ -1,8 +1,10 @@
-"""The call cache on PostgreSQL (``paths.cache_url``): several writers at once, and the same judgments
-as the SQLite store. ``make test-cluster`` runs it (a throwaway server on loopback)."""
+"""The call cache on PostgreSQL (``paths.cache_url``): several writers at once, the same judgments as
+the SQLite store, and the same checksums on every read. ``make test-cluster`` runs it (a throwaway
+server on loopback)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from promptlottery.calls.cache import CallCache
+from promptlottery.calls.cache import CacheError, CallCache
 from tests.cache_writers import expected_keys, response, write_concurrently
 from tests.cluster_services import postgres_url  # noqa: F401 - fixture
 from tests.conftest import DATA_DIR, REPO
@@ -76,3 +78,42 @@ def test_sqlite_and_postgres_stores_give_identical_judgments(postgres_url, tmp_p
         pd.testing.assert_frame_equal(frames[store, "first"], frames[store, "again"])
     pd.testing.assert_frame_equal(frames["sqlite", "first"], frames["postgres", "first"])
     assert frames["sqlite", "first"]["score"].notna().sum() > 0
+
+
+def test_a_changed_answer_on_postgres_is_refused_naming_its_key_then_recomputed(postgres_url):  # noqa: F811
+    _fresh(postgres_url)
+    cache = CallCache(postgres_url)
+    cache.put_many([(k, response(k), None) for k in ("k1", "k2")])
+    cache.close()
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        text, digest = conn.execute("SELECT response, response_sha256 FROM calls WHERE key = 'k1'").fetchone()
+        assert digest == hashlib.sha256(text.encode("utf-8")).hexdigest()  # the sha256 of the stored text
+        conn.execute("UPDATE calls SET response = replace(response, '0.75', '0.15') WHERE key = 'k1'")
+    with pytest.raises(CacheError, match="the stored answer for key k1 does not match its checksum"):
+        CallCache(postgres_url).get_many(["k1", "k2"])
+    served = CallCache(postgres_url, on_mismatch="recompute").get_many(["k1", "k2"])
+    assert sorted(served) == ["k2"]  # k1 dropped, to be asked again
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM calls WHERE key = 'k1'").fetchone()[0] == 0
+
+
+def test_a_postgres_table_from_before_checksums_gains_them_on_first_read(postgres_url):  # noqa: F811
+    _fresh(postgres_url)
+    import psycopg
+
+    text = json.dumps(response("old").to_json())
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE calls (key TEXT PRIMARY KEY, response TEXT NOT NULL, request TEXT,"
+            " created DOUBLE PRECISION NOT NULL)"
+        )
+        conn.execute("INSERT INTO calls VALUES ('old', %s, NULL, 0)", (text,))
+    assert CallCache(postgres_url).get_many(["old"])["old"].raw_text == "old"  # legacy: served as stored
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        digest = conn.execute("SELECT response_sha256 FROM calls WHERE key = 'old'").fetchone()[0]
+        assert digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
+        conn.execute("UPDATE calls SET response = replace(response, '0.75', '0.15') WHERE key = 'old'")
+    with pytest.raises(CacheError, match="key old does not match its checksum"):
+        CallCache(postgres_url).get_many(["old"])

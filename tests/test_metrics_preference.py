@@ -127,6 +127,31 @@ def test_win_rates_and_bradley_terry_on_a_known_ranking():
     assert tie["a"] - tie["b"] == pytest.approx(math.log(3.5 / 1.5), abs=1e-4)
 
 
+def test_resampled_win_rates_count_each_game_by_its_copies():
+    # games x-y (x wins), x-z (tie), y-z (z wins), one wording; the second wording has no verdict on x-z
+    pts = np.array([[1.0, 0.0], [0.5, np.nan], [0.0, 1.0]])
+    codes = np.array([[0, 1], [0, 2], [1, 2]])
+    w = np.array([[1, 1, 1], [2, 0, 1]])  # the identity draw, then x-y twice, x-z left out, y-z once
+    out = pm.win_rates_resampled(w, pts, codes, 3)
+    # draw 1, wording 1: x (1 + 0.5) / 2, y 0 / 2, z (0.5 + 1) / 2; wording 2: x 0 / 1, y (1 + 1) / 2, z 0 / 1
+    assert out[0].tolist() == [[0.75, 0.0], [0.0, 1.0], [0.75, 0.0]]
+    # draw 2, wording 1: x 2 / 2, y 0 / 3, z 1 / 1; wording 2: x 0 / 2, y (2 + 1) / 3, z 0 / 1
+    assert out[1].tolist() == [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    # a system without a game under a draw: NaN
+    assert np.isnan(pm.win_rates_resampled(np.array([[1, 0, 0]]), pts, codes, 3)[0, 2]).all()
+
+
+def test_resampled_win_rates_on_the_identity_draw_equal_win_rates():
+    rng = np.random.default_rng(3)
+    names = ["a", "b", "c", "d"]
+    games = [rng.choice(4, size=2, replace=False) for _ in range(40)]
+    verdicts = rng.choice(["1", "2", "tie"], size=40)
+    points = np.array([[{"1": 1.0, "2": 0.0, "tie": 0.5}[v]] for v in verdicts])
+    got = pm.win_rates_resampled(np.ones((1, 40)), points, np.array(games), 4)[0, :, 0]
+    want = pm.win_rates([names[g[0]] for g in games], [names[g[1]] for g in games], verdicts)
+    assert got.tolist() == want.reindex(names).tolist()  # exactly: sums of halves
+
+
 def test_rank_flips_by_hand():
     # scores of x, y, z under three wordings (the toy's win rates)
     s = np.array([[5 / 6, 1 / 3, 1 / 2], [1 / 6, 1 / 2, 1 / 6], [1 / 2, 3 / 4, 1.0]])

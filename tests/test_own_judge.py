@@ -385,3 +385,21 @@ def test_own_judge_with_a_real_cpu_judge(tmp_path):
     assert len(df) == 12 and df["argmax_label"].notna().all()  # SmolLM2 puts mass on the 1-5 labels
     summary = pd.read_csv(tmp_path / "sweep" / "lottery" / "tables" / "verdict.csv").iloc[0]
     assert 0.0 <= summary["changed"] <= 1.0 and summary["n_items"] == 6
+
+
+def test_own_judge_with_one_template_file_judges_its_one_wording(tmp_path):
+    # the experiment's documented alternative to a group file; it was "judge.group_file=PATH is required"
+    tpl = tmp_path / "grade.j2"
+    tpl.write_text("Question: {{ context }}\nAnswer: {{ response }}\nRate it 1-5. Reply with the number.\n")
+    data = write_csv(tmp_path / "mine.csv", ROWS)
+    fields = [f"dataset.fields.{k}={v}" for k, v in FIELDS.items()]
+    args = (f"dataset.path={data}", *fields, "dataset.human_range=[1,10]")
+    proc = own_judge(tmp_path, *args, f"judge.template={tpl}", "judge.scale=likert_1_5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = sorted(p.parent.name for p in (tmp_path / "sweep").glob("*/judgments.parquet"))
+    assert jobs == ["0_P1_fake"]  # the template is the group's one variant, P1
+    rec = json.loads((tmp_path / "sweep" / "0_P1_fake" / "results.json").read_text())
+    assert rec["status"] == "ok" and rec["condition"] == "table/custom/grade/P1/fake"
+    # one wording is compared with none: the verdict says it cannot tell, it gives no agreement number
+    report = (tmp_path / "sweep" / "lottery" / "report.md").read_text()
+    assert "cannot tell from agreement" in report.lower() and "need >= 2" in report

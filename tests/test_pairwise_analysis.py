@@ -27,8 +27,8 @@ import pytest
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import pair_table, pairwise_metrics, pairwise_tables
 from promptlottery.analysis.render import write_outputs
+from promptlottery.analysis.sections.pairwise import pair_table, pairwise_metrics, pairwise_tables
 from promptlottery.analysis.stage import summary_metrics
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError, load_judgments

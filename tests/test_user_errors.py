@@ -113,6 +113,15 @@ def test_unknown_variant_in_a_sweep_is_one_line(tmp_path):
     no_job_started(tmp_path)
 
 
+def test_a_sweep_over_template_files_names_the_group_file_to_set(tmp_path):
+    # each template would be a group of one wording: no lottery; the one line says what to set instead
+    a = write(tmp_path / "a.j2", "Rate {{ response }} 1-5.\n")
+    b = write(tmp_path / "b.j2", "Score {{ response }} from 1 to 5.\n")
+    proc = run(tmp_path, *SWEEP, f"judge.template={a},{b}", "judge.scale=likert_1_5")
+    one_line(proc, "judge.group_file=PATH is required", "a sweep over judge.template=A,B")
+    no_job_started(tmp_path)
+
+
 def test_unknown_backend_argument_is_one_line(tmp_path):
     one_line(
         run(tmp_path, *TABLE, GROUP, "+backbone.backend.bogus=1"), "backbone.backend", "'bogus'", "valid:"
@@ -200,14 +209,52 @@ def test_identical_pair_answers_are_counted_in_a_warning_or_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="promptlottery.modes.pairwise"):
         check_pairs(items, where="table t.jsonl")
     assert "t.jsonl: 2 of 3 pairs have response_a == response_b (first: 'p1')" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="promptlottery.judging.pairs"):
+        check_pairs(items, where="table t.jsonl")  # the same table again (the next job of a sweep)
+    assert caplog.text.count("response_a == response_b") == 1
     with pytest.raises(PairwiseError, match="2 of 3 pairs have response_a == response_b"):
         check_pairs(items, where="table t.jsonl", identical_pairs="refuse")
+
+
+def test_identical_pairs_are_warned_once_per_sweep(tmp_path):
+    pairs = (REPO / "examples" / "own_judge" / "qa_pairs.jsonl").read_text().splitlines()[:4]
+    same = '{"id": "same", "question": "Q?", "answer_a": "Yes.", "answer_b": "Yes.", "pref": "tie"}'
+    table = write(tmp_path / "pairs.jsonl", "\n".join([*pairs, same]) + "\n")
+    fields = ["response_a=answer_a", "response_b=answer_b", "id=id", "question=question", "human=pref"]
+    proc = run(
+        tmp_path, "-m", "+experiment=own_judge", "hydra.sweeper.params.backbone=fake", "judge.mode=pairwise",
+        f"dataset.path={table}", *(f"dataset.fields.{f}" for f in fields), "analysis.plots=false",
+        "analysis.embeddings=none", "analysis.n_resamples=50", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list((tmp_path / "sweep").glob("*/judgments.parquet"))) == 5  # G17's five wordings
+    said = [line for line in proc.stdout.splitlines() if "response_a == response_b" in line]
+    assert len(said) == 1 and "1 of 5 pairs have response_a == response_b (first: 'same')" in said[0], said
 
 
 def test_identical_pairs_option_is_checked(tmp_path):
     one_line(
         run(tmp_path, *TABLE, GROUP, "judge.identical_pairs=drop"), "judge.identical_pairs=drop", "refuse"
     )
+
+
+#: the judge options added last release (judging/stage.py sparse_design, config.py check_config): a bad
+#: value, and what its one line must name
+NEW_OPTIONS = {
+    "design": (["judge.design=bogus"], ["judge.design must be", "'sparse'", "'adaptive'", "'bogus'"]),
+    "budget_above_1": (["judge.design=sparse", "judge.budget=1.5"], ["judge.budget", "(0, 1]", "1.5"]),
+    "budget_negative": (["judge.design=sparse", "judge.budget=-0.1"], ["judge.budget", "(0, 1]", "-0.1"]),
+    "anchor": (["judge.design=sparse", "judge.anchor=P9"], ["judge.anchor='P9'", "'P5'"]),
+    "full_share": (["judge.design=sparse", "judge.full_share=2"], ["judge.full_share", "[0, 1]", "2.0"]),
+    "identical_pairs": (["judge.identical_pairs=maybe"], ["judge.identical_pairs=maybe", "'refuse'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_OPTIONS))
+def test_a_bad_value_of_the_new_judge_options_in_a_sweep_is_one_line_before_any_job(tmp_path, case):
+    overrides, named = NEW_OPTIONS[case]
+    one_line(run(tmp_path, *SWEEP, GROUP, *overrides), *named)
+    no_job_started(tmp_path)
 
 
 def test_import_missing_an_annotator_says_its_coverage(tmp_path):

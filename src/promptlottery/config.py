@@ -176,19 +176,28 @@ class RunConfig:
     human: Any = None
 
 
-def group_variants(group_file: str | None, mode: str | None = None) -> str:
+def group_variants(group_file: str | None, mode: str | None = None, template: str | None = None) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
-    (``judge.variant: ${group_variants:${judge.group_file},${judge.mode}}`` in hydra.sweeper.params);
-    no file in a mode with a built-in group (pairwise: G17): that group's. An unknown mode is named
-    first (the variants of a group are the wrong question when the mode is a typo)."""
+    (``judge.variant: ${group_variants:${judge.group_file},${judge.mode},${judge.template}}`` in
+    hydra.sweeper.params); one template file (``judge.template``): its one variant, ``P1``; no file in a
+    mode with a built-in group (pairwise: G17): that group's. An unknown mode is named first (the
+    variants of a group are the wrong question when the mode is a typo)."""
     from promptlottery.prompts.groups import PromptError, load_group, load_group_file
 
     builtin = get_mode(mode or DEFAULT_MODE).default_group
-    if not group_file and builtin:
+    if group_file:
+        return ",".join(load_group_file(group_file).variants)
+    if template:
+        return "P1"  # groups.group_from_template: a template is a group of one wording
+    if builtin:
         return ",".join(load_group(builtin).variants)
-    if not group_file:
-        raise PromptError("judge.group_file=PATH is required (the prompt group whose variants are judged)")
-    return ",".join(load_group_file(group_file).variants)
+    # a sweep's own values (judge.template=a.j2,b.j2) are not set in the sweep's config, so a sweep
+    # over templates lands here too: each job would judge one template as a group of one wording
+    raise PromptError(
+        "judge.group_file=PATH is required: the wordings compared are the variants of one prompt group "
+        "file (one template: judge.template=PATH judge.scale=SCALE; a sweep over judge.template=A,B "
+        "would judge each file as a group of its own, compared with no other wording)"
+    )
 
 
 def register_configs() -> None:

@@ -10,6 +10,7 @@ measures are not computed: the table says why, with the label distribution.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -33,37 +34,74 @@ from promptlottery.metrics import (
 if TYPE_CHECKING:
     from promptlottery.analysis.options import LotteryOptions
 
-#: measures on the label matrix; "chance" marks the chance-corrected ones (skipped on collapse)
+#: measures on the label matrix, each declared once: ``chance`` marks the chance-corrected ones
+#: (skipped on collapse), ``fn`` / ``kwargs`` the metric (given the scale's labels unless ``labels``
+#: is False), ``column`` its report header (None: not in the report)
 AGREEMENT_MEASURES = {
-    "overlap": {"chance": False, "label": "overlap (mean pairwise)"},
-    "mean_kappa": {"chance": True, "label": "mean pairwise Cohen's kappa"},
-    "fleiss_kappa": {"chance": True, "label": "Fleiss' kappa"},
-    "alpha_nominal": {"chance": True, "label": "Krippendorff's alpha (nominal)"},
-    "alpha_interval": {"chance": True, "label": "Krippendorff's alpha (interval, verdict scores)"},
+    "overlap": {
+        "chance": False,
+        "label": "overlap (mean pairwise)",
+        "fn": mean_pairwise_overlap,
+        "column": "overlap",
+    },
+    "mean_kappa": {
+        "chance": True,
+        "label": "mean pairwise Cohen's kappa",
+        "fn": mean_pairwise_cohen_kappa,
+        "column": "mean kappa",
+    },
+    "fleiss_kappa": {"chance": True, "label": "Fleiss' kappa", "fn": fleiss_kappa, "column": "Fleiss kappa"},
+    "alpha_nominal": {
+        "chance": True,
+        "label": "Krippendorff's alpha (nominal)",
+        "fn": krippendorff_alpha,
+        "kwargs": {"level": "nominal"},
+        "column": "alpha (nominal)",
+    },
+    "alpha_interval": {
+        "chance": True,
+        "label": "Krippendorff's alpha (interval, verdict scores)",
+        "fn": krippendorff_alpha,
+        "kwargs": {"level": "interval"},
+        "column": "alpha (interval)",
+    },
     "alpha_interval_cont": {
         "chance": False,
         "label": "Krippendorff's alpha (interval, unrounded weighted score)",
+        "fn": krippendorff_alpha,
+        "kwargs": {"level": "interval"},
+        "labels": False,
+        "column": "alpha (interval, weighted)",
     },
     # the paper's kappa means (§3.2, §4.1) average every configuration where kappa is defined; the
     # collapse filter above (>= collapse_share of the verdicts one label) is ours, so the unfiltered
     # measures are kept beside the filtered ones (undefined only where every verdict is one label)
-    "fleiss_kappa_all": {"chance": False, "label": "Fleiss' kappa, no collapse filter (the paper's mean)"},
-    "mean_kappa_all": {"chance": False, "label": "mean pairwise Cohen's kappa, no collapse filter"},
+    "fleiss_kappa_all": {
+        "chance": False,
+        "label": "Fleiss' kappa, no collapse filter (the paper's mean)",
+        "fn": fleiss_kappa,
+        "column": "Fleiss kappa (no collapse filter)",
+    },
+    "mean_kappa_all": {
+        "chance": False,
+        "label": "mean pairwise Cohen's kappa, no collapse filter",
+        "fn": mean_pairwise_cohen_kappa,
+        "column": None,
+    },
 }
 CONT_DECIMALS = 2  # continuous scores are rounded to 0.01 before interval alpha (bounds its value domain)
 
 
 def _measure(name: str, labels: list[float]):
-    return {
-        "overlap": partial(mean_pairwise_overlap, labels=labels),
-        "mean_kappa": partial(mean_pairwise_cohen_kappa, labels=labels),
-        "fleiss_kappa": partial(fleiss_kappa, labels=labels),
-        "fleiss_kappa_all": partial(fleiss_kappa, labels=labels),
-        "mean_kappa_all": partial(mean_pairwise_cohen_kappa, labels=labels),
-        "alpha_nominal": partial(krippendorff_alpha, level="nominal", labels=labels),
-        "alpha_interval": partial(krippendorff_alpha, level="interval", labels=labels),
-        "alpha_interval_cont": partial(krippendorff_alpha, level="interval"),
-    }[name]
+    spec = AGREEMENT_MEASURES[name]
+    return partial(
+        spec["fn"], **spec.get("kwargs", {}), **({"labels": labels} if spec.get("labels", True) else {})
+    )
+
+
+def measure_columns(names: Iterable[str]) -> dict[str, str]:
+    """``{measure: report header}`` of ``names`` (measures of :data:`AGREEMENT_MEASURES`), in that order."""
+    return {m: AGREEMENT_MEASURES[m]["column"] for m in names}
 
 
 @dataclass

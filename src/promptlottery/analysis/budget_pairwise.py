@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.budget import _percentiles, _weights
-from promptlottery.analysis.pairwise import pair_table
+from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp

@@ -2,8 +2,10 @@
 
 Enabled by ``+analysis=lottery_after_sweep`` (``conf/analysis/lottery_after_sweep.yaml``, whose jobs
 judge: ``stage: judge``): ``on_multirun_end`` analyses every judgments.parquet of the sweep into
-``<sweep dir>/lottery``. Hydra calls ``on_multirun_end`` only when every job succeeded; otherwise
-run the analysis by hand (``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
+``<sweep dir>/lottery``, when every job of the sweep finished ``ok`` (Hydra skips
+``on_multirun_end`` when a job raised; a job that failed on a bad input returns, and its
+``results.json`` says ``failed``); otherwise re-run the sweep to finish it, or run the analysis by
+hand (``python -m run +analysis=lottery analysis.runs=<sweep dir>``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ class LotteryAnalysis(Callback):
         if a is None or a.get("runs") not in (None, "", []):
             return  # the jobs were analyses themselves (analysis.runs given): nothing to add
         sweep_dir = Path(config.hydra.sweep.dir)
+        from promptlottery.tracking.callbacks import summarize_sweep
+
+        jobs = summarize_sweep(sweep_dir)["jobs"] if sweep_dir.is_dir() else []
+        failed = [j["job"] for j in jobs if j["status"] not in ("ok", "dry_run")]
+        if failed:
+            logger.warning(
+                "lottery analysis skipped: %d of %d jobs did not finish (%s, sweep_summary.json); re-run the "
+                "sweep to finish them, or analyse by hand: python -m run +analysis=lottery analysis.runs=%s",
+                len(failed),
+                len(jobs),
+                ", ".join(failed),
+                sweep_dir,
+            )
+            return
         if not any(sweep_dir.rglob("judgments.parquet")):
             logger.warning("lottery analysis skipped: no judgments.parquet under %s", sweep_dir)
             return

@@ -24,14 +24,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.budget_link import find_budget
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import pairwise_metrics
 from promptlottery.analysis.render import write_outputs
+from promptlottery.analysis.sections import registry
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
@@ -172,18 +171,11 @@ def make_analysis_tracker(logger_cfg, config: dict, opts: LotteryOptions):
 
 
 def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
-    """Flat headline numbers (finite ones only) for results.json, W&B summaries and ``compare``."""
+    """Flat headline numbers (finite ones only) for results.json, W&B summaries and ``compare``:
+    every section's, in report order (the lottery's headlines, ``pairwise/<config>/...``, ``human/...``)."""
     out: dict[str, float] = {}
-    for _, r in tables["headlines"].iterrows():
-        for suffix, col in (("", "ours"), ("_lo", "ours_lo"), ("_hi", "ours_hi")):
-            v = r[col]
-            if v is not None and np.isfinite(v):
-                out[f"{r['key']}{suffix}"] = float(v)
-    out.update(pairwise_metrics(tables))  # pairwise/<config>/...: the "Pairwise judges" measures
-    if any(k.startswith("human_") for k in tables):  # the human-baseline section (issue 26)
-        from promptlottery.human.analysis import human_metrics
-
-        out.update(human_metrics(tables))
+    for section in registry.SECTIONS:
+        out.update(section.metrics(tables))
     return out
 
 

@@ -33,12 +33,14 @@ import logging
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.calls.cache_manifest import read_manifest, replaced, write_manifest
 from promptlottery.errors import UserError
 from promptlottery.registry import Registry
 
@@ -208,6 +210,7 @@ class SqliteStore:
             os.access(self.path.parent, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
         )
         self._conn: sqlite3.Connection | None = None
+        self.file_id: str | None = None
         self._has_table = False
         self._has_checksums = False
         try:
@@ -221,6 +224,7 @@ class SqliteStore:
                         ).fetchone()
                     )
                     self._has_checksums = self._has_table and "response_sha256" in self._columns()
+                    self.file_id = self._read_file_id()
                 return
             self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -238,11 +242,22 @@ class SqliteStore:
                     if "duplicate column" not in str(exc):
                         raise
             self._has_checksums = True
+            # the file's own id, which its manifest names (calls.cache_manifest): a new file has a new one
+            self._conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('file_id', ?)", (uuid.uuid4().hex,))
+            self.file_id = self._read_file_id()
         except sqlite3.DatabaseError as exc:
             raise CacheError(
                 f"call cache {self.path} is not a usable SQLite database ({exc}); move it away or set "
                 "paths.cache_dir to another directory"
             ) from None
+
+    def _read_file_id(self) -> str | None:
+        try:
+            row = self._conn.execute("SELECT value FROM meta WHERE name = 'file_id'").fetchone()
+        except sqlite3.OperationalError:  # no meta table: a file from before manifests, opened read-only
+            return None
+        return row[0] if row else None
 
     def _columns(self) -> set[str]:
         return {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
@@ -318,6 +333,17 @@ class CallCache:
         self._store = open_store(location, timeout_s=timeout_s)
         #: a SQLite file in a dir the job cannot write (the server store is always writable)
         self.readonly = isinstance(self._store, SqliteStore) and self._store.readonly
+        #: the file this SQLite cache replaced, as its manifest recorded it (calls.cache_manifest)
+        self.replaced: dict[str, Any] | None = None
+        #: a writable SQLite file keeps its manifest up to date, when opened and when closed
+        self._manifest = isinstance(self._store, SqliteStore) and not self.readonly
+        if isinstance(self._store, SqliteStore):
+            self.replaced = replaced(read_manifest(location), self._store.file_id, len(self))
+            self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        if self._manifest:
+            self.replaced = write_manifest(self.location, self._store.file_id, len(self), lost=self.replaced)
 
     def get_many(self, keys: list[str]) -> dict[str, JudgeResponse]:
         rows = self._store.get_many(keys)
@@ -375,6 +401,8 @@ class CallCache:
         return self._store.count()
 
     def close(self) -> None:
+        self._write_manifest()
+        self._manifest = False  # closed: a second close writes nothing
         self._store.close()
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.calls.cache import CacheError, CallCache, cache_location
+from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
@@ -195,7 +197,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cfg,
         cache,
         output_dir,
-        n_calls=lambda: len(_requests(cfg, items, condition, group, backend, decoding, examples, orders_of)),
+        keys=lambda: [
+            r.key for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
+        ],
     )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
@@ -274,13 +278,27 @@ def _cache_where(paths: Any) -> str:
     return redact_text(loc) if isinstance(loc, str) else str(Path(loc).resolve())
 
 
-def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_calls) -> None:
-    """An empty (0-byte, new or renamed) call cache where this job's previous run or the other jobs
-    beside it recorded calls cached there: say how many of this job's calls are made again, before any
-    is made; with a paid API (``backbone.price_per_mtok_input`` set), refuse unless
-    ``paths.allow_paid_recompute=true``. ``n_calls()`` counts this job's calls."""
-    if len(cache):
+def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, keys) -> None:
+    """Say, before any call, how many of this job's calls are made again because the cache that held
+    them is gone: an empty (0-byte, new or renamed) cache where this job's previous run or the jobs
+    beside it recorded calls cached there, or a SQLite file that replaced the one its manifest names
+    (:mod:`promptlottery.calls.cache_manifest`; a new sweep dir too). With a paid API
+    (``backbone.price_per_mtok_input`` set), refuse unless ``paths.allow_paid_recompute=true``.
+    ``keys()`` gives this job's cache keys."""
+    message = _lost_by_records(cfg, cache, output_dir, keys) or _lost_by_manifest(cfg, cache, keys)
+    if message is None:
         return
+    if cfg.backbone.get("price_per_mtok_input") is not None and not cfg.paths.get("allow_paid_recompute"):
+        raise CacheError(
+            f"{message}, on a paid API; point paths.cache_dir / paths.cache_url at the cache that holds "
+            "them, or set paths.allow_paid_recompute=true to pay for them again"
+        )
+    logger.warning(message)
+
+
+def _lost_by_records(cfg: DictConfig, cache: CallCache, output_dir: Path, keys) -> str | None:
+    if len(cache):
+        return None
     where = _cache_where(cfg.paths)
     previous = previous_record(output_dir)
     records = [
@@ -294,18 +312,28 @@ def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, n_c
     ]
     cached = [n for n in cached if n > 0]
     if not cached:
-        return
+        return None
     by = "this job's previous run" if previous and len(cached) == 1 else f"{len(cached)} completed jobs here"
-    message = (
+    return (
         f"call cache {where} is empty (0-byte, missing or replaced), but {by} cached {sum(cached)} calls "
-        f"in it: all {n_calls()} calls of this job will be made again"
+        f"in it: all {len(keys())} calls of this job will be made again"
     )
-    if cfg.backbone.get("price_per_mtok_input") is not None and not cfg.paths.get("allow_paid_recompute"):
-        raise CacheError(
-            f"{message}, on a paid API; point paths.cache_dir / paths.cache_url at the cache that holds "
-            "them, or set paths.allow_paid_recompute=true to pay for them again"
-        )
-    logger.warning(message)
+
+
+def _lost_by_manifest(cfg: DictConfig, cache: CallCache, keys) -> str | None:
+    lost = cache.replaced
+    if lost is None:
+        return None
+    wanted = keys()
+    again = len(set(wanted) - set(cache.get_many(wanted)))
+    if not again:
+        return None
+    return (
+        f"call cache {_cache_where(cfg.paths)} is not the file that held {lost['answers']} calls when its "
+        f"manifest was written ({lost.get('written')}): it was emptied, removed or renamed and holds "
+        f"{len(cache)} now; {again} of this job's {len(wanted)} calls will be made again (remove "
+        f"{manifest_path(cache.location)} if the loss is meant)"
+    )
 
 
 def dry_run(
@@ -365,8 +393,9 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
             full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
         )  # fmt: skip
-    except ValueError as exc:
-        raise ConfigError(f"judge.design=sparse: {exc}") from None
+    except ValueError as exc:  # the plan's own names for its options, as the config spells them
+        message = re.sub(r"^(budget|anchor|full_share)\b", r"judge.\1", str(exc))
+        raise ConfigError(f"judge.design=sparse: {message}") from None
     columns = {
         "design": "sparse",
         "design_budget": float(judge_cfg.budget),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -314,21 +314,40 @@ def main_temperature(rows: pd.DataFrame, temperature: float | None = None) -> fl
     return float(close[0])
 
 
-def paraphrase_rows(rows: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
+def paraphrase_rows(
+    rows: pd.DataFrame, temperature: float | None = None, *, key: Sequence[str] = ("variant", "item_id")
+) -> pd.DataFrame:
     """The rows of the paraphrase setting: sample 0 of each variant at the main temperature.
 
     Sample 0 of a fixed-prompt job with a repeat source is computed under the default batch plan,
     like an ordinary call (:func:`promptlottery.judging.runner.repeat_plans`): it stands in for a
-    variant only where no ordinary (``repeat_source=none``) row of that variant and item exists.
+    variant only where no ordinary (``repeat_source=none``) row of that ``key`` exists (a pairwise
+    judge adds the pair's ``order`` to the key).
     """
+    return ordinary_first(paraphrase_setting(rows, temperature), key)
+
+
+def paraphrase_setting(rows: pd.DataFrame, temperature: float | None = None) -> pd.DataFrame:
+    """Every row of the paraphrase setting (sample 0 at the main temperature, the lowest seed),
+    repeat-source rows included: :func:`paraphrase_rows` before :func:`ordinary_first`."""
     t0 = main_temperature(rows, temperature)
     sel = rows[np.isclose(rows["temperature"], t0, rtol=1e-6, atol=0) & (rows["sample_index"] == 0)]
     if len(sel):
         sel = sel[sel["seed"] == sel["seed"].min()]
-    if len(sel) and (_repeat_source(sel) != "none").any():
-        ordinary_first = sel.assign(_r=_repeat_source(sel) != "none").sort_values("_r", kind="mergesort")
-        sel = ordinary_first.drop_duplicates(["variant", "item_id"]).drop(columns="_r").sort_index()
     return sel
+
+
+def ordinary_first(sel: pd.DataFrame, key: Sequence[str] = ("variant", "item_id")) -> pd.DataFrame:
+    """One row per ``key`` where a repeat-source row stands beside an ordinary one: the ordinary row."""
+    if len(sel) and (_repeat_source(sel) != "none").any():
+        ordinary = sel.assign(_r=_repeat_source(sel) != "none").sort_values("_r", kind="mergesort")
+        sel = ordinary.drop_duplicates(list(key)).drop(columns="_r").sort_index()
+    return sel
+
+
+def is_repeat_source(rows: pd.DataFrame) -> pd.Series:
+    """True for the rows judged with a repeat source (``repeat_source`` other than ``none``)."""
+    return _repeat_source(rows) != "none"
 
 
 def _repeat_source(rows: pd.DataFrame) -> pd.Series:

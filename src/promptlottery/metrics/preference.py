@@ -42,11 +42,17 @@ from ._validation import UndefinedMetricWarning, check_choice, check_same_length
 __all__ = [
     "INCONSISTENT",
     "PREFERENCES",
+    "agreement_counts",
     "autoj_agreement",
+    "autoj_counts",
     "bradley_terry",
+    "consistency_counts",
+    "first_counts",
     "first_position_rate",
     "judge_rater_agreement",
+    "judge_rater_counts",
     "judgebench_agreement",
+    "judgebench_counts",
     "order_averaged",
     "order_resolved",
     "position_consistency",
@@ -54,8 +60,11 @@ __all__ = [
     "rank_flips",
     "rank_flips_resampled",
     "rater_agreement",
+    "rater_counts",
+    "system_ranks",
     "two_order_verdict",
     "win_rates",
+    "win_rates_resampled",
 ]
 
 PREFERENCES = ("1", "2", "tie")
@@ -163,7 +172,8 @@ def order_averaged(probs_12: Any, probs_21: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- position
 
 
-def _consistency_counts(first: Any, second: Any) -> tuple[np.ndarray, np.ndarray]:
+def consistency_counts(first: Any, second: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`position_consistency`, for a bootstrap."""
     a, b = _paired_prefs(first, second, ("first", "second"))
     den = np.array([x is not None and y is not None for x, y in zip(a, b)], dtype=float)
     num = np.array([x is not None and x == y for x, y in zip(a, b)], dtype=float) * den
@@ -179,10 +189,11 @@ def position_consistency(first: Any, second: Any) -> float:
     >>> position_consistency(["1", "1", "tie", "2"], ["1", "2", "tie", None])
     0.6666666666666666
     """
-    return _ratio(*_consistency_counts(first, second), "position_consistency")
+    return _ratio(*consistency_counts(first, second), "position_consistency")
 
 
-def _first_counts(first: Any, second: Any) -> tuple[np.ndarray, np.ndarray]:
+def first_counts(first: Any, second: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`first_position_rate`, for a bootstrap."""
     a, b = _paired_prefs(first, second, ("first", "second"))
     # order 12 shows response_a ("1") first; order 21 shows response_b ("2") first
     num = np.array([(x == "1") + (y == "2") for x, y in zip(a, b)], dtype=float)
@@ -199,13 +210,14 @@ def first_position_rate(first: Any, second: Any) -> float:
     >>> first_position_rate(["1", "1", "tie"], ["2", "1", "1"])  # first wins: 1, 1 (12); 2 (21)
     0.6
     """
-    return _ratio(*_first_counts(first, second), "first_position_rate")
+    return _ratio(*first_counts(first, second), "first_position_rate")
 
 
 # --------------------------------------------------------------------------- human agreement
 
 
-def _agreement_counts(judge: Any, human: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+def agreement_counts(judge: Any, human: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`preference_agreement`, for a bootstrap."""
     check_choice("ties", ties, _TIES)
     j = two_order_verdict(judge)
     h = _prefs(human, "human")
@@ -240,7 +252,7 @@ def preference_agreement(judge: Any, human: Any, *, ties: str = "exclude_human")
     >>> preference_agreement(judge, human, ties="exclude_both")  # only "1" vs "1", "2" vs "1"
     0.5
     """
-    return _ratio(*_agreement_counts(judge, human, ties), "human agreement")
+    return _ratio(*agreement_counts(judge, human, ties), "human agreement")
 
 
 def _two_orders(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -251,7 +263,8 @@ def _two_orders(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.nda
     return f, s, h
 
 
-def _autoj_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+def autoj_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`autoj_agreement`, for a bootstrap."""
     f, s, h = _two_orders(first, second, human)
     den = np.array([y is not None for y in h], dtype=bool)
     num = den & np.array([x is not None and x == z == y for x, z, y in zip(f, s, h)])
@@ -272,10 +285,11 @@ def autoj_agreement(first: Any, second: Any, human: Any) -> float:
     >>> autoj_agreement(["1", "tie", "1", "2"], ["1", "tie", "2", None], ["1", "tie", "1", "2"])
     0.5
     """
-    return _ratio(*_autoj_counts(first, second, human), "Auto-J agreement")
+    return _ratio(*autoj_counts(first, second, human), "Auto-J agreement")
 
 
-def _judgebench_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+def judgebench_counts(first: Any, second: Any, human: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`judgebench_agreement`, for a bootstrap."""
     f, s, h = _two_orders(first, second, human)
     other = {"1": "2", "2": "1"}
     den = np.array([y is not None and y != "tie" for y in h], dtype=bool)
@@ -299,7 +313,7 @@ def judgebench_agreement(first: Any, second: Any, human: Any) -> float:
     >>> judgebench_agreement(["1", "tie", "1", "2", None], ["tie", "1", "2", "2", "1"], ["1", "1", "1", "2", "1"])
     0.8
     """
-    return _ratio(*_judgebench_counts(first, second, human), "JudgeBench agreement")
+    return _ratio(*judgebench_counts(first, second, human), "JudgeBench agreement")
 
 
 def _raters(raters: Any) -> list[list[str] | None]:
@@ -317,7 +331,8 @@ def _raters(raters: Any) -> list[list[str] | None]:
     return out
 
 
-def _rater_counts(raters: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+def rater_counts(raters: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`rater_agreement`, for a bootstrap."""
     check_choice("ties", ties, ("class", "exclude"))
     num, den = [], []
     for votes in _raters(raters):
@@ -345,10 +360,11 @@ def rater_agreement(raters: Any, *, ties: str = "class") -> float:
     >>> rater_agreement([["1", "1", "2"], ["tie", "tie", "1"]], ties="exclude")  # 1 of 3, 0 of 0
     0.3333333333333333
     """
-    return _ratio(*_rater_counts(raters, ties), "rater agreement")
+    return _ratio(*rater_counts(raters, ties), "rater agreement")
 
 
-def _judge_rater_counts(judge: Any, raters: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+def judge_rater_counts(judge: Any, raters: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: the (numerator, denominator) of :func:`judge_rater_agreement`, for a bootstrap."""
     check_choice("ties", ties, ("class", "exclude"))
     j = two_order_verdict(judge)
     num, den = [], []
@@ -376,7 +392,7 @@ def judge_rater_agreement(judge: Any, raters: Any, *, ties: str = "class") -> fl
     >>> judge_rater_agreement(["1", "tie"], [["1", "1", "2"], ["tie", "tie", "1"]], ties="exclude")
     0.6666666666666666
     """
-    return _ratio(*_judge_rater_counts(judge, raters, ties), "judge-rater agreement")
+    return _ratio(*judge_rater_counts(judge, raters, ties), "judge-rater agreement")
 
 
 # --------------------------------------------------------------------------- system scores
@@ -414,6 +430,35 @@ def win_rates(system_1: Any, system_2: Any, verdict: Any) -> pd.Series:
     games = pd.concat([g["a"].value_counts(), g["b"].value_counts()])
     out = pts.groupby(level=0).sum() / games.groupby(level=0).sum()
     return out.sort_index().rename("win_rate")
+
+
+def win_rates_resampled(weights: Any, points: Any, codes: Any, n_systems: int) -> np.ndarray:
+    """:func:`win_rates` on many resamples of the games at once, per wording: ``(R, systems, wordings)``.
+
+    ``points``: ``(games, wordings)``, system_1's points per game (1 win, 0.5 tie, 0 loss; NaN = no
+    verdict, the game left out); ``codes``: ``(games, 2)``, the two systems' indices in
+    ``range(n_systems)``; ``weights``: ``(R, games)``, the copies of each game in each resample (a
+    cluster bootstrap's counts). A system without a game: NaN. Equal to :func:`win_rates` on the
+    unit weights (tested).
+
+    >>> pts = np.array([[1.0], [0.5], [0.0]])  # x-y: x wins; x-z: tie; y-z: z wins
+    >>> win_rates_resampled(np.ones((1, 3)), pts, np.array([[0, 1], [0, 2], [1, 2]]), 3)[0, :, 0].tolist()
+    [0.75, 0.0, 0.75]
+    """
+    w, pts, codes = np.asarray(weights, dtype=float), np.asarray(points, dtype=float), np.asarray(codes)
+    out = np.full((w.shape[0], n_systems, pts.shape[1]), np.nan)
+    for j in range(pts.shape[1]):
+        rows = np.flatnonzero(np.isfinite(pts[:, j]))
+        won = np.zeros((len(pts), n_systems))
+        played = np.zeros((len(pts), n_systems))
+        won[rows, codes[rows, 0]] += pts[rows, j]
+        won[rows, codes[rows, 1]] += 1.0 - pts[rows, j]
+        played[rows, codes[rows, 0]] += 1.0
+        played[rows, codes[rows, 1]] += 1.0
+        num, den = w @ won, w @ played
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[:, :, j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    return out
 
 
 def bradley_terry(system_1: Any, system_2: Any, verdict: Any, *, C: float = 100.0) -> pd.Series:
@@ -456,7 +501,7 @@ def bradley_terry(system_1: Any, system_2: Any, verdict: Any, *, C: float = 100.
     return pd.Series(b - b.mean(), index=names, name="bradley_terry")
 
 
-def _rank(scores: np.ndarray) -> np.ndarray:
+def system_ranks(scores: np.ndarray) -> np.ndarray:
     """1 + the number of systems with a strictly higher score (NaN: no score), as analysis 6."""
     higher = (scores[None, :] > scores[:, None]).sum(axis=1)
     return np.where(np.isfinite(scores), 1.0 + higher, np.nan)
@@ -493,7 +538,7 @@ def rank_flips(scores: Any) -> dict[str, float]:
         iu = np.triu_indices(len(xa), 1)
         prod = (np.sign(xa[:, None] - xa[None, :]) * np.sign(xb[:, None] - xb[None, :]))[iu]
         flips.append(float((prod < 0).mean()))
-        changes.append(float((_rank(xa) != _rank(xb)).mean()))
+        changes.append(float((system_ranks(xa) != system_ranks(xb)).mean()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return {

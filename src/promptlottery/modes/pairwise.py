@@ -54,10 +54,16 @@ def is_pair(item: Item) -> bool:
     return all(f in item.inputs for f in PAIR_FIELDS)
 
 
+#: the identical-pairs warnings this process gave: each is given once per process, so once per sweep
+#: with Hydra's basic launcher (jobs in the sweep's process), once per job where jobs run apart
+_WARNED: set[str] = set()
+
+
 def check_pairs(items: list[Item], *, where: str, identical_pairs: str = "warn") -> None:
     """Every item is a pair with two non-empty responses; else a PairwiseError naming the row. Pairs
     whose two responses are the same text (a judge can only guess between them) are counted in a
-    warning, or refused with ``identical_pairs="refuse"`` (``judge.identical_pairs``)."""
+    warning (once per process: :data:`_WARNED`), or refused with ``identical_pairs="refuse"``
+    (``judge.identical_pairs``)."""
     for it in items:
         if not is_pair(it):
             have = sorted(it.inputs)
@@ -81,7 +87,9 @@ def check_pairs(items: list[Item], *, where: str, identical_pairs: str = "warn")
         )
         if identical_pairs == "refuse":
             raise PairwiseError(f"{what}; drop them, or judge them with judge.identical_pairs=warn")
-        logger.warning("%s; they are judged (judge.identical_pairs=refuse refuses them)", what)
+        if what not in _WARNED:  # the pre-flight and every job of a sweep check the same table
+            _WARNED.add(what)
+            logger.warning("%s; they are judged (judge.identical_pairs=refuse refuses them)", what)
 
 
 def shown(item: Item, order: str) -> Item:

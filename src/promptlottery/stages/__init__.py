@@ -171,9 +171,12 @@ def run_stage(cfg: DictConfig, output_dir: str | Path, *, claim: bool = False, *
 
 def main(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
     """A ``python -m run`` job: secrets redacted from every log handler and Hydra's ``.hydra/*.yaml``,
-    the stage run with its directory claimed and, for a single run, a :class:`UserError` shown as one
-    line on stderr with exit status 2 instead of a traceback (a sweep re-raises, so Hydra records the
-    failed job and the other jobs go on); an exception's text is redacted before anyone prints it."""
+    the stage run with its directory claimed, and a :class:`UserError` shown as one line on stderr
+    instead of a traceback. A single run then exits with status 2. A job of a sweep names its dir in
+    that line and returns its failed record (its ``results.json`` says ``failed``): the other jobs go
+    on, and the sweep exits with status 2 when it ends (:class:`~promptlottery.tracking.callbacks.SweepSummary`);
+    re-raised, Hydra's multirun would print the error again under its traceback. A bug is re-raised
+    in both. An exception's text is redacted before anyone prints it."""
     from promptlottery.tracking.secrets import install_log_redaction, redact_exception, redact_yaml_files
 
     install_log_redaction()
@@ -181,9 +184,12 @@ def main(cfg: DictConfig, output_dir: str | Path) -> dict[str, Any]:
     try:
         return run_stage(cfg, output_dir, claim=True)
     except Exception as exc:
-        redact_exception(exc)  # Hydra prints a sweep's (or a bug's) exception itself
-        if not isinstance(exc, UserError) or in_multirun():
+        redact_exception(exc)  # Hydra prints a bug's exception itself
+        if not isinstance(exc, UserError):
             raise
+        if in_multirun():
+            print(f"error: job {Path(output_dir).name}: {exc}", file=sys.stderr)
+            return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 

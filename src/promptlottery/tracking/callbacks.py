@@ -3,9 +3,11 @@
 Launchers (submitit in particular) can report a job whose function raised as completed; the
 summary therefore trusts only the results file each job wrote, and a job without one failed.
 
-Hydra calls ``on_multirun_end`` only when every job succeeded, so the summary is also rewritten
-after each job (``on_job_end``, in the job's own process): a sweep with a failed job still
-leaves a ``sweep_summary.json`` that lists it as failed. A dry-run sweep adds ``dry_run_total``,
+Hydra calls ``on_multirun_end`` only when no job raised, so the summary is also rewritten after
+each job (``on_job_end``, in the job's own process): a sweep with a failed job still leaves a
+``sweep_summary.json`` that lists it as failed. A job that failed on a bad input (a
+:class:`~promptlottery.errors.UserError`) printed its one line and returned (``stages.main``):
+``on_multirun_end`` then finds it failed in the summary and ends the sweep with exit status 2. A dry-run sweep adds ``dry_run_total``,
 the sum of the jobs' estimates (conditions, calls, prompt tokens, cached calls, cost).
 
 The summary lists the jobs the sweep *planned*: ``on_multirun_start`` expands the sweep's overrides
@@ -209,3 +211,5 @@ class SweepSummary(Callback):
             logger.error("job failed job=%s error=%s", j["job"], j.get("error"))
         if "dry_run_total" in summary:
             print(format_dry_run_total(summary["dry_run_total"]))
+        if failed:  # each failed job printed its own error line; the others' outputs stay
+            raise SystemExit(2)

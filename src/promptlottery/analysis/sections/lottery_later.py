@@ -13,12 +13,11 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.pairwise import render_pairwise
 
-__all__ = ["render_later_sections"]
+__all__ = ["config_notes", "render_later_sections"]
 
 
-def _config_notes(R: rp.Report, table: pd.DataFrame, by: str) -> None:
+def config_notes(R: rp.Report, table: pd.DataFrame, by: str) -> None:
     """The ``notes`` of ``table``, each keyed ``"<config_id> | <by>"``."""
     R.notes(
         table.assign(key=table["config_id"] + " | " + table[by]) if not table.empty else table, "key", "notes"
@@ -29,8 +28,13 @@ def render_later_sections(
     R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, figures: dict
 ) -> None:
     """Sections 4-8 into ``R``, from ``result["tables"]``."""
-    t = result["tables"]
+    for part in (_sections_4_5, _section_6, _section_7, _section_8):
+        part(R, result, opts, out_dir, figures)
 
+
+def _sections_4_5(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, figures: dict) -> None:
+    """Sections 4 (similarity vs stability) and 5 (wording dimensions)."""
+    t = result["tables"]
     R.h("4. Similarity vs stability")
     if result.get("similarity_error"):
         R.p(rp.na_paragraph(f"prompt embeddings unavailable ({result['similarity_error']})"))
@@ -98,6 +102,10 @@ def render_later_sections(
         empty="no paraphrase with a defined cross-model kappa",
     )
 
+
+def _section_6(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, figures: dict) -> None:
+    """Section 6: rank reversals."""
+    t = result["tables"]
     R.h("6. Rank reversals")
     rs = t["rank_summary"]
     R.p(
@@ -140,6 +148,10 @@ def render_later_sections(
         missing="no configuration with >= 2 evaluated systems",
     )
 
+
+def _section_7(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, figures: dict) -> None:
+    """Section 7: aggregation."""
+    t = result["tables"]
     R.h("7. Aggregation")
     R.p(
         "plurality = the paper's (Table 6, §5.2): a label given by at least 3 of the 5 judges, scored on the items "
@@ -168,7 +180,7 @@ def render_later_sections(
         },
         empty="no configuration",
     )
-    _config_notes(R, ag, "method")
+    config_notes(R, ag, "method")
     R.figure(
         figures.get("aggregation"), out_dir, "aggregation", missing="no defined correlation with human labels"
     )
@@ -190,6 +202,10 @@ def render_later_sections(
         empty="no task",
     )
 
+
+def _section_8(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, figures: dict) -> None:
+    """Section 8: convergence."""
+    t = result["tables"]
     R.h("8. Convergence")
     R.p(
         "Judges in the recorded order (column `judge_order`). The paper's definitions: an item converges at the "
@@ -219,5 +235,3 @@ def render_later_sections(
         empty="no items",
     )
     R.figure(figures.get("convergence"), out_dir, "convergence", missing="no items")
-
-    render_pairwise(R, t)  # "Pairwise judges": nothing without a pairwise configuration

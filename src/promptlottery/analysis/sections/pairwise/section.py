@@ -1,0 +1,54 @@
+"""The "Pairwise judges" section of the lottery report, on the grid's pairwise judgments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.sections.base import ReportContext, Section
+from promptlottery.analysis.sections.pairwise.names import TABLES, VERDICT
+from promptlottery.analysis.sections.pairwise.pairs import pair_table
+from promptlottery.analysis.sections.pairwise.report import pairwise_metrics, render_pairwise
+from promptlottery.analysis.sections.pairwise.tables import pairwise_tables
+from promptlottery.judging.grid import JudgmentGrid
+
+
+def _rows(grid: JudgmentGrid) -> pd.DataFrame:
+    return pd.concat(list(grid.pairwise.values()), ignore_index=True)
+
+
+class PairwiseSection(Section):
+    """Position bias, the wording lottery of an A-versus-B prompt, human agreement, rankings."""
+
+    name = "pairwise"
+    mode = "pairwise"
+    tables = TABLES
+
+    def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:
+        return bool(grid.pairwise)
+
+    def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> None:
+        # the pair table raises every one-line contract error, before the pointwise analyses run
+        pair_table(_rows(grid), verdict=grid.verdict, reference=grid.reference, temperature=grid.temperature)
+
+    def compute(self, grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
+        tables = pairwise_tables(
+            _rows(grid),
+            verdict=grid.verdict,
+            reference=grid.reference,
+            temperature=grid.temperature,
+            kappa_interval=opts.kappa_interval,
+            **opts.resampling,
+        )
+        return {"tables": tables}
+
+    def verdict_rows(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame | None:
+        return tables.get(VERDICT)
+
+    def metrics(self, tables: dict[str, pd.DataFrame]) -> dict[str, float]:
+        return pairwise_metrics(tables)
+
+    def render(self, R, ctx: ReportContext) -> None:
+        render_pairwise(R, ctx.tables)

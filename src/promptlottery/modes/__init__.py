@@ -1,6 +1,6 @@
 """The judge modes (``judge.mode``), one :class:`~promptlottery.modes.base.JudgeMode` each.
 
-A mode registers its instance in :data:`MODES` where it is defined (``MODES.register(name, obj)``); this
+A mode registers its instance in :data:`MODES` (``modes/registry.py``) where it is defined; this
 package imports the modules of the built-in modes, in the order the error message lists them. :func:`get_mode` is the one lookup with the
 one-line error of a typo'd mode; :func:`mode_of_scale` the mode whose prompt groups use a scale.
 """
@@ -9,39 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptlottery.errors import ConfigError
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
-from promptlottery.registry import Registry
-
-#: the registered modes, in registration order (the order the error message lists them in)
-MODES: Registry[JudgeMode] = Registry(
-    "judge.mode",
-    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise", "analytic")),
-    error=ConfigError,
-)
-#: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)
-DEFAULT_MODE = "pointwise"
-
-
-def mode_names() -> list[str]:
-    """The registered modes' names, in registration order."""
-    return [name for name, _ in MODES.items()]
-
-
-def get_mode(name: str | None) -> JudgeMode:
-    """The mode ``name`` (None: :data:`DEFAULT_MODE`); unknown: one line listing the known ones."""
-    name = DEFAULT_MODE if name is None else name
-    if name not in MODES:
-        raise ConfigError(f"unknown judge.mode {name!r} (known: {', '.join(mode_names())})")
-    return MODES.get(name)
-
-
-def mode_of_scale(scale) -> JudgeMode:
-    """The mode whose prompt groups use ``scale``'s kind (the first registered one)."""
-    for _, mode in MODES.items():
-        if mode.scale_kind == scale.kind:
-            return mode
-    raise ModeError(f"scale {scale.name} is of kind {scale.kind!r}, which no judge mode judges with")
+from promptlottery.modes.registry import DEFAULT_MODE, MODES, get_mode, mode_names, mode_of_scale
 
 
 def default_group(judge: Any) -> str | None:

@@ -29,8 +29,8 @@ import math
 from typing import Any
 
 from promptlottery.data.schema import DatasetError, Item
-from promptlottery.modes import MODES
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
+from promptlottery.modes.registry import MODES
 from promptlottery.prompts.scales import Scale
 
 logger = logging.getLogger(__name__)

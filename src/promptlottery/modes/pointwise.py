@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from promptlottery.data.schema import Item
-from promptlottery.modes import MODES, mode_of_scale
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
+from promptlottery.modes.registry import MODES, mode_of_scale
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.prompts.scales import Scale
 

@@ -1,0 +1,39 @@
+"""The registry of judge modes: :data:`MODES`, the lookup with the one-line error of a typo'd mode, and
+the mode of a scale. A mode's module imports this one to register itself (never the package, which
+imports the modules: no import circle)."""
+
+from __future__ import annotations
+
+from promptlottery.errors import ConfigError
+from promptlottery.modes.base import JudgeMode, ModeError
+from promptlottery.registry import Registry
+
+#: the registered modes, in registration order (the order the error message lists them in)
+MODES: Registry[JudgeMode] = Registry(
+    "judge.mode",
+    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise", "analytic")),
+    error=ConfigError,
+)
+#: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)
+DEFAULT_MODE = "pointwise"
+
+
+def mode_names() -> list[str]:
+    """The registered modes' names, in registration order."""
+    return [name for name, _ in MODES.items()]
+
+
+def get_mode(name: str | None) -> JudgeMode:
+    """The mode ``name`` (None: :data:`DEFAULT_MODE`); unknown: one line listing the known ones."""
+    name = DEFAULT_MODE if name is None else name
+    if name not in MODES:
+        raise ConfigError(f"unknown judge.mode {name!r} (known: {', '.join(mode_names())})")
+    return MODES.get(name)
+
+
+def mode_of_scale(scale) -> JudgeMode:
+    """The mode whose prompt groups use ``scale``'s kind (the first registered one)."""
+    for _, mode in MODES.items():
+        if mode.scale_kind == scale.kind:
+            return mode
+    raise ModeError(f"scale {scale.name} is of kind {scale.kind!r}, which no judge mode judges with")

@@ -124,6 +124,7 @@ def test_options_are_checked():
         ({"embeddings": "bert"}, "analysis.embeddings='bert': must be one of minilm, none"),
         ({"rank_score": "rank"}, "analysis.rank_score='rank': must be one of value, cont"),
         ({"best_by": "spearman"}, "analysis.best_by='spearman': must be one of kendall, pearson"),
+        ({"kappa_interval": "bca"}, "analysis.kappa_interval='bca': must be one of studentized, percentile"),
         ({"level": 1.5}, "analysis.level=1.5: must be in (0, 1)"),
         ({"n_resamples": 0}, "analysis.n_resamples=0: must be an integer >= 1"),
     ],

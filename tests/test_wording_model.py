@@ -137,3 +137,20 @@ def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
     q05 = table[table["statistic"] == "q05"]
     assert np.allclose(q05["full"], 0.275) and np.allclose(q05["mean_estimate"], 0.275)
     assert np.allclose(table["rmse"], 0.0)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"model_ranks": [-1]}, "analysis.model_ranks must be whole numbers in 0-3, got [-1]"),
+        ({"model_ranks": [1.5]}, "analysis.model_ranks must be whole numbers in 0-3, got [1.5]"),
+        ({"model_embedding": "bert"}, "analysis.model_embedding must be minilm, words or none, got 'bert'"),
+    ],
+)
+def test_bad_model_option_is_one_line_config_error(bad, message):
+    from promptlottery.analysis.budget_report import BudgetOptions
+    from promptlottery.errors import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        BudgetOptions.from_dict(bad)
+    assert str(exc.value) == message

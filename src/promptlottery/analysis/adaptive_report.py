@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.adaptive import walk
 from promptlottery.tracking.tables import markdown_table, write_table
@@ -31,23 +32,16 @@ PARAMS = ["design_rule", "design_confidence", "design_seed", "design_items", "de
 def replay_adaptive(config) -> tuple[dict, dict]:
     """The walk of an adaptive configuration, replayed from its rows and checked cell by cell."""
     rows = config.paraphrases
-    params = rows[PARAMS].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{config.config_id}: its jobs were judged under different adaptive designs: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
+    p = one_design(config.config_id, rows, PARAMS, "adaptive designs")
     variants = str(p["design_wordings"]).split(",")
     cells = {
         (str(i), str(v)): lab
         for i, v, lab in zip(rows["item_id"], rows["variant"], rows["label"], strict=True)
     }
-    items = sorted({i for i, _ in cells})
-    if len(items) != int(p["design_items"]):
-        raise AnalysisError(
-            f"{config.config_id}: {int(p['design_items']) - len(items)} of {int(p['design_items'])} items have "
-            "no verdict (a job failed, was killed or its parse failed): re-run the sweep"
-        )
+    items = design_items(
+        config.config_id, rows, p,
+        "items have no verdict (a job failed, was killed or its parse failed): re-run the sweep",
+    )  # fmt: skip
     missing: list[tuple[str, str]] = []
 
     def labels_of(variant: str, ids: list[str]) -> dict[str, object]:

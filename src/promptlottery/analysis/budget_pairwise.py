@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.budget import _percentiles, _weights
+from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse as sp
@@ -41,19 +42,14 @@ PARAMS = [
 
 
 def _plan_of(cid: str, rows: pd.DataFrame):
-    params = rows[PARAMS].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{cid}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
+    p = one_design(cid, rows, PARAMS, "sparse plans")
     wordings = str(p["design_wordings"]).split(",")
-    items = sorted({str(i) for i in rows["item_id"]})
-    if len(items) != int(p["design_items"]):
-        raise AnalysisError(
-            f"{cid}: {int(p['design_items']) - len(items)} of {int(p['design_items'])} pairs have no judgment "
-            "(a job failed or was killed): re-run the sweep to complete the plan"
-        )
+    items = design_items(
+        cid,
+        rows,
+        p,
+        "pairs have no judgment (a job failed or was killed): re-run the sweep to complete the plan",
+    )
     plan = spp.pairwise_plan(
         items, wordings, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
         full_share=float(p["design_full_share"]), seed=int(p["design_seed"]),

@@ -26,6 +26,7 @@ from promptlottery.analysis.budget import (
     simulate_adaptive,
     simulate_budgets,
 )
+from promptlottery.analysis.design_rows import one_design
 from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
@@ -288,12 +289,12 @@ def _sparse_plan_of(config):
     """The plan a sparse configuration's jobs judged (rebuilt from the design columns of its rows:
     every item's cells depend on the seed and its own id only), and its labels / scores matrices."""
     rows = config.paraphrases
-    params = rows[["design_budget", "design_anchor", "design_full_share", "design_seed"]].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{config.config_id}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
+    p = one_design(
+        config.config_id,
+        rows,
+        ["design_budget", "design_anchor", "design_full_share", "design_seed"],
+        "sparse plans",
+    )
     labels, scores = config.matrix("label"), config.matrix("value")
     variants = [v for v in config.order]
     plan = sparse_plan(

@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from promptlottery.atomic import atomic_write
 from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
@@ -35,7 +36,7 @@ from promptlottery.prompts.groups import (
 )
 from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import atomic_write, file_sha256, previous_record, sibling_records
+from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
 from promptlottery.tracking.secrets import redact_text
 
 logger = logging.getLogger(__name__)

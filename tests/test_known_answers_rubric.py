@@ -6,8 +6,8 @@ Each judge is a behaviour of the fake backend (``backends/fake.py``) put on both
 the item's human value for its criterion (``rubrics/rubric_judge.py``), so:
 
 * ``oracle`` answers the human holistic score (rounded to the scale: ties go to the lower label) and
-  each ASAP++ trait; ``inverted`` is the oracle with every answer of the batch condition mirrored on
-  its scale (s -> lowest + highest - s);
+  each ASAP++ trait; ``inverted`` is the oracle with every answer of the batch condition (or of the
+  3ex holistic one) mirrored on its scale (s -> lowest + highest - s);
 * ``constant`` answers "1" everywhere and ``always_first`` the scale's lowest label: every tau of
   theirs is undefined (a constant ranking) and named n/a;
 * ``random`` answers a seeded uniform label: no value is known, but every interval holds its estimate.
@@ -269,6 +269,35 @@ def test_oracle_and_inverted_batch_give_the_hand_derived_tables(run, name):
                     None if want is None else pytest.approx(want, abs=1e-12)
                 )
     assert n == n_agree + n_dis
+
+
+def test_an_inverted_holistic_condition_gets_the_dagger(run):
+    """The inverted judge mirrors the 3ex holistic answers (set 6: 0-4, s -> 4 - s): its Full tau is 1,
+    its 3ex tau -1, the one holistic test differs by 2 on every defined resample (no Bonferroni: two
+    conditions), so Full carries the paper's dagger; the analytic answers are the oracle's."""
+    extra = (f"rubric.backbones.{B2}.backend.inverted_variant=holistic_three",)
+    r = run("rubric_asap_set6", "oracle", "inverted", extra)
+    assert r.error is None, r.error
+    hu = Humans(r)
+    assert tau_b(hu.h, hu.oracle_h) == 1.0  # set 6's resolved scores are on the scale: the oracle is exact
+    for bb, (full, three) in ((B1, (1.0, 1.0)), (B2, (1.0, -1.0))):
+        for cond, want in (("Full", full), ("3ex", three)):
+            c = r.cell("table1", "Delta rater", "H.", f"{bb}: {cond}")
+            assert float(c.estimate) == pytest.approx(want, abs=1e-12)
+            assert c.marks == ("†" if (bb, cond) == (B2, "Full") else "")
+    test = r.tests[(r.tests.table == "table1") & (r.tests.column == B2) & (r.tests.row == "H.")].iloc[0]
+    assert (test.a, test.b, int(float(test.n_comparisons))) == ("holistic_all", "holistic_three", 1)
+    assert (float(test.difference), float(test.low), float(test.high)) == pytest.approx((2, 2, 2))
+    # Delta rubric of the mirrored holistic: every dominance against the traits reversed
+    mirrored_h = 4 - hu.oracle_h
+    for cond in ANALYTIC:
+        got = r.value("table1", "Delta rubric", "3ex", f"{B2}: {cond}")
+        assert got == pytest.approx(pareto_tau(mirrored_h, hu.t), abs=1e-12)
+        assert got == pytest.approx(-pareto_tau(hu.h, hu.t), abs=1e-12)
+    assert r.value("table3", "Model vs model", "H.", f"{B1} vs {B2}: 3ex") == pytest.approx(-1.0, abs=1e-12)
+    got = r.value("table4", "Delta rater+rubric", "6", f"{B2}: LLM_H->H_A 3ex")
+    assert got == pytest.approx(pareto_tau(mirrored_h, hu.t), abs=1e-12)
+    _intervals_hold(r)
 
 
 @pytest.mark.parametrize("name", ASAP)

@@ -23,120 +23,31 @@ yes-rate (§5.1's yes-skew) is known for a constant "yes" and an always-"no" jud
 from __future__ import annotations
 
 import json
-import math
-import re
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
-from scipy import stats
 
-from promptlottery.data import load_items
-from promptlottery.stages import run_stage
-from tests.conftest import DATA_DIR, REPO, compose
+from tests.conftest import DATA_DIR
+from tests.rubric_known import (
+    ANALYTIC,
+    ASAP,
+    B1,
+    B2,
+    EXPERIMENTS,
+    HOLISTIC,
+    LIMIT,
+    MIN_ITEMS,
+    N_RESAMPLES,
+    SEED,
+    SETS,
+    Humans,
+    Run,
+    intervals_hold,
+    pareto_tau,
+    tau_b,
+)
 
 pytestmark = pytest.mark.skipif(not (DATA_DIR / "asap").is_dir(), reason=f"no data dir at {DATA_DIR}")
-
-LIMIT = 8
-N_RESAMPLES = 200
-SEED = 0  # conf/config.yaml's seed: the bootstrap's
-MIN_ITEMS = 5  # rubric.stats.min_items of every rubric experiment
-INVERTED = "analytic_batch"
-EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("rubric_*.yaml"))
-ASAP = [e for e in EXPERIMENTS if e.startswith("rubric_asap_set")]
-#: per ASAP set: the holistic scale (the raters' range), the trait scale (ASAP++) and the traits with
-#: the paper's row names (Table 1's caption)
-SETS = {
-    1: ((1, 6), (1, 6), {"content": "Ide.", "organization": "Or.", "word_choice": "WC",
-                         "sentence_fluency": "SF", "conventions": "Cv."}),
-    4: ((0, 3), (0, 3), {"content": "Ct.", "prompt_adherence": "PA", "language": "La.", "narrativity": "Na."}),
-    6: ((0, 4), (0, 4), {"content": "Ct.", "prompt_adherence": "PA", "language": "La.", "narrativity": "Na."}),
-}  # fmt: skip
-HOLISTIC = ("Full", "3ex")
-ANALYTIC = ("Sep.", "Bat.", "Edited")
-B1, B2 = "smollm2", "gemma3_270m"
-
-
-# --------------------------------------------------------------------------- the definitions, by hand
-def tau_b(x, y) -> float | None:
-    """Kendall's tau-b (the paper: SciPy's tau with ties); None where a side is constant."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(set(x)) < 2 or len(set(y)) < 2:
-        return None
-    return float(stats.kendalltau(x, y).statistic)
-
-
-def pareto_tau(h, a) -> float | None:
-    """tau-b between ``h`` and the Pareto order of the rows of ``a`` (the paper's §4.3 words): over
-    the pairs, sign(h_i - h_j) times +1 / -1 where one row dominates the other, 0 where neither does."""
-    h, a = np.asarray(h, float), np.asarray(a, float)
-    s = n_h = n_d = 0
-    for i in range(len(h)):
-        for j in range(i + 1, len(h)):
-            d = 1 if (a[i] >= a[j]).all() and (a[i] > a[j]).any() else 0
-            d = -1 if (a[j] >= a[i]).all() and (a[j] > a[i]).any() else d
-            sh = int(np.sign(h[i] - h[j]))
-            s, n_h, n_d = s + sh * d, n_h + (sh != 0), n_d + (d != 0)
-    return None if n_h == 0 or n_d == 0 else s / math.sqrt(n_h * n_d)
-
-
-def nearest(v: float, lo: int) -> int:
-    """The label nearest ``v`` on an integer scale, a tie to the lower one (4.5 -> 4)."""
-    return max(lo, math.ceil(v - 0.5))
-
-
-# --------------------------------------------------------------------------- the runs
-class Run:
-    """One rubric experiment with one known behaviour per backbone, through the real stage."""
-
-    def __init__(self, name: str, b1: str, b2: str, root: Path, extra: tuple[str, ...] = ()):
-        self.name = name
-        over = [f"+experiment={name}", f"dataset.limit={LIMIT}", f"rubric.stats.n_resamples={N_RESAMPLES}"]
-        for bb, behaviour in ((B1, b1), (B2, b2)):
-            over += [
-                f"backbone@rubric.backbones.{bb}=fake",
-                f"rubric.backbones.{bb}.backend.behaviour={behaviour}",
-                f"rubric.backbones.{bb}.backend.model=fake-{bb}",  # the two random judges differ
-                f"rubric.backbones.{bb}.backend.inverted_variant={INVERTED}",
-                f"rubric.backbones.{bb}.backend.label=1",  # constant: on every ASAP scale
-            ]
-        self.cfg = compose([*over, *extra], tmp_path=root)
-        self.job = root / "job"
-        self.error: Exception | None = None
-        try:
-            self.record = run_stage(self.cfg, self.job)
-        except Exception as exc:  # noqa: BLE001 - the refusal test reads it
-            self.error = exc
-            return
-        self.cells = pd.read_csv(self.job / "cells.csv", keep_default_na=False)
-        self.ours = self.cells[self.cells.source == "ours"]
-        tests = self.job / "significance.csv"  # no test ran: an empty file
-        self.tests = (
-            pd.read_csv(tests, keep_default_na=False) if tests.read_text().strip() else pd.DataFrame()
-        )
-        self.scores = pd.read_parquet(self.job / "scores.parquet")
-        ids = self.record["sample"]["item_ids"]
-        loaded = {
-            it.id: it
-            for it in load_items(self.cfg.dataset.name, data_dir=DATA_DIR, **self.cfg.dataset.options)
-        }
-        self.items = [loaded[i] for i in ids]
-
-    def cell(self, table: str, block: str, row: str, column: str) -> pd.Series:
-        hit = self.ours[
-            (self.ours.table == table)
-            & (self.ours.block == block)
-            & (self.ours.row == row)
-            & (self.ours.column == column)
-        ]
-        assert len(hit) == 1, (table, block, row, column, len(hit))
-        return hit.iloc[0]
-
-    def value(self, table: str, block: str, row: str, column: str) -> float | None:
-        c = self.cell(table, block, row, column)
-        return None if c.estimate == "" else float(c.estimate)
-
 
 _RUNS: dict[tuple, Run] = {}
 
@@ -152,28 +63,9 @@ def run(tmp_path_factory):
     return get
 
 
-class Humans:
-    """One ASAP sample's human values as the paper defines them, and the oracle's answers."""
-
-    def __init__(self, r: Run):
-        essay_set = int(r.cfg.dataset.options.essay_set)
-        (self.lo, _hi), (tlo, thi), self.traits = SETS[essay_set]
-        raters = np.array([it.human["holistic"] for it in r.items], float)
-        # the human holistic score: set 1 the two raters' mean (its resolved score is their sum, the
-        # same ranking); sets 4 and 6 the resolved score, ASAP's domain1_score
-        if essay_set == 1:
-            self.h = raters.mean(axis=1)
-        else:
-            self.h = np.array([it.meta["domain1_score"] for it in r.items], float)
-        self.agree = raters[:, 0] == raters[:, 1]
-        self.oracle_h = np.array([nearest(v, self.lo) for v in self.h], float)
-        self.t = np.array([[it.human[k][0] for k in self.traits] for it in r.items], float)
-        self.mirrored_t = tlo + thi - self.t  # the inverted judge's batch answers
-
-
 # --------------------------------------------------------------------------- ASAP: oracle and inverted
 @pytest.mark.parametrize("name", ASAP)
-def test_oracle_and_inverted_batch_give_the_hand_derived_tables(run, name):
+def test_oracle_and_inverted_batch_give_the_hand_derived_table_1(run, name):
     r = run(name, "oracle", "inverted")
     assert r.error is None, r.error
     hu = Humans(r)
@@ -228,6 +120,15 @@ def test_oracle_and_inverted_batch_give_the_hand_derived_tables(run, name):
                     want, abs=1e-12
                 )
 
+
+@pytest.mark.parametrize("name", ASAP)
+def test_oracle_and_inverted_batch_between_models_and_by_stratum(run, name):
+    """Table 3, §A.1's count, Table 4, the positional-bias table and Table 6 of the same runs."""
+    r = run(name, "oracle", "inverted")
+    assert r.error is None, r.error
+    hu = Humans(r)
+    varied = [j for j in range(len(hu.traits)) if len(set(hu.t[:, j])) > 1]
+    oracle_rubric = pareto_tau(hu.oracle_h, hu.t)
     # Table 3, model vs model: the same answers (tau 1) but on the inverted batch (tau -1)
     pair = f"{B1} vs {B2}"
     for cond in HOLISTIC:
@@ -255,6 +156,19 @@ def test_oracle_and_inverted_batch_give_the_hand_derived_tables(run, name):
                 want, abs=1e-12
             )
 
+    # positional bias (ours): position k of the batch reply is trait k; the inverted batch's mean shift
+    # Bat. - Sep. is the mean of (lo + hi - t) - t over the essays, the oracle's 0
+    (tlo, thi) = SETS[int(r.cfg.dataset.options.essay_set)][1]
+    for j, trait in enumerate(hu.traits):
+        block = f"Position {j + 1} ({trait.replace('_', ' ').title()})"
+        for bb, want in ((B1, 0.0), (B2, float(np.mean(tlo + thi - 2 * hu.t[:, j])))):
+            assert r.value(
+                "ours_positional_bias", block, "mean score shift, Bat. - Sep.", bb
+            ) == pytest.approx(want, abs=1e-12)
+            if j in varied:
+                same = r.value("ours_positional_bias", block, "Bat. vs Sep. (same model)", bb)
+                assert same == pytest.approx(-1.0 if bb == B2 else 1.0, abs=1e-12)
+
     # Table 6: the strata are the raters' agreement; where a stratum is too small the cell says so
     n_agree, n_dis = int(hu.agree.sum()), int((~hu.agree).sum())
     for bb in (B1, B2):
@@ -268,7 +182,7 @@ def test_oracle_and_inverted_batch_give_the_hand_derived_tables(run, name):
                 assert (None if c.estimate == "" else float(c.estimate)) == (
                     None if want is None else pytest.approx(want, abs=1e-12)
                 )
-    assert n == n_agree + n_dis
+    assert len(r.items) == n_agree + n_dis
 
 
 def test_an_inverted_holistic_condition_gets_the_dagger(run):
@@ -297,7 +211,7 @@ def test_an_inverted_holistic_condition_gets_the_dagger(run):
     assert r.value("table3", "Model vs model", "H.", f"{B1} vs {B2}: 3ex") == pytest.approx(-1.0, abs=1e-12)
     got = r.value("table4", "Delta rater+rubric", "6", f"{B2}: LLM_H->H_A 3ex")
     assert got == pytest.approx(pareto_tau(mirrored_h, hu.t), abs=1e-12)
-    _intervals_hold(r)
+    intervals_hold(r)
 
 
 @pytest.mark.parametrize("name", ASAP)
@@ -335,26 +249,7 @@ def test_undefined_resamples_are_counted_and_intervals_hold_their_estimates(run,
             (2, 2, 2)
         )
         assert str(sep_bat.significant) == "True" and int(float(sep_bat.n_comparisons)) == 3
-    _intervals_hold(r)
-
-
-def _intervals_hold(r: Run) -> None:
-    """Every printed interval contains its estimate; every count of undefined resamples adds up."""
-    num = r.ours[(r.ours.estimate != "") & (r.ours.low != "")]
-    assert len(num) > 0
-    est, low, high = (num[c].astype(float).to_numpy() for c in ("estimate", "low", "high"))
-    assert ((low <= est + 1e-12) & (est <= high + 1e-12)).all()
-    for note, shown in zip(r.ours.note, r.ours.ci_resamples):
-        m = re.fullmatch(
-            r"CI over the (\d+) of (\d+) resamples where tau is defined \((\d+) undefined\)", note
-        )
-        if m:
-            k, total, undefined = map(int, m.groups())
-            assert k + undefined == total == N_RESAMPLES and shown == f"{k}/{total}"
-    ran = r.tests[r.tests["error"] == ""] if "error" in r.tests else r.tests
-    for t in ran.itertuples():
-        assert 0 <= float(t.n_undefined) < float(t.n_resamples) == N_RESAMPLES
-        assert float(t.low) - 1e-12 <= float(t.difference) <= float(t.high) + 1e-12, t
+    intervals_hold(r)
 
 
 # --------------------------------------------------------------------------- ASAP: constant judges
@@ -394,7 +289,7 @@ def test_constant_judges_have_no_tau_and_say_why(run, name):
         f"{B1} vs {B2}",
     )
     assert count.note == "n/a: no criterion with both taus"
-    _intervals_hold(r)
+    intervals_hold(r)
 
 
 def test_random_judges_intervals_hold_their_estimates(run):
@@ -403,7 +298,7 @@ def test_random_judges_intervals_hold_their_estimates(run):
     # uniform over the scale's labels: every score is a label's
     scores = r.scores.score.to_numpy(float)
     assert np.isclose(scores[:, None], np.arange(1, 7)[None, :], atol=1e-12).any(axis=1).all()
-    _intervals_hold(r)
+    intervals_hold(r)
 
 
 # --------------------------------------------------------------------------- InFoBench
@@ -452,42 +347,15 @@ def test_infobench_yes_rate_of_constant_judges(run):
     # the human columns say why they are empty; model vs model of two constant judges is undefined
     delta = r.ours[(r.ours.table == "table2") & (r.ours.block == "Delta rater")]
     assert len(delta) == 2 * 3 and (delta.note == "n/a: InFoBench ships no human (expert) labels here").all()
+    gpt4 = r.ours[(r.ours.table == "ours_if_gpt4_reference") & (r.ours.block != "Human vs model")]
+    assert (
+        len(gpt4) == 2 * 2 * 3 and (gpt4.estimate == "").all() and gpt4.note.str.contains("undefined").all()
+    )
     mvm = r.ours[r.ours.table == "table3"]
     assert len(mvm) == 3 and (mvm.estimate == "").all() and mvm.note.str.contains("undefined").all()
-    _intervals_hold(r)
+    intervals_hold(r)
 
 
 def test_every_rubric_experiment_is_run_here():
     assert EXPERIMENTS == [*ASAP, "rubric_infobench"]
     assert sorted(int(e.rsplit("set", 1)[1]) for e in ASAP) == sorted(SETS)
-
-
-def test_separate_vs_batch_count_keeps_a_pair_without_taus_and_names_a_missing_pair():
-    """§A.1's count: a backbone pair whose taus are all undefined (constant judges) keeps its row with
-    the reason, and a run without a pair (one backbone) says so beside the paper's count."""
-    from types import SimpleNamespace
-
-    from promptlottery.rubrics.cells import Cell, Table
-    from promptlottery.rubrics.claims import ours_separate_vs_batch
-
-    d = SimpleNamespace(task=SimpleNamespace(fixed_criteria=True))
-    paper = [
-        Cell("table3", "Model vs model", "Ide.", f"paper GPT-4o vs Llama: {c}", v, source="paper")
-        for c, v in (("Sep.", 0.647), ("Bat.", 0.652))
-    ]
-    undefined = [
-        Cell("table3", "Model vs model", "Ide.", f"a vs b: {c}", note="n/a: undefined")
-        for c in ("Sep.", "Bat.")
-    ]
-    t = ours_separate_vs_batch(Table("table3", "", cells=paper + undefined), d)
-    got = {(c.column, c.source): (c.estimate, c.note) for c in t.cells}
-    assert got == {
-        ("a vs b", "ours"): (None, "n/a: no criterion with both taus"),
-        ("paper GPT-4o vs Llama", "paper"): (0, "0 of 1 criteria: none"),
-    }
-    t = ours_separate_vs_batch(Table("table3", "", cells=paper), d)
-    got = {(c.column, c.source): (c.estimate, c.note) for c in t.cells}
-    assert got == {
-        ("backbones", "ours"): (None, "n/a: table3 has no model pair"),
-        ("paper GPT-4o vs Llama", "paper"): (0, "0 of 1 criteria: none"),
-    }

@@ -131,6 +131,12 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
         return run_sparse_pairwise(opts, grid, job)
     if "sparse" in designs:
         return _run_sparse(opts, grid, job)
+    if grid.pairwise:
+        if len(grid.judgments):
+            raise AnalysisError("analysis.runs mixes pointwise and pairwise grids: analyse each sweep alone")
+        from promptlottery.analysis.budget_pairwise import run_pairwise_budget
+
+        return run_pairwise_budget(opts, grid, job)
     budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for config in grid:
         labels, scores = config.matrix("label"), config.matrix("value")

@@ -156,3 +156,23 @@ def test_a_full_pairwise_grid_through_the_budget_stage(tmp_path):
     assert (adaptive["n_cells"] == 6).all() and (adaptive["items_with_cluster"] == 0).all()
     assert (tmp_path / "budget" / "figures" / "budget.png").exists()
     assert "pairwise lottery at a fraction" in (tmp_path / "budget" / "budget.md").read_text()
+
+
+def test_pointwise_human_agreement_in_the_budget_simulator_by_hand():
+    # 8 items x 3 wordings: A agrees with the humans on every item, B on half of them, C on none
+    from promptlottery.analysis.budget import simulate_budgets
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(1, 4, (8, 3)).astype(float)
+    hits = np.column_stack([np.ones(8), np.arange(8) % 2, np.zeros(8)])
+    table = simulate_budgets(
+        labels, labels, ["s"] * 8, items=[f"i{k}" for k in range(8)], variants=["A", "B", "C"], reference="A",
+        budgets=[0.5, 1.0], designs=["spread"], n_sim=5, n_resamples=20, hits=hits,
+    ).set_index(["budget", "statistic"])  # fmt: skip
+    # full: A 1, B 1/2, C 0, pooled (8 + 4 + 0) / 24 = 1/2
+    assert [table.loc[(1.0, f"human_agreement/{w}"), "full"] for w in "ABC"] == [1.0, 0.5, 0.0]
+    assert table.loc[(1.0, "human_agreement"), "full"] == 0.5
+    # every judged cell of A is a hit and of C a miss: whatever the plan, the estimates are 1 and 0
+    assert table.loc[(0.5, "human_agreement/A"), "mean_estimate"] == 1.0
+    assert table.loc[(0.5, "human_agreement/C"), "mean_estimate"] == 0.0
+    assert table.loc[(1.0, "human_agreement/B"), "rmse"] == 0.0

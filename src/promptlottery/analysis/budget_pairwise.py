@@ -72,24 +72,41 @@ def _plan_of(cid: str, rows: pd.DataFrame):
     return plan, wordings, items
 
 
-def estimate_pairwise_sparse(first, second, plan, wordings, *, n_resamples: int, level: float, seed: int):
-    """One row per statistic (and wording): the estimate and its intervals, as ``estimate_sparse``."""
+def estimate_pairwise_sparse(
+    first, second, plan, wordings, *, n_resamples: int, level: float, seed: int, human=None, system_1=None,
+    system_2=None,
+):  # fmt: skip
+    """One row per statistic (and wording, and system): the estimate and its intervals, as
+    ``estimate_sparse``; with ``human`` (per pair) each wording's human agreement, with the systems
+    (per pair) each wording's win rates (:func:`~.budget_pairwise_sim.pairwise_estimates`)."""
+    from promptlottery.analysis.budget_pairwise_sim import pairwise_estimates
+
     both, four = spp.pair_probabilities(plan, wordings)
     r = _weights(len(plan.items), n_resamples, seed)
     cons = spp.consistency_parts(first, second, both)
     est = {
-        ("position_consistency", ""): spp.consistency_batch(cons, r),
-        ("pairwise_kappa", ""): sp.fleiss_batch(spp.kappa_parts(first, second, both, four), r),
+        ("position_consistency", "", ""): spp.consistency_batch(cons, r),
+        ("pairwise_kappa", "", ""): sp.fleiss_batch(spp.kappa_parts(first, second, both, four), r),
     }
     per = spp.consistency_batch(cons, r, per_wording=True)
-    est |= {("position_consistency", w): per[:, j] for j, w in enumerate(wordings)}
+    est |= {("position_consistency", w, ""): per[:, j] for j, w in enumerate(wordings)}
+    n = len(plan.items)
+    more = pairwise_estimates(
+        first, second, [None] * n if human is None else list(human), [None] * n if system_1 is None else system_1,
+        [None] * n if system_2 is None else system_2, plan, wordings, r,
+    )  # fmt: skip
+    for name, dist in more.items():
+        if name.split("/")[0] in ("position_consistency", "pairwise_kappa"):
+            continue
+        stat, wording, system = (*name.split("/", 2), "", "")[:3]
+        est[(stat, wording, system)] = dist
     fpc = math.sqrt(max(0.0, 1.0 - plan.share))
     out = []
-    for (stat, wording), dist in est.items():
+    for (stat, wording, system), dist in est.items():
         e = float(dist[0])
         lo, hi = _percentiles(dist[1:], level)
         out.append(
-            {"statistic": stat, "wording": wording, "estimate": e, "lo": lo, "hi": hi,
+            {"statistic": stat, "wording": wording, "system": system, "estimate": e, "lo": lo, "hi": hi,
              "full_lo": e - fpc * (e - lo), "full_hi": e + fpc * (hi - e),
              "n_undefined": int(np.isnan(dist[1:]).sum())}
         )  # fmt: skip
@@ -106,17 +123,22 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
             for col in ("first", "second")
         ]
         first, second = (m.astype(object).where(m.notna(), None).to_numpy(object) for m in mats)
-        est = estimate_pairwise_sparse(
-            first, second, plan, wordings, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed
+        meta = pt.drop_duplicates("item_id").set_index("item_id").reindex(items)
+        human, s1, s2 = (
+            [None if pd.isna(v) else str(v) for v in meta[c]] for c in ("human", "system_1", "system_2")
         )
+        est = estimate_pairwise_sparse(
+            first, second, plan, wordings, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+            human=human, system_1=s1, system_2=s2,
+        )  # fmt: skip
         tables.append(
             est.assign(config_id=cid, n_pairs=len(items), calls=plan.n_calls, calls_share=plan.share)
         )
     table = pd.concat(tables, ignore_index=True)
     out = Path(job.output_dir)
     write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
-    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "estimate", "lo", "hi",
-            "full_lo", "full_hi", "n_undefined")  # fmt: skip
+    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "estimate", "lo",
+            "hi", "full_lo", "full_hi", "n_undefined")  # fmt: skip
     text = [
         "# Estimates from a pairwise sparse grid",
         "",
@@ -124,7 +146,10 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         "configuration's plan is rebuilt from its rows and every planned cell checked present. "
         "`position_consistency`: share of (pair, wording) with the same verdict in both orders, weighted by "
         "1 / P(both orders); `pairwise_kappa`: Fleiss' kappa of the two-order verdict (inconsistent = tie) "
-        "across wordings, rating pairs weighted by 1 / P(all four cells). `lo`/`hi`: pairs resampled with "
+        "across wordings, rating pairs weighted by 1 / P(all four cells); `first_position_rate`: single-order "
+        "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
+        "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
+        "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals). `lo`/`hi`: pairs resampled with "
         f"their cells ({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by "
         "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
         "",
@@ -134,6 +159,7 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
     metrics = {
         f"sparse_pairwise/{r.config_id}/{r.statistic}"
         + (f"/{r.wording}" if r.wording else "")
+        + (f"/{r.system}" if r.system else "")
         + suffix: float(v)
         for r in table.itertuples(index=False)
         for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))

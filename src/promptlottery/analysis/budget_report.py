@@ -60,6 +60,8 @@ class BudgetOptions:
     model_n_sim: int = 20
     model_resamples: int = 20
     model_embedding: str = "minilm"
+    # the share of items set aside to tune the model's penalties (never among the reported items)
+    model_validation_share: float = 0.3
     human_range: Any = None
     name: str = "budget"
 
@@ -84,6 +86,9 @@ class BudgetOptions:
             raise ConfigError(
                 f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
             )
+        vs = opts.model_validation_share
+        if isinstance(vs, bool) or not isinstance(vs, int | float) or not 0 < vs < 1:
+            raise ConfigError(f"analysis.model_validation_share must be in (0, 1), got {vs!r}")
         hr = opts.human_range
         if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
             raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")

@@ -156,6 +156,12 @@ def test_a_full_pairwise_grid_through_the_budget_stage(tmp_path):
     assert (adaptive["n_cells"] == 6).all() and (adaptive["items_with_cluster"] == 0).all()
     assert (tmp_path / "budget" / "figures" / "budget.png").exists()
     assert "pairwise lottery at a fraction" in (tmp_path / "budget" / "budget.md").read_text()
+    from promptlottery.errors import UserError
+
+    model = compose(["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.model_ranks=[0]"],
+                    tmp_path=tmp_path)  # fmt: skip
+    with pytest.raises(UserError, match="pointwise grids only"):
+        run_stage(model, tmp_path / "budget_model")
 
 
 def test_pointwise_human_agreement_in_the_budget_simulator_by_hand():

@@ -219,6 +219,10 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
     )
     from promptlottery.analysis.plots_budget import plot_budget
 
+    if opts.model_ranks:
+        raise AnalysisError(
+            "analysis.model_ranks: the wording model reads pointwise grids only (missing for pairwise judges)"
+        )
     budget_rows, adaptive_rows, skipped = [], [], {}
     for cid, rows in sorted(grid.pairwise.items()):
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)

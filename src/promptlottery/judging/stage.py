@@ -206,7 +206,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
-    def judge_cells(cells: list[Item], cond: Condition):
+    def judge_cells(cells: list[Item], cond: Condition, orders_of=orders_of):
         return runner.judge(
             cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
             max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,

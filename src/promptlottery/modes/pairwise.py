@@ -179,6 +179,8 @@ class Pairwise(JudgeMode):
     #: judge.design=sparse: a plan of (wording, order) cells
     sparse = True
     sparse_by_order = True
+    #: judge.design=adaptive: each pair's walk over its (wording, order) cells
+    adaptive = True
 
     def wrong_scale(self, scale: Scale, group: str) -> str:
         return (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptlottery.analysis.agreement import agreement_measures
+from promptlottery.analysis.agreement_measures import agreement_measures
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.errors import ConfigError
 from promptlottery.metrics import bootstrap_ci, fleiss_kappa

@@ -23,7 +23,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from tests.conftest import DATA_DIR, MODEL_CACHE, REPO, compose
 
 LIMIT = 3

@@ -238,7 +238,7 @@ def test_identical_pairs_option_is_checked(tmp_path):
     )
 
 
-#: the judge options added last release (judging/stage.py sparse_design, config.py check_config): a bad
+#: the judge options added last release (judging/sparse_job.py sparse_design, config.py check_config): a bad
 #: value, and what its one line must name
 NEW_OPTIONS = {
     "design": (["judge.design=bogus"], ["judge.design must be", "'sparse'", "'adaptive'", "'bogus'"]),

@@ -200,6 +200,38 @@ def _metrics(budget: pd.DataFrame, adaptive: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+#: the columns of the report's two tables
+_BUDGET_COLUMNS = (
+    "config_id",
+    "n_items",
+    "design",
+    "budget",
+    "calls_share",
+    "statistic",
+    "full",
+    "full_lo",
+    "full_hi",
+    "mean_estimate",
+    "rmse",
+    "within_full_ci",
+    "coverage",
+    "n_undefined",
+    "note",
+)
+_ADAPTIVE_COLUMNS = (
+    "config_id",
+    "rule",
+    "confidence",
+    "n_items",
+    "items_with_cluster",
+    "mean_calls",
+    "saving",
+    "recovered",
+    "recovered_lo",
+    "recovered_hi",
+)
+
+
 def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs))
     lines = [
@@ -227,29 +259,7 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "",
         "## Sparse designs",
         "",
-        markdown_table(
-            budget,
-            {
-                c: c
-                for c in (
-                    "config_id",
-                    "n_items",
-                    "design",
-                    "budget",
-                    "calls_share",
-                    "statistic",
-                    "full",
-                    "full_lo",
-                    "full_hi",
-                    "mean_estimate",
-                    "rmse",
-                    "within_full_ci",
-                    "coverage",
-                    "n_undefined",
-                    "note",
-                )
-            },
-        ),  # fmt: skip
+        markdown_table(budget, {c: c for c in _BUDGET_COLUMNS}),
         "",
         "## Adaptive stopping (wordings in a seeded random order per item)",
         "",
@@ -259,24 +269,7 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "`recovered`: share of the items with a full-grid cluster whose stopped verdict is that label "
         "(2.5-97.5% over the orders).",
         "",
-        markdown_table(
-            adaptive,
-            {
-                c: c
-                for c in (
-                    "config_id",
-                    "rule",
-                    "confidence",
-                    "n_items",
-                    "items_with_cluster",
-                    "mean_calls",
-                    "saving",
-                    "recovered",
-                    "recovered_lo",
-                    "recovered_hi",
-                )
-            },
-        ),  # fmt: skip
+        markdown_table(adaptive, {c: c for c in _ADAPTIVE_COLUMNS}),
     ]
     if skipped:
         lines += ["", "Left out (too few fully judged items or wordings): "]

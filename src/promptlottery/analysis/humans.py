@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.agreement import estimate_with_ci
+from promptlottery.analysis.agreement_measures import estimate_with_ci
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
 

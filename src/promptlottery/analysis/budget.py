@@ -42,6 +42,7 @@ from promptlottery.metrics.adaptive import beta_confidence, stop_reason
 from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.registry import Registry
 
 __all__ = [
     "DESIGNS",
@@ -76,11 +77,10 @@ class Design:
 
 
 #: the designs the simulator compares
-DESIGNS = {
-    "items": Design("items", anchor=False, full_of_budget=1.0),
-    "spread": Design("spread", anchor=False, full_of_budget=0.3),
-    "anchor": Design("anchor", anchor=True, full_of_budget=0.3),
-}
+DESIGNS: Registry[Design] = Registry("analysis.designs design")
+DESIGNS.register("items", Design("items", anchor=False, full_of_budget=1.0))
+DESIGNS.register("spread", Design("spread", anchor=False, full_of_budget=0.3))
+DESIGNS.register("anchor", Design("anchor", anchor=True, full_of_budget=0.3))
 STATISTICS = ("fleiss", "alpha", "changed", "tau")
 
 

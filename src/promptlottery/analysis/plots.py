@@ -8,6 +8,7 @@ in :mod:`promptlottery.analysis.plots_verdict`, the shared style in :mod:`prompt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pandas as pd
 
 from promptlottery.analysis.plots_common import _err, _num, _save, _short, plt
 from promptlottery.analysis.plots_verdict import plot_verdict_map
+from promptlottery.registry import Registry
 
 
 def _slots(n_slots: int, n_series: int) -> tuple[float, list[np.ndarray]]:
@@ -276,18 +278,18 @@ def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
     return _save(fig, path)
 
 
-FIGURES = {
-    "verdict_map": (plot_verdict_map, ("unstable_items",)),
-    "label_distributions": (plot_label_distributions, ("label_distributions",)),
-    "agreement_collapse": (plot_agreement_collapse, ("agreement_collapse",)),
-    "agreement_by_task_type": (plot_task_types, ("agreement_by_task_type",)),
-    "variant_human_correlation": (plot_variant_correlations, ("variant_human_correlation",)),
-    "similarity_stability": (plot_similarity_stability, ("similarity_points",)),
-    "wording_dimensions": (plot_wording_dimensions, ("wording_dimensions",)),
-    "rank_trajectories": (plot_rank_trajectories, ("rank_trajectories",)),
-    "aggregation": (plot_aggregation, ("aggregation_vs_humans",)),
-    "convergence": (plot_convergence, ("convergence_summary",)),
-}
+#: the figures :func:`draw_all` draws, in order: name -> (function, the tables it reads)
+FIGURES: Registry[tuple[Callable[..., Path | None], tuple[str, ...]]] = Registry("figure")
+FIGURES.register("verdict_map", (plot_verdict_map, ("unstable_items",)))
+FIGURES.register("label_distributions", (plot_label_distributions, ("label_distributions",)))
+FIGURES.register("agreement_collapse", (plot_agreement_collapse, ("agreement_collapse",)))
+FIGURES.register("agreement_by_task_type", (plot_task_types, ("agreement_by_task_type",)))
+FIGURES.register("variant_human_correlation", (plot_variant_correlations, ("variant_human_correlation",)))
+FIGURES.register("similarity_stability", (plot_similarity_stability, ("similarity_points",)))
+FIGURES.register("wording_dimensions", (plot_wording_dimensions, ("wording_dimensions",)))
+FIGURES.register("rank_trajectories", (plot_rank_trajectories, ("rank_trajectories",)))
+FIGURES.register("aggregation", (plot_aggregation, ("aggregation_vs_humans",)))
+FIGURES.register("convergence", (plot_convergence, ("convergence_summary",)))
 
 
 def draw_all(

@@ -325,7 +325,7 @@ BAD = [
     ("+judge.variantt=P2", "unknown config key judge.variantt (valid keys under judge: "),
     (
         "repeat_source=dtype",
-        "repeat_source=dtype: must be one of ['none', 'batch'] (a dtype repeat source is not",
+        "repeat_source='dtype': must be one of none, batch (a dtype repeat source is not",
     ),
     ("repeat_source=batch", "repeat_source=batch needs n_samples >= 2"),
 ]

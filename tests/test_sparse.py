@@ -171,9 +171,9 @@ def test_budget_options_are_checked():
 
     with pytest.raises(ConfigError, match="analysis.budgets"):
         BudgetOptions.from_dict({"budgets": [0.3, 1.5]})
-    with pytest.raises(ConfigError, match="unknown design"):
+    with pytest.raises(ConfigError, match="analysis.designs=.spreed.: must be one of items, spread, anchor"):
         BudgetOptions.from_dict({"designs": ["spreed"]})
-    with pytest.raises(ConfigError, match="unknown option"):
+    with pytest.raises(ConfigError, match=r"unknown analysis \(\+analysis=budget\) option"):
         BudgetOptions.from_dict({"n_sims": 3})
 
 

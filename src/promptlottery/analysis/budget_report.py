@@ -27,7 +27,7 @@ from promptlottery.analysis.budget import (
     simulate_budgets,
 )
 from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
-from promptlottery.errors import ConfigError
+from promptlottery.checks import check_choice, check_int, check_range, fail, known_options
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.sparse import sparse_plan
@@ -64,34 +64,23 @@ class BudgetOptions:
 
     @classmethod
     def from_dict(cls, d: dict) -> BudgetOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ConfigError(
-                f"analysis: unknown option(s) {unknown} for +analysis=budget; valid: {sorted(known)}"
-            )
-        opts = cls(**d)
-        bad = [b for b in opts.budgets if not isinstance(b, int | float) or not 0 < float(b) <= 1]
-        if bad:
-            raise ConfigError(f"analysis.budgets must be shares in (0, 1], got {bad}")
-        wrong = [x for x in opts.designs if x not in DESIGNS]
-        if wrong:
-            raise ConfigError(f"analysis.designs: unknown design(s) {wrong}; valid: {sorted(DESIGNS)}")
-        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in opts.model_ranks):
-            raise ConfigError(f"analysis.model_ranks must be whole numbers in 0-3, got {opts.model_ranks}")
-        if opts.model_embedding not in ("minilm", "words", "none"):
-            raise ConfigError(
-                f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
-            )
-        hr = opts.human_range
-        if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
-            raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")
+        known_options(d, (f.name for f in fields(cls)), "analysis (+analysis=budget)")
+        return cls(**d)
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(b, int | float) or not 0 < float(b) <= 1 for b in self.budgets):
+            raise fail("analysis.budgets", list(self.budgets), "shares in (0, 1]")
+        for design in self.designs:
+            check_choice("analysis.designs", design, DESIGNS)
+        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in self.model_ranks):
+            raise fail("analysis.model_ranks", list(self.model_ranks), "whole numbers in 0-3")
+        check_choice("analysis.model_embedding", self.model_embedding, ("minilm", "words", "none"))
+        if self.human_range is not None:
+            check_range("analysis.human_range", self.human_range)
         for key in ("n_sim", "n_resamples", "min_items", "model_n_sim", "model_resamples"):
-            if not isinstance(getattr(opts, key), int) or getattr(opts, key) < 1:
-                raise ConfigError(f"analysis.{key} must be a whole number >= 1, got {getattr(opts, key)!r}")
-        if not all(0.5 < float(c) < 1 for c in opts.confidences):
-            raise ConfigError(f"analysis.confidences must be in (0.5, 1), got {opts.confidences}")
-        return opts
+            check_int(f"analysis.{key}", getattr(self, key), lo=1)
+        if not all(0.5 < float(c) < 1 for c in self.confidences):
+            raise fail("analysis.confidences", list(self.confidences), "in (0.5, 1)")
 
 
 def _coded(

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.checks import check_choice
 from promptlottery.gating.config import GateConfig
 from promptlottery.gating.objective import OBJECTIVES, SPLITS, objective_name
 
@@ -158,8 +159,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     g = GateConfig.from_dict(config["gate"])
     tune = dict(g.tune)
     metric = tune.get("metric", "val/mcc")
-    if metric not in METRICS:
-        raise ValueError(f"gate.tune.metric must be one of {METRICS}, got {metric!r}")
+    check_choice("gate.tune.metric", metric, METRICS)
     direction = tune.get("direction", "minimize" if metric == "val/loss" else "maximize")
     out = Path(tune.get("output_dir") or "outputs/tune_gate")
     out.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from promptlottery.checks import check_choice
 from promptlottery.errors import ConfigError
 from promptlottery.modes import MODES, get_mode
 
@@ -21,8 +22,7 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
     design = judge_cfg.get("design", "full")
     if design in ("full", "adaptive"):
         return None
-    if design != "sparse":
-        raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
+    check_choice("judge.design", design, ("full", "sparse", "adaptive"))
     judge_mode = get_mode(mode)
     if not judge_mode.sparse:
         built = ", ".join(name for name, m in MODES.items() if m.sparse)

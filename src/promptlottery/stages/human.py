@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.checks import check_choice, check_int, check_open, fail, is_int, known_options
 from promptlottery.errors import ConfigError
 from promptlottery.human.assignment import SAME_ITEM, Design
 from promptlottery.tracking.job import StageJob
@@ -60,32 +61,17 @@ class HumanOptions:
     judge_bench: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.same_item not in SAME_ITEM:
-            raise ConfigError(f"human.same_item={self.same_item!r}: must be one of {', '.join(SAME_ITEM)}")
+        check_choice("human.same_item", self.same_item, SAME_ITEM)
         a = self.annotators
-        if not (
-            (isinstance(a, int) and not isinstance(a, bool) and a >= 2)
-            or (isinstance(a, list) and len(a) >= 2)
-        ):
-            raise ConfigError(
-                f"human.annotators={a!r}: a number >= 2 or a list of at least two annotator ids"
-            )
-        if (
-            isinstance(self.n_resamples, bool)
-            or not isinstance(self.n_resamples, int)
-            or self.n_resamples < 1
-        ):
-            raise ConfigError(f"human.n_resamples={self.n_resamples!r}: must be an integer >= 1")
-        if not 0.0 < self.level < 1.0:
-            raise ConfigError(f"human.level={self.level}: must be in (0, 1)")
+        if not ((is_int(a) and a >= 2) or (isinstance(a, list) and len(a) >= 2)):
+            raise fail("human.annotators", a, "a number >= 2 or a list of at least two annotator ids")
+        check_int("human.n_resamples", self.n_resamples, lo=1)
+        check_open("human.level", self.level, 0, 1)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> HumanOptions:
         d = dict(d or {})
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            raise ConfigError(f"unknown human option(s) {unknown}; valid: {sorted(valid)}")
+        known_options(d, (f.name for f in fields(cls)), "human")
         return cls(**d)
 
     @property

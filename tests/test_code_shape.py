@@ -31,7 +31,6 @@ LONG_FILES: dict[str, int] = {
     "promptlottery/calls/cache.py": 414,
     "promptlottery/ledger.py": 512,
     "promptlottery/metrics/aggregate.py": 415,
-    "promptlottery/metrics/bootstrap.py": 556,
     "promptlottery/metrics/preference.py": 597,
     "promptlottery/metrics/sparse.py": 443,
     "promptlottery/rubrics/strata.py": 448,

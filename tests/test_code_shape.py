@@ -28,11 +28,9 @@ LONG_FUNCTIONS: dict[str, int] = {
 
 #: path -> lines
 LONG_FILES: dict[str, int] = {
-    "promptlottery/calls/cache.py": 414,
     "promptlottery/ledger.py": 512,
     "promptlottery/metrics/aggregate.py": 415,
     "promptlottery/metrics/preference.py": 597,
-    "promptlottery/metrics/sparse.py": 443,
     "promptlottery/rubrics/strata.py": 448,
     "promptlottery/rubrics/tables.py": 491,
 }

@@ -359,7 +359,7 @@ def test_bad_values_on_the_command_line_fail_in_one_line_without_outputs(tmp_pat
 
 
 def test_read_only_cache_serves_a_cached_run_and_refuses_new_calls(tmp_path, monkeypatch):
-    from promptlottery.calls import cache as cache_mod
+    from promptlottery.calls import cache_store as cache_mod
     from promptlottery.calls.cache import CacheError
 
     _job(tmp_path, "first", "judge.variant=P1")

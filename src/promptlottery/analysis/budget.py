@@ -1,7 +1,7 @@
 """The lottery at a fraction of the calls, simulated on a full grid: sparse designs and adaptive stopping.
 
 Makes no model call. For each configuration of a full grid (its items judged under every wording),
-:func:`simulate_budgets` masks the grid to a sparse plan (:func:`promptlottery.metrics.sparse.sparse_plan`)
+:func:`simulate_budgets` masks the grid to a sparse plan (:func:`promptlottery.metrics.sparse_plans.sparse_plan`)
 ``n_sim`` times per budget and design, re-estimates every statistic with its sparse estimator, and
 compares with the full grid:
 
@@ -41,7 +41,7 @@ from promptlottery.metrics import sparse as sp
 from promptlottery.metrics.adaptive import beta_confidence, stop_reason
 from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
-from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.metrics.sparse_plans import SparsePlan, sparse_plan
 from promptlottery.registry import Registry
 
 __all__ = [

@@ -30,7 +30,7 @@ from promptlottery.analysis.wording_report import wording_model_rows, wording_mo
 from promptlottery.checks import check_choice, check_int, check_range, fail, known_options
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
-from promptlottery.metrics.sparse import sparse_plan
+from promptlottery.metrics.sparse_plans import sparse_plan
 from promptlottery.tracking.tables import markdown_table, write_table
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
     """``judge.design=sparse``: which of ``items`` this job's wording judges (pairwise: in which orders),
     their inclusion probabilities, and the plan's parameters as columns (None for another design).
 
-    Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
+    Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse_plans.sparse_plan`
     over the sampled items and the group's wordings; pairwise,
     :func:`promptlottery.metrics.sparse_pairwise.pairwise_plan` over their (wording, order) cells), so
     the jobs need not talk to each other."""
@@ -31,8 +31,8 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         raise ConfigError(
             f"judge.design=sparse for {mode} judging samples both orders: judge.position_swap=true"
         )
-    from promptlottery.metrics.sparse import sparse_plan
     from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
+    from promptlottery.metrics.sparse_plans import sparse_plan
 
     variants = list(group.variants)
     make = pairwise_plan if judge_mode.sparse_by_order else sparse_plan

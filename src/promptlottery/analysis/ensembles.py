@@ -32,14 +32,8 @@ from promptlottery.metrics import (
     mean_pairwise_cohen_kappa,
     paired_bootstrap_test,
 )
-from promptlottery.metrics.aggregate import (
-    AGGREGATORS,
-    cluster_match,
-    convergence,
-    mean_score,
-    online_convergence,
-    plurality_cluster,
-)
+from promptlottery.metrics.aggregate import AGGREGATORS, mean_score, plurality_cluster
+from promptlottery.metrics.convergence import cluster_match, convergence, online_convergence
 from promptlottery.prompts.scales import get_scale
 
 if TYPE_CHECKING:
@@ -260,7 +254,7 @@ def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.D
     least three of five"; NaN = no consensus, :func:`~promptlottery.metrics.aggregate.plurality_cluster`),
     P1's label (``first_judge``), and ``converged_at``: the earliest call k at which some label has
     the cluster's votes among the first k judges, a stop made online without seeing the later ones
-    (:func:`~promptlottery.metrics.aggregate.online_convergence`).
+    (:func:`~promptlottery.metrics.convergence.online_convergence`).
 
     ``summary``: per configuration and pooled over binary / non-binary / all configurations, with
     bootstrap CIs over items: ``cluster_share``; the paper's incremental ``converged_by_3`` (by the

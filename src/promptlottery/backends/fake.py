@@ -19,6 +19,7 @@ from promptlottery.backends.base import (
     JudgeResponse,
     KnownAnswer,
 )
+from promptlottery.checks import check_choice
 from promptlottery.registry import Registry
 
 #: the mass a known-behaviour judge puts on its label; the rest is off the scale, like a real judge's
@@ -72,8 +73,7 @@ class FakeBackend(Backend):
         inverted_variant: str = "P3",
         max_length: int | None = None,
     ):
-        if behaviour not in BEHAVIOURS:
-            raise ValueError(f"backbone.backend.behaviour={behaviour!r}: must be one of {list(BEHAVIOURS)}")
+        check_choice("backbone.backend.behaviour", behaviour, BEHAVIOURS)
         if behaviour == "constant" and label is None:
             raise ValueError(
                 "backbone.backend.behaviour=constant needs backbone.backend.label (a scale label)"

@@ -158,9 +158,9 @@ def test_bad_adaptive_options_are_one_line_before_any_job(tmp_path):
     from tests.test_user_errors import SWEEP, no_job_started, one_line, run
 
     for option, expected in (
-        ("judge.design=adaptiv", "judge.design must be 'full', 'sparse' or 'adaptive'"),
-        ("judge.stop_rule=paper35", "judge.stop_rule must be one of"),
-        ("judge.confidence=1.5", "judge.confidence must be a probability in (0.5, 1)"),
+        ("judge.design=adaptiv", "judge.design='adaptiv': must be one of full, sparse, adaptive"),
+        ("judge.stop_rule=paper35", "judge.stop_rule='paper35': must be one of"),
+        ("judge.confidence=1.5", "judge.confidence=1.5: must be in (0.5, 1)"),
     ):
         extra = [] if option.startswith("judge.design") else ["judge.design=adaptive"]
         proc = run(tmp_path, *SWEEP, "judge.group_file=examples/own_judge/correctness.yaml", option, *extra)
@@ -168,4 +168,4 @@ def test_bad_adaptive_options_are_one_line_before_any_job(tmp_path):
         no_job_started(tmp_path)
     proc = run(tmp_path, *SWEEP, "judge.group_file=examples/own_judge/correctness.yaml", "judge.design=adaptive",
                "n_samples=3")  # fmt: skip
-    one_line(proc, "n_samples must be 1")
+    one_line(proc, "must be 1 under judge.design=adaptive")

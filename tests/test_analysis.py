@@ -11,19 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.agreement import (
-    agreement_by_task_type,
-    agreement_collapse,
-    agreement_measures,
-    variant_agreement,
-)
+from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse, variant_agreement
+from promptlottery.analysis.agreement_measures import agreement_measures
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis, ensemble_designs
 from promptlottery.analysis.humans import best_variant_counts, variant_human_correlation
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.ranks import _pair_stats, _system_means, rank_reversals
 from promptlottery.analysis.wording import similarity_vs_stability, wording_dimensions
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.judging.table import AnalysisError, add_verdicts, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError, add_verdicts
 from promptlottery.metrics import kendall_tau, mean_pairwise_cohen_kappa, resample_indices
 from promptlottery.prompts.groups import WORDING_DIMENSIONS
 from tests.test_analysis_fixtures import config_a, config_b, config_c, default_judgments, judgments

@@ -10,14 +10,13 @@ import pytest
 
 from promptlottery.metrics.aggregate import (
     aggregate,
-    convergence,
-    convergence_summary,
     majority,
     mean_score,
     median_score,
     plurality,
     plurality_details,
 )
+from promptlottery.metrics.convergence import convergence, convergence_summary
 
 NAN = float("nan")
 

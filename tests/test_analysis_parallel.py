@@ -29,5 +29,5 @@ def test_parallel_run_writes_the_serial_bytes(tmp_path):
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
 def test_n_jobs_is_checked(bad):
-    with pytest.raises(ValueError, match="analysis.n_jobs must be a positive integer or -1"):
+    with pytest.raises(ValueError, match="analysis.n_jobs=.*: must be a positive integer or -1"):
         LotteryOptions.from_dict({"runs": "x", "n_jobs": bad})

@@ -13,7 +13,8 @@ from promptlottery.analysis.sections import registry
 from promptlottery.analysis.sections.base import Section
 from promptlottery.analysis.stage import summary_metrics
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.judging.table import load_judgments, paraphrase_rows
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import paraphrase_rows
 from tests.pairwise_toys import toy_table
 from tests.test_analysis_fixtures import default_judgments
 

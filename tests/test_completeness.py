@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from promptlottery.judging.jobs import config_parts
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from tests.conftest import MODEL_CACHE, REPO, subprocess_env
 
 EXAMPLES = REPO / "examples" / "own_judge"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis import plots
+from promptlottery.analysis import plots_verdict
 from promptlottery.analysis.verdict import finding, show
 from promptlottery.tracking.staging import digests
 
@@ -24,16 +24,16 @@ def _items():
 
 
 def test_parse_labels_reads_missing_as_none():
-    assert plots._parse_labels("P1:5 P2:- P3:yes") == {"P1": "5", "P2": None, "P3": "yes"}
+    assert plots_verdict._parse_labels("P1:5 P2:- P3:yes") == {"P1": "5", "P2": None, "P3": "yes"}
 
 
 def test_verdict_map_draws_and_skips_empty(tmp_path):
-    assert plots.plot_verdict_map(pd.DataFrame(), tmp_path / "x.png") is None
-    path = plots.plot_verdict_map(_items(), tmp_path / "vm.png")
+    assert plots_verdict.plot_verdict_map(pd.DataFrame(), tmp_path / "x.png") is None
+    path = plots_verdict.plot_verdict_map(_items(), tmp_path / "vm.png")
     assert path is not None and path.stat().st_size > 1000
     # numeric labels in numeric order, human labels on the same scale
-    assert plots._label_order(["10", "2", "1"]) == ["1", "2", "10"]
-    assert plots._as_label(2.0, ["1", "2"]) == "2" and plots._as_label(np.nan, ["1"]) is None
+    assert plots_verdict._label_order(["10", "2", "1"]) == ["1", "2", "10"]
+    assert plots_verdict._as_label(2.0, ["1", "2"]) == "2" and plots_verdict._as_label(np.nan, ["1"]) is None
 
 
 def _written(tmp_path, *, flip=0.25, rank_change=1 / 3, kappa=0.2):

@@ -262,7 +262,7 @@ def test_ratio_interval_counts_every_resample():
 
 
 def test_ratio_interval_by_hand():
-    from promptlottery.human.agreement import ci_all_resamples
+    from promptlottery.human.degradation import ci_all_resamples
 
     d = np.array([np.nan, 1, 2, 3, 4, 5, 6, 7])
     # level 0.5: 25th percentile of (-inf, 1..7) = 1 + 0.75 = 1.75; 75th of (1..7, +inf) = 6 + 0.25 = 6.25

@@ -376,7 +376,8 @@ def test_campaign_queue_export_import_analyse(label_studio, tmp_path, monkeypatc
         match=r"export_a03.json task \d+ annotation \d+: completed by Label Studio "
         rf"user {users['a04']['id']} \(annotator a04's user\), not by a03's user",
     ):
-        from promptlottery.stages.human import HumanOptions, import_checked
+        from promptlottery.stages.human import HumanOptions
+        from promptlottery.stages.human_import import import_checked
 
         import_checked(HumanOptions(campaign=str(camp_dir), export=f"{tmp_path}/export2/export_*.json"))
     print(

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from promptlottery.human.ratings import RatingsError
-from promptlottery.stages.human import HumanOptions, import_ratings
+from promptlottery.stages.human import HumanOptions
+from promptlottery.stages.human_import import import_ratings
 from tests.conftest import REPO, compose
 
 REC = REPO / "tests" / "data" / "human"

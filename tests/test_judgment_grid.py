@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from promptlottery.judging.grid import JudgmentGrid, describe_verdict
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from tests.test_analysis_fixtures import A_LABELS, config_a, default_judgments, judgments
 
 A = "stsb/semantic_alignment/G12/similarity/bb1"

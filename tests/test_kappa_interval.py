@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptlottery.analysis.agreement import agreement_measures
+from promptlottery.analysis.agreement_measures import agreement_measures
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.errors import ConfigError
 from promptlottery.metrics import bootstrap_ci, fleiss_kappa
@@ -99,7 +99,7 @@ def test_clusters_of_one_item_each_resample_as_the_items_do():
 def test_clustered_studentized_interval_drops_the_clusters_jackknife_units():
     # items 0-1 and 2-3 drawn together: the jackknife leaves out a cluster, as fleiss_studentized
     # with those units over the cluster draws' copies
-    from promptlottery.metrics.bootstrap import cluster_resample
+    from promptlottery.metrics.cluster_bootstrap import cluster_resample
 
     clusters = ["q1", "q1", "q2", "q2", "q3", "q4"]
     low, high, _ = fleiss_interval(

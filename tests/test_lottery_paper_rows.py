@@ -22,10 +22,10 @@ import pytest
 from promptlottery.analysis.agreement import agreement_collapse, paper_band
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
-from promptlottery.analysis.headlines import BY_CONSTRUCTION
+from promptlottery.analysis.headline_rows import BY_CONSTRUCTION
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.judging.table import load_judgments
+from promptlottery.judging.load import load_judgments
 from tests.test_analysis_fixtures import _row, config_a, config_b, config_c, judgments
 
 FIVE = {

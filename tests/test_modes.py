@@ -12,7 +12,8 @@ import pytest
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from promptlottery.modes import (
     MODES,
     ModeError,

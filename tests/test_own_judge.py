@@ -20,7 +20,8 @@ from promptlottery.analysis.verdict import NO_CONSENSUS, agreement_band, item_ta
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.metrics.aggregate import majority, online_convergence
+from promptlottery.metrics.aggregate import majority
+from promptlottery.metrics.convergence import online_convergence
 from promptlottery.prompts.groups import PromptError, check_variables, group_from_template, load_group_file
 from tests.conftest import MODEL_CACHE, REPO, compose, subprocess_env
 

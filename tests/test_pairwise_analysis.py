@@ -31,7 +31,8 @@ from promptlottery.analysis.render import write_outputs
 from promptlottery.analysis.sections.pairwise import pair_table, pairwise_metrics, pairwise_tables
 from promptlottery.analysis.stage import summary_metrics
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from tests.pairwise_toys import pairwise_rows, toy_table
 from tests.test_analysis_fixtures import default_judgments
 

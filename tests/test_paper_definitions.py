@@ -11,14 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from promptlottery.metrics.aggregate import (
-    cluster_match,
-    cluster_threshold,
-    convergence_shares,
-    online_convergence,
-    plurality,
-    plurality_cluster,
-)
+from promptlottery.metrics.aggregate import cluster_threshold, plurality, plurality_cluster
+from promptlottery.metrics.convergence import cluster_match, convergence_shares, online_convergence
 
 # five judges P1..P5; written out by hand:
 #   row           votes            cluster   converges at (3 votes among the first k)

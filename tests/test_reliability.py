@@ -23,7 +23,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from promptlottery.judging.table import AnalysisError, load_judgments
+from promptlottery.judging.load import load_judgments
+from promptlottery.judging.table import AnalysisError
 from tests.conftest import DATA_DIR, MODEL_CACHE, REPO, compose
 
 LIMIT = 3
@@ -324,7 +325,7 @@ BAD = [
     ("+judge.variantt=P2", "unknown config key judge.variantt (valid keys under judge: "),
     (
         "repeat_source=dtype",
-        "repeat_source=dtype: must be one of ['none', 'batch'] (a dtype repeat source is not",
+        "repeat_source='dtype': must be one of none, batch (a dtype repeat source is not",
     ),
     ("repeat_source=batch", "repeat_source=batch needs n_samples >= 2"),
 ]
@@ -358,7 +359,7 @@ def test_bad_values_on_the_command_line_fail_in_one_line_without_outputs(tmp_pat
 
 
 def test_read_only_cache_serves_a_cached_run_and_refuses_new_calls(tmp_path, monkeypatch):
-    from promptlottery.calls import cache as cache_mod
+    from promptlottery.calls import cache_store as cache_mod
     from promptlottery.calls.cache import CacheError
 
     _job(tmp_path, "first", "judge.variant=P1")

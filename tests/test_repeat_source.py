@@ -26,8 +26,9 @@ from promptlottery.calls.cache import CallCache
 from promptlottery.calls.loop import BatchPlan
 from promptlottery.data.schema import Item
 from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.judging.load import load_judgments
 from promptlottery.judging.runner import Condition, build_requests, judge, repeat_plans
-from promptlottery.judging.table import add_verdicts, fixed_settings, load_judgments, paraphrase_rows
+from promptlottery.judging.table import add_verdicts, fixed_settings, paraphrase_rows
 from promptlottery.prompts import load_group
 from tests.test_analysis_fixtures import _row, config_a, judgments
 

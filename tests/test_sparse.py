@@ -1,4 +1,4 @@
-"""Sparse designs and their estimators (metrics/sparse.py), the budget simulator and adaptive stopping
+"""Sparse designs and their estimators (metrics/sparse_plans.py, metrics/sparse.py), the budget simulator and adaptive stopping
 (analysis/budget.py, the ``budget`` stage). Every expected value is computed by hand in the comments."""
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ import pytest
 from promptlottery.analysis.budget import beta_confidence, full_statistics, simulate_adaptive
 from promptlottery.metrics import fleiss_kappa, krippendorff_alpha
 from promptlottery.metrics.sparse import (
-    SparsePlan,
     alpha_observed,
     changed_share,
     ht_system_tau,
     ipw_fleiss_kappa,
     mean_cohen_observed,
-    sparse_plan,
 )
+from promptlottery.metrics.sparse_plans import SparsePlan, sparse_plan
 from tests.conftest import compose
 from tests.test_analysis_fixtures import write_sweep
 
@@ -171,9 +170,9 @@ def test_budget_options_are_checked():
 
     with pytest.raises(ConfigError, match="analysis.budgets"):
         BudgetOptions.from_dict({"budgets": [0.3, 1.5]})
-    with pytest.raises(ConfigError, match="unknown design"):
+    with pytest.raises(ConfigError, match="analysis.designs=.spreed.: must be one of items, spread, anchor"):
         BudgetOptions.from_dict({"designs": ["spreed"]})
-    with pytest.raises(ConfigError, match="unknown option"):
+    with pytest.raises(ConfigError, match=r"unknown analysis \(\+analysis=budget\) option"):
         BudgetOptions.from_dict({"n_sims": 3})
 
 

@@ -234,19 +234,19 @@ def test_identical_pairs_are_warned_once_per_sweep(tmp_path):
 
 def test_identical_pairs_option_is_checked(tmp_path):
     one_line(
-        run(tmp_path, *TABLE, GROUP, "judge.identical_pairs=drop"), "judge.identical_pairs=drop", "refuse"
+        run(tmp_path, *TABLE, GROUP, "judge.identical_pairs=drop"), "judge.identical_pairs='drop'", "refuse"
     )
 
 
-#: the judge options added last release (judging/stage.py sparse_design, config.py check_config): a bad
+#: the judge options added last release (judging/sparse_job.py sparse_design, config.py check_config): a bad
 #: value, and what its one line must name
 NEW_OPTIONS = {
-    "design": (["judge.design=bogus"], ["judge.design must be", "'sparse'", "'adaptive'", "'bogus'"]),
+    "design": (["judge.design=bogus"], ["judge.design='bogus': must be one of", "sparse", "adaptive"]),
     "budget_above_1": (["judge.design=sparse", "judge.budget=1.5"], ["judge.budget", "(0, 1]", "1.5"]),
     "budget_negative": (["judge.design=sparse", "judge.budget=-0.1"], ["judge.budget", "(0, 1]", "-0.1"]),
     "anchor": (["judge.design=sparse", "judge.anchor=P9"], ["judge.anchor='P9'", "'P5'"]),
     "full_share": (["judge.design=sparse", "judge.full_share=2"], ["judge.full_share", "[0, 1]", "2.0"]),
-    "identical_pairs": (["judge.identical_pairs=maybe"], ["judge.identical_pairs=maybe", "'refuse'"]),
+    "identical_pairs": (["judge.identical_pairs=maybe"], ["judge.identical_pairs='maybe'", "refuse"]),
 }
 
 

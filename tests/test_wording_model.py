@@ -151,10 +151,10 @@ def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"model_ranks": [-1]}, "analysis.model_ranks must be whole numbers in 0-3, got [-1]"),
-        ({"model_ranks": [1.5]}, "analysis.model_ranks must be whole numbers in 0-3, got [1.5]"),
-        ({"model_embedding": "bert"}, "analysis.model_embedding must be minilm, words or none, got 'bert'"),
-        ({"model_validation_share": 1.0}, "analysis.model_validation_share must be in (0, 1), got 1.0"),
+        ({"model_ranks": [-1]}, "analysis.model_ranks=[-1]: must be whole numbers in 0-3"),
+        ({"model_ranks": [1.5]}, "analysis.model_ranks=[1.5]: must be whole numbers in 0-3"),
+        ({"model_embedding": "bert"}, "analysis.model_embedding='bert': must be one of minilm, words, none"),
+        ({"model_validation_share": 1.0}, "analysis.model_validation_share=1.0: must be in (0, 1)"),
     ],
 )
 def test_bad_model_option_is_one_line_config_error(bad, message):

@@ -15,6 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from promptlottery.checks import check_choice, check_int, check_range, fail
 from promptlottery.errors import ConfigError
 from promptlottery.modes import DEFAULT_MODE, get_mode
 
@@ -233,26 +234,6 @@ def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     return out
 
 
-def _check_int(name: str, value: Any, lo: int, what: str) -> None:
-    if value is None or isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise ConfigError(f"{name}={value}: must be {what}")
-
-
-def _check_choice(name: str, value: Any, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ConfigError(f"{name}={value}: must be one of {list(valid)}")
-
-
-def _check_range(name: str, value: Any) -> None:
-    """``[lo, hi]``: two numbers with lo < hi (a label range read backwards would flip every score)."""
-    try:
-        lo, hi = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}={value}: must be two numbers [lo, hi]") from None
-    if not lo < hi:
-        raise ConfigError(f"{name}={list(value)}: must be [lo, hi] with lo < hi")
-
-
 def check_target_arguments(node: Any, name: str) -> None:
     """The keys of a ``_target_`` node are arguments its class takes (a typo'd backend option is one
     line here, not a TypeError from ``instantiate`` deep inside the job)."""
@@ -288,33 +269,34 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"unknown config key {bad[0]}; a typo added with '+' is not ignored")
     limit = OmegaConf.select(cfg, "dataset.limit")
     if limit is not None:
-        _check_int("dataset.limit", limit, 1, "a positive number of items, or null for all of them")
-    _check_int("n_samples", OmegaConf.select(cfg, "n_samples"), 1, "an integer >= 1")
+        check_int("dataset.limit", limit, lo=1, what="a positive number of items, or null for all of them")
+    check_int("n_samples", OmegaConf.select(cfg, "n_samples"), lo=1)
     if OmegaConf.select(cfg, "judge") is not None:
         get_mode(OmegaConf.select(cfg, "judge.mode", default=DEFAULT_MODE))
-        _check_choice(
+        check_choice(
             "judge.identical_pairs",
             OmegaConf.select(cfg, "judge.identical_pairs", default="warn"),
             IDENTICAL_PAIRS,
         )
     if OmegaConf.select(cfg, "dataset.human_range") is not None:
-        _check_range("dataset.human_range", OmegaConf.select(cfg, "dataset.human_range"))
+        check_range("dataset.human_range", OmegaConf.select(cfg, "dataset.human_range"))
     source = OmegaConf.select(cfg, "repeat_source")
     if source is not None:
-        if source not in REPEAT_SOURCES:
-            raise ConfigError(
-                f"repeat_source={source}: must be one of {list(REPEAT_SOURCES)} (a dtype repeat source is not "
-                "implemented: a backbone's dtype is part of its identity; for bfloat16's larger batch noise use "
-                "repeat_source=batch with the backbone at dtype=bfloat16)"
-            )
+        check_choice(
+            "repeat_source",
+            source,
+            REPEAT_SOURCES,
+            why="a dtype repeat source is not implemented: a backbone's dtype is part of its identity; for "
+            "bfloat16's larger batch noise use repeat_source=batch with the backbone at dtype=bfloat16",
+        )
         if source != "none" and OmegaConf.select(cfg, "n_samples") == 1:
             raise ConfigError(
                 f"repeat_source={source} needs n_samples >= 2: it changes how repeats are computed"
             )
-    _check_int("max_retries", OmegaConf.select(cfg, "max_retries"), 0, "an integer >= 0")
+    check_int("max_retries", OmegaConf.select(cfg, "max_retries"), lo=0)
     backoff = OmegaConf.select(cfg, "backoff_s")
     if backoff is None or backoff < 0:
-        raise ConfigError(f"backoff_s={backoff}: must be >= 0 seconds")
+        raise fail("backoff_s", backoff, ">= 0 seconds")
     check_target_arguments(OmegaConf.select(cfg, "backbone.backend"), "backbone.backend")
     if OmegaConf.select(cfg, "decoding") is not None:
         try:

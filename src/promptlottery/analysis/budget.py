@@ -1,7 +1,7 @@
 """The lottery at a fraction of the calls, simulated on a full grid: sparse designs and adaptive stopping.
 
 Makes no model call. For each configuration of a full grid (its items judged under every wording),
-:func:`simulate_budgets` masks the grid to a sparse plan (:func:`promptlottery.metrics.sparse.sparse_plan`)
+:func:`simulate_budgets` masks the grid to a sparse plan (:func:`promptlottery.metrics.sparse_plans.sparse_plan`)
 ``n_sim`` times per budget and design, re-estimates every statistic with its sparse estimator, and
 compares with the full grid:
 
@@ -42,8 +42,9 @@ from promptlottery.metrics import sparse as sp
 from promptlottery.metrics.adaptive import beta_confidence, stop_reason
 from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
-from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.metrics.sparse_plans import SparsePlan, sparse_plan
 from promptlottery.metrics.sparse_shares import share_batch, share_parts
+from promptlottery.registry import Registry
 
 __all__ = [
     "DESIGNS",
@@ -78,11 +79,10 @@ class Design:
 
 
 #: the designs the simulator compares
-DESIGNS = {
-    "items": Design("items", anchor=False, full_of_budget=1.0),
-    "spread": Design("spread", anchor=False, full_of_budget=0.3),
-    "anchor": Design("anchor", anchor=True, full_of_budget=0.3),
-}
+DESIGNS: Registry[Design] = Registry("analysis.designs design")
+DESIGNS.register("items", Design("items", anchor=False, full_of_budget=1.0))
+DESIGNS.register("spread", Design("spread", anchor=False, full_of_budget=0.3))
+DESIGNS.register("anchor", Design("anchor", anchor=True, full_of_budget=0.3))
 STATISTICS = ("fleiss", "alpha", "changed", "tau")
 
 

@@ -28,10 +28,10 @@ from promptlottery.analysis.budget import (
 )
 from promptlottery.analysis.design_rows import one_design
 from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
-from promptlottery.errors import ConfigError
+from promptlottery.checks import check_choice, check_int, check_range, fail, known_options
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
-from promptlottery.metrics.sparse import sparse_plan
+from promptlottery.metrics.sparse_plans import sparse_plan
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.tables import markdown_table, write_table
 
@@ -68,37 +68,26 @@ class BudgetOptions:
 
     @classmethod
     def from_dict(cls, d: dict) -> BudgetOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ConfigError(
-                f"analysis: unknown option(s) {unknown} for +analysis=budget; valid: {sorted(known)}"
-            )
-        opts = cls(**d)
-        bad = [b for b in opts.budgets if not isinstance(b, int | float) or not 0 < float(b) <= 1]
-        if bad:
-            raise ConfigError(f"analysis.budgets must be shares in (0, 1], got {bad}")
-        wrong = [x for x in opts.designs if x not in DESIGNS]
-        if wrong:
-            raise ConfigError(f"analysis.designs: unknown design(s) {wrong}; valid: {sorted(DESIGNS)}")
-        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in opts.model_ranks):
-            raise ConfigError(f"analysis.model_ranks must be whole numbers in 0-3, got {opts.model_ranks}")
-        if opts.model_embedding not in ("minilm", "words", "none"):
-            raise ConfigError(
-                f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
-            )
-        vs = opts.model_validation_share
+        known_options(d, (f.name for f in fields(cls)), "analysis (+analysis=budget)")
+        return cls(**d)
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(b, int | float) or not 0 < float(b) <= 1 for b in self.budgets):
+            raise fail("analysis.budgets", list(self.budgets), "shares in (0, 1]")
+        for design in self.designs:
+            check_choice("analysis.designs", design, DESIGNS)
+        if any(not isinstance(r, int) or not 0 <= r <= 3 for r in self.model_ranks):
+            raise fail("analysis.model_ranks", list(self.model_ranks), "whole numbers in 0-3")
+        check_choice("analysis.model_embedding", self.model_embedding, ("minilm", "words", "none"))
+        vs = self.model_validation_share
         if isinstance(vs, bool) or not isinstance(vs, int | float) or not 0 < vs < 1:
-            raise ConfigError(f"analysis.model_validation_share must be in (0, 1), got {vs!r}")
-        hr = opts.human_range
-        if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
-            raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")
+            raise fail("analysis.model_validation_share", vs, "in (0, 1)")
+        if self.human_range is not None:
+            check_range("analysis.human_range", self.human_range)
         for key in ("n_sim", "n_resamples", "min_items", "model_n_sim", "model_resamples"):
-            if not isinstance(getattr(opts, key), int) or getattr(opts, key) < 1:
-                raise ConfigError(f"analysis.{key} must be a whole number >= 1, got {getattr(opts, key)!r}")
-        if not all(0.5 < float(c) < 1 for c in opts.confidences):
-            raise ConfigError(f"analysis.confidences must be in (0.5, 1), got {opts.confidences}")
-        return opts
+            check_int(f"analysis.{key}", getattr(self, key), lo=1)
+        if not all(0.5 < float(c) < 1 for c in self.confidences):
+            raise fail("analysis.confidences", list(self.confidences), "in (0.5, 1)")
 
 
 def _coded(
@@ -234,6 +223,38 @@ def _metrics(budget: pd.DataFrame, adaptive: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+#: the columns of the report's two tables
+_BUDGET_COLUMNS = (
+    "config_id",
+    "n_items",
+    "design",
+    "budget",
+    "calls_share",
+    "statistic",
+    "full",
+    "full_lo",
+    "full_hi",
+    "mean_estimate",
+    "rmse",
+    "within_full_ci",
+    "coverage",
+    "n_undefined",
+    "note",
+)
+_ADAPTIVE_COLUMNS = (
+    "config_id",
+    "rule",
+    "confidence",
+    "n_items",
+    "items_with_cluster",
+    "mean_calls",
+    "saving",
+    "recovered",
+    "recovered_lo",
+    "recovered_hi",
+)
+
+
 def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs))
     lines = [
@@ -263,29 +284,7 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "",
         "## Sparse designs",
         "",
-        markdown_table(
-            budget,
-            {
-                c: c
-                for c in (
-                    "config_id",
-                    "n_items",
-                    "design",
-                    "budget",
-                    "calls_share",
-                    "statistic",
-                    "full",
-                    "full_lo",
-                    "full_hi",
-                    "mean_estimate",
-                    "rmse",
-                    "within_full_ci",
-                    "coverage",
-                    "n_undefined",
-                    "note",
-                )
-            },
-        ),  # fmt: skip
+        markdown_table(budget, {c: c for c in _BUDGET_COLUMNS}),
         "",
         "## Adaptive stopping (wordings in a seeded random order per item)",
         "",
@@ -295,24 +294,7 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "`recovered`: share of the items with a full-grid cluster whose stopped verdict is that label "
         "(2.5-97.5% over the orders).",
         "",
-        markdown_table(
-            adaptive,
-            {
-                c: c
-                for c in (
-                    "config_id",
-                    "rule",
-                    "confidence",
-                    "n_items",
-                    "items_with_cluster",
-                    "mean_calls",
-                    "saving",
-                    "recovered",
-                    "recovered_lo",
-                    "recovered_hi",
-                )
-            },
-        ),  # fmt: skip
+        markdown_table(adaptive, {c: c for c in _ADAPTIVE_COLUMNS}),
     ]
     if skipped:
         lines += ["", "Left out (too few fully judged items or wordings): "]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.agreement import estimate_with_ci
+from promptlottery.analysis.agreement_measures import estimate_with_ci
 from promptlottery.analysis.humans import correlate_with_human
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import human_vector, natural_key, variant_order
@@ -32,14 +32,8 @@ from promptlottery.metrics import (
     mean_pairwise_cohen_kappa,
     paired_bootstrap_test,
 )
-from promptlottery.metrics.aggregate import (
-    AGGREGATORS,
-    cluster_match,
-    convergence,
-    mean_score,
-    online_convergence,
-    plurality_cluster,
-)
+from promptlottery.metrics.aggregate import AGGREGATORS, mean_score, plurality_cluster
+from promptlottery.metrics.convergence import cluster_match, convergence, online_convergence
 from promptlottery.prompts.scales import get_scale
 
 if TYPE_CHECKING:
@@ -172,7 +166,7 @@ def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
     among them (mean pairwise Cohen's kappa) and the plurality's and mean's correlation with the
     humans, with CIs.
     """
-    boot, reference, max_judges = opts.resampling, grid.reference, opts.max_ensemble_judges
+    reference, max_judges = grid.reference, opts.max_ensemble_judges
     out = []
     work = grid.paraphrases
     for task, rows in sorted(work.groupby(_task_ids(work)), key=lambda t: natural_key(t[0])):
@@ -181,67 +175,74 @@ def ensemble_designs(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
         k = min(len(variants), len(backbones), max_judges)
         base = {"task": task, "n_variants": len(variants), "n_backbones": len(backbones), "k": k}
         if k < 3:
-            # a plurality of two judges is just the first judge: the designs are not comparable
-            need = "backbones" if len(backbones) < 3 else "variants"
-            out.append(
-                {
-                    **base,
-                    "design": "all",
-                    "judges": "",
-                    "note": f"n/a: needs >= 3 {need} (have {len(variants)} variant{'s' if len(variants) != 1 else ''}, "
-                    f"{len(backbones)} backbone{'s' if len(backbones) != 1 else ''})",
-                }
-            )
+            out.append(_too_few_judges(base, variants, backbones))
             continue
-        designs: list[tuple[str, list[tuple[str, str]]]] = [
-            (f"inter-prompt ({b})", [(v, b) for v in variants[:k]]) for b in backbones
-        ]
-        designs.append(
-            ("inter-model", [(reference if reference in variants else variants[0], b) for b in backbones[:k]])
-        )
-        designs.append(("hybrid", [(variants[i], backbones[i]) for i in range(k)]))
+        designs = _designs(variants, backbones, k, reference)
         pivot = rows.assign(judge=rows["variant"] + "@" + rows["backbone"]).pivot(
             index="item_id", columns="judge", values="value"
         )
         needed = sorted({f"{v}@{b}" for _, js in designs for v, b in js})
-        pivot = pivot.reindex(columns=needed)
-        complete = pivot.dropna()
+        complete = pivot.reindex(columns=needed).dropna()
         items = sorted(complete.index, key=natural_key)
         h = human_vector(rows, items)
         scale = get_scale(rows["scale"].iloc[0])
         for name, judges in designs:
             m = complete.loc[items, [f"{v}@{b}" for v, b in judges]].to_numpy(float)
-            rec: dict[str, Any] = {
+            rec = {
                 **base,
                 "design": name,
                 "judges": " ".join(f"{v}@{b}" for v, b in judges),
                 "n_items": len(items),
             }
-            notes = []
-            e = estimate_with_ci(
-                partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)),
-                m,
-                **boot,
-            )
-            rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
-            if e.note:
-                notes.append(f"mean_kappa: {e.note}")
-            # ours: the tie-broken plurality (every item has one), so each design keeps all its items
-            for agg, name in (("plurality_ties_to_p1", "plurality_ties_to_p1"), ("mean", "mean")):
-                res = correlate_with_human(
-                    AGGREGATORS[name](m).astype(float),
-                    h,
-                    **boot,
-                    prefix=f"{agg}_",
-                )
-                notes += res.pop(f"{agg}_notes")
-                res.pop(f"{agg}_n")
-                rec.update(res)
-            rec["note"] = "; ".join(notes)
-            if k < max_judges:
-                rec["note"] = (rec["note"] + "; " if rec["note"] else "") + f"k = {k} < {max_judges} judges"
-            out.append(rec)
+            out.append(_design_row(rec, m, h, scale, opts))
     return pd.DataFrame(out)
+
+
+def _too_few_judges(base: dict, variants: list, backbones: list) -> dict:
+    """A plurality of two judges is just the first judge: the designs are not comparable."""
+    need = "backbones" if len(backbones) < 3 else "variants"
+    return {
+        **base,
+        "design": "all",
+        "judges": "",
+        "note": f"n/a: needs >= 3 {need} (have {len(variants)} variant{'s' if len(variants) != 1 else ''}, "
+        f"{len(backbones)} backbone{'s' if len(backbones) != 1 else ''})",
+    }
+
+
+def _designs(
+    variants: list, backbones: list, k: int, reference: str
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The designs of :func:`ensemble_designs` as ``(name, [(variant, backbone), ...])``."""
+    designs: list[tuple[str, list[tuple[str, str]]]] = [
+        (f"inter-prompt ({b})", [(v, b) for v in variants[:k]]) for b in backbones
+    ]
+    designs.append(
+        ("inter-model", [(reference if reference in variants else variants[0], b) for b in backbones[:k]])
+    )
+    designs.append(("hybrid", [(variants[i], backbones[i]) for i in range(k)]))
+    return designs
+
+
+def _design_row(rec: dict[str, Any], m: np.ndarray, h: np.ndarray, scale, opts: LotteryOptions) -> dict:
+    """``rec`` with one design's agreement among its judges (the item x judge matrix ``m``) and its
+    plurality's and mean's correlation with the humans ``h``."""
+    boot, k, max_judges = opts.resampling, rec["k"], opts.max_ensemble_judges
+    notes = []
+    e = estimate_with_ci(partial(mean_pairwise_cohen_kappa, labels=sorted(scale.scores)), m, **boot)
+    rec["mean_kappa"], rec["mean_kappa_lo"], rec["mean_kappa_hi"] = e.estimate, e.low, e.high
+    if e.note:
+        notes.append(f"mean_kappa: {e.note}")
+    # ours: the tie-broken plurality (every item has one), so each design keeps all its items
+    for agg in ("plurality_ties_to_p1", "mean"):
+        res = correlate_with_human(AGGREGATORS[agg](m).astype(float), h, **boot, prefix=f"{agg}_")
+        notes += res.pop(f"{agg}_notes")
+        res.pop(f"{agg}_n")
+        rec.update(res)
+    rec["note"] = "; ".join(notes)
+    if k < max_judges:
+        rec["note"] = (rec["note"] + "; " if rec["note"] else "") + f"k = {k} < {max_judges} judges"
+    return rec
 
 
 def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -253,7 +254,7 @@ def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.D
     least three of five"; NaN = no consensus, :func:`~promptlottery.metrics.aggregate.plurality_cluster`),
     P1's label (``first_judge``), and ``converged_at``: the earliest call k at which some label has
     the cluster's votes among the first k judges, a stop made online without seeing the later ones
-    (:func:`~promptlottery.metrics.aggregate.online_convergence`).
+    (:func:`~promptlottery.metrics.convergence.online_convergence`).
 
     ``summary``: per configuration and pooled over binary / non-binary / all configurations, with
     bootstrap CIs over items: ``cluster_share``; the paper's incremental ``converged_by_3`` (by the
@@ -263,24 +264,7 @@ def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.D
     P1 equals the plurality with ties broken toward P1, so every tie is a match) and
     ``p1_match_unique`` (ours: the same on items with an untied plurality only).
     """
-    boot = opts.resampling
-    per_item = []
-    for conf in grid:
-        cid, order = conf.config_id, conf.order
-        v = conf.matrix("label")
-        m = v.to_numpy(dtype=object)
-        conv = convergence(m)
-        conv["cluster"] = plurality_cluster(m)
-        conv["converged_at"] = online_convergence(m)
-        conv["p1_in_cluster"] = cluster_match(conv["first_judge"], conv["cluster"])
-        conv.insert(0, "item_id", v.index.to_numpy())
-        conv.insert(0, "judge_order", ",".join(order))
-        conv.insert(0, "binary", conf.binary)
-        conv.insert(0, "backbone", conf.backbone)
-        conv.insert(0, "config_id", cid)
-        per_item.append(conv)
-    items = pd.concat(per_item, ignore_index=True) if per_item else pd.DataFrame()
-    summary = []
+    items = _convergence_items(grid)
     if items.empty:
         return pd.DataFrame(), items
     groups: list[tuple[str, pd.DataFrame]] = [(cid, g) for cid, g in items.groupby("config_id", sort=True)]
@@ -289,47 +273,64 @@ def convergence_analysis(grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.D
         ("pooled: non-binary", items[~items["binary"]]),
         ("pooled: all", items),
     ]
-    for name, g in groups:
-        g = g[g["n_judges"] > 0]
-        j = int(g["n_judges"].max()) if len(g) else 0
-        rec: dict[str, Any] = {
-            "group": name,
-            "n_items": len(g),
-            "n_judges": j or None,
-            "judge_order": ",".join(sorted(set(g["judge_order"]))) if len(g) else "",
-        }
-        if not len(g):
-            rec["note"] = "n/a: no items in this group"
-            summary.append(rec)
-            continue
-        at = g["converged_at"].to_numpy(float)
-        tied_match = np.array(
-            [(not pd.isna(a)) and a == b for a, b in zip(g["first_judge"], g["plurality"])], dtype=float
-        )
-        uniq = g["unique"].to_numpy(bool)
-        indicators = {
-            "cluster_share": g["cluster"].notna().to_numpy(float),
-            "converged_by_3": (at <= 3).astype(float) if j >= 3 else None,
-            "converged_by_5": ((at > 3) & (at <= 5)).astype(float) if j >= 5 else None,
-            "never_converged": (np.isnan(at) | (at > 5)).astype(float),
-            "p1_match": g["p1_in_cluster"].to_numpy(float),
-            "p1_match_ties_to_p1": tied_match,
-            "p1_match_unique": tied_match[uniq] if uniq.any() else None,
-        }
-        notes = []
-        for key, ind in indicators.items():
-            if ind is None or len(ind) < 2:
-                rec[key] = rec[f"{key}_lo"] = rec[f"{key}_hi"] = np.nan
-                why = (
-                    f"fewer than {key[-1]} judges"
-                    if key.startswith("converged_by_")
-                    else "fewer than 2 items"
-                )
-                notes.append(f"{key}: n/a: {why}")
-                continue
-            e = estimate_with_ci(item_mean, ind, **boot)
-            rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
-        rec["mean_converged_at"] = float(np.nanmean(at)) if np.isfinite(at).any() else np.nan
-        rec["note"] = "; ".join(notes)
-        summary.append(rec)
+    summary = [_convergence_row(name, g[g["n_judges"] > 0], opts.resampling) for name, g in groups]
     return pd.DataFrame(summary), items
+
+
+def _convergence_items(grid: JudgmentGrid) -> pd.DataFrame:
+    """The ``items`` table of :func:`convergence_analysis`: one row per configuration and item."""
+    per_item = []
+    for conf in grid:
+        v = conf.matrix("label")
+        m = v.to_numpy(dtype=object)
+        conv = convergence(m)
+        conv["cluster"] = plurality_cluster(m)
+        conv["converged_at"] = online_convergence(m)
+        conv["p1_in_cluster"] = cluster_match(conv["first_judge"], conv["cluster"])
+        conv.insert(0, "item_id", v.index.to_numpy())
+        conv.insert(0, "judge_order", ",".join(conf.order))
+        conv.insert(0, "binary", conf.binary)
+        conv.insert(0, "backbone", conf.backbone)
+        conv.insert(0, "config_id", conf.config_id)
+        per_item.append(conv)
+    return pd.concat(per_item, ignore_index=True) if per_item else pd.DataFrame()
+
+
+def _convergence_row(name: str, g: pd.DataFrame, boot: dict) -> dict[str, Any]:
+    """The summary row of one group of items (those with at least one judge)."""
+    j = int(g["n_judges"].max()) if len(g) else 0
+    rec: dict[str, Any] = {
+        "group": name,
+        "n_items": len(g),
+        "n_judges": j or None,
+        "judge_order": ",".join(sorted(set(g["judge_order"]))) if len(g) else "",
+    }
+    if not len(g):
+        rec["note"] = "n/a: no items in this group"
+        return rec
+    at = g["converged_at"].to_numpy(float)
+    tied_match = np.array(
+        [(not pd.isna(a)) and a == b for a, b in zip(g["first_judge"], g["plurality"])], dtype=float
+    )
+    uniq = g["unique"].to_numpy(bool)
+    indicators = {
+        "cluster_share": g["cluster"].notna().to_numpy(float),
+        "converged_by_3": (at <= 3).astype(float) if j >= 3 else None,
+        "converged_by_5": ((at > 3) & (at <= 5)).astype(float) if j >= 5 else None,
+        "never_converged": (np.isnan(at) | (at > 5)).astype(float),
+        "p1_match": g["p1_in_cluster"].to_numpy(float),
+        "p1_match_ties_to_p1": tied_match,
+        "p1_match_unique": tied_match[uniq] if uniq.any() else None,
+    }
+    notes = []
+    for key, ind in indicators.items():
+        if ind is None or len(ind) < 2:
+            rec[key] = rec[f"{key}_lo"] = rec[f"{key}_hi"] = np.nan
+            why = f"fewer than {key[-1]} judges" if key.startswith("converged_by_") else "fewer than 2 items"
+            notes.append(f"{key}: n/a: {why}")
+            continue
+        e = estimate_with_ci(item_mean, ind, **boot)
+        rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = e.estimate, e.low, e.high
+    rec["mean_converged_at"] = float(np.nanmean(at)) if np.isfinite(at).any() else np.nan
+    rec["note"] = "; ".join(notes)
+    return rec

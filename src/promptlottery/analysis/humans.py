@@ -9,19 +9,24 @@ same items; and how often each variant is the best of its configuration.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.agreement import estimate_with_ci
+from promptlottery.analysis.agreement_measures import estimate_with_ci
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning, dependent_correlation_test, kendall_tau, pearson
+from promptlottery.registry import Registry
 
 if TYPE_CHECKING:
     from promptlottery.analysis.options import LotteryOptions
 
-CORRELATIONS = {"pearson": pearson, "kendall": kendall_tau}
+#: the correlations with the humans, each with its CI
+CORRELATIONS: Registry[Callable[[np.ndarray, np.ndarray], float]] = Registry("correlation")
+CORRELATIONS.register("pearson", pearson)
+CORRELATIONS.register("kendall", kendall_tau)
 
 
 def correlate_with_human(

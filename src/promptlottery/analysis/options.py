@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from promptlottery.errors import ConfigError
+from promptlottery.checks import check_choice, check_int, check_open, fail, is_int, known_options
 
 #: reference thresholds on kappa (Landis & Koch style bands used by the paper)
 DEFAULT_THRESHOLDS = {"robust": 0.80, "usable": 0.61, "collapse_share": 0.95}
@@ -96,25 +96,17 @@ class LotteryOptions:
         # a StrEnum member is a str: asdict / json / the report record the plain value
         for name, enum in CHOICES.items():
             value = getattr(self, name)
-            try:
-                setattr(self, name, enum(value))
-            except ValueError:
-                raise ConfigError(
-                    f"analysis.{name}={value!r}: must be one of {', '.join(e.value for e in enum)}"
-                ) from None
+            check_choice(f"analysis.{name}", value, [e.value for e in enum])
+            setattr(self, name, enum(value))
         self.thresholds = {**DEFAULT_THRESHOLDS, **(self.thresholds or {})}
-        n_jobs = self.n_jobs
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1 and n_jobs != -1):
-            raise ConfigError(f"analysis.n_jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
-        if not 0.0 < self.level < 1.0:
-            raise ConfigError(f"analysis.level={self.level}: must be in (0, 1)")
+        if not (is_int(self.n_jobs) and self.n_jobs == -1):
+            check_int("analysis.n_jobs", self.n_jobs, lo=1, what="a positive integer or -1 (all cores)")
+        check_open("analysis.level", self.level, 0, 1)
         runs = self.budget_runs
         if runs is not None and not isinstance(runs, str | list | tuple):
-            raise ConfigError(f"analysis.budget_runs must be a glob or a list of them, got {runs!r}")
+            raise fail("analysis.budget_runs", runs, "a glob or a list of them")
         for key in ("n_resamples", "n_permutations", "max_ensemble_judges"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"analysis.{key}={v!r}: must be an integer >= 1")
+            check_int(f"analysis.{key}", getattr(self, key), lo=1)
 
     @property
     def resampling(self) -> dict[str, Any]:
@@ -125,8 +117,5 @@ class LotteryOptions:
     def from_dict(cls, d: dict | None) -> LotteryOptions:
         """The checked options of a plain ``analysis`` dict (one-line ConfigError if bad)."""
         d = dict(d or {})
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            raise ConfigError(f"unknown analysis option(s) {unknown}; valid: {sorted(valid)}")
+        known_options(d, (f.name for f in fields(cls)), "analysis")
         return cls(**d)

@@ -2,47 +2,21 @@
 
 Every ``plot_*`` function takes the table(s) it needs and a PNG path, and returns the path, or
 ``None`` when the table has nothing to draw. :func:`draw_all` draws every figure from the dict of
-tables written by the analysis stage (the notebook calls it on the CSVs).
+tables written by the analysis stage (the notebook calls it on the CSVs). The verdict map is drawn
+in :mod:`promptlottery.analysis.plots_verdict`, the shared style in :mod:`promptlottery.analysis.plots_common`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-DPI = 110
-_META = {"Software": None}  # no version string in the PNG: byte-stable across matplotlib patch releases
-
-
-def _num(s: pd.Series) -> np.ndarray:
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
-
-
-def _err(est: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    lo = np.where(np.isfinite(lo), lo, est)
-    hi = np.where(np.isfinite(hi), hi, est)
-    return np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
-
-
-def _save(fig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI, metadata=_META)
-    plt.close(fig)
-    return path
-
-
-def _short(cid: str) -> str:
-    parts = str(cid).split("/")
-    return f"{parts[0]}/{parts[2]}/{parts[-1]}" if len(parts) >= 4 else str(cid)
+from promptlottery.analysis.plots_common import _err, _num, _save, _short, plt
+from promptlottery.analysis.plots_verdict import plot_verdict_map
+from promptlottery.registry import Registry
 
 
 def _slots(n_slots: int, n_series: int) -> tuple[float, list[np.ndarray]]:
@@ -304,128 +278,18 @@ def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
     return _save(fig, path)
 
 
-def _parse_labels(cell: str) -> dict[str, str | None]:
-    """``"P1:3 P2:- P3:4"`` (unstable_items.csv's ``labels`` column) -> ``{"P1": "3", "P2": None, ...}``."""
-    out: dict[str, str | None] = {}
-    for part in str(cell).split():
-        variant, _, label = part.partition(":")
-        out[variant] = None if label in ("", "-") else label
-    return out
-
-
-def _label_order(labels) -> list[str]:
-    """Numeric labels in numeric order (an ordinal colour scale), others in sorted order."""
-    uniq = sorted({str(x) for x in labels if x is not None})
-    try:
-        return sorted(uniq, key=float)
-    except ValueError:
-        return uniq
-
-
-def _as_label(h: float, order: list[str]) -> str | None:
-    """A human label written as the verdict labels are (5.0 -> "5"), when it is one of them."""
-    if not np.isfinite(h):
-        return None
-    for lab in order:
-        try:
-            if float(lab) == h:
-                return lab
-        except ValueError:
-            return None
-    return None
-
-
-def plot_verdict_map(items: pd.DataFrame, path, *, max_items: int = 40, max_configs: int = 4) -> Path | None:
-    """The lottery at a glance: items as rows (most unstable first, as ``unstable_items.csv`` sorts them),
-    wordings as columns, colour = the verdict label each wording gave, the human label beside (grey
-    = no verdict). One panel per configuration; at most ``max_items`` rows each (the most unstable)."""
-    if items is None or items.empty or "labels" not in items.columns:
-        return None
-    configs = list(dict.fromkeys(items["config_id"]))[:max_configs]
-    panels = []
-    for cid in configs:
-        sub = items[items["config_id"] == cid].head(max_items)
-        rows = [_parse_labels(c) for c in sub["labels"]]
-        variants = list(dict.fromkeys(v for r in rows for v in r))
-        panels.append((cid, sub, rows, variants))
-    all_labels = [x for _, _, rows, _ in panels for r in rows for x in r.values()]
-    order = _label_order(all_labels)
-    if order and "human" in items.columns:  # a numeric scale: the human labels on the same colour scale
-        try:
-            [float(x) for x in order]
-            hum = pd.to_numeric(items["human"], errors="coerce").dropna()
-            order = _label_order([*order, *(f"{h:g}" for h in hum)])
-        except ValueError:
-            pass
-    if not order:
-        return None
-    cmap = plt.get_cmap("viridis", max(2, len(order)))
-    colour = {lab: cmap(i / max(1, len(order) - 1)) for i, lab in enumerate(order)}
-    grey = (0.85, 0.85, 0.85, 1.0)
-    height = max(3.0, 0.16 * max(len(p[1]) for p in panels) + 1.4)
-    fig, axes = plt.subplots(
-        1,
-        len(panels),
-        figsize=(2.6 + 0.45 * max(len(p[3]) for p in panels), height)
-        if len(panels) == 1
-        else (3.2 * len(panels), height),
-        squeeze=False,
-    )
-    for ax, (cid, sub, rows, variants) in zip(axes.ravel(), panels):
-        humans = pd.to_numeric(sub["human"], errors="coerce") if "human" in sub.columns else None
-        # the human label as a first column, in the verdicts' colours where it is one of their labels
-        human_col = [colour.get(_as_label(h, order), grey) for h in humans] if humans is not None else None
-        img = np.array([[colour.get(r.get(v), grey) for v in variants] for r in rows])
-        cols = variants
-        if human_col is not None:
-            img = np.concatenate([np.array(human_col)[:, None, :], img], axis=1)
-            cols = ["human", *variants]
-        ax.imshow(img, aspect="auto", interpolation="nearest")
-        if human_col is not None:
-            ax.axvline(0.5, color="white", lw=3)
-        ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels(cols, fontsize=7)
-        ax.xaxis.tick_top()
-        ticks = [
-            f"{iid}  h={h:g}" if humans is not None and np.isfinite(h) else str(iid)
-            for iid, h in zip(sub["item_id"], humans if humans is not None else [np.nan] * len(sub))
-        ]
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels(ticks, fontsize=6)
-        ax.set_xlabel(_short(cid), fontsize=7)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[lab]) for lab in order]
-    handles.append(plt.Rectangle((0, 0), 1, 1, color=grey))
-    fig.legend(
-        handles,
-        [*order, "no verdict"],
-        loc="lower center",
-        ncol=min(8, len(order) + 1),
-        fontsize=7,
-        title="verdict label (human = the item's human label, h)",
-        title_fontsize=7,
-        bbox_to_anchor=(0.5, 0.0),
-    )
-    fig.suptitle("Verdict map: items (most unstable first) x wordings", fontsize=9)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, metadata=_META)
-    plt.close(fig)
-    return path
-
-
-FIGURES = {
-    "verdict_map": (plot_verdict_map, ("unstable_items",)),
-    "label_distributions": (plot_label_distributions, ("label_distributions",)),
-    "agreement_collapse": (plot_agreement_collapse, ("agreement_collapse",)),
-    "agreement_by_task_type": (plot_task_types, ("agreement_by_task_type",)),
-    "variant_human_correlation": (plot_variant_correlations, ("variant_human_correlation",)),
-    "similarity_stability": (plot_similarity_stability, ("similarity_points",)),
-    "wording_dimensions": (plot_wording_dimensions, ("wording_dimensions",)),
-    "rank_trajectories": (plot_rank_trajectories, ("rank_trajectories",)),
-    "aggregation": (plot_aggregation, ("aggregation_vs_humans",)),
-    "convergence": (plot_convergence, ("convergence_summary",)),
-}
+#: the figures :func:`draw_all` draws, in order: name -> (function, the tables it reads)
+FIGURES: Registry[tuple[Callable[..., Path | None], tuple[str, ...]]] = Registry("figure")
+FIGURES.register("verdict_map", (plot_verdict_map, ("unstable_items",)))
+FIGURES.register("label_distributions", (plot_label_distributions, ("label_distributions",)))
+FIGURES.register("agreement_collapse", (plot_agreement_collapse, ("agreement_collapse",)))
+FIGURES.register("agreement_by_task_type", (plot_task_types, ("agreement_by_task_type",)))
+FIGURES.register("variant_human_correlation", (plot_variant_correlations, ("variant_human_correlation",)))
+FIGURES.register("similarity_stability", (plot_similarity_stability, ("similarity_points",)))
+FIGURES.register("wording_dimensions", (plot_wording_dimensions, ("wording_dimensions",)))
+FIGURES.register("rank_trajectories", (plot_rank_trajectories, ("rank_trajectories",)))
+FIGURES.register("aggregation", (plot_aggregation, ("aggregation_vs_humans",)))
+FIGURES.register("convergence", (plot_convergence, ("convergence_summary",)))
 
 
 def draw_all(

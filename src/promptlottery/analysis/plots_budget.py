@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.plots import _num, _save, _short, plt
+from promptlottery.analysis.plots_common import _num, _save, _short, plt
 
 #: the band the issue asks the 95% intervals' coverage to fall in
 COVERAGE_BAND = (0.92, 0.98)

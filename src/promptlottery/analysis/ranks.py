@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.agreement import estimate_with_ci
+from promptlottery.analysis.agreement_measures import estimate_with_ci
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import natural_key
 
@@ -131,55 +131,13 @@ def rank_reversals(grid: JudgmentGrid, opts: LotteryOptions, *, return_distribut
             continue
         codes = np.array([names.index(str(s)) for s in sys[has]])
         xv = x.to_numpy(dtype=float)[has]
-        whole = np.arange(len(xv))[None, :]
-        means3 = _system_means(xv, codes, len(names), whole)
-        means, ranks = means3[0], _ranks(means3)[0]
-        for a, b, tau, flip, change in _pair_stats(means3):
-            pairs.append(
-                {
-                    "config_id": cid,
-                    "variant_a": order[a],
-                    "variant_b": order[b],
-                    "kendall_tau": tau[0],
-                    "flip_share": flip[0],
-                    "rank_change_share": change[0],
-                }
-            )
-        for s, name in enumerate(names):
-            r = ranks[s]
-            systems.append(
-                {
-                    "config_id": cid,
-                    "system": name,
-                    "n_items": int((codes == s).sum()),
-                    "best_rank": int(np.nanmin(r)),
-                    "worst_rank": int(np.nanmax(r)),
-                    "rank_range": int(np.nanmax(r) - np.nanmin(r)),
-                    "best_variant": order[int(np.nanargmin(r))],
-                    "worst_variant": order[int(np.nanargmax(r))],
-                }
-            )
-            for j, var in enumerate(order):
-                traj.append(
-                    {
-                        "config_id": cid,
-                        "system": name,
-                        "variant": var,
-                        "mean_score": means[s, j],
-                        "rank": ranks[s, j],
-                    }
-                )
+        means3 = _system_means(xv, codes, len(names), np.arange(len(xv))[None, :])
+        pairs += _pair_rows(cid, order, means3)
+        s_rows, t_rows = _system_rows(cid, order, names, codes, means3[0], _ranks(means3)[0])
+        systems += s_rows
+        traj += t_rows
         rec.update(n_systems=len(names), n_items=int(has.sum()))
-        notes = []
-        for k, name in enumerate(("kendall_tau", "flip_share", "rank_change_share")):
-            e = estimate_with_ci(_MeanPairStat(k + 2, len(names)), xv, codes, **opts.resampling)
-            rec[name], rec[f"{name}_lo"], rec[f"{name}_hi"] = e.estimate, e.low, e.high
-            if e.distribution is not None:
-                dists[(cid, name)] = e.distribution
-            if e.note:
-                notes.append(f"{name}: {e.note}")
-        rec["note"] = "; ".join(notes)
-        summary.append(rec)
+        summary.append(_summary_stats(rec, xv, codes, len(names), opts.resampling, dists))
     tables = {
         "summary": pd.DataFrame(summary),
         "pairs": pd.DataFrame(pairs),
@@ -187,3 +145,66 @@ def rank_reversals(grid: JudgmentGrid, opts: LotteryOptions, *, return_distribut
         "trajectories": pd.DataFrame(traj),
     }
     return (tables, dists) if return_distributions else tables
+
+
+def _pair_rows(cid: str, order: list, means3: np.ndarray) -> list[dict]:
+    """The ``pairs`` rows of one configuration: tau, flip and rank-change share per variant pair."""
+    return [
+        {
+            "config_id": cid,
+            "variant_a": order[a],
+            "variant_b": order[b],
+            "kendall_tau": tau[0],
+            "flip_share": flip[0],
+            "rank_change_share": change[0],
+        }
+        for a, b, tau, flip, change in _pair_stats(means3)
+    ]
+
+
+def _system_rows(
+    cid: str, order: list, names: list[str], codes: np.ndarray, means, ranks
+) -> tuple[list, list]:
+    """The ``systems`` rows (best and worst rank) and the ``trajectories`` rows of one configuration."""
+    systems, traj = [], []
+    for s, name in enumerate(names):
+        r = ranks[s]
+        systems.append(
+            {
+                "config_id": cid,
+                "system": name,
+                "n_items": int((codes == s).sum()),
+                "best_rank": int(np.nanmin(r)),
+                "worst_rank": int(np.nanmax(r)),
+                "rank_range": int(np.nanmax(r) - np.nanmin(r)),
+                "best_variant": order[int(np.nanargmin(r))],
+                "worst_variant": order[int(np.nanargmax(r))],
+            }
+        )
+        for j, var in enumerate(order):
+            traj.append(
+                {
+                    "config_id": cid,
+                    "system": name,
+                    "variant": var,
+                    "mean_score": means[s, j],
+                    "rank": ranks[s, j],
+                }
+            )
+    return systems, traj
+
+
+def _summary_stats(
+    rec: dict, xv: np.ndarray, codes: np.ndarray, n_systems: int, boot: dict, dists: dict
+) -> dict:
+    """``rec`` with the mean over variant pairs of each statistic and its bootstrap CI."""
+    notes = []
+    for k, name in enumerate(("kendall_tau", "flip_share", "rank_change_share")):
+        e = estimate_with_ci(_MeanPairStat(k + 2, n_systems), xv, codes, **boot)
+        rec[name], rec[f"{name}_lo"], rec[f"{name}_hi"] = e.estimate, e.low, e.high
+        if e.distribution is not None:
+            dists[(rec["config_id"], name)] = e.distribution
+        if e.note:
+            notes.append(f"{name}: {e.note}")
+    rec["note"] = "; ".join(notes)
+    return rec

@@ -27,8 +27,9 @@ import pandas as pd
 
 from promptlottery.analysis import report as rp
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.metrics.aggregate import majority, online_convergence
+from promptlottery.metrics.aggregate import majority
 from promptlottery.metrics.bootstrap import bootstrap_ci
+from promptlottery.metrics.convergence import online_convergence
 from promptlottery.tracking import tables
 
 NO_CONSENSUS = "no consensus"
@@ -39,7 +40,7 @@ def item_table(grid: JudgmentGrid) -> pd.DataFrame:
     the item's texts (judgment columns ``input_<name>``, written for ``dataset=table``) follow its id.
 
     ``majority``: :func:`~promptlottery.metrics.aggregate.majority` of the J variants (``n_judges=J``);
-    ``k_needed``: :func:`~promptlottery.metrics.aggregate.online_convergence` with ``rule="majority"``.
+    ``k_needed``: :func:`~promptlottery.metrics.convergence.online_convergence` with ``rule="majority"``.
     """
     reference = grid.reference
     out = []

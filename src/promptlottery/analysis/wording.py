@@ -134,36 +134,15 @@ def wording_dimensions(
     col = AGREEMENT_COLUMNS[metric]
     pts = agreement.merge(tags, on=["prompt_group", "variant"], how="left")
     pts = pts[np.isfinite(pts[col].astype(float))].reset_index(drop=True)
-    rows = []
     if pts.empty:
-        for d in WORDING_DIMENSIONS:
-            rows.append(
-                {
-                    "dimension": d,
-                    "n_points": 0,
-                    "n_levels": 0,
-                    "levels": "",
-                    "eta_squared": np.nan,
-                    "null_mean": np.nan,
-                    "null_hi": np.nan,
-                    "p": np.nan,
-                    "note": f"n/a: no variant with a defined {metric} agreement",
-                }
-            )
-        return pd.DataFrame(rows)
+        note = f"n/a: no variant with a defined {metric} agreement"
+        empty = {"n_points": 0, "n_levels": 0, "levels": ""}
+        return pd.DataFrame([{"dimension": d, **empty, **_no_eta(note)} for d in WORDING_DIMENSIONS])
     y = (pts[col] - pts.groupby("config_id")[col].transform("mean")).to_numpy(float)
-    # permutation of variants within each prompt group, applied to the tag lookup
-    group_variants = {g: sorted(set(v)) for g, v in pts.groupby("prompt_group")["variant"]}
+    perms = _tag_permutations(pts, n_permutations, seed)
     tag_lookup = tags.set_index(["prompt_group", "variant"])
-    rng = np.random.default_rng(seed)
-    perms = []
-    for _ in range(n_permutations):
-        mapping = {}
-        for g, vs in sorted(group_variants.items()):
-            shuffled = list(rng.permutation(vs))
-            mapping.update({(g, a): (g, b) for a, b in zip(vs, shuffled)})
-        perms.append(mapping)
     keys = list(zip(pts["prompt_group"], pts["variant"]))
+    rows = []
     for d in WORDING_DIMENSIONS:
         levels = pts[d].astype(object).fillna("(none)").to_numpy()
         distinct = sorted(set(levels))
@@ -174,25 +153,11 @@ def wording_dimensions(
             "levels": ",".join(map(str, distinct)),
         }
         if len(distinct) < 2:
-            rec.update(
-                eta_squared=np.nan,
-                null_mean=np.nan,
-                null_hi=np.nan,
-                p=np.nan,
-                note=f"n/a: one level only ({distinct[0] if distinct else 'none'})",
-            )
-            rows.append(rec)
+            rows.append({**rec, **_no_eta(f"n/a: one level only ({distinct[0] if distinct else 'none'})")})
             continue
         obs = _eta_squared(y, levels)
         if not np.isfinite(obs):
-            rec.update(
-                eta_squared=np.nan,
-                null_mean=np.nan,
-                null_hi=np.nan,
-                p=np.nan,
-                note="n/a: no variation of agreement within configurations",
-            )
-            rows.append(rec)
+            rows.append({**rec, **_no_eta("n/a: no variation of agreement within configurations")})
             continue
         dim_tags = tag_lookup[d].astype(object).fillna("(none)").to_dict()
         null = np.array(
@@ -207,6 +172,26 @@ def wording_dimensions(
         )
         rows.append(rec)
     return pd.DataFrame(rows)
+
+
+def _no_eta(note: str) -> dict[str, Any]:
+    """The columns of a dimension without an eta-squared, and why."""
+    return {"eta_squared": np.nan, "null_mean": np.nan, "null_hi": np.nan, "p": np.nan, "note": note}
+
+
+def _tag_permutations(pts: pd.DataFrame, n_permutations: int, seed: int) -> list[dict]:
+    """The null's permutations of the variants within each prompt group, as tag-lookup maps
+    ``(group, variant) -> (group, variant whose tags it takes)``."""
+    group_variants = {g: sorted(set(v)) for g, v in pts.groupby("prompt_group")["variant"]}
+    rng = np.random.default_rng(seed)
+    perms = []
+    for _ in range(n_permutations):
+        mapping = {}
+        for g, vs in sorted(group_variants.items()):
+            shuffled = list(rng.permutation(vs))
+            mapping.update({(g, a): (g, b) for a, b in zip(vs, shuffled)})
+        perms.append(mapping)
+    return perms
 
 
 # --- Appendix B / Table 12: the paper's outcome, cross-model score agreement per paraphrase --------

@@ -98,7 +98,7 @@ def simulate_wording_model(
     """
     import pandas as pd
 
-    from promptlottery.metrics.sparse import sparse_plan
+    from promptlottery.metrics.sparse_plans import sparse_plan
 
     agree = np.asarray(agree, dtype=float)
     if not np.isfinite(agree).all():

@@ -7,13 +7,21 @@ import hashlib
 import json
 import os
 import signal
+from collections.abc import Callable
 
 import numpy as np
 
-from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import (
+    Backend,
+    BackendError,
+    Decoding,
+    JudgeRequest,
+    JudgeResponse,
+    KnownAnswer,
+)
+from promptlottery.checks import check_choice
+from promptlottery.registry import Registry
 
-#: the judges with known behaviour (``behaviour=``); ``hash`` is the default pseudo-random judge
-BEHAVIOURS = ("hash", "oracle", "always_first", "constant", "random", "inverted")
 #: the mass a known-behaviour judge puts on its label; the rest is off the scale, like a real judge's
 KNOWN_MASS = 0.8
 #: the fault suite's hooks (tests/test_faults.py), read at call time because the suite's subprocesses
@@ -67,8 +75,7 @@ class FakeBackend(Backend):
         inverted_variant: str = "P3",
         max_length: int | None = None,
     ):
-        if behaviour not in BEHAVIOURS:
-            raise ValueError(f"backbone.backend.behaviour={behaviour!r}: must be one of {list(BEHAVIOURS)}")
+        check_choice("backbone.backend.behaviour", behaviour, BEHAVIOURS)
         if behaviour == "constant" and label is None:
             raise ValueError(
                 "backbone.backend.behaviour=constant needs backbone.backend.label (a scale label)"
@@ -121,31 +128,7 @@ class FakeBackend(Backend):
 
     def known_label(self, r: JudgeRequest) -> str:
         """The one label a known behaviour answers ``r`` with (see the class docstring)."""
-        if self.behaviour == "constant":
-            if self.label not in r.labels:
-                raise BackendError(
-                    f"fake backend: constant label {self.label!r} is not on the scale {list(r.labels)}"
-                )
-            return self.label
-        if self.behaviour == "random":
-            return r.labels[int(hashlib.sha256(r.key.encode()).hexdigest(), 16) % len(r.labels)]
-        known = r.known
-        if known is None:
-            raise BackendError(
-                f"fake backend: behaviour={self.behaviour} needs a judge request of the grid or the rubric study"
-            )
-        scores = dict(zip(r.labels, known.scores, strict=True))
-        if self.behaviour == "always_first":
-            return r.labels[0] if r.order is not None else min(r.labels, key=scores.get)
-        if known.label is None:
-            raise BackendError(
-                f"fake backend: behaviour={self.behaviour} cannot answer a request without a human label "
-                f"(variant {known.variant}): the data carries no oracle"
-            )
-        if self.behaviour == "inverted" and known.variant == self.inverted_variant:
-            mirrored = min(scores.values()) + max(scores.values()) - scores[known.label]
-            return min(r.labels, key=lambda lab: abs(scores[lab] - mirrored))
-        return known.label
+        return KNOWN_JUDGES.get(self.behaviour)(self, r)
 
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         import time
@@ -183,6 +166,72 @@ class FakeBackend(Backend):
 
     def count_tokens(self, request: JudgeRequest) -> int:
         return len(self._text(request).split())
+
+
+#: the judges with known behaviour (``behaviour=``), each the function giving the one label it
+#: answers a request with (see :class:`FakeBackend`); ``hash``, the default, is the pseudo-random judge
+KNOWN_JUDGES: Registry[Callable[[FakeBackend, JudgeRequest], str]] = Registry(
+    "backbone.backend.behaviour", error=ValueError
+)
+
+
+def _scored(backend: FakeBackend, r: JudgeRequest) -> tuple[KnownAnswer, dict[str, float]]:
+    """What the grid knows about ``r`` and its labels' scores (a request from outside it is refused)."""
+    known = r.known
+    if known is None:
+        raise BackendError(
+            f"fake backend: behaviour={backend.behaviour} needs a judge request of the grid or the rubric study"
+        )
+    return known, dict(zip(r.labels, known.scores, strict=True))
+
+
+def _human(backend: FakeBackend, known: KnownAnswer) -> str:
+    if known.label is None:
+        raise BackendError(
+            f"fake backend: behaviour={backend.behaviour} cannot answer a request without a human label "
+            f"(variant {known.variant}): the data carries no oracle"
+        )
+    return known.label
+
+
+@KNOWN_JUDGES.register("oracle")
+def _oracle(backend: FakeBackend, r: JudgeRequest) -> str:
+    known, _ = _scored(backend, r)
+    return _human(backend, known)
+
+
+@KNOWN_JUDGES.register("always_first")
+def _always_first(backend: FakeBackend, r: JudgeRequest) -> str:
+    _, scores = _scored(backend, r)
+    return r.labels[0] if r.order is not None else min(r.labels, key=scores.get)
+
+
+@KNOWN_JUDGES.register("constant")
+def _constant(backend: FakeBackend, r: JudgeRequest) -> str:
+    if backend.label not in r.labels:
+        raise BackendError(
+            f"fake backend: constant label {backend.label!r} is not on the scale {list(r.labels)}"
+        )
+    return backend.label
+
+
+@KNOWN_JUDGES.register("random")
+def _random(backend: FakeBackend, r: JudgeRequest) -> str:
+    return r.labels[int(hashlib.sha256(r.key.encode()).hexdigest(), 16) % len(r.labels)]
+
+
+@KNOWN_JUDGES.register("inverted")
+def _inverted(backend: FakeBackend, r: JudgeRequest) -> str:
+    known, scores = _scored(backend, r)
+    label = _human(backend, known)
+    if known.variant != backend.inverted_variant:
+        return label
+    mirrored = min(scores.values()) + max(scores.values()) - scores[label]
+    return min(r.labels, key=lambda lab: abs(scores[lab] - mirrored))
+
+
+#: every ``behaviour=``, the default first
+BEHAVIOURS = ("hash", *KNOWN_JUDGES)
 
 
 def _request_text(r: JudgeRequest) -> str:

@@ -40,6 +40,7 @@ from pathlib import Path
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.transformers_local import TransformersBackend, cpu_supports_bf16
 from promptlottery.backends.weights import materialize
+from promptlottery.checks import check_choice
 from promptlottery.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -82,10 +83,8 @@ class OpenVINOBackend(TransformersBackend):
         num_threads: int | None = None,
         revision: str | None = None,
     ):
-        if precision not in PRECISIONS:
-            raise ConfigError(f"backbone.backend.precision={precision!r}: valid: {sorted(PRECISIONS)}")
-        if weights not in WEIGHTS:
-            raise ConfigError(f"backbone.backend.weights={weights!r}: valid: {list(WEIGHTS)}")
+        check_choice("backbone.backend.precision", precision, PRECISIONS)
+        check_choice("backbone.backend.weights", weights, WEIGHTS)
         self.engine = f"openvino=={engine_version()}"
         if precision == "bf16" and not cpu_supports_bf16():
             raise ConfigError(

@@ -21,8 +21,8 @@ asked again. A cache written before checksums gains the column on first open (a 
 read-only one is read as it is); its rows without a checksum are legacy: hashed on their first read,
 with a logged note, and checked from then on (a change made before that read cannot be seen).
 
-The SQLite store (the default) is here; the PostgreSQL one, an optional extra, is
-:mod:`promptlottery.calls.cache_postgres`.
+The stores are :mod:`promptlottery.calls.cache_store` (SQLite, the default) and
+:mod:`promptlottery.calls.cache_postgres` (PostgreSQL, an optional extra).
 """
 
 from __future__ import annotations
@@ -30,18 +30,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import sqlite3
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse, KnownAnswer
 from promptlottery.calls.cache_manifest import read_manifest, replaced, write_manifest
-from promptlottery.errors import UserError
+from promptlottery.calls.cache_store import CacheError, SqliteStore, open_store, response_sha256
 from promptlottery.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -162,171 +159,9 @@ def make_request(
     )
 
 
-class CacheError(UserError, RuntimeError):
-    """The call cache cannot be used (unreadable file, read-only dir with calls to add)."""
-
-
-class CallStore(Protocol):
-    """A table ``calls(key, response, request, created, response_sha256)`` of JSON text, wherever it lives.
-
-    ``get_many`` gives each found key's ``(response, response_sha256)`` (None: a legacy row);
-    ``put_many`` rows are ``(key, response, request, created, response_sha256)``, one transaction.
-    """
-
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, str | None]]: ...
-    def put_many(self, rows: list[tuple[str, str, str | None, float, str]]) -> None: ...
-    def set_checksums(self, rows: list[tuple[str, str]]) -> None: ...  # (key, sha256) of legacy rows
-    def delete_many(self, keys: list[str]) -> None: ...
-    def count(self) -> int: ...
-    def close(self) -> None: ...
-
-
-def response_sha256(response: str) -> str:
-    """The checksum a stored answer carries: sha256 of its stored JSON text."""
-    return hashlib.sha256(response.encode("utf-8")).hexdigest()
-
-
-def open_store(location: str | Path, *, timeout_s: float = 60.0) -> CallStore:
-    """A ``postgresql://`` URL opens the server store; anything else is a SQLite file path."""
-    if str(location).startswith(("postgresql://", "postgres://")):
-        from promptlottery.calls.cache_postgres import PostgresStore
-
-        return PostgresStore(str(location), timeout_s=timeout_s)
-    return SqliteStore(Path(location), timeout_s=timeout_s)
-
-
 def cache_location(paths: Any) -> str | Path:
     """Where a run's cache lives: ``paths.cache_url`` if set, else ``<paths.cache_dir>/calls.sqlite``."""
     return paths.get("cache_url") or Path(paths.get("cache_dir")) / "calls.sqlite"
-
-
-class SqliteStore:
-    """The default store: one SQLite file in WAL mode.
-
-    Many processes on one machine may write it at once: each batch is one ``BEGIN IMMEDIATE``
-    transaction, so writers queue for the lock (up to ``timeout_s``) while readers go on reading.
-    WAL keeps its index in shared memory (``calls.sqlite-shm``): every writer must be on the same
-    host, which is why jobs on many nodes use the PostgreSQL store instead. A file in a dir the job
-    cannot write is opened immutable and read-only (SQLite could create no -wal/-shm files there).
-    """
-
-    def __init__(self, path: Path, *, timeout_s: float = 60.0):
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CacheError(f"call cache dir {self.path.parent} cannot be created: {exc}") from None
-        self.readonly = not (
-            os.access(self.path.parent, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
-        )
-        self._conn: sqlite3.Connection | None = None
-        self.file_id: str | None = None
-        self._has_table = False
-        self._has_checksums = False
-        try:
-            if self.readonly:
-                if self.path.exists():
-                    uri = f"file:{self.path.resolve()}?mode=ro&immutable=1"
-                    self._conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
-                    self._has_table = bool(
-                        self._conn.execute(
-                            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='calls'"
-                        ).fetchone()
-                    )
-                    self._has_checksums = self._has_table and "response_sha256" in self._columns()
-                    self.file_id = self._read_file_id()
-                return
-            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL,"
-                " request TEXT, created REAL NOT NULL, response_sha256 TEXT)"
-            )
-            self._has_table = True
-            if "response_sha256" not in self._columns():  # a cache from before checksums
-                try:
-                    self._conn.execute("ALTER TABLE calls ADD COLUMN response_sha256 TEXT")
-                except sqlite3.OperationalError as exc:  # another job added it first
-                    if "duplicate column" not in str(exc):
-                        raise
-            self._has_checksums = True
-            # the file's own id, which its manifest names (calls.cache_manifest): a new file has a new one
-            self._conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('file_id', ?)", (uuid.uuid4().hex,))
-            self.file_id = self._read_file_id()
-        except sqlite3.DatabaseError as exc:
-            raise CacheError(
-                f"call cache {self.path} is not a usable SQLite database ({exc}); move it away or set "
-                "paths.cache_dir to another directory"
-            ) from None
-
-    def _read_file_id(self) -> str | None:
-        try:
-            row = self._conn.execute("SELECT value FROM meta WHERE name = 'file_id'").fetchone()
-        except sqlite3.OperationalError:  # no meta table: a file from before manifests, opened read-only
-            return None
-        return row[0] if row else None
-
-    def _columns(self) -> set[str]:
-        return {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
-
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, str | None]]:
-        found: dict[str, tuple[str, str | None]] = {}
-        if not self._has_table:
-            return found
-        checksum = "response_sha256" if self._has_checksums else "NULL"
-        try:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    (k, (v, c))
-                    for k, v, c in self._conn.execute(
-                        f"SELECT key, response, {checksum} FROM calls WHERE key IN ({marks})", chunk
-                    )
-                )
-        except sqlite3.DatabaseError as exc:
-            raise CacheError(f"call cache {self.path} is corrupt ({exc}); move it away") from None
-        return found
-
-    def put_many(self, rows: list[tuple[str, str, str | None, float, str]]) -> None:
-        with self._conn:  # one transaction per batch: all of it lands or none of it
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO calls (key, response, request, created, response_sha256)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-
-    def set_checksums(self, rows: list[tuple[str, str]]) -> None:
-        with self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "UPDATE calls SET response_sha256 = ? WHERE key = ? AND response_sha256 IS NULL",
-                [(c, k) for k, c in rows],
-            )
-
-    def delete_many(self, keys: list[str]) -> None:
-        with self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("DELETE FROM calls WHERE key = ?", [(k,) for k in keys])
-
-    def count(self) -> int:
-        if not self._has_table:
-            return 0
-        return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-
-    def close(self) -> None:
-        if self._conn is not None:
-            if not self.readonly:  # fold the WAL into the file: an immutable reader does not read the WAL
-                try:
-                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except sqlite3.Error:
-                    pass  # another connection is mid-transaction: its own close checkpoints
-            self._conn.close()
-            self._conn = None
 
 
 class CallCache:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRe
 from promptlottery.calls.cache import CallCache, make_request
 from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.gating.config import LLMBaselineConfig
+from promptlottery.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +140,10 @@ def cut_right(text: str, max_chars: int) -> str:
     return text[:max_chars]
 
 
-CUTS = {"right": cut_right, "middle": cut_middle}
+#: the query cuts by ``truncation`` name
+CUTS: Registry[Callable[[str, int], str]] = Registry("truncation", error=ValueError)
+CUTS.register("right", cut_right)
+CUTS.register("middle", cut_middle)
 
 
 def _user_turn(query: str, answer: str, *, n_total: int, max_chars: int, truncation: str = "right") -> str:

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException
 
+from promptlottery.checks import check_int, check_open, fail
 from promptlottery.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -95,12 +96,11 @@ class LoraSettings:
     modules_to_save: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.r < 1:
-            raise _error(f"gate.classifier.lora.r={self.r}: must be an integer >= 1")
+        check_int("gate.classifier.lora.r", self.r, lo=1)
         if self.alpha <= 0:
-            raise _error(f"gate.classifier.lora.alpha={self.alpha}: must be > 0")
+            raise fail("gate.classifier.lora.alpha", self.alpha, "> 0")
         if not 0.0 <= self.dropout < 1.0:
-            raise _error(f"gate.classifier.lora.dropout={self.dropout}: must be in [0, 1)")
+            raise fail("gate.classifier.lora.dropout", self.dropout, "in [0, 1)")
 
 
 @dataclass
@@ -142,12 +142,11 @@ class ClassifierConfig:
 
         backbone_class(self._target_).check(self)
         for key in ("max_length", "batch_size", "eval_batch_size", "accumulate_grad_batches", "devices"):
-            if getattr(self, key) < 1:
-                raise _error(f"gate.classifier.{key}={getattr(self, key)}: must be an integer >= 1")
+            check_int(f"gate.classifier.{key}", getattr(self, key), lo=1)
         if self.lr <= 0:
-            raise _error(f"gate.classifier.lr={self.lr}: must be > 0")
+            raise fail("gate.classifier.lr", self.lr, "> 0")
         if not 0.0 <= self.warmup_ratio <= 1.0:
-            raise _error(f"gate.classifier.warmup_ratio={self.warmup_ratio}: must be in [0, 1]")
+            raise fail("gate.classifier.warmup_ratio", self.warmup_ratio, "in [0, 1]")
         if self.max_epochs < 1 and self.max_steps < 1:
             raise _error("gate.classifier.max_epochs and max_steps are both < 1: nothing would be trained")
 
@@ -188,8 +187,7 @@ class LLMBaselineConfig:
 
     def __post_init__(self) -> None:
         for key in ("max_query_chars", "max_shot_chars", "min_query_chars"):
-            if getattr(self, key) < 1:
-                raise _error(f"gate.llm_baseline.{key}={getattr(self, key)}: must be an integer >= 1")
+            check_int(f"gate.llm_baseline.{key}", getattr(self, key), lo=1)
 
 
 @dataclass
@@ -235,17 +233,14 @@ class GateConfig:
             raise _error(f"gate.threshold={self.threshold!r}: must be 'auto' or a number")
         if self.variants is not None and len(self.variants) < 2:
             raise _error(f"gate.variants={list(self.variants)}: needs at least 2 judges")
-        if not 0.0 < self.val_size < 1.0:
-            raise _error(f"gate.val_size={self.val_size}: must be in (0, 1)")
+        check_open("gate.val_size", self.val_size, 0, 1)
         if not 0.0 < self.test_size < 1.0 or self.val_size + self.test_size >= 1.0:
             raise _error(
                 f"gate.test_size={self.test_size}: must be in (0, 1) and leave training items "
                 f"(val_size + test_size = {self.val_size + self.test_size:g} must be < 1)"
             )
-        if not 0.0 < self.holdout_size < 1.0:
-            raise _error(f"gate.holdout_size={self.holdout_size}: must be in (0, 1)")
-        if self.min_judges < 2:
-            raise _error(f"gate.min_judges={self.min_judges}: must be an integer >= 2")
+        check_open("gate.holdout_size", self.holdout_size, 0, 1)
+        check_int("gate.min_judges", self.min_judges, lo=2)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | DictConfig | None) -> GateConfig:

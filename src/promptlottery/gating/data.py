@@ -28,7 +28,8 @@ import pandas as pd
 from promptlottery.errors import UserError
 from promptlottery.judging.grid import Configuration, JudgmentGrid
 from promptlottery.judging.table import judge_matrix, natural_key
-from promptlottery.metrics.aggregate import online_convergence, plurality_cluster, plurality_details
+from promptlottery.metrics.aggregate import plurality_cluster, plurality_details
+from promptlottery.metrics.convergence import online_convergence
 
 logger = logging.getLogger(__name__)
 

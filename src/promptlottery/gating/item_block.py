@@ -8,10 +8,14 @@ every name here.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from promptlottery.metrics import kendall_tau, spearman
+from promptlottery.registry import Registry
 
 __all__ = [
     "ItemBlock",
@@ -134,13 +138,17 @@ def _values(decisions: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return out
 
 
+#: the correlations of decisions with the human labels, by ``method``
+HUMAN_CORRELATIONS: Registry[Callable[[np.ndarray, np.ndarray], float]] = Registry("correlation method")
+HUMAN_CORRELATIONS.register("spearman", spearman)
+HUMAN_CORRELATIONS.register("kendall", kendall_tau)
+
+
 def human_correlation(
     decisions: np.ndarray, block: ItemBlock, mask: np.ndarray | None = None, method: str = "spearman"
 ) -> float:
     """Item-weighted mean over configurations of the correlation between decisions and human labels."""
-    from promptlottery.metrics import kendall_tau, spearman
-
-    fn = {"spearman": spearman, "kendall": kendall_tau}[method]
+    fn = HUMAN_CORRELATIONS.get(method)
     items = block.items
     mask = np.ones(len(items), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     vals = _values(decisions, items["scale"].to_numpy())

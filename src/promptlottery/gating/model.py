@@ -78,14 +78,6 @@ def class_weights(labels: np.ndarray, mode: str | None) -> list[float] | None:
 def _module_class():
     import torch
     import torch.nn.functional as F
-    from torchmetrics import MetricCollection
-    from torchmetrics.classification import (
-        BinaryMatthewsCorrCoef,
-        BinaryRecall,
-        BinarySpecificity,
-        BinaryStatScores,
-        MulticlassAccuracy,
-    )
 
     L = _lightning()
 
@@ -105,17 +97,7 @@ def _module_class():
             self.model = model
             self.lr, self.weight_decay, self.warmup_ratio = lr, weight_decay, warmup_ratio
             self.register_buffer("weights", torch.tensor(weights, dtype=torch.float32) if weights else None)
-            self.val_metrics = MetricCollection(
-                {
-                    "mcc": BinaryMatthewsCorrCoef(),
-                    "tpr": BinaryRecall(),
-                    "tnr": BinarySpecificity(),
-                    # macro-averaged accuracy over the two classes = balanced accuracy
-                    "balanced_accuracy": MulticlassAccuracy(num_classes=2, average="macro"),
-                },
-                prefix="val/",
-            )
-            self.val_stats = BinaryStatScores()
+            self.val_metrics, self.val_stats = _validation_metrics()
             self.history: list[dict[str, float]] = []
             self._val_losses: list[tuple[float, int]] = []
 
@@ -145,18 +127,7 @@ def _module_class():
             self.val_stats.update(p1, labels)
 
         def on_validation_epoch_end(self):
-            values = {k: float(v) for k, v in self.val_metrics.compute().items()}
-            tp, fp, tn, fn, _ = (int(x) for x in self.val_stats.compute())
-            if tp + fp == 0 or tn + fn == 0:
-                # a constant prediction: MCC 0 (as sklearn), not torchmetrics' limit value, which is
-                # slightly positive and would reward a constant classifier in the search
-                values["val/mcc"] = 0.0
-            # the paper's search objective (§F.1; gating.objective), from the same 0.5-cut counts
-            values[PAPER_OBJECTIVE] = mcc_plus_balanced_accuracy(tp, fp, tn, fn)
-            self.val_metrics.reset()
-            self.val_stats.reset()
-            n = sum(c for _, c in self._val_losses)
-            values["val/loss"] = sum(v * c for v, c in self._val_losses) / max(n, 1)
+            values = _epoch_values(self.val_metrics, self.val_stats, self._val_losses)
             self._val_losses = []
             self.log_dict(values)
             if not self.trainer.sanity_checking:
@@ -180,6 +151,49 @@ def _module_class():
             return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     return GateModule
+
+
+def _validation_metrics():
+    """The validation metrics of :class:`GateModule` (MCC, TPR, TNR, balanced accuracy) and the
+    0.5-cut counts the paper's objective is computed from."""
+    from torchmetrics import MetricCollection
+    from torchmetrics.classification import (
+        BinaryMatthewsCorrCoef,
+        BinaryRecall,
+        BinarySpecificity,
+        BinaryStatScores,
+        MulticlassAccuracy,
+    )
+
+    metrics = MetricCollection(
+        {
+            "mcc": BinaryMatthewsCorrCoef(),
+            "tpr": BinaryRecall(),
+            "tnr": BinarySpecificity(),
+            # macro-averaged accuracy over the two classes = balanced accuracy
+            "balanced_accuracy": MulticlassAccuracy(num_classes=2, average="macro"),
+        },
+        prefix="val/",
+    )
+    return metrics, BinaryStatScores()
+
+
+def _epoch_values(val_metrics, val_stats, val_losses: list[tuple[float, int]]) -> dict[str, float]:
+    """One validation epoch's values (the metrics reset after reading), the loss averaged over
+    the batches weighted by their sizes."""
+    values = {k: float(v) for k, v in val_metrics.compute().items()}
+    tp, fp, tn, fn, _ = (int(x) for x in val_stats.compute())
+    if tp + fp == 0 or tn + fn == 0:
+        # a constant prediction: MCC 0 (as sklearn), not torchmetrics' limit value, which is
+        # slightly positive and would reward a constant classifier in the search
+        values["val/mcc"] = 0.0
+    # the paper's search objective (§F.1; gating.objective), from the same 0.5-cut counts
+    values[PAPER_OBJECTIVE] = mcc_plus_balanced_accuracy(tp, fp, tn, fn)
+    val_metrics.reset()
+    val_stats.reset()
+    n = sum(c for _, c in val_losses)
+    values["val/loss"] = sum(v * c for v, c in val_losses) / max(n, 1)
+    return values
 
 
 def _best_state_callback(monitor: str, mode: str):

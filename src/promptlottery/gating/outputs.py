@@ -13,7 +13,7 @@ from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
 from promptlottery.gating.objective import SPLITS, objective_name
 from promptlottery.gating.simulate import adaptive_calls, simulate_paper_policy, stable_item_calls
-from promptlottery.metrics.aggregate import convergence_shares
+from promptlottery.metrics.convergence import convergence_shares
 
 #: judge backends that are test doubles (their ``backend`` identity field): their verdicts say
 #: nothing about real judges, and the report says so

@@ -225,56 +225,7 @@ def write_report(
     notes: list[str],
     matched: pd.DataFrame | None = None,
 ) -> None:
-    s = summary
-    sp, conv = s["split"], s["convergence"]
-    lines = [
-        "# Selective aggregation: a learned gate over five prompt variants",
-        "",
-        f"Judgments: `{s['runs']}` ({s['n_configs']} configuration(s): {', '.join(s['configs'])}; "
-        f"backbones: {', '.join(s['backbones'])}).",
-        f"Judges called in the recorded order {' > '.join(s['variants'])}. The gate's label is the paper's: "
-        "a verdict is positive when it equals the item's plurality cluster label (a label given by at least "
-        f"{len(s['variants']) // 2 + 1} of the {len(s['variants'])} judges); an item without one is no-consensus "
-        "and all its verdicts are negative. The reference decision (*five-judge decision*) is the cluster label, "
-        "or on no-consensus items the plurality with ties to the earliest judge (P1).",
-        f"Items: {sp['train']} train / {sp['validation']} validation / {sp['test']} test (instance-disjoint: "
-        f"{fmt(sp['disjoint'])}, stratified by the label). Validation picks the epoch, the Optuna trial and every "
-        f"threshold; **every figure below is on the {sp['test']} test items**. Examples (item x judge) "
-        f"{s['n_train']} / {s['n_val']} / {s['n_test']}; share in the cluster {pct(s['positive_rate_train'])} / "
-        f"{pct(s['positive_rate_val'])} / {pct(s['positive_rate_test'])}; no-consensus test items: "
-        f"{s['n_test_nc']} ({pct(s['share_no_consensus'])}).",
-        f"Split: {s.get('split_protocol', 'three_way')}. Search objective: {s.get('objective', 'n/a')}.",
-        f"Online convergence on the test items (the paper's 37.68% / 21.05% / 41.27%): "
-        f"{pct(conv.get('converged_by_3'))} by the third call, {pct(conv.get('converged_by_5'))} more by the fifth, "
-        f"{pct(conv.get('never_converged'))} never.",
-        f"Classifier: `{s['classifier']}` with LoRA (r={s['lora_r']}), {s['trainable_params']:,} of "
-        f"{s['total_params']:,} parameters trained, {s['epochs_run']} epoch(s), best epoch {s['best_epoch']} "
-        f"by {s['monitor']} on validation, {s['train_seconds']:.0f} s.",
-        "",
-        "## The paper's policy beside the paper",
-        "",
-        "Call P1; if the gate trusts its verdict (probability >= threshold "
-        f"{fmt(s['threshold'])}, {s['threshold_rule']}), stop after one call; otherwise run the adaptive full "
-        "aggregation (call judges until one label has the cluster's votes, else all five). The paper's TPR/TNR "
-        "take *needs aggregation* as the positive class (the polarity that reproduces its 5 -> 1.99 calls "
-        "derivation); ours (*in the cluster*) are given beside them, each named.",
-        "",
-        to_markdown(comparison),
-        "## Operating points on the test items",
-        "",
-        "`paper_gate` is the headline; `learned_gate` (sequential per-judge gating), `confidence`, the "
-        "embedding and LLM gates and `first_k_agree` are our extensions on the same cost curve. "
-        "`calls_saved` = 1 - mean calls / five; `recovered` = share of items whose decision equals the "
-        "five-judge decision; on no-consensus items (`_nc`) that is agreement with the five-judge tie-broken "
-        "plurality, and `human_agreement_nc` is agreement with the human label (over items whose human label "
-        "is one of the scale's values; the paper: 65% gate, 79% full aggregation); `human_spearman` = "
-        f"Spearman correlation with the human labels (five-judge decision: {fmt(s['human_spearman_full'])}; "
-        f"no-consensus items {fmt(s['human_spearman_full_nc'])}).",
-        "",
-        to_markdown(operating[[c for c in OP_COLUMNS if c in operating.columns]]),
-        "![cost curve](cost_curve.png)",
-        "",
-    ]
+    lines = [*_intro(summary), *_policy_lines(summary, comparison, operating)]
     if matched is not None and len(matched):
         lines += [
             "## Calls saved at matched recovery (test)",
@@ -312,3 +263,62 @@ def write_report(
         lines += [transfer["note"], ""]
     lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     path.write_text("\n".join(lines))
+
+
+def _intro(s: dict[str, Any]) -> list[str]:
+    """The report's opening: the judgments, the gate's label, the split, convergence, the classifier."""
+    sp, conv = s["split"], s["convergence"]
+    return [
+        "# Selective aggregation: a learned gate over five prompt variants",
+        "",
+        f"Judgments: `{s['runs']}` ({s['n_configs']} configuration(s): {', '.join(s['configs'])}; "
+        f"backbones: {', '.join(s['backbones'])}).",
+        f"Judges called in the recorded order {' > '.join(s['variants'])}. The gate's label is the paper's: "
+        "a verdict is positive when it equals the item's plurality cluster label (a label given by at least "
+        f"{len(s['variants']) // 2 + 1} of the {len(s['variants'])} judges); an item without one is no-consensus "
+        "and all its verdicts are negative. The reference decision (*five-judge decision*) is the cluster label, "
+        "or on no-consensus items the plurality with ties to the earliest judge (P1).",
+        f"Items: {sp['train']} train / {sp['validation']} validation / {sp['test']} test (instance-disjoint: "
+        f"{fmt(sp['disjoint'])}, stratified by the label). Validation picks the epoch, the Optuna trial and every "
+        f"threshold; **every figure below is on the {sp['test']} test items**. Examples (item x judge) "
+        f"{s['n_train']} / {s['n_val']} / {s['n_test']}; share in the cluster {pct(s['positive_rate_train'])} / "
+        f"{pct(s['positive_rate_val'])} / {pct(s['positive_rate_test'])}; no-consensus test items: "
+        f"{s['n_test_nc']} ({pct(s['share_no_consensus'])}).",
+        f"Split: {s.get('split_protocol', 'three_way')}. Search objective: {s.get('objective', 'n/a')}.",
+        f"Online convergence on the test items (the paper's 37.68% / 21.05% / 41.27%): "
+        f"{pct(conv.get('converged_by_3'))} by the third call, {pct(conv.get('converged_by_5'))} more by the fifth, "
+        f"{pct(conv.get('never_converged'))} never.",
+        f"Classifier: `{s['classifier']}` with LoRA (r={s['lora_r']}), {s['trainable_params']:,} of "
+        f"{s['total_params']:,} parameters trained, {s['epochs_run']} epoch(s), best epoch {s['best_epoch']} "
+        f"by {s['monitor']} on validation, {s['train_seconds']:.0f} s.",
+    ]
+
+
+def _policy_lines(s: dict[str, Any], comparison: pd.DataFrame, operating: pd.DataFrame) -> list[str]:
+    """The paper's policy beside the paper, and the operating points on the test items."""
+    return [
+        "",
+        "## The paper's policy beside the paper",
+        "",
+        "Call P1; if the gate trusts its verdict (probability >= threshold "
+        f"{fmt(s['threshold'])}, {s['threshold_rule']}), stop after one call; otherwise run the adaptive full "
+        "aggregation (call judges until one label has the cluster's votes, else all five). The paper's TPR/TNR "
+        "take *needs aggregation* as the positive class (the polarity that reproduces its 5 -> 1.99 calls "
+        "derivation); ours (*in the cluster*) are given beside them, each named.",
+        "",
+        to_markdown(comparison),
+        "## Operating points on the test items",
+        "",
+        "`paper_gate` is the headline; `learned_gate` (sequential per-judge gating), `confidence`, the "
+        "embedding and LLM gates and `first_k_agree` are our extensions on the same cost curve. "
+        "`calls_saved` = 1 - mean calls / five; `recovered` = share of items whose decision equals the "
+        "five-judge decision; on no-consensus items (`_nc`) that is agreement with the five-judge tie-broken "
+        "plurality, and `human_agreement_nc` is agreement with the human label (over items whose human label "
+        "is one of the scale's values; the paper: 65% gate, 79% full aggregation); `human_spearman` = "
+        f"Spearman correlation with the human labels (five-judge decision: {fmt(s['human_spearman_full'])}; "
+        f"no-consensus items {fmt(s['human_spearman_full_nc'])}).",
+        "",
+        to_markdown(operating[[c for c in OP_COLUMNS if c in operating.columns]]),
+        "![cost curve](cost_curve.png)",
+        "",
+    ]

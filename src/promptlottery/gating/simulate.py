@@ -13,7 +13,7 @@ can only lose decisions by stopping early. Policies:
   n = all: naive full aggregation);
 * the paper's policy (:func:`simulate_paper_policy`): call P1; if the gate trusts it, stop after one
   call; otherwise run the adaptive full aggregation, which calls judges until one label has the
-  plurality cluster's votes (:func:`~promptlottery.metrics.aggregate.online_convergence`), or all
+  plurality cluster's votes (:func:`~promptlottery.metrics.convergence.online_convergence`), or all
   of them. Its expected cost from convergence shares is :func:`adaptive_calls` /
   :func:`stable_item_calls` (the paper's 4.247 and 1.99 calls).
 

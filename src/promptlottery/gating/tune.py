@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.checks import check_choice
 from promptlottery.gating.config import GateConfig
 from promptlottery.gating.objective import OBJECTIVES, SPLITS, objective_name
 
@@ -148,7 +149,6 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from promptlottery.gating.model import ClassifierConfig, load_tokenizer, train_classifier
-    from promptlottery.gating.report import to_markdown
     from promptlottery.gating.split import prepare
     from promptlottery.tracking.wandb_logger import make_tracker
 
@@ -159,38 +159,18 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     g = GateConfig.from_dict(config["gate"])
     tune = dict(g.tune)
     metric = tune.get("metric", "val/mcc")
-    if metric not in METRICS:
-        raise ValueError(f"gate.tune.metric must be one of {METRICS}, got {metric!r}")
+    check_choice("gate.tune.metric", metric, METRICS)
     direction = tune.get("direction", "minimize" if metric == "val/loss" else "maximize")
     out = Path(tune.get("output_dir") or "outputs/tune_gate")
     out.mkdir(parents=True, exist_ok=True)
     storage = tune.get("storage") or f"sqlite:///{(out / 'optuna.db').resolve()}"
     study_name = tune.get("study_name") or f"gate_{g.classifier.name}"
-    pr = tune.get("pruner") or {}
-    study = optuna.create_study(
-        storage=make_storage(
-            storage,
-            heartbeat_s=tune.get("heartbeat_s"),
-            grace_s=tune.get("grace_s"),
-            retries=tune.get("failed_trial_retries"),
-        ),
-        study_name=study_name,
-        direction=direction,
-        load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(
-            seed=tune.get("sampler_seed"), n_startup_trials=int(tune.get("tpe_startup_trials", 10))
-        ),
-        pruner=optuna.pruners.MedianPruner(
-            n_startup_trials=int(pr.get("n_startup_trials", 5)),
-            n_warmup_steps=int(pr.get("n_warmup_steps", 0)),
-        ),
-    )
+    study = _create_study(tune, storage, study_name, direction)
     data = prepare(g)
     tokenizer = load_tokenizer(g.classifier)
-    epochs = int(tune.get("epochs", 2))
     space = tune.get("space") or {}
     fixed = [
-        f"gate.classifier.max_epochs={epochs}",
+        f"gate.classifier.max_epochs={int(tune.get('epochs', 2))}",
         f"gate.classifier.monitor={metric}",
         f"gate.classifier.monitor_mode={'min' if direction == 'minimize' else 'max'}",
     ]
@@ -219,11 +199,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         objective, n_trials=int(tune.get("n_trials", 4)), timeout=tune.get("timeout_s"), gc_after_trial=True
     )
 
-    trials = study.trials_dataframe()
-    trials.to_csv(out / "trials.csv", index=False)
-    (out / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    summary: dict[str, Any] = {
+    head = {
         "study_name": study_name,
         "classifier": g.classifier.name,
         "storage": storage if storage.startswith("sqlite") else storage.split("@")[-1],
@@ -231,6 +207,62 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         "objective": objective_name(metric),
         "split": f"{g.split} - {SPLITS[str(g.split)]}",
         "direction": direction,
+    }
+    summary, trials = _write_outputs(study, out, space, head, t0=t0, overrides=overrides)
+    tracker = make_tracker(
+        config["logger"], config=config, name=f"tune_gate/{study_name}", group="gate", job_type="tune_gate"
+    )
+    tracker.log_metrics(
+        {
+            "tune": {k: summary[k] for k in ("n_trials", "n_complete", "n_pruned", "seconds")},
+            "best_value": summary.get("best_value"),
+            "best_params": summary.get("best_params", {}),
+        }
+    )
+    tracker.log_table("trials", _loggable(trials))
+    tracker.finish()
+    summary["output_dir"] = str(out)
+    return summary
+
+
+def _create_study(tune: dict, storage: str, study_name: str, direction: str):
+    """The Optuna study (loaded if it exists): TPE sampler, median pruner, the storage's heartbeat."""
+    import optuna
+
+    pr = tune.get("pruner") or {}
+    return optuna.create_study(
+        storage=make_storage(
+            storage,
+            heartbeat_s=tune.get("heartbeat_s"),
+            grace_s=tune.get("grace_s"),
+            retries=tune.get("failed_trial_retries"),
+        ),
+        study_name=study_name,
+        direction=direction,
+        load_if_exists=True,
+        sampler=optuna.samplers.TPESampler(
+            seed=tune.get("sampler_seed"), n_startup_trials=int(tune.get("tpe_startup_trials", 10))
+        ),
+        pruner=optuna.pruners.MedianPruner(
+            n_startup_trials=int(pr.get("n_startup_trials", 5)),
+            n_warmup_steps=int(pr.get("n_warmup_steps", 0)),
+        ),
+    )
+
+
+def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, overrides: list[str]):
+    """trials.csv / .md, best_overrides.txt and best_params.json (the summary: ``head``, the trial
+    counts, then the best trial's values). Returns the summary and the trials table."""
+    import optuna
+
+    from promptlottery.gating.report import to_markdown
+
+    trials = study.trials_dataframe()
+    trials.to_csv(out / "trials.csv", index=False)
+    (out / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    summary: dict[str, Any] = {
+        **head,
         "n_trials": len(study.trials),
         "n_complete": len(complete),
         "n_pruned": sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials),
@@ -250,20 +282,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         )
         (out / "best_overrides.txt").write_text("\n".join(summary["best_overrides"]) + "\n")
     (out / "best_params.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    tracker = make_tracker(
-        config["logger"], config=config, name=f"tune_gate/{study_name}", group="gate", job_type="tune_gate"
-    )
-    tracker.log_metrics(
-        {
-            "tune": {k: summary[k] for k in ("n_trials", "n_complete", "n_pruned", "seconds")},
-            "best_value": summary.get("best_value"),
-            "best_params": summary.get("best_params", {}),
-        }
-    )
-    tracker.log_table("trials", _loggable(trials))
-    tracker.finish()
-    summary["output_dir"] = str(out)
-    return summary
+    return summary, trials
 
 
 def _loggable(df: pd.DataFrame) -> pd.DataFrame:

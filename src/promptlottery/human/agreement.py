@@ -1,5 +1,5 @@
-"""Human agreement within one wording and across wordings, the judge's on the same items, and the
-degradation of each (no I/O: pure functions over DataFrames).
+"""Human agreement within one wording and across wordings, and the judge's on the same items (no
+I/O: pure functions over DataFrames); the degradation of each: :mod:`promptlottery.human.degradation`.
 
 The paper, §3.2: "10 annotators rated 650 data points, yielding average human agreement of 0.78
 Overlap, 0.71 pairwise Cohen's κ, 0.80 Fleiss' κ, and 0.63 Krippendorff's α"; the Abstract:
@@ -27,17 +27,6 @@ wording and across wordings are formed, so the definitions below are **ours**:
   complete: within one wording, the first ``m`` ratings of every cell, ``m`` the fewest any cell
   has; across wordings, the units that have every wording), ``alpha`` (Krippendorff's alpha,
   nominal unless ``alpha_level`` says otherwise; incomplete units allowed).
-* **Degradation (ours)** of a measure ``A``: ``drop = A(within one wording) - A(across wordings)``,
-  an absolute difference; beside it the **drop difference** ``drop(judge) - drop(human)`` (defined
-  wherever both drops are) and the **ratio** ``drop(judge) / drop(human)``, defined only where the
-  human drop is positive. The paper's "6-9x" is printed beside it, not computed by us.
-* **Confidence intervals**: percentile bootstrap over items (every unit of a drawn item comes
-  along; human and judge share each draw, so the drop difference's and the ratio's intervals are
-  paired), ``n_resamples`` draws with ``seed``. The ratio's interval is over **all** resamples: a
-  resample where the human drop is not positive has no ratio, and it is counted against both ends
-  (at ``-inf`` for the lower bound, at ``+inf`` for the upper), so the interval widens, up to
-  unbounded, as such resamples grow, instead of being conditional on a human drop > 0; the note
-  gives their number.
 
 The verdict kind of the judge's labels is the one of the judgments table it is given (the
 ``label`` column of :func:`promptlottery.judging.table.add_verdicts`).
@@ -47,7 +36,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,9 +53,7 @@ from promptlottery.metrics._resampled import (
     mean_defined,
     pairwise_kappa_resampled,
     pairwise_overlap_resampled,
-    resample_counts,
 )
-from promptlottery.metrics.bootstrap import resample_indices
 
 MEASURES = ("overlap", "cohen", "fleiss", "alpha")
 SETTINGS = ("within", "across")
@@ -271,149 +257,3 @@ def resampled_measures(
             out["fleiss"] = fleiss_kappa_resampled(w_items[:, t.fleiss_item], t.fleiss_codes, n_labels)
         out["alpha"] = krippendorff_alpha_resampled(w, t.codes, np.arange(n_labels, dtype=float), alpha_level)
     return out
-
-
-def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
-    ok = dist[np.isfinite(dist)]
-    if ok.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(ok, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
-    return float(lo), float(hi)
-
-
-def ci_all_resamples(dist: np.ndarray, undefined: np.ndarray, level: float) -> tuple[float, float]:
-    """The percentile interval of ``dist`` over every resample: the ``undefined`` ones (no value,
-    but drawn) at ``-inf`` for the lower bound and at ``+inf`` for the upper; resamples that are
-    neither finite nor ``undefined`` are left out.
-
-    >>> d = np.array([np.nan, 1, 2, 3, 4, 5, 6, 7])
-    >>> ci_all_resamples(d, np.isnan(d), 0.5)  # defined ones only would give (2.5, 5.5)
-    (1.75, 6.25)
-    """
-    keep = np.isfinite(dist) | undefined
-    d, u = dist[keep], undefined[keep]
-    if d.size == 0:
-        return float("nan"), float("nan")
-    q = [50.0 * (1.0 - level), 50.0 * (1.0 + level)]
-    with np.errstate(invalid="ignore"):  # inf - inf in the interpolation next to an undefined draw
-        lo = float(np.percentile(np.where(u, -np.inf, d), q[0]))
-        hi = float(np.percentile(np.where(u, np.inf, d), q[1]))
-    return (-np.inf if np.isnan(lo) else lo), (np.inf if np.isnan(hi) else hi)
-
-
-# --------------------------------------------------------------------------- the comparison
-
-
-@dataclass
-class Side:
-    """One rater population's two tables (within one wording, across wordings) and their numbers."""
-
-    name: str
-    tables: dict[str, RaterTable]
-    notes: dict[str, str] = field(default_factory=dict)
-    est: dict[str, dict[str, float]] = field(default_factory=dict)
-    dist: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-
-
-def degradation(
-    human: dict[str, RaterTable],
-    judges: dict[str, dict[str, RaterTable]],
-    n_items: int,
-    n_labels: int,
-    *,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    alpha_level: str = "nominal",
-    judge_notes: dict[str, dict[str, str]] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The agreement table (one row per side and setting) and the degradation table (one row per
-    judge and measure), with bootstrap CIs over the ``n_items`` items the tables index."""
-    idx = resample_indices(n_items, n_resamples, seed=seed)
-    w = resample_counts(idx, n_items)
-    sides = [Side("human", human)] + [
-        Side(k, v, dict((judge_notes or {}).get(k, {}))) for k, v in judges.items()
-    ]
-    for s in sides:
-        for setting in SETTINGS:
-            t = s.tables.get(setting)
-            if t is None:
-                s.est[setting] = dict.fromkeys(MEASURES, float("nan"))
-                s.dist[setting] = dict.fromkeys(MEASURES, np.full(n_resamples, np.nan))
-                continue
-            s.est[setting] = measures(t, n_labels, alpha_level=alpha_level)
-            s.dist[setting] = resampled_measures(t, w, n_labels, alpha_level=alpha_level)
-    agree_rows = []
-    for s in sides:
-        for setting in SETTINGS:
-            t = s.tables.get(setting)
-            rec: dict[str, Any] = {
-                "side": s.name,
-                "setting": setting,
-                "raters": t.raters if t is not None else "",
-                "n_items": int(len(np.unique(t.unit_item))) if t is not None else 0,
-                "n_units": t.n_units if t is not None else 0,
-                "n_raters": int(t.codes.shape[1]) if t is not None else 0,
-            }
-            for m in MEASURES:
-                lo, hi = _ci(s.dist[setting][m], level)
-                rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = s.est[setting][m], lo, hi
-            notes = list(t.notes) if t is not None else []
-            if t is not None and t.codes.shape[1] * (t.codes.shape[1] - 1) // 2 > MAX_PAIRS_RESAMPLED:
-                notes.append(
-                    f"cohen: no CI ({t.codes.shape[1]} raters: more than {MAX_PAIRS_RESAMPLED} pairs)"
-                )
-            if setting in s.notes:
-                notes.append(s.notes[setting])
-            rec["notes"] = "; ".join(notes)
-            agree_rows.append(rec)
-    deg_rows = []
-    h = sides[0]
-    for s in sides[1:]:
-        for m in MEASURES:
-            h_drop = h.est["within"][m] - h.est["across"][m]
-            j_drop = s.est["within"][m] - s.est["across"][m]
-            h_dist = h.dist["within"][m] - h.dist["across"][m]
-            j_dist = s.dist["within"][m] - s.dist["across"][m]
-            ok = np.isfinite(h_dist) & (h_dist > 0) & np.isfinite(j_dist)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r_dist = np.where(ok, j_dist / np.where(ok, h_dist, 1.0), np.nan)
-            # no ratio on a drawn resample because the humans do not drop there (the judge's drop is defined)
-            no_drop = np.isfinite(j_dist) & np.isfinite(h_dist) & (h_dist <= 0)
-            ratio = (
-                j_drop / h_drop
-                if np.isfinite(h_drop) and h_drop > 0 and np.isfinite(j_drop)
-                else float("nan")
-            )
-            notes = []
-            if np.isfinite(h_drop) and h_drop <= 0:
-                notes.append("ratio n/a: the human agreement does not drop across wordings")
-            elif not np.isfinite(j_drop):
-                notes.append("ratio n/a: " + (s.notes.get("within") or "the judge's drop is undefined"))
-            if np.isfinite(j_drop) and np.isfinite(h_drop) and no_drop.any():
-                notes.append(
-                    f"ratio CI over all {n_resamples} resamples: {int(no_drop.sum())} with no human drop "
-                    "(<= 0) have no ratio and count against both ends"
-                )
-            left = int(np.sum(~ok & ~no_drop))
-            if np.isfinite(j_drop) and np.isfinite(h_drop) and left:
-                notes.append(f"{left} resample(s) with an undefined drop left out of the ratio's CI")
-            rec = {"judge": s.name, "measure": m}
-            for key, est, dist in (
-                ("human_within", h.est["within"][m], h.dist["within"][m]),
-                ("human_across", h.est["across"][m], h.dist["across"][m]),
-                ("human_drop", h_drop, h_dist),
-                ("judge_within", s.est["within"][m], s.dist["within"][m]),
-                ("judge_across", s.est["across"][m], s.dist["across"][m]),
-                ("judge_drop", j_drop, j_dist),
-                ("drop_difference", j_drop - h_drop, j_dist - h_dist),
-            ):
-                lo, hi = _ci(dist, level)
-                rec[key], rec[f"{key}_lo"], rec[f"{key}_hi"] = est, lo, hi
-            rec["ratio"] = ratio
-            rec["ratio_lo"], rec["ratio_hi"] = ci_all_resamples(r_dist, no_drop, level)
-            rec["n_resamples_no_human_drop"] = int(no_drop.sum())
-            rec["paper_ratio"] = PAPER_RATIO
-            rec["notes"] = "; ".join(notes)
-            deg_rows.append(rec)
-    return pd.DataFrame(agree_rows), pd.DataFrame(deg_rows)

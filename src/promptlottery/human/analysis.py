@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.human.agreement import MEASURES, degradation, human_tables, judge_tables
+from promptlottery.human.agreement import MEASURES, human_tables, judge_tables
+from promptlottery.human.degradation import degradation
 from promptlottery.judging.table import GREEDY_BELOW, configurations, fixed_settings, paraphrase_rows
 
 ALPHA_LEVELS = ("nominal", "ordinal", "interval")

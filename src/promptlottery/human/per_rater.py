@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.human.agreement import MEASURES, RaterTable, degradation, judge_tables
+from promptlottery.human.agreement import MEASURES, RaterTable, judge_tables
+from promptlottery.human.degradation import degradation
 from promptlottery.judging.table import configurations, fixed_settings
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from promptlottery.calls.loop import CallStats
+from promptlottery.checks import check_choice, check_open, fail, is_int
 from promptlottery.errors import ConfigError
 from promptlottery.judging.runner import Condition
 from promptlottery.judging.table import CONFIG_KEYS, add_verdicts
@@ -48,18 +49,14 @@ def adaptive_design(judge_cfg, mode: str, n_samples: int) -> dict | None:
             f"judge.design=adaptive for {mode} judging walks both orders: judge.position_swap=true"
         )
     if n_samples != 1:
-        raise ConfigError(
-            f"judge.design=adaptive judges one sample per cell: n_samples must be 1, got {n_samples}"
-        )
+        raise fail("n_samples", n_samples, "1 under judge.design=adaptive (one sample per cell)")
     rule = judge_cfg.get("stop_rule", "dirichlet")
-    if rule not in RULES:
-        raise ConfigError(f"judge.stop_rule must be one of {list(RULES)}, got {rule!r}")
+    check_choice("judge.stop_rule", rule, RULES)
     confidence = judge_cfg.get("confidence", 0.95)
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0.5 < confidence < 1:
-        raise ConfigError(f"judge.confidence must be a probability in (0.5, 1), got {confidence!r}")
+    check_open("judge.confidence", confidence, 0.5, 1)
     seed = judge_cfg.get("design_seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"judge.design_seed must be a whole number, got {seed!r}")
+    if not is_int(seed):
+        raise fail("judge.design_seed", seed, "a whole number")
     return {"rule": str(rule), "confidence": float(confidence), "seed": int(seed)}
 
 

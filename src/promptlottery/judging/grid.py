@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from promptlottery.judging.load import load_judgments
 from promptlottery.judging.table import (
     GREEDY_BELOW,
     AnalysisError,
@@ -46,7 +47,6 @@ from promptlottery.judging.table import (
     group_files,
     human_vector,
     judge_matrix,
-    load_judgments,
     main_temperature,
     natural_key,
     paraphrase_rows,
@@ -204,7 +204,7 @@ class JudgmentGrid:
         allow_mixed_dtypes: bool = False,
         columns: Iterable[str] = (),
     ) -> JudgmentGrid:
-        """The grid of every finished judging job under ``runs`` (:func:`~promptlottery.judging.table.load_judgments`).
+        """The grid of every finished judging job under ``runs`` (:func:`~promptlottery.judging.load.load_judgments`).
 
         ``columns`` are added (as None) where the judgments lack them (e.g. the gate's ``query``).
         """
@@ -233,7 +233,7 @@ class JudgmentGrid:
         reference: str = "P1",
         temperature: float | None = None,
     ) -> JudgmentGrid:
-        """The grid of a judgments table (as :func:`~promptlottery.judging.table.load_judgments` gives it).
+        """The grid of a judgments table (as :func:`~promptlottery.judging.load.load_judgments` gives it).
 
         The verdicts are (re)computed with ``verdict`` / ``sampled`` (:func:`add_verdicts`).
         """

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
-from promptlottery.modes import DEFAULT_MODE, MODES, check_mode, default_group, get_mode
+from promptlottery.judging.sparse_job import sparse_design
+from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
     PromptGroup,
     check_variables,
@@ -157,26 +157,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = run_decoding(cfg)
-    if cfg.predict and cfg.predict.get("systems") and cfg.dry_run:  # count, never generate
-        from promptlottery.judging.predict import placeholder_predictions
-
-        options["predictions"] = str(
-            placeholder_predictions(
-                cfg.predict, dataset=cfg.dataset.name, data_dir=cfg.paths.data_dir, output_dir=output_dir
-            )
-        )
-    elif cfg.predict and cfg.predict.get("systems"):  # the judged responses come from candidate systems
-        from promptlottery.judging.predict import ensure_predictions
-
-        options["predictions"] = str(
-            ensure_predictions(
-                cfg.predict,
-                dataset=cfg.dataset.name,
-                data_dir=cfg.paths.data_dir,
-                cache=build_calls(cfg)[0],
-                decoding=decoding,
-            )
-        )
+    _add_predictions(cfg, options, decoding, output_dir)
     all_items, items = _load(cfg, options)
     design = sparse_design(cfg.judge, group, items, condition.judge_mode)
     adaptive = adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
@@ -224,6 +205,40 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
+    df = _with_job_columns(cfg, df, items, design, group if from_file else None, output_dir)
+    return _write(job, df, stats, backend, walk_summary)
+
+
+def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path) -> None:
+    """The judged responses of a dataset with candidate systems: the systems' predictions, generated
+    (or, in a dry run, placeholders to count with), passed to the loader in ``options``."""
+    if not (cfg.predict and cfg.predict.get("systems")):
+        return
+    if cfg.dry_run:  # count, never generate
+        from promptlottery.judging.predict import placeholder_predictions
+
+        options["predictions"] = str(
+            placeholder_predictions(
+                cfg.predict, dataset=cfg.dataset.name, data_dir=cfg.paths.data_dir, output_dir=output_dir
+            )
+        )
+        return
+    from promptlottery.judging.predict import ensure_predictions
+
+    options["predictions"] = str(
+        ensure_predictions(
+            cfg.predict,
+            dataset=cfg.dataset.name,
+            data_dir=cfg.paths.data_dir,
+            cache=build_calls(cfg)[0],
+            decoding=decoding,
+        )
+    )
+
+
+def _with_job_columns(cfg, df, items, design, saved_group: PromptGroup | None, output_dir: Path):
+    """The judgments with what the analysis reads beside them: a table's input texts, a sparse
+    design's columns, the file of a group given as a file (``saved_group``)."""
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
         inputs = {it.id: it.inputs for it in items}
         for name in sorted(set().union(*inputs.values())):
@@ -231,15 +246,19 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
         keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
         df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
-    if from_file:  # the analysis reads the judged texts from here (analysis 4-5)
+    if saved_group is not None:  # the analysis reads the judged texts from here (analysis 4-5)
         # through a temporary file and a rename: a link planted at the path is replaced, not followed
-        saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(group, tmp))
+        saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(saved_group, tmp))
         df["group_file"] = str(saved.resolve())
+    return df
+
+
+def _write(job: StageJob, df, stats, backend, walk_summary: dict) -> dict[str, Any]:
+    """``judgments.parquet`` first, ``results.json`` last, each atomically: a results.json saying
+    ``ok`` always describes the parquet next to it (its hash is recorded, see judging.jobs)."""
     metrics = condition_metrics(df)
     calls = {**stats.counts(), "parse_failures": stats.parse_failures}
-    # judgments first, results.json last, each atomically: a results.json saying `ok` always
-    # describes the parquet next to it (its hash is recorded, see judging.jobs)
-    parquet = atomic_write(output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
+    parquet = atomic_write(job.output_dir / JUDGMENTS, lambda tmp: df.to_parquet(tmp, index=False))
     record = job.ok(
         backend=backend.identity(),
         judgments={"file": JUDGMENTS, "sha256": file_sha256(parquet), "n_rows": len(df)},
@@ -361,57 +380,3 @@ def dry_run(
         estimate["calls_bound"] = "upper"
     print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
     return job.write("dry_run", estimate=estimate)
-
-
-def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
-    """``judge.design=sparse``: which of ``items`` this job's wording judges (pairwise: in which orders),
-    their inclusion probabilities, and the plan's parameters as columns (None for another design).
-
-    Every job of the sweep builds the same plan (:func:`promptlottery.metrics.sparse.sparse_plan`
-    over the sampled items and the group's wordings; pairwise,
-    :func:`promptlottery.metrics.sparse_pairwise.pairwise_plan` over their (wording, order) cells), so
-    the jobs need not talk to each other."""
-    design = judge_cfg.get("design", "full")
-    if design in ("full", "adaptive"):
-        return None
-    if design != "sparse":
-        raise ConfigError(f"judge.design must be 'full', 'sparse' or 'adaptive', got {design!r}")
-    judge_mode = get_mode(mode)
-    if not judge_mode.sparse:
-        built = ", ".join(name for name, m in MODES.items() if m.sparse)
-        raise ConfigError(f"judge.design=sparse is built for {built} judging only (missing for {mode!r})")
-    if judge_mode.sparse_by_order and not judge_cfg.get("position_swap", True):
-        raise ConfigError(
-            f"judge.design=sparse for {mode} judging samples both orders: judge.position_swap=true"
-        )
-    from promptlottery.metrics.sparse import sparse_plan
-    from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
-
-    variants = list(group.variants)
-    make = pairwise_plan if judge_mode.sparse_by_order else sparse_plan
-    try:
-        plan = make(
-            [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
-            full_share=float(judge_cfg.full_share), seed=int(judge_cfg.design_seed),
-        )  # fmt: skip
-    except ValueError as exc:  # the plan's own names for its options, as the config spells them
-        message = re.sub(r"^(budget|anchor|full_share)\b", r"judge.\1", str(exc))
-        raise ConfigError(f"judge.design=sparse: {message}") from None
-    columns = {
-        "design": "sparse",
-        "design_budget": float(judge_cfg.budget),
-        "design_anchor": judge_cfg.anchor or "",
-        "design_full_share": float(judge_cfg.full_share),
-        "design_seed": int(judge_cfg.design_seed),
-        "design_items": len(items),
-    }
-    if not judge_mode.sparse_by_order:
-        w = variants.index(judge_cfg.variant)
-        prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
-        return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
-    columns["design_wordings"] = ",".join(variants)  # a wording no pair drew in this job is still one
-    cols = {o: plan.variants.index(cell(judge_cfg.variant, o)) for o in ORDERS}
-    orders_of = {it.id: tuple(o for o in ORDERS if plan.mask[i, cols[o]]) for i, it in enumerate(items)}
-    prob = {(it.id, o): float(plan.prob[i, cols[o]]) for i, it in enumerate(items) for o in ORDERS}
-    return {"judged": [bool(orders_of[it.id]) for it in items], "prob": prob, "columns": columns,
-            "orders_of": orders_of}  # fmt: skip

@@ -1,4 +1,5 @@
-"""Judgments in, verdicts out: loading sweeps, choosing the verdict, building items x judges matrices.
+"""Judgments in, verdicts out: choosing the verdict, building items x judges matrices (the sweeps are
+read into one table by :func:`promptlottery.judging.load.load_judgments`).
 
 A *configuration* is one dataset x judge family x prompt group (x criterion, rubric) x backbone.
 Within a configuration the rows split into *settings*:
@@ -11,19 +12,16 @@ Within a configuration the rows split into *settings*:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.errors import UserError
-from promptlottery.judging import jobs
 from promptlottery.prompts.scales import get_scale
 
 logger = logging.getLogger(__name__)
@@ -33,22 +31,6 @@ CONFIG_KEYS = ("dataset", "judge_family", "prompt_group", "criterion", "rubric",
 VERDICTS = ("argmax", "weighted", "parsed")
 #: temperatures at or above this are sampled (below: numerically greedy, as Decoding.greedy)
 GREEDY_BELOW = 1e-3
-
-_REQUIRED = ("item_id", "variant", "backbone", "dataset", "judge_family", "prompt_group", "scale")
-_DEFAULTS: dict[str, Any] = {
-    "criterion": "",
-    "rubric": "",
-    "system": None,
-    "sample_index": 0,
-    "repeat_source": "none",
-    "batch_plan": "",
-    "temperature": 1e-5,
-    "seed": 0,
-    "human": np.nan,
-    "argmax_label": None,
-    "parsed_label": None,
-    "weighted_score": np.nan,
-}
 
 
 class AnalysisError(UserError, ValueError):
@@ -90,139 +72,6 @@ def families_of_type(kind: str) -> tuple[str, ...]:
 def natural_key(s: Any) -> tuple:
     """Sort key that puts P2 before P10."""
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s)))
-
-
-def _patterns(runs: str | Iterable[str]) -> list[str]:
-    if isinstance(runs, (str, Path)):
-        return [str(runs)]
-    return [str(r) for r in runs]
-
-
-def load_judgments(
-    runs: str | Iterable[str] | pd.DataFrame,
-    *,
-    allow_partial: bool = False,
-    allow_mixed_dtypes: bool = False,
-    problems: list | None = None,
-) -> pd.DataFrame:
-    """The judgments of every finished job under ``runs`` in one table (a DataFrame passes through).
-
-    Only jobs whose results.json says ``ok`` and vouches for their parquet are read
-    (:mod:`promptlottery.judging.jobs`); an incomplete configuration (a failed, killed or never
-    run job) is left out with the other backbones of its dataset and judge, unless
-    ``allow_partial``. ``problems``, when given, receives ``{config_id: "n/a: P2 missing: ..."}``
-    (what was left out; ``partial: ...`` for what was analysed anyway). One backbone name must mean one backend identity (dtypes may differ only with
-    ``allow_mixed_dtypes``). Adds ``run_dir``, ``model`` (the backend's model id), ``backend_identity``
-    and ``dtype``. Duplicate judgments (the same item, variant, backend, temperature, seed and
-    sample in two runs, e.g. P1 sample 0 in both the paraphrase sweep and the fixed-prompt
-    baseline) are kept once.
-    """
-    table = pd.DataFrame(columns=list(jobs.PROBLEM_COLUMNS))
-    if isinstance(runs, pd.DataFrame):
-        frames = [runs.copy()]
-    else:
-        scan = jobs.scan_jobs(runs)
-        table = scan.problems
-        frames = scan.frames
-        if not frames:
-            if not scan.files and table.empty:
-                raise AnalysisError(f"no judgments.parquet found under {_patterns(runs)}")
-            first = table.iloc[0] if len(table) else None
-            raise AnalysisError(
-                f"no finished judging job under {_patterns(runs)}"
-                + (f"; e.g. {first['job']}: {first['reason']}" if first is not None else "")
-            )
-    df = pd.concat(frames, ignore_index=True)
-    missing = [c for c in _REQUIRED if c not in df.columns]
-    if missing:
-        raise AnalysisError(f"judgments lack required columns {missing}")
-    for col, default in _DEFAULTS.items():
-        if col not in df.columns:
-            df[col] = default
-    for col, default in (("run_dir", ""), ("backend_identity", ""), ("dtype", "")):
-        if col not in df.columns:
-            df[col] = default
-    if "model" not in df.columns:
-        df["model"] = df["backbone"]
-    df["model"] = df["model"].fillna(df["backbone"])
-    for col in ("criterion", "rubric"):
-        df[col] = df[col].fillna("").astype(str)
-    df["temperature"] = df["temperature"].astype(float)
-    df["sample_index"] = df["sample_index"].astype(int)
-    df["repeat_source"] = df["repeat_source"].fillna("none").astype(str)
-    df["seed"] = df["seed"].fillna(0).astype(int)
-    df["item_id"] = df["item_id"].astype(str)
-    check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
-    notes: dict[str, str] = {}
-    if not table.empty:
-        ids = pd.Series(config_ids(df), index=df.index)
-        if allow_partial:
-            logger.warning("analysing a partial grid (allow_partial): %d problem(s)", len(table))
-            notes = jobs.problem_notes(table, partial=True)
-        else:
-            notes = jobs.excluded_configs(ids.unique(), table)
-            df = df[~ids.isin(list(notes))]
-            if df.empty:
-                raise AnalysisError(
-                    "every configuration is incomplete: "
-                    + "; ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
-                    + " (analysis.allow_partial=true analyses what there is)"
-                )
-    if problems is not None:
-        problems.append(notes)
-    # one backbone name is one backend identity (checked above): identity, not name, de-duplicates
-    ident = df["backend_identity"] if not allow_mixed_dtypes else df["backend_identity"].map(_without_dtype)
-    df = df.assign(_ident=ident)
-    key = [
-        *CONFIG_KEYS,
-        "_ident",
-        "variant",
-        "temperature",
-        "seed",
-        "repeat_source",
-        "sample_index",
-        "item_id",
-        *(["order"] if "order" in df.columns else []),  # a pairwise judge: both orders of a pair
-    ]
-    df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
-    return df.drop(columns="_ident").reset_index(drop=True)
-
-
-def check_identities(df: pd.DataFrame, *, allow_mixed_dtypes: bool = False) -> None:
-    """One backend identity per backbone name; dtypes mixed only when ``allow_mixed_dtypes``.
-
-    Raises AnalysisError naming both identities (and a run dir of each).
-    """
-    if "backend_identity" not in df.columns:
-        return
-    for bb, g in df.groupby("backbone", sort=True):
-        seen = g.drop_duplicates("backend_identity")[["backend_identity", "run_dir"]]
-        if len(seen) < 2:
-            continue
-        (a, da), (b, db) = seen.head(2).itertuples(index=False, name=None)
-        ia, ib = (json.loads(x) if x else {} for x in (a, b))
-        if {k: v for k, v in ia.items() if k != "dtype"} == {k: v for k, v in ib.items() if k != "dtype"}:
-            if allow_mixed_dtypes:
-                logger.warning(
-                    "backbone=%s mixes dtypes %s and %s (allowed)", bb, ia.get("dtype"), ib.get("dtype")
-                )
-                continue
-            raise AnalysisError(
-                f"backbone {bb!r} mixes dtypes {ia.get('dtype')} ({da}) and {ib.get('dtype')} ({db}): the same config "
-                "judges differently in each; set analysis.allow_mixed_dtypes=true to analyse them together"
-            )
-        raise AnalysisError(
-            f"backbone name {bb!r} stands for two backends: {a} ({da}) and {b} ({db}); give each its own "
-            "backbone.name"
-        )
-
-
-def _without_dtype(identity: str) -> str:
-    if not identity:
-        return identity
-    d = json.loads(identity)
-    d.pop("dtype", None)
-    return json.dumps(d, sort_keys=True)
 
 
 def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "parsed") -> pd.DataFrame:

@@ -24,17 +24,12 @@ from .agreement import (
     mean_pairwise_overlap,
     overlap,
 )
-from .bootstrap import (
-    BootstrapResult,
-    PairedBootstrapResult,
-    bootstrap_ci,
+from .bootstrap import BootstrapResult, bootstrap_ci, item_mean, resample_indices
+from .cluster_bootstrap import (
     cluster_resample,
     cluster_resample_counts,
     clustered_bootstrap_ci,
     clustered_ratio_ci,
-    item_mean,
-    paired_bootstrap_test,
-    resample_indices,
 )
 from .correlation import (
     DependentCorrelationResult,
@@ -46,6 +41,7 @@ from .correlation import (
     ratio_tau,
     spearman,
 )
+from .paired_test import PairedBootstrapResult, paired_bootstrap_test
 
 __all__ = [
     "UndefinedMetricWarning",

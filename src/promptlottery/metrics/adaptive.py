@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from scipy import integrate, special, stats
 
-from promptlottery.metrics.sparse import _unit
+from promptlottery.metrics.sparse_plans import _unit
 
 __all__ = [
     "RULES",

@@ -1,4 +1,5 @@
-"""Bootstrap over items: confidence intervals and the rubric paper's paired significance test.
+"""Bootstrap over items: confidence intervals (the rubric paper's paired significance test on the
+same resamples: :mod:`promptlottery.metrics.paired_test`).
 
 Resampling is over items (rows): paired arrays, and the rows of an items x raters matrix, are
 resampled together. ``bootstrap_ci(..., seed=s)`` draws exactly
@@ -8,8 +9,8 @@ of this package has one, and :func:`item_mean` for plain means) all resamples ar
 once, equal to the loop to rounding; any other callable is looped.
 
 Where several items share a unit that was sampled once (pairs of one instruction, answers to one
-question), :func:`clustered_bootstrap_ci` and :func:`clustered_ratio_ci` resample the clusters
-instead: each resample draws as many clusters as there are, with replacement, and keeps every item
+question), :func:`~promptlottery.metrics.cluster_bootstrap.clustered_bootstrap_ci` and
+:func:`~promptlottery.metrics.cluster_bootstrap.clustered_ratio_ci` resample the clusters instead: each resample draws as many clusters as there are, with replacement, and keeps every item
 of a drawn cluster (the "pairs cluster bootstrap" of Cameron, Gelbach & Miller, 2008). With one
 item per cluster they draw exactly what :func:`bootstrap_ci` draws.
 """
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ._validation import (
     UndefinedMetricWarning,
@@ -37,15 +37,9 @@ from ._validation import (
 
 __all__ = [
     "BootstrapResult",
-    "PairedBootstrapResult",
     "resample_indices",
     "bootstrap_ci",
-    "paired_bootstrap_test",
     "item_mean",
-    "cluster_resample",
-    "cluster_resample_counts",
-    "clustered_bootstrap_ci",
-    "clustered_ratio_ci",
     "bca_bounds",
 ]
 
@@ -67,22 +61,6 @@ class BootstrapResult:
     def n_undefined(self) -> int:
         """Resamples on which the statistic was undefined (left out of the interval)."""
         return int(np.isnan(self.distribution).sum())
-
-
-@dataclass(frozen=True)
-class PairedBootstrapResult:
-    """Outcome of :func:`paired_bootstrap_test`: is ``stat(cond_a) - stat(cond_b)`` nonzero?"""
-
-    difference: float  # stat(human, cond_a) - stat(human, cond_b) on the original data
-    low: float
-    high: float
-    significant: bool  # 0 lies outside [low, high]
-    estimate_a: float
-    estimate_b: float
-    level: float
-    n_comparisons: int
-    n_resamples: int
-    distribution: np.ndarray = field(repr=False)  # the difference on each resample
 
 
 def resample_indices(n: int, n_resamples: int = 1000, *, seed: Seed = 0) -> np.ndarray:
@@ -316,120 +294,6 @@ def _order_statistic(sorted_values: np.ndarray, rank: float) -> float:
     return float((sorted_values[lo - 1] + sorted_values[lo]) / 2.0)
 
 
-def paired_bootstrap_test(
-    stat: Callable[..., float],
-    cond_a: Any,
-    cond_b: Any,
-    human: Any,
-    *,
-    n_resamples: int = 1000,
-    n_comparisons: int = 1,
-    level: float = 0.95,
-    seed: Seed = 0,
-    indices: Any = None,
-    vectorized: bool = True,
-) -> PairedBootstrapResult:
-    """Paired bootstrap test of the difference between two conditions, as in the rubric paper.
-
-    On each of ``n_resamples`` resamples of the items (the same resample for both conditions) the
-    difference ``stat(human, cond_a) - stat(human, cond_b)`` is computed and the differences are
-    sorted. With ``R`` resamples and ``alpha = (1 - level) / n_comparisons`` (Bonferroni), the
-    interval runs from the value at rank ``R * alpha / 2`` to the value at rank
-    ``R * (1 - alpha / 2)`` (1-based), taking the mean of the two neighbouring values when a rank
-    falls between two. With the paper's 1000 resamples that is the 25th and 975th values for one
-    comparison, and the means of the 8th/9th and 991st/992nd values for three. The difference is
-    significant when 0 lies outside the interval.
-
-    ``stat`` is called as ``stat(human, cond)``: :func:`kendall_tau`, :func:`pareto_dominance_tau`
-    (``cond`` an items x criteria matrix) and the like. Resamples with an undefined difference are
-    left out with a warning.
-
-    >>> from promptlottery.metrics import kendall_tau
-    >>> human = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
-    >>> good = [1, 2, 3, 4, 5, 6, 7, 8, 10, 9]
-    >>> bad = [3, 1, 2, 6, 4, 5, 9, 7, 8, 10]
-    >>> res = paired_bootstrap_test(kendall_tau, good, bad, human, seed=0)
-    >>> round(res.difference, 4), res.significant
-    (0.2222, False)
-    """
-    n_comparisons = check_positive_int("n_comparisons", n_comparisons)
-    n_resamples, level, (a, b, h), n = _check_call(
-        stat, n_resamples, level, seed, [cond_a, cond_b, human], ["cond_a", "cond_b", "human"]
-    )
-    idx = _get_indices(indices, n, n_resamples, seed)
-    est_a, est_b = _scalar(stat(h, a)), _scalar(stat(h, b))
-    dist = _replicates(stat, [h, a], idx, vectorized) - _replicates(stat, [h, b], idx, vectorized)
-    ok = np.sort(_defined(dist, "the difference"))
-    tail = (1.0 - level) / (2.0 * n_comparisons)
-    rank_low, rank_high = ok.size * tail, ok.size * (1.0 - tail)
-    if math.floor(rank_low + 1e-9) < 1 or math.ceil(rank_high - 1e-9) > ok.size:
-        raise ValueError(
-            f"too few defined resamples ({ok.size}) for level={level} with n_comparisons={n_comparisons}: "
-            f"the interval needs ranks {rank_low:.2f} and {rank_high:.2f}"
-        )
-    low, high = _order_statistic(ok, rank_low), _order_statistic(ok, rank_high)
-    return PairedBootstrapResult(
-        difference=est_a - est_b,
-        low=low,
-        high=high,
-        significant=bool(low > 0.0 or high < 0.0),
-        estimate_a=est_a,
-        estimate_b=est_b,
-        level=level,
-        n_comparisons=n_comparisons,
-        n_resamples=len(idx),
-        distribution=dist,
-    )
-
-
-# --------------------------------------------------------------------------- clustered resampling
-
-
-def cluster_resample(clusters: Any, n_resamples: int = 1000, *, seed: Seed = 0) -> tuple[np.ndarray, list]:
-    """The cluster draws of a clustered bootstrap: ``(draws, members)``.
-
-    Clusters are numbered in order of first appearance; ``draws`` is the ``(n_resamples,
-    n_clusters)`` matrix ``resample_indices(n_clusters, n_resamples, seed=seed)`` of cluster numbers
-    and ``members[c]`` the item positions of cluster ``c``. Resample ``r`` holds the items of the
-    clusters ``draws[r]``, a cluster drawn twice contributing its items twice. A missing cluster id
-    raises ValueError.
-
-    >>> draws, members = cluster_resample(["q1", "q1", "q2"], 2, seed=0)
-    >>> draws.tolist(), [m.tolist() for m in members]
-    ([[1, 1], [1, 0]], [[0, 1], [2]])
-    """
-    ids = to_array(clusters, "clusters")
-    if ids.ndim != 1:
-        raise ValueError(f"clusters must be one id per item (1-D), got shape {ids.shape}")
-    check_min_items(len(ids))
-    if pd.isna(ids).any():
-        raise ValueError(f"clusters has a missing id at item {int(np.flatnonzero(pd.isna(ids))[0])}")
-    codes, uniques = pd.factorize(ids)
-    draws = resample_indices(len(uniques), n_resamples, seed=seed)
-    order = np.argsort(codes, kind="stable")
-    members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1])
-    return draws, members
-
-
-def cluster_resample_counts(clusters: Any, n_resamples: int = 1000, *, seed: Seed = 0) -> np.ndarray:
-    """``(n_resamples, n)``: the copies of each item in each resample of :func:`cluster_resample`.
-
-    An item's count is the number of times its cluster was drawn; a statistic that is a sum over
-    items is ``counts @ values`` on every resample at once.
-
-    >>> cluster_resample_counts(["q1", "q1", "q2"], 2, seed=0).tolist()
-    [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]
-    """
-    draws, members = cluster_resample(clusters, n_resamples, seed=seed)
-    n_res, n_clusters = draws.shape
-    flat = (np.arange(n_res, dtype=np.int64)[:, None] * n_clusters + draws).ravel()
-    per_cluster = np.bincount(flat, minlength=n_res * n_clusters).reshape(n_res, n_clusters)
-    codes = np.empty(sum(len(m) for m in members), dtype=np.int64)
-    for c, m in enumerate(members):
-        codes[m] = c
-    return per_cluster[:, codes].astype(np.float64)
-
-
 def bca_bounds(estimate: float, dist: Any, jackknife: Any, level: float = 0.95) -> tuple[float, float]:
     """The bias-corrected and accelerated (BCa) bootstrap interval (Efron, 1987; Efron & Tibshirani,
     1993, §14.3) from the resampled statistic ``dist`` and the leave-one-item-out values ``jackknife``.
@@ -472,85 +336,3 @@ def _interval(estimate: float, dist: np.ndarray, level: float, n_res: int) -> Bo
     else:
         low, high = (float(v) for v in np.percentile(ok, [50.0 * (1.0 - level), 50.0 * (1.0 + level)]))
     return BootstrapResult(estimate, low, high, level, n_res, dist)
-
-
-def clustered_bootstrap_ci(
-    stat: Callable[..., float],
-    *arrays: Any,
-    clusters: Any = None,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: Seed = 0,
-) -> BootstrapResult:
-    """Percentile bootstrap CI of ``stat(*arrays)``, resampling clusters of items.
-
-    As :func:`bootstrap_ci` (arrays indexed together, NaN resamples left out with a warning), but
-    each resample is the items of ``n_clusters`` clusters drawn with replacement
-    (:func:`cluster_resample`), so items of one cluster stay together. ``clusters=None`` makes
-    every item its own cluster: the same draws and interval as ``bootstrap_ci(..., seed=seed)``.
-    ``stat`` is looped over the resamples.
-
-    >>> import numpy as np
-    >>> res = clustered_bootstrap_ci(np.mean, [1.0, 1.0, 0.0, 0.0], clusters=["a", "a", "b", "b"],
-    ...                              n_resamples=200, seed=0)
-    >>> res.estimate, sorted(set(np.round(res.distribution, 2).tolist()))
-    (0.5, [0.0, 0.5, 1.0])
-    """
-    n_resamples, level, arrs, n = _check_call(stat, n_resamples, level, seed, arrays)
-    ids = np.arange(n) if clusters is None else to_array(clusters, "clusters")
-    check_same_length([arrs[0], ids], ["arrays[0]", "clusters"])
-    draws, members = cluster_resample(ids, n_resamples, seed=seed)
-    estimate = _scalar(stat(*arrs))
-    dist = np.empty(len(draws))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        for r, row in enumerate(draws):
-            idx = np.concatenate([members[c] for c in row])
-            dist[r] = _scalar(stat(*(a[idx] for a in arrs)))
-    return _interval(estimate, dist, level, len(draws))
-
-
-def clustered_ratio_ci(
-    numerator: Any,
-    denominator: Any,
-    *,
-    clusters: Any = None,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: Seed = 0,
-) -> BootstrapResult:
-    """``sum(numerator) / sum(denominator)`` with a cluster-bootstrap percentile CI.
-
-    A pooled share whose items contribute different numbers of events (both orders' verdicts of a
-    pair, the annotator pairs of an item): each item brings its count of events (``denominator``)
-    and of successes among them (``numerator``). Resamples are drawn as by
-    :func:`clustered_bootstrap_ci` (the same draws for the same ``clusters`` and ``seed``) and the
-    ratio of the resampled sums computed for all of them at once; a resample with no event is
-    undefined (left out with a warning). ``nan`` with an :class:`UndefinedMetricWarning` when no
-    item has an event.
-
-    >>> res = clustered_ratio_ci([2, 0, 1], [2, 1, 1], n_resamples=100, seed=0)
-    >>> res.estimate
-    0.75
-    """
-    n_resamples = check_positive_int("n_resamples", n_resamples)
-    level = _check_level(level)
-    _check_seed(seed)
-    num = to_array(numerator, "numerator").astype(np.float64)
-    den = to_array(denominator, "denominator").astype(np.float64)
-    n = check_same_length([num, den], ["numerator", "denominator"])
-    if num.ndim != 1 or den.ndim != 1:
-        raise ValueError("numerator and denominator must be one count per item (1-D)")
-    if np.isnan(num).any() or np.isnan(den).any() or (den < 0).any() or (num > den).any() or (num < 0).any():
-        raise ValueError("numerator and denominator must be counts with 0 <= numerator <= denominator")
-    ids = np.arange(n) if clusters is None else to_array(clusters, "clusters")
-    check_same_length([num, ids], ["numerator", "clusters"])
-    if den.sum() == 0:
-        empty = BootstrapResult(float("nan"), float("nan"), float("nan"), level, 0, np.empty(0))
-        warnings.warn("the ratio is undefined: no item has an event", UndefinedMetricWarning, stacklevel=2)
-        return empty
-    w = cluster_resample_counts(ids, n_resamples, seed=seed)
-    top, bottom = w @ num, w @ den
-    with np.errstate(invalid="ignore", divide="ignore"):
-        dist = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
-    return _interval(float(num.sum() / den.sum()), dist, level, len(w))

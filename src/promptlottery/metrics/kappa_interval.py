@@ -139,7 +139,8 @@ def _resample_weights(n: int, n_resamples: int, seed: int, clusters) -> tuple[np
     """The ``(R, C)`` unit copies of the resamples ``bootstrap_ci`` (items, ``clusters`` None) or
     ``clustered_bootstrap`` (clusters) draws with ``seed``, and each item's unit number."""
     from promptlottery.metrics._resampled import resample_counts
-    from promptlottery.metrics.bootstrap import cluster_resample, resample_indices
+    from promptlottery.metrics.bootstrap import resample_indices
+    from promptlottery.metrics.cluster_bootstrap import cluster_resample
 
     if clusters is None:
         return resample_counts(resample_indices(n, n_resamples, seed=seed), n), None

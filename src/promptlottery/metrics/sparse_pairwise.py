@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from promptlottery.metrics import sparse as sp
-from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.metrics.sparse_plans import SparsePlan, sparse_plan
 from promptlottery.metrics.sparse_shares import share_parts
 
 __all__ = [

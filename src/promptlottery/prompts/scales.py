@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from promptlottery.registry import Registry
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -102,24 +104,27 @@ def parse_preference(text: str, labels: tuple[str, ...]) -> str | None:
     return next((lab for lab in labels if lab.upper() == found), None)
 
 
-SCALES: dict[str, Scale] = {
-    "likert_1_5": Scale("likert_1_5", ("1", "2", "3", "4", "5"), (1.0, 2.0, 3.0, 4.0, 5.0)),
-    "likert_1_3": Scale("likert_1_3", ("1", "2", "3"), (1.0, 2.0, 3.0)),
-    "likert_1_10": Scale(
-        "likert_1_10", tuple(str(i) for i in range(1, 11)), tuple(float(i) for i in range(1, 11))
-    ),
-    "binary_yes_no": Scale("binary_yes_no", ("yes", "no"), (1.0, 0.0)),
-    # the ASAP rater scales (holistic and ASAP++ traits): set 1-2 1-6, sets 3-4 0-3, sets 5-6 0-4
-    "likert_1_6": Scale("likert_1_6", tuple("123456"), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)),
-    "likert_0_3": Scale("likert_0_3", tuple("0123"), (0.0, 1.0, 2.0, 3.0)),
-    "likert_0_4": Scale("likert_0_4", tuple("01234"), (0.0, 1.0, 2.0, 3.0, 4.0)),
-    # preference labels: A = the answer shown first is better, B = the second, C = a tie
-    "pairwise_ab": Scale("pairwise_ab", ("A", "B"), (1.0, 0.0), kind="pairwise"),
-    "pairwise_abc": Scale("pairwise_abc", ("A", "B", "C"), (1.0, 0.0, 0.5), kind="pairwise", tie_label="C"),
-}
+#: the rating scales by name (``judge.scale``, a prompt group's ``scale:``)
+SCALES: Registry[Scale] = Registry("scale", error=ValueError)
+
+
+def _scale(name: str, labels, scores, **kw) -> None:
+    SCALES.register(name, Scale(name, tuple(labels), tuple(float(x) for x in scores), **kw))
+
+
+_scale("likert_1_5", "12345", range(1, 6))
+_scale("likert_1_3", "123", range(1, 4))
+_scale("likert_1_10", [str(i) for i in range(1, 11)], range(1, 11))
+_scale("binary_yes_no", ("yes", "no"), (1.0, 0.0))
+# the ASAP rater scales (holistic and ASAP++ traits): set 1-2 1-6, sets 3-4 0-3, sets 5-6 0-4
+_scale("likert_1_6", "123456", range(1, 7))
+_scale("likert_0_3", "0123", range(4))
+_scale("likert_0_4", "01234", range(5))
+# preference labels: A = the answer shown first is better, B = the second, C = a tie
+_scale("pairwise_ab", "AB", (1.0, 0.0), kind="pairwise")
+_scale("pairwise_abc", "ABC", (1.0, 0.0, 0.5), kind="pairwise", tie_label="C")
 
 
 def get_scale(name: str) -> Scale:
-    if name not in SCALES:
-        raise ValueError(f"unknown scale {name!r}; valid: {sorted(SCALES)}")
-    return SCALES[name]
+    """The scale ``name``; an unknown name is one line listing the known ones (a ValueError)."""
+    return SCALES.get(name)

@@ -42,7 +42,7 @@ for _name, _target in {
     "human_analyse": "promptlottery.stages.human:human_analyse",
     "human_campaign": "promptlottery.stages.human:human_campaign",
     "human_export": "promptlottery.stages.human:human_export",
-    "human_import": "promptlottery.stages.human:human_import",
+    "human_import": "promptlottery.stages.human_import:human_import",
     "judge": "promptlottery.judging.stage:judge",
     "lottery": "promptlottery.analysis.stage:lottery",
     "paraphrase": "promptlottery.stages.paraphrase:paraphrase",

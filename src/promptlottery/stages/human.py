@@ -1,4 +1,5 @@
-"""The human-baseline stages (``conf/human/``): campaign, import, analyse.
+"""The human-baseline stages (``conf/human/``): campaign, export, import (its own module,
+:mod:`promptlottery.stages.human_import`), analyse.
 
     python -m run +human=campaign dataset=fed_turn judge=dialogue_understandable dataset.limit=50
     python -m run +human=export human.campaign=DIR human.label_studio_url=URL   # every project's export
@@ -7,12 +8,11 @@
 
 The options are the ``human:`` node, checked by :class:`HumanOptions` (one-line ConfigError for an
 unknown key or a bad value) before any output. ``promptlottery.stages.STAGES`` maps each name to
-this module (``stage=human_campaign`` runs :func:`human_campaign`).
+its module (``stage=human_campaign`` runs :func:`human_campaign`).
 """
 
 from __future__ import annotations
 
-import glob
 import logging
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.checks import check_choice, check_int, check_open, fail, is_int, known_options
 from promptlottery.errors import ConfigError
 from promptlottery.human.assignment import SAME_ITEM, Design
 from promptlottery.tracking.job import StageJob
@@ -60,32 +61,17 @@ class HumanOptions:
     judge_bench: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.same_item not in SAME_ITEM:
-            raise ConfigError(f"human.same_item={self.same_item!r}: must be one of {', '.join(SAME_ITEM)}")
+        check_choice("human.same_item", self.same_item, SAME_ITEM)
         a = self.annotators
-        if not (
-            (isinstance(a, int) and not isinstance(a, bool) and a >= 2)
-            or (isinstance(a, list) and len(a) >= 2)
-        ):
-            raise ConfigError(
-                f"human.annotators={a!r}: a number >= 2 or a list of at least two annotator ids"
-            )
-        if (
-            isinstance(self.n_resamples, bool)
-            or not isinstance(self.n_resamples, int)
-            or self.n_resamples < 1
-        ):
-            raise ConfigError(f"human.n_resamples={self.n_resamples!r}: must be an integer >= 1")
-        if not 0.0 < self.level < 1.0:
-            raise ConfigError(f"human.level={self.level}: must be in (0, 1)")
+        if not ((is_int(a) and a >= 2) or (isinstance(a, list) and len(a) >= 2)):
+            raise fail("human.annotators", a, "a number >= 2 or a list of at least two annotator ids")
+        check_int("human.n_resamples", self.n_resamples, lo=1)
+        check_open("human.level", self.level, 0, 1)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> HumanOptions:
         d = dict(d or {})
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            raise ConfigError(f"unknown human option(s) {unknown}; valid: {sorted(valid)}")
+        known_options(d, (f.name for f in fields(cls)), "human")
         return cls(**d)
 
     @property
@@ -93,7 +79,8 @@ class HumanOptions:
         return Design(self.raters_per_task, self.wordings_per_item, self.same_item, self.seed)
 
 
-def _options(cfg) -> tuple[HumanOptions, dict]:
+def options_of(cfg) -> tuple[HumanOptions, dict]:
+    """The checked ``human:`` node and the resolved config."""
     from omegaconf import OmegaConf
 
     node = OmegaConf.to_container(cfg.human, resolve=True) if cfg.get("human") is not None else {}
@@ -105,7 +92,7 @@ def _options(cfg) -> tuple[HumanOptions, dict]:
 
 def human_campaign(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_campaign``: the assignment and the Label Studio files (and projects)."""
-    opts, config = _options(cfg)
+    opts, config = options_of(cfg)
     return _campaign(cfg, opts, job)
 
 
@@ -187,7 +174,7 @@ def human_export(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     from promptlottery.human.campaign import load_campaign
     from promptlottery.human.labelstudio import LabelStudioClient
 
-    opts, config = _options(cfg)
+    opts, config = options_of(cfg)
     if not opts.campaign:
         raise ConfigError("human_export needs human.campaign=<the campaign directory>")
     camp = load_campaign(opts.campaign)
@@ -211,175 +198,12 @@ def _n_annotated(path: Path) -> int:
     return sum(len(t.get("annotations") or []) for t in read_json(path))
 
 
-# --------------------------------------------------------------------------- import
-
-
-def human_import(cfg, job: StageJob, **_kw) -> dict[str, Any]:
-    """``stage: human_import``: a Label Studio export or a plain table -> ``human_ratings.parquet``."""
-    opts, config = _options(cfg)
-    return _import(opts, job)
-
-
-def _paths(spec: Any) -> list[str]:
-    specs = [spec] if isinstance(spec, str) else list(spec or [])
-    out = []
-    for s in specs:
-        found = sorted(glob.glob(str(s)))
-        if not found:
-            from promptlottery.human.ratings import RatingsError
-
-            raise RatingsError(f"human.export={s}: no such file")
-        out.extend(found)
-    return out
-
-
-@dataclass
-class Imported:
-    """The checked ratings and what the import found: who (``attribution_checked``), the order each
-    annotator labelled in (``order``), the plan against what came back (``coverage``; None without a plan)."""
-
-    ratings: pd.DataFrame
-    attribution_checked: bool
-    order: pd.DataFrame
-    coverage: dict[str, Any] | None
-
-
-def import_ratings(opts: HumanOptions) -> pd.DataFrame:
-    """The checked ratings of ``opts.export`` or ``opts.table`` against ``opts.campaign``."""
-    return import_checked(opts).ratings
-
-
-def import_checked(opts: HumanOptions) -> Imported:
-    """:func:`import_ratings` with the import's checks (:mod:`promptlottery.human.checks`): a rating
-    completed by another Label Studio user than its annotator's is a one-line RatingsError."""
-    from promptlottery.human.campaign import load_campaign
-    from promptlottery.human.checks import check_attribution, coverage, served_order
-    from promptlottery.human.ratings import Known, RatingsError, check_ratings, read_label_studio, read_table
-
-    if bool(opts.export) == bool(opts.table):
-        raise ConfigError(
-            "human_import needs exactly one of human.export=<Label Studio JSON export(s)> or human.table=<file>"
-        )
-    if not opts.campaign:
-        raise ConfigError(
-            "human_import needs human.campaign=<the campaign directory> (its items, wordings, annotators, scale)"
-        )
-    camp = load_campaign(opts.campaign)
-    known = Known(
-        labels=tuple(camp["labels"]),
-        items=frozenset(camp["items"]),
-        wordings=frozenset(camp["wordings"]),
-        annotators=frozenset(camp["annotators"]),
-    )
-    raw = read_label_studio(_paths(opts.export)) if opts.export else read_table(opts.table)
-    cancelled = raw["cancelled"] if "cancelled" in raw.columns else pd.Series(False, index=raw.index)
-    done = raw[~cancelled.astype(bool)].drop(columns="cancelled", errors="ignore")
-    if done.empty:
-        raise RatingsError(f"{opts.export or opts.table}: no rating (no completed annotation)")
-    # who first: another person's rating in a project reads as a task rated twice otherwise
-    attributed = check_attribution(raw, camp.get("label_studio_users"))
-    df = check_ratings(done, known)
-    order = served_order(_typed(raw))
-    plan_path = (
-        Path(opts.campaign if Path(opts.campaign).is_dir() else Path(opts.campaign).parent) / "assignment.csv"
-    )
-    cov = None
-    if plan_path.exists():
-        plan = pd.read_csv(plan_path, dtype=str)
-        cov = coverage(
-            raw.assign(cancelled=cancelled.astype(bool)),
-            plan,
-            raters_per_task=camp["design"]["raters_per_task"],
-        )
-    df = df.assign(
-        campaign=camp["name"], dataset=camp["dataset"], prompt_group=camp["prompt_group"], scale=camp["scale"]
-    )
-    return Imported(df, attributed, order, cov)
-
-
-def _typed(raw: pd.DataFrame) -> pd.DataFrame:
-    return raw.assign(
-        created_at=pd.to_datetime(raw["created_at"], utc=True, errors="coerce", format="ISO8601")
-    )
-
-
-def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
-    from promptlottery.analysis import report as rp
-
-    imp = import_checked(opts)
-    df = imp.ratings
-    path = job.output_dir / "human_ratings.parquet"
-    job.output_dir.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(path, index=False)
-    order = imp.order
-    checks: dict[str, Any] = {
-        "attribution": "every annotation completed by its annotator's Label Studio user"
-        if imp.attribution_checked
-        else "not checked (no Label Studio user mapping in campaign.json, or a plain table)",
-        "back_to_back": int(order["back_to_back"].sum()) if len(order) else None,
-        "annotators_back_to_back": order.loc[order["back_to_back"] > 0, "annotator"].tolist(),
-        "annotators_out_of_plan": order.loc[order["out_of_plan"] > 0, "annotator"].tolist(),
-    }
-    cov = imp.coverage
-    if cov is not None:
-        checks["coverage"] = {k: v for k, v in cov.items() if k != "per_annotator"}
-    R = rp.Report("Human ratings import")
-    R.p(f"{len(df)} ratings of {df['annotator'].nunique()} annotators; attribution: {checks['attribution']}.")
-    if len(order):
-        R.h("Order of labelling (by created_at)", 3)
-        R.p(
-            f"{checks['back_to_back']} pair(s) of consecutive annotations on one item (the back-to-back rule "
-            "forbids them); out of plan = annotations not at their place in the planned queue (a re-sorted "
-            "Data Manager, or tasks picked by hand)."
-        )
-        R.table(order, {c: c.replace("_", " ") for c in order.columns})
-    else:
-        R.p("Order of labelling: not checked (no created_at: a plain table).")
-    if cov is not None:
-        R.h("Coverage against the plan (assignment.csv)", 3)
-        R.p(
-            f"{cov['rated']} of {cov['planned']} planned tasks rated, {cov['skipped']} skipped (cancelled), "
-            f"{cov['not_done']} not done; annotators with no rating: {', '.join(cov['annotators_missing']) or 'none'}; "
-            f"{cov['cells_short']} of {cov['cells']} (item, wording) cells have fewer than their raters."
-        )
-        R.table(cov["per_annotator"], {c: c.replace("_", " ") for c in cov["per_annotator"].columns})
-    (job.output_dir / "import_report.md").write_text(R.text(), encoding="utf-8")
-    for line in _warnings(checks):
-        logger.warning(line)
-    job.note(ratings=len(df), annotators=df["annotator"].nunique())
-    return job.ok(
-        ratings=str(path),
-        n_ratings=len(df),
-        n_items=int(df["item_id"].nunique()),
-        n_wordings=int(df["wording"].nunique()),
-        n_annotators=int(df["annotator"].nunique()),
-        checks=checks,
-        report=str(job.output_dir / "import_report.md"),
-    )
-
-
-def _warnings(checks: dict[str, Any]) -> list[str]:
-    out = []
-    if checks["back_to_back"]:
-        out.append(
-            f"human import: {checks['back_to_back']} back-to-back pair(s) (annotators "
-            f"{', '.join(checks['annotators_back_to_back'])}): the same item on consecutive tasks"
-        )
-    cov = checks.get("coverage")
-    if cov and (cov["annotators_missing"] or cov["skipped"] or cov["not_done"]):
-        out.append(
-            f"human import: {cov['rated']} of {cov['planned']} planned tasks rated ({cov['skipped']} skipped, "
-            f"{cov['not_done']} not done; no rating from {cov['annotators_missing'] or 'none'})"
-        )
-    return out
-
-
 # --------------------------------------------------------------------------- analyse
 
 
 def human_analyse(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_analyse``: the human-baseline tables, ``human_report.md`` and results.json metrics."""
-    opts, config = _options(cfg)
+    opts, config = options_of(cfg)
     return _analyse(opts, job, config)
 
 
@@ -389,7 +213,8 @@ def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
     from promptlottery.human.analysis import HumanAnalysisOptions, human_metrics, human_vs_judge
     from promptlottery.human.per_rater import judge_bench_raters, per_rater_table, raters_agreement
     from promptlottery.human.ratings import load_ratings
-    from promptlottery.judging.table import add_verdicts, load_judgments
+    from promptlottery.judging.load import load_judgments
+    from promptlottery.judging.table import add_verdicts
 
     a_opts = HumanAnalysisOptions(
         opts.reference, opts.temperature, opts.n_resamples, opts.seed, opts.level, opts.alpha_level

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from promptlottery.analysis import report as rp
-from promptlottery.analysis.agreement import AGREEMENT_MEASURES, measure_columns
+from promptlottery.analysis.agreement_measures import AGREEMENT_MEASURES, measure_columns
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.sections.base import ReportContext
 from promptlottery.analysis.sections.lottery_later import config_notes, render_later_sections

@@ -1,0 +1,41 @@
+"""What every figure of the analysis shares: the Agg backend, the resolution, PNG metadata without
+a version string, saving, and reading a table's numbers and CI bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+DPI = 110
+_META = {"Software": None}  # no version string in the PNG: byte-stable across matplotlib patch releases
+
+
+def _num(s: pd.Series) -> np.ndarray:
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+
+
+def _err(est: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    lo = np.where(np.isfinite(lo), lo, est)
+    hi = np.where(np.isfinite(hi), hi, est)
+    return np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, metadata=_META)
+    plt.close(fig)
+    return path
+
+
+def _short(cid: str) -> str:
+    parts = str(cid).split("/")
+    return f"{parts[0]}/{parts[2]}/{parts[-1]}" if len(parts) >= 4 else str(cid)

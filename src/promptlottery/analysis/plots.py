@@ -17,6 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from promptlottery.analysis import lottery_tables as lt  # noqa: E402
+
 DPI = 110
 _META = {"Software": None}  # no version string in the PNG: byte-stable across matplotlib patch releases
 
@@ -415,16 +417,16 @@ def plot_verdict_map(items: pd.DataFrame, path, *, max_items: int = 40, max_conf
 
 
 FIGURES = {
-    "verdict_map": (plot_verdict_map, ("unstable_items",)),
-    "label_distributions": (plot_label_distributions, ("label_distributions",)),
-    "agreement_collapse": (plot_agreement_collapse, ("agreement_collapse",)),
-    "agreement_by_task_type": (plot_task_types, ("agreement_by_task_type",)),
-    "variant_human_correlation": (plot_variant_correlations, ("variant_human_correlation",)),
-    "similarity_stability": (plot_similarity_stability, ("similarity_points",)),
-    "wording_dimensions": (plot_wording_dimensions, ("wording_dimensions",)),
-    "rank_trajectories": (plot_rank_trajectories, ("rank_trajectories",)),
-    "aggregation": (plot_aggregation, ("aggregation_vs_humans",)),
-    "convergence": (plot_convergence, ("convergence_summary",)),
+    "verdict_map": (plot_verdict_map, (lt.UNSTABLE_ITEMS,)),
+    "label_distributions": (plot_label_distributions, (lt.LABEL_DISTRIBUTIONS,)),
+    "agreement_collapse": (plot_agreement_collapse, (lt.AGREEMENT_COLLAPSE,)),
+    "agreement_by_task_type": (plot_task_types, (lt.AGREEMENT_BY_TASK_TYPE,)),
+    "variant_human_correlation": (plot_variant_correlations, (lt.VARIANT_HUMAN_CORRELATION,)),
+    "similarity_stability": (plot_similarity_stability, (lt.SIMILARITY_POINTS,)),
+    "wording_dimensions": (plot_wording_dimensions, (lt.WORDING_DIMENSIONS,)),
+    "rank_trajectories": (plot_rank_trajectories, (lt.RANK_TRAJECTORIES,)),
+    "aggregation": (plot_aggregation, (lt.AGGREGATION_VS_HUMANS,)),
+    "convergence": (plot_convergence, (lt.CONVERGENCE_SUMMARY,)),
 }
 
 

@@ -93,3 +93,38 @@ def test_paraphrase_rows_keyed_by_order_keep_an_ordinary_row_per_order():
     kept = paraphrase_rows(rows, key=("variant", "item_id", "order"))
     assert kept.index.tolist() == [0, 1, 3]
     assert paraphrase_rows(rows).index.tolist() == [0, 3]  # by (variant, item) alone: one row each
+
+
+def test_the_lottery_section_builds_exactly_the_tables_it_declares():
+    from promptlottery.analysis import lottery_tables as lt
+    from promptlottery.analysis.parallel import configuration_tables
+
+    lottery = registry.SECTIONS[0]
+    assert lottery.tables == lt.TABLES
+    grid, opts = JudgmentGrid.from_frame(load_judgments(default_judgments())), _opts()
+    built = lottery.compute(grid, opts)["tables"]
+    # the fixture's sampled fixed-prompt baseline is read from the parsed text: every table is built
+    assert set(built) == set(lt.TABLES)
+    assert set(configuration_tables(grid, opts)["tables"]) == set(lt.PER_CONFIGURATION)
+    empty = lottery.compute(JudgmentGrid.from_frame(toy_table()), opts)["tables"]
+    assert set(empty) == {*lt.POINTWISE_TABLES, lt.HEADLINES}
+
+
+def test_no_lottery_table_is_read_by_a_string_key():
+    import re
+    from pathlib import Path
+
+    from promptlottery.analysis import lottery_tables as lt
+
+    names = "|".join(sorted((v for v in lt.TABLES), key=len, reverse=True))
+    # a table looked up in a tables dict by its literal name: tables["x"], t['x'], tables.get("x"
+    pattern = re.compile(r"\b(tables\[|t\[|tables\.get\()([\"'])(" + names + r")\2")
+    root = Path(lt.__file__).parent
+    hits = [
+        f"{p.relative_to(root)}:{i}"
+        for p in sorted(root.rglob("*.py"))
+        if p.name != "lottery_tables.py"
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line) and "figures.get" not in line
+    ]
+    assert hits == []

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.sections import registry
-from promptlottery.analysis.sections.lottery import VERDICT
 from promptlottery.judging.grid import JudgmentGrid
 
 
@@ -32,5 +32,5 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
     for section in active:
         rows = section.verdict_rows(tables)
         if rows is not None and not rows.empty:
-            tables[VERDICT] = pd.concat([tables[VERDICT], rows], ignore_index=True)
+            tables[lt.VERDICT] = pd.concat([tables[lt.VERDICT], rows], ignore_index=True)
     return result

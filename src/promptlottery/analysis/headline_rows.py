@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.judging.table import GREEDY_BELOW
 from promptlottery.tracking import tables
@@ -41,7 +42,7 @@ class Context:
 
     @property
     def collapse(self) -> pd.DataFrame:
-        return self.tables["agreement_collapse"]
+        return self.tables[lt.AGREEMENT_COLLAPSE]
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Headline:
     definition: str = ""
     #: the agreement measure (kappa rows) and the agreement table it is read from
     measure: str = "fleiss_kappa"
-    table: str = "agreement_collapse"
+    table: str = lt.AGREEMENT_COLLAPSE
     #: the pooled group of the convergence summary and its column (cluster rows)
     group: str = "pooled: all"
     column: str = ""
@@ -217,7 +218,7 @@ def fixed_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
 def paraphrase_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
     col = ctx.tables.get(h.table)
     if col is None or col.empty:
-        if h.where is None and h.table == "agreement_collapse":
+        if h.where is None and h.table == lt.AGREEMENT_COLLAPSE:
             yield h.na("n/a: no configuration")
         return
     mask = col["setting"] == "paraphrases"
@@ -234,7 +235,7 @@ def paraphrase_kappa(h: Headline, ctx: Context) -> Iterator[tuple]:
 
 
 def similarity_r(h: Headline, ctx: Context) -> Iterator[tuple]:
-    sim = ctx.tables["similarity_stability"]
+    sim = ctx.tables[lt.SIMILARITY_STABILITY]
     if sim.empty:
         return
     s = sim[sim["agreement"] == "kappa"].iloc[0]
@@ -247,7 +248,7 @@ def rank_mean(measure: str, *, fallback: bool = True) -> Callable[[Headline, Con
     without it, over every configuration with systems (``fallback``) or n/a (``fallback=False``)."""
 
     def compute(h: Headline, ctx: Context) -> Iterator[tuple]:
-        rs = ctx.tables["rank_summary"]
+        rs = ctx.tables[lt.RANK_SUMMARY]
         ranked = (
             rs[np.isfinite(rs["kendall_tau"].astype(float))] if "kendall_tau" in rs.columns else rs.iloc[0:0]
         )
@@ -279,7 +280,7 @@ def _why_na(h: Headline, r: pd.DataFrame) -> str:
 
 def cluster_share(h: Headline, ctx: Context) -> Iterator[tuple]:
     """A share of items from the convergence summary (``h.column`` of the pooled ``h.group``)."""
-    conv = ctx.tables["convergence_summary"]
+    conv = ctx.tables[lt.CONVERGENCE_SUMMARY]
     r = conv[conv["group"] == h.group] if not conv.empty else conv
     est = float(r[h.column].iloc[0]) if len(r) and h.column in r else np.nan
     if not np.isfinite(est):
@@ -304,7 +305,7 @@ def adaptive_cost(h: Headline, ctx: Context) -> Iterator[tuple]:
     the third call costs 3, every other one 5, so 3 x 0.3768 + 5 x (0.2105 + 0.4127) = 4.2464
     (:func:`promptlottery.gating.simulate.adaptive_calls`, the same formula).
     """
-    conv = ctx.tables["convergence_summary"]
+    conv = ctx.tables[lt.CONVERGENCE_SUMMARY]
     r = conv[conv["group"] == h.group] if not conv.empty else conv
     cols = ("converged_by_3", "converged_by_5", "never_converged")
     if r.empty or not all(c in r for c in cols) or not np.isfinite(r[list(cols)].iloc[0].astype(float)).all():

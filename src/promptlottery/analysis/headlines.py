@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.headline_rows import (
     Context,
@@ -172,7 +173,7 @@ HEADLINES: tuple[Headline, ...] = (
         rp.PAPER["paraphrase_kappa"],
         paraphrase_kappa,
         definition="ours (the paper's Fleiss on the verdict source of the sampled fixed-prompt rows)",
-        table="agreement_collapse_parsed",
+        table=lt.PARSED_COLLAPSE,
     ),
     Headline(
         "objective_kappa",

@@ -15,24 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.agreement import agreement_collapse, sort_collapse, variant_agreement
 from promptlottery.analysis.ensembles import aggregation_vs_humans
 from promptlottery.analysis.humans import variant_human_correlation
 from promptlottery.analysis.ranks import rank_reversals
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics import UndefinedMetricWarning
-
-#: the tables computed per configuration (rank_* are analysis 6's four tables)
-PER_CONFIGURATION = (
-    "agreement_collapse",
-    "variant_human_correlation",
-    "variant_agreement",
-    "rank_summary",
-    "rank_pairs",
-    "rank_systems",
-    "rank_trajectories",
-    "aggregation_vs_humans",
-)
 
 if TYPE_CHECKING:
     from promptlottery.analysis.options import LotteryOptions
@@ -44,13 +33,13 @@ def configuration_tables(grid: JudgmentGrid, opts: LotteryOptions) -> dict[str, 
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         collapse, dists = agreement_collapse(grid, opts, return_distributions=True)
         tables = {
-            "agreement_collapse": collapse,
-            "variant_human_correlation": variant_human_correlation(grid, opts),
-            "variant_agreement": variant_agreement(grid),
+            lt.AGREEMENT_COLLAPSE: collapse,
+            lt.VARIANT_HUMAN_CORRELATION: variant_human_correlation(grid, opts),
+            lt.VARIANT_AGREEMENT: variant_agreement(grid),
         }
         ranks, rank_dists = rank_reversals(grid, opts, return_distributions=True)
         tables.update({f"rank_{k}": v for k, v in ranks.items()})
-        tables["aggregation_vs_humans"] = aggregation_vs_humans(grid, opts)
+        tables[lt.AGGREGATION_VS_HUMANS] = aggregation_vs_humans(grid, opts)
     return {"tables": tables, "distributions": dists, "rank_distributions": rank_dists}
 
 
@@ -66,9 +55,9 @@ def analyse_configurations(grid: JudgmentGrid, opts: LotteryOptions) -> dict[str
     from joblib import Parallel, delayed
 
     parts = Parallel(n_jobs=opts.n_jobs)(delayed(configuration_tables)(grid.only([c]), opts) for c in grid)
-    tables = {name: _rebuild([p["tables"][name] for p in parts]) for name in PER_CONFIGURATION}
-    if len(tables["agreement_collapse"]):
-        tables["agreement_collapse"] = sort_collapse(tables["agreement_collapse"])
+    tables = {name: _rebuild([p["tables"][name] for p in parts]) for name in lt.PER_CONFIGURATION}
+    if len(tables[lt.AGREEMENT_COLLAPSE]):
+        tables[lt.AGREEMENT_COLLAPSE] = sort_collapse(tables[lt.AGREEMENT_COLLAPSE])
     merged: dict[str, Any] = {"tables": tables, "distributions": {}, "rank_distributions": {}}
     for p in parts:
         merged["distributions"].update(p["distributions"])

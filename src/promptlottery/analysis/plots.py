@@ -280,16 +280,16 @@ def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
 
 #: the figures :func:`draw_all` draws, in order: name -> (function, the tables it reads)
 FIGURES: Registry[tuple[Callable[..., Path | None], tuple[str, ...]]] = Registry("figure")
-FIGURES.register("verdict_map", (plot_verdict_map, ("unstable_items",)))
-FIGURES.register("label_distributions", (plot_label_distributions, ("label_distributions",)))
-FIGURES.register("agreement_collapse", (plot_agreement_collapse, ("agreement_collapse",)))
-FIGURES.register("agreement_by_task_type", (plot_task_types, ("agreement_by_task_type",)))
-FIGURES.register("variant_human_correlation", (plot_variant_correlations, ("variant_human_correlation",)))
-FIGURES.register("similarity_stability", (plot_similarity_stability, ("similarity_points",)))
-FIGURES.register("wording_dimensions", (plot_wording_dimensions, ("wording_dimensions",)))
-FIGURES.register("rank_trajectories", (plot_rank_trajectories, ("rank_trajectories",)))
-FIGURES.register("aggregation", (plot_aggregation, ("aggregation_vs_humans",)))
-FIGURES.register("convergence", (plot_convergence, ("convergence_summary",)))
+FIGURES.register("verdict_map", (plot_verdict_map, (lt.UNSTABLE_ITEMS,)))
+FIGURES.register("label_distributions", (plot_label_distributions, (lt.LABEL_DISTRIBUTIONS,)))
+FIGURES.register("agreement_collapse", (plot_agreement_collapse, (lt.AGREEMENT_COLLAPSE,)))
+FIGURES.register("agreement_by_task_type", (plot_task_types, (lt.AGREEMENT_BY_TASK_TYPE,)))
+FIGURES.register("variant_human_correlation", (plot_variant_correlations, (lt.VARIANT_HUMAN_CORRELATION,)))
+FIGURES.register("similarity_stability", (plot_similarity_stability, (lt.SIMILARITY_POINTS,)))
+FIGURES.register("wording_dimensions", (plot_wording_dimensions, (lt.WORDING_DIMENSIONS,)))
+FIGURES.register("rank_trajectories", (plot_rank_trajectories, (lt.RANK_TRAJECTORIES,)))
+FIGURES.register("aggregation", (plot_aggregation, (lt.AGGREGATION_VS_HUMANS,)))
+FIGURES.register("convergence", (plot_convergence, (lt.CONVERGENCE_SUMMARY,)))
 
 
 def draw_all(

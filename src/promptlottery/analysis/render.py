@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.analysis.sections import registry
@@ -24,7 +25,9 @@ def write_outputs(
     tables = result["tables"]
     tdir = out_dir / opts.tables_dir
     written = {name: rp.write_table(t, name, tdir) for name, t in tables.items()}
-    tables["unstable_items"].to_csv(out_dir / "unstable_items.csv", index=False, float_format=rp.CSV_FLOAT)
+    tables[lt.UNSTABLE_ITEMS].to_csv(
+        out_dir / f"{lt.UNSTABLE_ITEMS}.csv", index=False, float_format=rp.CSV_FLOAT
+    )
     figures = {}
     if opts.plots:
         from promptlottery.analysis.plots import draw_all

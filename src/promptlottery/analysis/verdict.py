@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics.aggregate import majority
@@ -124,8 +125,8 @@ def verdict_summary(items: pd.DataFrame, tables: dict[str, pd.DataFrame], opts) 
     if items.empty:
         return pd.DataFrame()
     boot = opts.resampling
-    col = tables.get("agreement_collapse", pd.DataFrame())
-    ranks = tables.get("rank_summary", pd.DataFrame())
+    col = tables.get(lt.AGREEMENT_COLLAPSE, pd.DataFrame())
+    ranks = tables.get(lt.RANK_SUMMARY, pd.DataFrame())
     rows = []
     for cid, g in items.groupby("config_id", sort=True):
         rec: dict[str, Any] = {
@@ -224,7 +225,7 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
 
 def verdict_sentences(lottery_dir: str | Path) -> list[str]:
     """The verdict sentences of a written analysis (``tables/verdict.csv``), one per configuration."""
-    t = _read(Path(lottery_dir), "verdict")
+    t = _read(Path(lottery_dir), lt.VERDICT)
     return t["sentence"].tolist() if "sentence" in t.columns else []
 
 
@@ -267,7 +268,7 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
     humans, how stable it is across wordings, how many verdicts change, whether the ranking flips, how
     many wordings an item needs. Numbers from the written tables (verdict.csv, variant_human_correlation.csv)."""
     d = Path(lottery_dir)
-    t, corr = _read(d, "verdict"), _read(d, "variant_human_correlation")
+    t, corr = _read(d, lt.VERDICT), _read(d, lt.VARIANT_HUMAN_CORRELATION)
     if t.empty:
         return ["n/a: no configuration with paraphrase verdicts"]
     lines = []
@@ -332,7 +333,7 @@ def show(lottery_dir: str | Path) -> str:
 
     d = Path(lottery_dir)
     check_outputs(d, reader="verdict")
-    hl = pd.read_csv(d / "tables" / "headlines.csv")
+    hl = pd.read_csv(d / "tables" / f"{lt.HEADLINES}.csv")
     hl["note"] = hl["note"].fillna("")
     measured = hl[pd.to_numeric(hl["ours"], errors="coerce").notna()].copy()
     missing = hl[pd.to_numeric(hl["ours"], errors="coerce").isna()]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse
 from promptlottery.analysis.ensembles import convergence_analysis, ensemble_designs
 from promptlottery.analysis.headlines import headlines
@@ -35,20 +36,6 @@ from promptlottery.metrics import UndefinedMetricWarning
 
 logger = logging.getLogger(__name__)
 
-#: the tables of analyses 1-8 (empty when there is no pointwise judgment)
-POINTWISE_TABLES = (
-    "configurations label_distributions agreement_collapse agreement_by_task_type variant_human_correlation "
-    "best_variant_counts variant_agreement prompt_similarities similarity_stability similarity_points "
-    "wording_dimensions cross_model_agreement wording_dimensions_cross_model format_strictness_regression "
-    "rank_summary rank_pairs rank_systems rank_trajectories aggregation_vs_humans "
-    "ensemble_designs convergence_summary convergence_items unstable_items verdict"
-).split()
-VERDICT = "verdict"
-HEADLINES = "headlines"
-#: with a sampled fixed-prompt baseline read from the parsed text (``sampled_verdict=parsed``)
-PARSED_COLLAPSE = "agreement_collapse_parsed"
-RANK_TABLES = tuple(f"rank_{k}" for k in ("summary", "pairs", "systems", "trajectories"))
-
 
 def _similarities(grid: JudgmentGrid, opts: LotteryOptions, texts: pd.DataFrame, encode, extra: dict):
     """Analysis 4's prompt similarities; the encoder is optional: without it, NaN and the reason."""
@@ -66,35 +53,35 @@ def _similarities(grid: JudgmentGrid, opts: LotteryOptions, texts: pd.DataFrame,
 
 def _agreement_tables(grid: JudgmentGrid, opts: LotteryOptions, tables: dict, extra: dict) -> dict:
     """Analyses 1-3 (and the per-configuration results the later ones reuse)."""
-    tables["configurations"] = configuration_table(grid)
-    tables["label_distributions"] = label_table(grid, opts)
+    tables[lt.CONFIGURATIONS] = configuration_table(grid)
+    tables[lt.LABEL_DISTRIBUTIONS] = label_table(grid, opts)
     per = analyse_configurations(grid, opts)
-    collapse, dists = per["tables"]["agreement_collapse"], per["distributions"]
-    tables["agreement_collapse"] = collapse
+    collapse, dists = per["tables"][lt.AGREEMENT_COLLAPSE], per["distributions"]
+    tables[lt.AGREEMENT_COLLAPSE] = collapse
     extra["distributions"] = dists
-    tables["agreement_by_task_type"] = agreement_by_task_type(collapse, dists, level=opts.level)
-    corr = per["tables"]["variant_human_correlation"]
-    tables["variant_human_correlation"] = corr
-    tables["best_variant_counts"] = best_variant_counts(corr, by=opts.best_by, reference=opts.reference)
-    tables["variant_agreement"] = per["tables"]["variant_agreement"]
+    tables[lt.AGREEMENT_BY_TASK_TYPE] = agreement_by_task_type(collapse, dists, level=opts.level)
+    corr = per["tables"][lt.VARIANT_HUMAN_CORRELATION]
+    tables[lt.VARIANT_HUMAN_CORRELATION] = corr
+    tables[lt.BEST_VARIANT_COUNTS] = best_variant_counts(corr, by=opts.best_by, reference=opts.reference)
+    tables[lt.VARIANT_AGREEMENT] = per["tables"][lt.VARIANT_AGREEMENT]
     return per
 
 
 def _wording_tables(grid: JudgmentGrid, opts: LotteryOptions, tables: dict, extra: dict, encode) -> None:
     """Analyses 4-5: similarity vs stability, the wording dimensions (ours and the paper's outcome)."""
-    va = tables["variant_agreement"]
+    va = tables[lt.VARIANT_AGREEMENT]
     texts = variant_texts(grid.prompt_groups(), files=grid.group_files())
-    sims = tables["prompt_similarities"] = _similarities(grid, opts, texts, encode, extra)
+    sims = tables[lt.PROMPT_SIMILARITIES] = _similarities(grid, opts, texts, encode, extra)
     sim_summary, sim_points = similarity_vs_stability(va, sims, reference=opts.reference, level=opts.level)
-    tables["similarity_stability"] = sim_summary
-    tables["similarity_points"] = sim_points
-    tables["wording_dimensions"] = wording_dimensions(
+    tables[lt.SIMILARITY_STABILITY] = sim_summary
+    tables[lt.SIMILARITY_POINTS] = sim_points
+    tables[lt.WORDING_DIMENSIONS] = wording_dimensions(
         va, texts, n_permutations=opts.n_permutations, seed=opts.seed, level=opts.level
     )
     # Appendix B / Table 12's outcome: cross-model score agreement per paraphrase
     cross = cross_model_agreement(grid)
-    tables["cross_model_agreement"] = cross
-    tables["wording_dimensions_cross_model"] = wording_dimensions(
+    tables[lt.CROSS_MODEL_AGREEMENT] = cross
+    tables[lt.WORDING_DIMENSIONS_CROSS_MODEL] = wording_dimensions(
         cross,
         texts,
         metric="cross_model",
@@ -102,27 +89,27 @@ def _wording_tables(grid: JudgmentGrid, opts: LotteryOptions, tables: dict, extr
         seed=opts.seed,
         level=opts.level,
     )
-    tables["format_strictness_regression"] = strictness_regression(cross, texts)
+    tables[lt.FORMAT_STRICTNESS_REGRESSION] = strictness_regression(cross, texts)
 
 
 def _later_tables(grid: JudgmentGrid, opts: LotteryOptions, tables: dict, extra: dict, per: dict) -> None:
     """Analyses 6-8, the verdict and the headlines."""
-    for name in RANK_TABLES:
+    for name in lt.RANK_TABLES:
         tables[name] = per["tables"][name]
     rank_dists = extra["rank_distributions"] = per["rank_distributions"]
-    tables["aggregation_vs_humans"] = per["tables"]["aggregation_vs_humans"]
-    tables["ensemble_designs"] = ensemble_designs(grid, opts)
-    tables["repeats_vs_wordings"] = repeats_vs_wordings(grid, opts)  # §6: repeated judging vs wordings
+    tables[lt.AGGREGATION_VS_HUMANS] = per["tables"][lt.AGGREGATION_VS_HUMANS]
+    tables[lt.ENSEMBLE_DESIGNS] = ensemble_designs(grid, opts)
+    tables[lt.REPEATS_VS_WORDINGS] = repeats_vs_wordings(grid, opts)  # §6: repeated judging vs wordings
     conv_summary, conv_items = convergence_analysis(grid, opts)
-    tables["convergence_summary"] = conv_summary
-    tables["convergence_items"] = conv_items
-    tables["unstable_items"] = item_table(grid)
-    tables[VERDICT] = verdict_summary(tables["unstable_items"], tables, opts)
-    agreement_dists = {"agreement_collapse": extra["distributions"]}
+    tables[lt.CONVERGENCE_SUMMARY] = conv_summary
+    tables[lt.CONVERGENCE_ITEMS] = conv_items
+    tables[lt.UNSTABLE_ITEMS] = item_table(grid)
+    tables[lt.VERDICT] = verdict_summary(tables[lt.UNSTABLE_ITEMS], tables, opts)
+    agreement_dists = {lt.AGREEMENT_COLLAPSE: extra["distributions"]}
     parsed = parsed_collapse(grid, opts)
     if parsed is not None:
-        tables[PARSED_COLLAPSE], agreement_dists[PARSED_COLLAPSE] = parsed
-    tables[HEADLINES] = headlines(tables, agreement_dists, opts, rank_dists)
+        tables[lt.PARSED_COLLAPSE], agreement_dists[lt.PARSED_COLLAPSE] = parsed
+    tables[lt.HEADLINES] = headlines(tables, agreement_dists, opts, rank_dists)
 
 
 def analyse_pointwise(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
@@ -139,10 +126,10 @@ def analyse_pointwise(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) 
 
 def no_pointwise(opts: LotteryOptions) -> dict[str, Any]:
     """Sections 1-8 on a grid without pointwise judgments (a pairwise judge alone): n/a tables."""
-    tables = {name: pd.DataFrame() for name in POINTWISE_TABLES}
+    tables = {name: pd.DataFrame() for name in lt.POINTWISE_TABLES}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        tables[HEADLINES] = headlines(tables, {"agreement_collapse": {}}, opts, {})
+        tables[lt.HEADLINES] = headlines(tables, {lt.AGREEMENT_COLLAPSE: {}}, opts, {})
     return {
         "tables": tables,
         "distributions": {},
@@ -195,7 +182,7 @@ class LotterySection(Section):
 
     name = "lottery"
     mode = "pointwise"
-    tables = (*POINTWISE_TABLES, "repeats_vs_wordings", HEADLINES, PARSED_COLLAPSE)
+    tables = lt.TABLES
 
     def compute(
         self, grid: JudgmentGrid, opts: LotteryOptions, *, checked: Any = None, encode=None
@@ -204,7 +191,7 @@ class LotterySection(Section):
 
     def metrics(self, tables: dict[str, pd.DataFrame]) -> dict[str, float]:
         out: dict[str, float] = {}
-        for _, r in tables[HEADLINES].iterrows():
+        for _, r in tables[lt.HEADLINES].iterrows():
             for suffix, col in (("", "ours"), ("_lo", "ours_lo"), ("_hi", "ours_hi")):
                 v = r[col]
                 if v is not None and np.isfinite(v):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.options import LotteryOptions
 
@@ -43,7 +44,7 @@ def _sections_4_5(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Pat
         "mean agreement with the other variants. CI of r: Fisher z."
     )
     R.table(
-        rp.with_ci_columns(t["similarity_stability"], ["r"]),
+        rp.with_ci_columns(t[lt.SIMILARITY_STABILITY], ["r"]),
         {
             "agreement": "agreement",
             "n_points": "points",
@@ -66,7 +67,7 @@ def _sections_4_5(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Pat
         "is the second table."
     )
     R.table(
-        t["wording_dimensions"],
+        t[lt.WORDING_DIMENSIONS],
         {
             "dimension": "dimension",
             "levels": "levels",
@@ -87,7 +88,7 @@ def _sections_4_5(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Pat
         "against the same permutation null (the paper: eta-squared 0.26-0.48, at the null's level)."
     )
     R.table(
-        t["wording_dimensions_cross_model"],
+        t[lt.WORDING_DIMENSIONS_CROSS_MODEL],
         {"dimension": "dimension", "levels": "levels", "n_points": "points", "eta_squared": "eta^2",
          "null_mean": "null mean", "null_hi": f"null {opts.level:.0%} quantile", "p": "p", "note": "note"},
         empty="no paraphrase judged by >= 2 backbones",
@@ -97,7 +98,7 @@ def _sections_4_5(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Pat
         "univariate slope +0.076 kappa per step, +0.031 with the other features fixed (p = 0.17), MT-Bench +0.005."
     )
     R.table(
-        t["format_strictness_regression"],
+        t[lt.FORMAT_STRICTNESS_REGRESSION],
         {"model": "model", "n_points": "paraphrases", "slope": "slope", "se": "se", "p": "p", "note": "note"},
         empty="no paraphrase with a defined cross-model kappa",
     )
@@ -107,7 +108,7 @@ def _section_6(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, 
     """Section 6: rank reversals."""
     t = result["tables"]
     R.h("6. Rank reversals")
-    rs = t["rank_summary"]
+    rs = t[lt.RANK_SUMMARY]
     R.p(
         "Systems ranked per variant by mean "
         + ("verdict score" if opts.rank_score == "value" else "weighted score")
@@ -126,7 +127,7 @@ def _section_6(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, 
         },
         empty="no configuration",
     )
-    sy = t["rank_systems"]
+    sy = t[lt.RANK_SYSTEMS]
     if not sy.empty:
         R.p("Best and worst rank of each system across the variants:")
         R.table(
@@ -163,7 +164,7 @@ def _section_7(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, 
         "logprob-weighted scores). `n` = the items a row is scored on. Paired bootstrap of Kendall tau against P1 "
         "on the same items."
     )
-    ag = t["aggregation_vs_humans"]
+    ag = t[lt.AGGREGATION_VS_HUMANS]
     R.table(
         rp.with_ci_columns(ag, ["pearson", "kendall", "diff_vs_ref"]),
         {
@@ -185,7 +186,7 @@ def _section_7(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, 
         figures.get("aggregation"), out_dir, "aggregation", missing="no defined correlation with human labels"
     )
     R.p("Inter-prompt vs inter-model vs hybrid ensembles, the same number k of judges on the same items:")
-    ed = t["ensemble_designs"]
+    ed = t[lt.ENSEMBLE_DESIGNS]
     R.table(
         rp.with_ci_columns(ed, ["mean_kappa", "plurality_ties_to_p1_kendall", "mean_kendall"]),
         {
@@ -214,7 +215,7 @@ def _section_8(R: rp.Report, result: dict, opts: LotteryOptions, out_dir: Path, 
         "never) and sum to 1. P1 = cluster: P1's label is the cluster's (no cluster = no match). Ours, named: P1 = "
         "the tie-broken plurality (ties_to_P1), and the same on untied pluralities only."
     )
-    cs = t["convergence_summary"]
+    cs = t[lt.CONVERGENCE_SUMMARY]
     shares = ["cluster_share", "converged_by_3", "converged_by_5", "never_converged", "p1_match"]
     R.table(
         rp.with_ci_columns(cs, [*shares, "p1_match_ties_to_p1", "p1_match_unique"], pct=True),

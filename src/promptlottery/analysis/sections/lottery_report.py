@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.analysis.agreement_measures import AGREEMENT_MEASURES, measure_columns
 from promptlottery.analysis.options import LotteryOptions
@@ -57,14 +58,14 @@ def _opening(R: rp.Report, ctx: ReportContext) -> None:
         ctx.figures,
         ctx.files,
     )
-    render_verdict(R, t["verdict"])
+    render_verdict(R, t[lt.VERDICT])
     R.figure(figures.get("verdict_map"), out_dir, "verdict map", missing="no item with paraphrase verdicts")
     verdict = describe_verdict(grid.verdict)
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs or []))
     R.bullets(
         [
             f"Runs: `{runs}` ({len(files)} judgment files, {grid.n_judgments} judgments, "
-            f"{t['configurations'].shape[0]} configurations)",
+            f"{t[lt.CONFIGURATIONS].shape[0]} configurations)",
             f"Verdict: {verdict}. Continuous measures (interval Krippendorff alpha, Pearson, Kendall tau) are also "
             "computed on the unrounded logprob-weighted score (columns `alpha_interval_cont`, `cont_*`).",
             "Sampled fixed-prompt baselines (T >= 0.001): "
@@ -95,7 +96,7 @@ def _opening(R: rp.Report, ctx: ReportContext) -> None:
         ]
     )
     R.table(
-        t["configurations"],
+        t[lt.CONFIGURATIONS],
         {
             "config_id": "configuration",
             "family_type": "family type",
@@ -116,7 +117,7 @@ def _headlines(R: rp.Report, ctx: ReportContext) -> None:
     """The headline rows beside the paper's numbers."""
     t, opts = ctx.tables, ctx.opts
     R.h("Headlines: the paper vs ours")
-    hl = t["headlines"].copy()
+    hl = t[lt.HEADLINES].copy()
     if not hl.empty:
         hl["ours"] = [
             tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
@@ -159,7 +160,7 @@ def _sections_1_2(R: rp.Report, ctx: ReportContext) -> None:
         "configurations say so here and in every table below."
     )
     R.table(
-        t["label_distributions"],
+        t[lt.LABEL_DISTRIBUTIONS],
         {
             "config_id": "configuration",
             "setting": "setting",
@@ -174,13 +175,13 @@ def _sections_1_2(R: rp.Report, ctx: ReportContext) -> None:
     R.figure(figures.get("label_distributions"), out_dir, "label distributions", missing="no verdicts")
 
     R.h("1. Agreement collapse: five paraphrases vs a fixed prompt")
-    col = t["agreement_collapse"]
+    col = t[lt.AGREEMENT_COLLAPSE]
     R.table(rp.with_ci_columns(col, list(AGREEMENT_MEASURES)), _COLLAPSE_COLS, empty="no configuration")
     config_notes(R, col, "setting")
     R.figure(figures.get("agreement_collapse"), out_dir, "agreement collapse", missing="no agreement rows")
 
     R.h("2. By task type and backbone")
-    bt = t["agreement_by_task_type"]
+    bt = t[lt.AGREEMENT_BY_TASK_TYPE]
     R.p("Means over configurations (paraphrase setting); raw overlap next to the chance-corrected measures.")
     R.table(
         rp.with_ci_columns(bt, ["overlap", "mean_kappa", "fleiss_kappa", "alpha_nominal"]),
@@ -202,7 +203,7 @@ def _section_3(R: rp.Report, ctx: ReportContext) -> None:
     """Section 3: no prompt wins."""
     t, opts, out_dir, figures = ctx.tables, ctx.opts, ctx.out_dir, ctx.figures
     R.h("3. No prompt wins")
-    corr = t["variant_human_correlation"]
+    corr = t[lt.VARIANT_HUMAN_CORRELATION]
     shown = rp.with_ci_columns(corr, ["pearson", "kendall", "cont_pearson", "cont_kendall"])
     if not shown.empty:
         is_ref = shown["variant"] == opts.reference
@@ -229,7 +230,7 @@ def _section_3(R: rp.Report, ctx: ReportContext) -> None:
         "variant); significant Williams tests (p < 0.05) against P1:"
     )
     R.table(
-        t["best_variant_counts"],
+        t[lt.BEST_VARIANT_COUNTS],
         {
             "variant": "variant",
             "n_configs": "configs",

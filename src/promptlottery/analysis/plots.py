@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.plots_common import _err, _num, _save, _short, plt
 from promptlottery.analysis.plots_verdict import plot_verdict_map
 from promptlottery.registry import Registry

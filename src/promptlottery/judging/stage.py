@@ -197,8 +197,10 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cfg,
         cache,
         output_dir,
+        # a mode asking in rounds: the first round's keys, the only ones known before any answer
         keys=lambda: [
-            r.key for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
+            r.key
+            for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of, 0)
         ],
     )
     if cfg.dry_run:
@@ -258,8 +260,11 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     return record
 
 
-def _requests(cfg, items, condition, group, backend, decoding, examples, orders_of=None) -> list:
-    """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
+def _requests(
+    cfg, items, condition, group, backend, decoding, examples, orders_of=None, round_k=None
+) -> list:
+    """The job's (item, request) pairs, as the runner will build them (for counting, not calling; a
+    mode asking in rounds: after placeholder answers, or round ``round_k`` alone)."""
     return build_requests(
         items,
         condition,
@@ -270,6 +275,7 @@ def _requests(cfg, items, condition, group, backend, decoding, examples, orders_
         examples=examples,
         repeat_source=cfg.repeat_source,
         orders_of=orders_of,
+        round_k=round_k,
     )
 
 

@@ -5,6 +5,8 @@ the definition in ``modes/analytic.py``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -16,6 +18,7 @@ from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.modes import get_mode
 from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, dump_group, load_group_file
+from promptlottery.prompts.requests import render_chat
 from promptlottery.prompts.scales import get_scale
 from tests.conftest import compose
 
@@ -124,7 +127,22 @@ def test_an_unscored_position_stops_its_item_and_repeats_are_refused(tmp_path):
         )
 
 
-def test_a_criterion_entry_gives_a_name_and_context_and_a_group_file_round_trips(tmp_path):
+def test_a_criterion_entry_gives_a_name_context_and_examples_and_a_group_file_round_trips(tmp_path):
+    edited = dataclasses.replace(
+        _batch("separate"),
+        variants={
+            "P1": Variant("P1", "{{ criterion_context }}|{{ criterion_examples }}|{{ criterion_name }}")
+        },
+        criteria_info={
+            "content": {"context": "count the reasons", "examples": "Example: essay A\nContent: 6"}
+        },
+    )
+    content, conventions = get_mode("analytic").presentations(ESSAY, group=edited)
+    assert (
+        render_chat(edited, "P1", content.item)[0]["content"]
+        == "count the reasons|Example: essay A\nContent: 6|content"
+    )
+    assert render_chat(edited, "P1", conventions.item)[0]["content"] == "||conventions"
     path = tmp_path / "g.yaml"
     dump_group(_batch(), path)
     again = load_group_file(path)

@@ -10,7 +10,10 @@ criterion is a configuration of its own in the grid and the lottery analysis mea
 wording sensitivity per criterion.
 
 A criterion entry may be a mapping with a ``name`` (``{{ criterion_name }}``, and how a batch
-reply names it) and a ``context`` (the edited rubric's added context, ``{{ criterion_context }}``).
+reply names it), a ``context`` (the edited rubric's added context, ``{{ criterion_context }}``) and
+``examples`` (the solved examples shown for it, ``{{ criterion_examples }}``: the study's ``3ex``
+and edited conditions show each criterion's scored example essays). A group whose entries give
+any of these has all three variables, empty where an entry gives none.
 
 **Batch** (``criteria_call: batch`` in the group; the study's "all sub-criteria in one prompt"): the
 prompt lists every criterion (``{{ criteria }}``: one ``name: description`` line each;
@@ -22,8 +25,7 @@ own greedy answers (the most probable scale label, else the parsed one) of the e
     Content: 4\nOrganization: 3\nWord Choice:        <- p(label) read here, for criterion 3
 
 An item whose earlier answer has no label stops there. The reply so far is a named part of the key
-(``assistant_prefix``) and the row's ``criterion_position`` is k (from 1). The study's solved
-examples are not drawn here (missing: its ``3ex`` and edited conditions' example essays).
+(``assistant_prefix``) and the row's ``criterion_position`` is k (from 1).
 """
 
 from __future__ import annotations
@@ -148,7 +150,11 @@ def _shown(item: Item, group, criterion: str, description: str, extra: dict | No
     own = {"criterion": criterion, "criterion_description": description}
     if group.criteria_info:
         info = group.criteria_info.get(criterion, {})
-        own.update(criterion_name=info.get("name", criterion), criterion_context=info.get("context", ""))
+        own.update(
+            criterion_name=info.get("name", criterion),
+            criterion_context=info.get("context", ""),
+            criterion_examples=info.get("examples", ""),
+        )
     return dataclasses.replace(item, inputs={**item.inputs, **own, **(extra or {})})
 
 

@@ -72,8 +72,9 @@ class PromptGroup:
     #: ``{{ criterion_description }}``; empty for a group that judges the item whole
     criteria: tuple[tuple[str, str], ...] = ()
     #: per criterion, what a criterion entry gives besides its description: ``name`` (how the
-    #: prompt and a batch reply name it, ``{{ criterion_name }}``; default: the criterion) and
-    #: ``context`` (an edited rubric's added context, ``{{ criterion_context }}``)
+    #: prompt and a batch reply name it, ``{{ criterion_name }}``; default: the criterion),
+    #: ``context`` (an edited rubric's added context, ``{{ criterion_context }}``) and ``examples``
+    #: (solved examples shown for it, ``{{ criterion_examples }}``)
     criteria_info: dict[str, dict[str, str]] = field(default_factory=dict)
     #: how an analytic group's criteria are asked: ``separate`` (a call per criterion) or ``batch``
     #: (all in one reply, ``{{ criteria }}`` listing them, each scored at its own position)
@@ -141,14 +142,14 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
 
 
 #: what a ``criteria:`` entry may give as a mapping (a plain entry is its description)
-CRITERION_KEYS = ("description", "name", "context")
+CRITERION_KEYS = ("description", "name", "context", "examples")
 CRITERIA_CALLS = ("separate", "batch")
 
 
 def _criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
     """A group file's ``criteria:`` mapping, in order: ``((criterion, description), ...)`` and each
-    mapping entry's ``name`` / ``context`` (criterion: description, or criterion: {description:,
-    name:, context:})."""
+    mapping entry's ``name`` / ``context`` / ``examples`` (criterion: description, or criterion:
+    {description:, name:, context:, examples:})."""
     if raw is None:
         return (), {}
     if not isinstance(raw, dict) or not raw:
@@ -159,7 +160,7 @@ def _criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str
             unknown = sorted(set(entry) - set(CRITERION_KEYS))
             if unknown:
                 raise TypeError(f"criterion {c}: unknown keys {unknown} (known: {', '.join(CRITERION_KEYS)})")
-            info[str(c)] = {k: str(entry[k]) for k in ("name", "context") if entry.get(k) is not None}
+            info[str(c)] = {k: str(entry[k]) for k in CRITERION_KEYS[1:] if entry.get(k) is not None}
             entry = entry.get("description")
         pairs.append((str(c), str(entry or "")))
     return tuple(pairs), {c: v for c, v in info.items() if v}

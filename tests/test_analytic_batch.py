@@ -82,7 +82,7 @@ def _condition():
 def test_the_runner_asks_position_by_position_after_the_oracles_answers(tmp_path):
     """The oracle answers each trait's human label (5 and 2 for e1; 1 and 6 for e2 on [1, 6]), so
     e1's second call starts "Content: 5\\nConventions:" and e2's "Content: 1\\nConventions:"."""
-    backend = FakeBackend(behaviour="oracle")
+    backend = FakeBackend(behaviour="oracle", honour_prefix=True)
     df, stats = runner.judge(
         [ESSAY, OTHER], _condition(), _batch(), backend, CallCache(tmp_path / "c.sqlite"), Decoding(),
         human_range=(1.0, 6.0),
@@ -115,16 +115,23 @@ class Mute(FakeBackend):
 
 def test_an_unscored_position_stops_its_item_and_repeats_are_refused(tmp_path):
     df, stats = runner.judge(
-        [ESSAY, OTHER], _condition(), _batch(), Mute(), CallCache(tmp_path / "c.sqlite"), Decoding()
-    )
+        [ESSAY, OTHER], _condition(), _batch(), Mute(honour_prefix=True), CallCache(tmp_path / "c.sqlite"),
+        Decoding(),
+    )  # fmt: skip
     assert list(df["criterion"]) == ["content", "content"] and df["score"].isna().all()
     assert stats.total == 2 and stats.parse_failures == 2
     with pytest.raises(
         ConfigError, match=r"^prompt group R2 asks its criteria in one reply .* only n_samples=1"
     ):
         runner.judge(
-            [ESSAY], _condition(), _batch(), Mute(), CallCache(tmp_path / "d.sqlite"), Decoding(), n_samples=2
-        )
+            [ESSAY], _condition(), _batch(), Mute(honour_prefix=True), CallCache(tmp_path / "d.sqlite"),
+            Decoding(), n_samples=2,
+        )  # fmt: skip
+    # a chat backend that would drop the reply so far is refused before any call
+    with pytest.raises(
+        ConfigError, match=r"^prompt group R2 reads each answer after the reply so far .* Mute does not"
+    ):
+        runner.judge([ESSAY], _condition(), _batch(), Mute(), CallCache(tmp_path / "e.sqlite"), Decoding())
 
 
 def test_a_criterion_entry_gives_a_name_context_and_examples_and_a_group_file_round_trips(tmp_path):
@@ -175,7 +182,7 @@ def test_batch_judging_of_asap_set_1_through_the_judge_stage_and_its_dry_run(tmp
     from promptlottery.stages import run_stage
 
     over = ["backbone=fake", "backbone.backend.behaviour=oracle", "dataset=asap_set1", "dataset.limit=3",
-            "judge=analytic_batch_asap_set1"]  # fmt: skip
+            "judge=analytic_batch_asap_set1", "backbone.backend.honour_prefix=true"]  # fmt: skip
     dry = run_stage(compose([*over, "dry_run=true"], tmp_path=tmp_path), tmp_path / "dry")
     assert dry["estimate"]["calls"] == 15 and dry["estimate"]["cached_calls"] == 0
     run_stage(compose(over, tmp_path=tmp_path), tmp_path / "job")
@@ -192,3 +199,16 @@ def test_batch_judging_of_asap_set_1_through_the_judge_stage_and_its_dry_run(tmp
     assert last["query"].endswith(f"[assistant] {want}")
     grid = JudgmentGrid.from_frame(load_judgments(df))
     assert sorted(c.config_id.split("/")[3] for c in grid) == sorted(traits)
+
+
+def test_the_fake_judge_honours_the_reply_so_far_only_when_asked():
+    from promptlottery.backends.base import JudgeRequest
+
+    msgs = [{"role": "user", "content": "Rate each trait."}]
+    reqs = [JudgeRequest(key=k, labels=("1", "2", "3"), messages=msgs, assistant_prefix=p) for k, p in (("a", "Content:"), ("b", "Content: 2\nStyle:"))]  # fmt: skip
+    plain, honoured = FakeBackend(), FakeBackend(honour_prefix=True)
+    a, b = plain.generate(reqs, Decoding())
+    assert a.label_probs == b.label_probs and not plain.supports_assistant_prefix
+    a, b = honoured.generate(reqs, Decoding())
+    assert a.label_probs != b.label_probs and honoured.supports_assistant_prefix
+    assert honoured.identity() == {**plain.identity(), "honour_prefix": True}

@@ -275,6 +275,12 @@ def judge(
             "each position is read after the greedy answers before it, so only n_samples=1, "
             "repeat_source=none and judge.design=full"
         )
+    if condition.prompt_format == "chat" and not backend.supports_assistant_prefix:
+        raise ConfigError(
+            f"prompt group {group.id} reads each answer after the reply so far in the assistant turn, which "
+            f"backend {type(backend).__name__} does not honour (Backend.supports_assistant_prefix); use "
+            "backbone.prompt_format=completion"
+        )
     so_far: dict[str, tuple[str, ...]] = {it.id: () for it in items}
     tables = []
     for k in range(n_rounds):  # round k: criterion k of every item whose earlier answers all have a label

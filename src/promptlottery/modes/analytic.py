@@ -26,6 +26,10 @@ own greedy answers (the most probable scale label, else the parsed one) of the e
 
 An item whose earlier answer has no label stops there. The reply so far is a named part of the key
 (``assistant_prefix``) and the row's ``criterion_position`` is k (from 1).
+
+A separate group's ``assistant_prefix`` is rendered per criterion (``"{{ criterion_name }}:"``:
+each answer read after the criterion's name, as the rubric study reads it) and keyed as well; a
+group without one keeps the key of the criterion alone.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
+from promptlottery.prompts.groups import render
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.prompts.scales import Scale
 
@@ -82,7 +87,8 @@ class Analytic(JudgeMode):
                 for k in range(len(group.criteria))
                 for p in self.round_presentations(item, group=group, k=k, earlier=None)
             ]
-        return [Presentation(_shown(item, group, c, d), part=c) for c, d in group.criteria]
+        shown = [(c, _shown(item, group, c, d)) for c, d in group.criteria]
+        return [Presentation(it, part=c, prefix=_own_prefix(group, it)) for c, it in shown]
 
     def rounds(self, group) -> int:
         return len(group.criteria) if group.criteria_call == "batch" else 1
@@ -138,6 +144,14 @@ class Analytic(JudgeMode):
             "human_raters": json.dumps(own) if isinstance(own, (list, tuple)) else None,
             **({"criterion_position": int(position)} if position is not None else {}),
         }
+
+
+def _own_prefix(group, shown: Item) -> str | None:
+    """A separate criterion's answer prefix: the group's ``assistant_prefix`` rendered with the
+    criterion's variables (``"{{ criterion_name }}:"`` reads each answer after its own name)."""
+    if not group.assistant_prefix:
+        return None
+    return render(group.assistant_prefix, shown.inputs, where=f"prompt group {group.id} assistant_prefix")
 
 
 def _name(group, criterion: str) -> str:

@@ -5,6 +5,8 @@ reference: the same texts, rendered by the other path)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from promptlottery.backends.base import Decoding
@@ -63,6 +65,11 @@ def test_every_condition_of_rubric_set_1_renders_the_studys_messages_on_the_grid
                 {"role": "user", "content": rendered.user},
             ], cond.name
             assert got.assistant_prefix == rendered.prefix, cond.name
+        # completion (the study's base-model backbone): the prompt ends with the answer prefix
+        completion = dataclasses.replace(condition, prompt_format="completion")
+        reqs = [r for _, r in build_requests([grid_item(builder, it) for it in sample], completion, group, FakeBackend(), Decoding())]  # fmt: skip
+        assert [r.prompt for r in reqs] == [f"{w.system}\n\n{w.user}\n\n{w.prefix}" for w in want], cond.name
+        assert all(r.messages is None and r.assistant_prefix is None for r in reqs)
     # the edited condition shows each trait's three example essays and the edited instructions
     edited = condition_group(builder, conditions[-1], sample[0])[0]
     shown = [entry["examples"].count(f"({entry['name']}: ") for entry in edited.criteria_info.values()]
@@ -79,3 +86,22 @@ def test_a_task_whose_criteria_differ_per_item_is_not_expressible_in_one_line(tm
         match=r"^rubric condition analytic_separate: the \w+ task's criteria differ per item",
     ):
         condition_group(builder, separate, sample[0])
+
+
+def test_a_rubric_group_file_round_trips_and_its_completion_layout_refuses_solved_examples(tmp_path):
+    from promptlottery.prompts.groups import PromptError, dump_group, load_group_file
+    from promptlottery.prompts.requests import render_completion
+
+    builder, sample, conditions = _study(tmp_path)
+    group = condition_group(builder, conditions[-1], sample[0])[0]
+    again = load_group_file(dump_group(group, tmp_path / "edited.yaml"))
+    assert (
+        again == group
+        and again.completion_answer is None
+        and again.assistant_prefix == "{{ criterion_name }}:"
+    )
+    item = grid_item(builder, sample[0])
+    with pytest.raises(
+        PromptError, match=r"solved examples need an answer line; the group has completion_answer: null$"
+    ):
+        render_completion(group, "P1", item, [(item, "3")], answer_prefix=None)

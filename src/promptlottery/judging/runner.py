@@ -172,7 +172,10 @@ def _render(condition: Condition, group: PromptGroup, seen: Item, examples, pref
     if condition.prompt_format == "chat":
         return render_chat(group, condition.variant, seen), None
     if condition.prompt_format == "completion":
-        prompt = render_completion(group, condition.variant, seen, examples)
+        answer = group.completion_answer
+        prompt = render_completion(group, condition.variant, seen, examples, answer_prefix=answer)
+        if answer is None:  # the prefix its own paragraph
+            return None, "\n\n".join(p for p in (prompt, prefix) if p)
         return None, (f"{prompt} {prefix}" if prefix else prompt)
     raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
 

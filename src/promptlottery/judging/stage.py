@@ -134,7 +134,7 @@ def check_inputs(cfg: DictConfig) -> None:
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
         seen = mode.presentations(it, group=group, position_swap=False)[0].item
         if condition.prompt_format == "completion":
-            render_completion(group, condition.variant, seen, [])
+            render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
         else:
             render_chat(group, condition.variant, seen)
 

@@ -79,6 +79,9 @@ class PromptGroup:
     #: how an analytic group's criteria are asked: ``separate`` (a call per criterion) or ``batch``
     #: (all in one reply, ``{{ criteria }}`` listing them, each scored at its own position)
     criteria_call: str = "separate"
+    #: the line a completion prompt's answer follows (``"Answer:"``, then the answer prefix); None:
+    #: the prompt ends with the answer prefix as its own paragraph (the rubric study's layout)
+    completion_answer: str | None = "Answer:"
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
@@ -204,6 +207,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
             criteria=criteria,
             criteria_info=info,
             criteria_call=_criteria_call(raw.get("criteria_call"), criteria),
+            completion_answer=raw.get("completion_answer", "Answer:"),
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
@@ -292,6 +296,7 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         **({"assistant_prefix": group.assistant_prefix} if group.assistant_prefix else {}),
         **({"criteria": _dump_criteria(group)} if group.criteria else {}),
         **({"criteria_call": group.criteria_call} if group.criteria_call != "separate" else {}),
+        **({"completion_answer": group.completion_answer} if group.completion_answer != "Answer:" else {}),
         **extra,
         "variants": variants,
     }

@@ -91,6 +91,7 @@ def _group(builder: PromptBuilder, cond: RubricCondition, scale, user: str, **fi
         version=builder.version,
         variants={"P1": Variant("P1", user, system=system)},
         description=cond.display,
+        completion_answer=None,  # a completion prompt ends with the answer prefix, as the study's
         **fields,
     )
 

@@ -20,7 +20,7 @@ from promptlottery.modes import get_mode
 from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, dump_group, load_group_file
 from promptlottery.prompts.requests import render_chat
 from promptlottery.prompts.scales import get_scale
-from tests.conftest import compose
+from tests.conftest import DATA_DIR, compose
 
 ESSAY = Item(
     id="e1", dataset="toy", inputs={"response": "an essay"}, human={"content": 5.0, "conventions": 2.0}
@@ -174,6 +174,7 @@ def test_a_criterion_entry_gives_a_name_context_and_examples_and_a_group_file_ro
         load_group_file(path)
 
 
+@pytest.mark.skipif(not (DATA_DIR / "asap").is_dir(), reason="needs ../shared/data/asap")
 def test_batch_judging_of_asap_set_1_through_the_judge_stage_and_its_dry_run(tmp_path):
     """5 traits x 3 essays on the oracle: one call per trait and essay, each trait's human label, the
     trait's position in the reply; the dry run counts the same 15 calls before any is made."""

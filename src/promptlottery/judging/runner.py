@@ -304,20 +304,10 @@ def judge(
 
 
 def _judged(
-    pairs: list[tuple[Item, JudgeRequest]],
-    condition: Condition,
-    group: PromptGroup,
-    backend: Backend,
-    cache: CallCache,
-    decoding: Decoding,
-    stats: CallStats,
-    *,
-    max_retries: int,
-    backoff_s: float,
-    repeat_source: str,
-    plans: dict[int, BatchPlan] | None,
-    desc: str = "",
-) -> pd.DataFrame:
+    pairs: list[tuple[Item, JudgeRequest]], condition: Condition, group: PromptGroup, backend: Backend,
+    cache: CallCache, decoding: Decoding, stats: CallStats, *, max_retries: int, backoff_s: float,
+    repeat_source: str, plans: dict[int, BatchPlan] | None, desc: str = "",
+) -> pd.DataFrame:  # fmt: skip
     """``pairs`` answered (the cache first; a request too long for the context never sent) and
     tabulated, the calls counted into ``stats``."""
     skipped = over_long(pairs, backend, decoding)

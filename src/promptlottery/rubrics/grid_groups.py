@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pandas as pd
+
 from promptlottery.data.schema import Item
 from promptlottery.errors import UserError
 from promptlottery.prompts.groups import PromptGroup, Variant, render
@@ -176,4 +178,24 @@ def _separate(builder: PromptBuilder, cond: RubricCondition, crits: list) -> Pro
         criteria=tuple((c.id, f"{c.name}: {c.rubric}") for c in crits),
         criteria_info={c: {k: v for k, v in entry.items() if v} for c, entry in info.items()},
         assistant_prefix="{{ criterion_name }}:",
+    )
+
+
+def scores_from_judgments(
+    judgments: pd.DataFrame, cond: RubricCondition, group: PromptGroup, backbone: str
+) -> pd.DataFrame:
+    """The rows the study's tables read (``StudyData``: backbone, condition, item_id, position,
+    score, argmax_score) from the grid's judgments of ``cond`` with its ``group``: position 0 for
+    a holistic score, else the criterion's place in the group's criteria (from 1)."""
+    place = {c: k for k, (c, _) in enumerate(group.criteria, start=1)}
+    position = [0] * len(judgments) if cond.kind == "holistic" else [place[c] for c in judgments["criterion"]]
+    return pd.DataFrame(
+        {
+            "backbone": backbone,
+            "condition": cond.name,
+            "item_id": judgments["item_id"].to_numpy(),
+            "position": position,
+            "score": judgments["score"].to_numpy(),
+            "argmax_score": judgments["argmax_score"].to_numpy(),
+        }
     )

@@ -84,3 +84,8 @@ def test_a_missing_condition_or_job_is_one_line(tmp_path):
         ConfigError, match=r"^rubric.runs: no judgments of holistic_three by smollm2 \(of 4 missing\)$"
     ):
         run_stage(tables, tmp_path / "tables")
+    other = compose_rubric("rubric_asap_set1", data, tmp_path, ["dataset.limit=7", "stage=rubric_tables", f"rubric.runs={tmp_path / 'sweep'}"])  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"judged other items than this sample of 7 \(dataset.limit / dataset.seed"
+    ):
+        run_stage(other, tmp_path / "tables7")

@@ -63,7 +63,7 @@ def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, A
     """Stage ``rubric_judge``: condition ``rubric.condition`` of the study judged by ``backbone``."""
     job.label = "rubric judge"
     task, sample, builder, conditions = _study(cfg, job)
-    name = (job.config["rubric"].get("condition") or "") if cfg.get("rubric") is not None else ""
+    name = job.config["rubric"].get("condition") or ""
     by_name = {c.name: c for c in conditions}
     if name not in by_name:
         raise ConfigError(f"rubric.condition={name or None!r}: must be one of {list(by_name)}")
@@ -116,9 +116,14 @@ def rubric_tables(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
         )
     groups = {c.name: condition_group(builder, c, sample[0])[0] for c in conditions}
     by_name = {c.name: c for c in conditions}
-    scores, seen = [], set()
+    scores, seen, ids = [], set(), {it.id for it in sample}
     for path in paths:
         df = pd.read_parquet(path)
+        if set(df["item_id"]) != ids:
+            raise ConfigError(
+                f"rubric.runs: {path} judged other items than this sample of {len(ids)} (dataset.limit / "
+                "dataset.seed must be the sweep's)"
+            )
         name, backbone = df["rubric_condition"].iloc[0], df["backbone"].iloc[0]
         if (backbone, name) in seen:
             raise ConfigError(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_backends import MODEL_DIR, grid_requests  # noqa: E402
+from bench_backends import DATA_DIR, MODEL_DIR, grid_requests  # noqa: E402
 from bench_backends import backbone_backend as _compose  # noqa: E402
 
 REFERENCE = "qwen25_coder_15b"
@@ -192,7 +193,7 @@ def part_raw(items: int, reps: int) -> None:
 FAST = "qwen25_coder_15b_fast"
 
 
-def fast_backend():
+def fast_backend(overrides: tuple[str, ...] = ()):
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
@@ -200,7 +201,10 @@ def fast_backend():
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"backbone={FAST}", f"paths.model_dir={MODEL_DIR}", "logger=none"])
+        cfg = compose(
+            "config",
+            overrides=[f"backbone={FAST}", f"paths.model_dir={MODEL_DIR}", "logger=none", *overrides],
+        )
     return instantiate(cfg.backbone.backend)
 
 
@@ -209,13 +213,18 @@ def weighted(probs: dict[str, float]) -> float:
     return sum(p * float(lab) for lab, p in probs.items()) / sum(probs.values())
 
 
-def part_fidelity(items: int, variants: list[str], rounds: int = 4) -> None:
+def part_fidelity(
+    items: int, variants: list[str], rounds: int = 4, fast: tuple[str, ...] = (), dump: str | None = None
+) -> None:
     """Fast vs float32 on the same judgments; speed interleaved over ``rounds`` rounds, the figures
     so far printed after each round (a run stopped early still reports its n)."""
     from promptlottery.backends.base import Decoding
 
-    ref, fast = backbone_backend(REFERENCE, "float32"), fast_backend()
-    reqs = sorted(grid_requests(ref, items, variants), key=lambda r: (len(ref.encode(r)), r.key))
+    ref = backbone_backend(REFERENCE, "float32")
+    print(f"fidelity_fast_overrides={' '.join(fast) or 'none'}")
+    fast = fast_backend(fast)
+    meta = fidelity_grid(ref, items, variants)
+    reqs = sorted((r for r, _ in meta.values()), key=lambda r: (len(ref.encode(r)), r.key))
     batches_ = [reqs[i : i + 8] for i in range(0, len(reqs), 8)]
     print(f"bench=fastcpu part=fidelity items={items} variants={len(variants)} judgments={len(reqs)}")
     for name, b in (("float32", ref), ("fast", fast)):
@@ -237,6 +246,77 @@ def part_fidelity(items: int, variants: list[str], rounds: int = 4) -> None:
                 flush=True,
             )
         fidelity_figures(answers["float32"], answers["fast"], seconds)
+    done = [r.key for k in range(rounds) for batch in batches_[k::rounds] for r in batch]
+    headline_rows(meta, done, answers)
+    if dump:
+        with open(dump, "w") as fh:
+            for key, a, f in zip(done, answers["float32"], answers["fast"], strict=True):
+                item, variant, human = meta[key][1]
+                row = {"item_id": item, "variant": variant, "human": human, "key": key}
+                fh.write(json.dumps(row | {"float32": a.label_probs, "fast": f.label_probs}) + "\n")
+        print(f"fidelity_dump={dump}")
+
+
+def fidelity_grid(backend, items: int, variants: list[str]) -> dict:
+    """request key -> (request, (item id, wording, the human STS-B score)) of the fidelity grid."""
+    from promptlottery.backends.base import Decoding
+    from promptlottery.data import load_items
+    from promptlottery.judging.runner import Condition, build_requests
+    from promptlottery.prompts import load_group
+
+    its = load_items("stsb", data_dir=DATA_DIR, limit=items, seed=0, split="dev")
+    group, out = load_group("G12"), {}
+    for v in variants:
+        cond = Condition("stsb", "semantic_alignment", "G12", v, "bench", "similarity")
+        for item, r in build_requests(its, cond, group, backend, Decoding()):
+            out[r.key] = (r, (item.id, v, item.human_score("similarity")))
+    return out
+
+
+def headline_rows(meta: dict, keys: list[str], answers: dict, resamples: int = 1000) -> None:
+    """The study's two headline rows per engine (Fleiss' kappa of the argmax labels across the
+    wordings; Pearson of the logprob-weighted score with the human score over all judgments), the
+    float32 run's 95% percentile interval over items (``resamples`` item resamples, seed 0), and
+    whether the fast engine's value lies in it."""
+    import numpy as np
+
+    from promptlottery.metrics.agreement import fleiss_kappa
+
+    items = sorted({meta[k][1][0] for k in keys})
+    variants = sorted({meta[k][1][1] for k in keys})
+    at = {(meta[k][1][0], meta[k][1][1]): i for i, k in enumerate(keys)}
+    if len(at) != len(items) * len(variants):
+        print("fidelity_headline skipped: the grid is not complete (a stopped run)")
+        return
+    human = {meta[k][1][0]: meta[k][1][2] for k in keys}
+
+    def rows(name, chosen):
+        labels = [
+            [
+                max(answers[name][at[i, v]].label_probs, key=answers[name][at[i, v]].label_probs.get)
+                for v in variants
+            ]
+            for i in chosen
+        ]
+        w = [weighted(answers[name][at[i, v]].label_probs) for i in chosen for v in variants]
+        h = [human[i] for i in chosen for v in variants]
+        return fleiss_kappa(labels, labels=["1", "2", "3", "4", "5"]), float(np.corrcoef(w, h)[0, 1])
+
+    point = {name: rows(name, items) for name in ("float32", "fast")}
+    rng = np.random.default_rng(0)
+    boot = np.array(
+        [
+            rows("float32", [items[j] for j in rng.integers(0, len(items), len(items))])
+            for _ in range(resamples)
+        ]
+    )
+    for j, stat in enumerate(("fleiss_across_wordings", "pearson_weighted_vs_human")):
+        lo, hi = np.nanpercentile(boot[:, j], [2.5, 97.5])
+        ref, fast = point["float32"][j], point["fast"][j]
+        print(
+            f"fidelity_headline stat={stat} items={len(items)} wordings={len(variants)} float32={ref:.4f} "
+            f"ci95=[{lo:.4f}, {hi:.4f}] fast={fast:.4f} fast_within_ci={lo <= fast <= hi}"
+        )
 
 
 def fidelity_figures(a: list, f: list, seconds: dict[str, float]) -> None:
@@ -275,6 +355,11 @@ def main() -> int:
         "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"
     )
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds of the fidelity part")
+    ap.add_argument("--dump", help="the fidelity part's judgments of both engines as JSON lines")
+    ap.add_argument(
+        "--fast", action="append", default=[], help="a Hydra override of the fast backbone (repeatable)"
+    )
     args = ap.parse_args()
     from promptlottery.backends.weights import missing_weights
 
@@ -285,7 +370,9 @@ def main() -> int:
     parts = {
         "profile": lambda: part_profile(8),
         "raw": lambda: part_raw(args.raw_items, args.reps),
-        "fidelity": lambda: part_fidelity(args.items, args.variants.split(",")),
+        "fidelity": lambda: part_fidelity(
+            args.items, args.variants.split(","), args.rounds, tuple(args.fast), args.dump
+        ),
     }
     for name, part in parts.items():
         if args.only in (None, name):

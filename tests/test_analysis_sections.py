@@ -50,7 +50,7 @@ def test_metrics_are_the_sections_metrics_in_report_order():
 class _Probe(Section):
     name, mode, tables = "probe", "pointwise", ("probe_counts",)
 
-    def compute(self, grid, opts, *, encode=None):
+    def compute(self, grid, opts, *, checked=None, encode=None):
         return {"tables": {"probe_counts": pd.DataFrame({"n": [grid.n_judgments]})}}
 
     def verdict_rows(self, tables):

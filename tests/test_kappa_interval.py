@@ -11,7 +11,7 @@ from promptlottery.analysis.agreement import agreement_measures
 from promptlottery.analysis.options import LotteryOptions
 from promptlottery.errors import ConfigError
 from promptlottery.metrics import bootstrap_ci, fleiss_kappa
-from promptlottery.metrics.kappa_interval import fleiss_studentized, item_bootstrap_t
+from promptlottery.metrics.kappa_interval import fleiss_interval, fleiss_studentized, item_bootstrap_t
 from tests.test_known_answers import fleiss
 
 CODES = np.array([[0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 0], [2, 2, 1], [2, 0, 2]])
@@ -84,6 +84,42 @@ def test_the_stage_option_picks_the_interval_and_warns_below_the_measured_size()
     assert "percentile interval on 6 items" in perc.note and "from 128 items" in perc.note
     # the replicates (for the pooled intervals) do not depend on the interval kind
     np.testing.assert_array_equal(stud.distribution, perc.distribution)
+
+
+def test_clusters_of_one_item_each_resample_as_the_items_do():
+    # a cluster per item: the cluster draws are the item draws, the units the items
+    args = dict(percentile=(-1.0, 1.0), n_resamples=200, seed=3, level=0.95)
+    by_items = fleiss_interval(CODES, 3, "studentized", **args)
+    by_clusters = fleiss_interval(CODES, 3, "studentized", clusters=list("abcdef"), noun="pairs", **args)
+    want = item_bootstrap_t(CODES, 3, n_resamples=200, seed=3, level=0.95)
+    assert by_items[:2] == by_clusters[:2] == (want.low, want.high)
+    assert "studentized interval on 6 pairs" in by_clusters[2][-1]
+
+
+def test_clustered_studentized_interval_drops_the_clusters_jackknife_units():
+    # items 0-1 and 2-3 drawn together: the jackknife leaves out a cluster, as fleiss_studentized
+    # with those units over the cluster draws' copies
+    from promptlottery.metrics.bootstrap import cluster_resample
+
+    clusters = ["q1", "q1", "q2", "q2", "q3", "q4"]
+    low, high, _ = fleiss_interval(
+        CODES, 3, "studentized", percentile=(0.0, 0.0), n_resamples=300, seed=1, level=0.9, clusters=clusters
+    )
+    draws, _ = cluster_resample(clusters, 300, seed=1)
+    w = np.stack([np.bincount(d, minlength=4) for d in draws]).astype(float)
+    want = fleiss_studentized(CODES, 3, w, level=0.9, units=np.array([0, 0, 1, 1, 2, 3]))
+    assert (low, high) == (want.low, want.high)
+
+
+def test_the_percentile_interval_is_the_one_given():
+    low, high, notes = fleiss_interval(
+        CODES, 3, "percentile", percentile=(0.1, 0.4), n_resamples=10, seed=0, level=0.95
+    )
+    assert (low, high) == (0.1, 0.4)
+    assert notes == [
+        "percentile interval on 6 items: its coverage was measured near nominal from 128 items only "
+        "(docs/analysis.md)"
+    ]
 
 
 def test_a_bad_kappa_interval_is_one_line():

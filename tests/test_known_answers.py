@@ -66,8 +66,8 @@ NO_HUMANS = {
 NOT_JUDGED = {
     "validate_prompts": "compares the prompt groups' texts (embeddings, overlap); judges no item",
     **{
-        e: "the rubric study judges through its own loop (rubrics/), not the grid's requests: "
-        "its requests carry no known answer, so only the behaviours that need none apply there"
+        e: "the rubric study judges through its own loop (rubrics/), not the judge stage: its "
+        "known-answer judges run through stage=rubric in tests/test_known_answers_rubric.py"
         for e in EXPERIMENTS
         if e.startswith("rubric_")
     },

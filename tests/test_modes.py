@@ -115,6 +115,28 @@ def test_each_mode_refuses_the_other_modes_group_in_one_line():
         check_mode("listwise", get_scale("likert_1_5"), group="G1", items=[ONE], where="d")
 
 
+def test_a_pairwise_group_file_naming_criteria_is_one_config_line_naming_the_file(tmp_path):
+    from promptlottery.judging.stage import check_inputs
+    from promptlottery.prompts.groups import GROUPS_DIR
+
+    text = (GROUPS_DIR / "G17.yaml").read_text()
+    group_file = tmp_path / "pairwise_criteria.yaml"
+    group_file.write_text(
+        text.replace("scale: pairwise_abc\n", "scale: pairwise_abc\ncriteria:\n  helpfulness: h\n", 1)
+    )
+    cfg = compose(
+        ["backbone=fake", "dataset=llmbar_natural", "dataset.limit=3", "judge=own", "judge.mode=pairwise",
+         f"judge.group_file={group_file}"],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        check_inputs(cfg)
+    assert str(e.value) == (
+        f"{group_file} (prompt group G17) names criteria ['helpfulness'] but judge.mode=pairwise judges an "
+        "item whole; set judge.mode=analytic"
+    )
+
+
 def _mixed(mode: str) -> pd.DataFrame:
     rows = judgments(config_a(baselines=False))
     rows["judge_mode"] = "pointwise"

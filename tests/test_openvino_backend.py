@@ -54,7 +54,7 @@ def test_identity_names_engine_precision_and_weights_and_differs_from_float32():
         ident["backend"] == "openvino"
         and ident["engine"] == f"openvino=={openvino.__version__.split('-')[0]}"
     )
-    assert (ident["dtype"], ident["weights"]) == ("openvino-bf16", "bf16")
+    assert (ident["dtype"], ident["weights"], ident["conversion"]) == ("openvino-bf16", "bf16", 2)
     assert ident["revision"] == ref.identity()["revision"]  # the same weights ...
     assert ident != ref.identity() and ident["model"] != ref.identity()["model"]  # ... another judge
     other = _openvino(precision="bf16", weights="int8").identity()
@@ -123,3 +123,31 @@ def test_fast_model_is_never_the_transformers_model(pair):
     fast, _ = pair
     with pytest.raises(AttributeError, match="no transformers model"):
         fast.model  # noqa: B018 - the property is the test
+
+
+def test_bf16_weights_keep_a_float32_graph():
+    """weights=bf16 stores the linear weights as bf16 constants cast to float32 where used: every
+    computed value in the IR is float32 (conversion 1 traced a bfloat16 model, whose bf16 activations
+    moved the 1.5B judge's label probabilities by 0.50 against float32), and the answers stay near the
+    float32 judge's (SmolLM2-135M: bf16-rounded weights, float32 arithmetic)."""
+    import openvino as ov
+
+    fast = _openvino(precision="f32", weights="bf16")
+    model = ov.Core().read_model(str(fast.convert() / "model.xml"))
+    computed = {
+        str(out.get_element_type())
+        for op in model.get_ops()
+        if op.get_type_name() not in ("Constant", "Convert", "Parameter", "Result")
+        for out in op.outputs()
+    }
+    assert "<Type: 'bfloat16'>" not in computed and "bf16" not in computed, computed
+    bf16_constants = [
+        op
+        for op in model.get_ops()
+        if op.get_type_name() == "Constant" and op.get_element_type() == ov.Type.bf16
+    ]
+    assert len(bf16_constants) >= 7 * 30  # SmolLM2-135M: 30 layers x 7 linear weights
+    ref = smollm2_backend("float32")
+    reqs = [_request("a", LIKERT), _request("b", LIKERT, filler=3)]
+    for g, w in zip(fast.generate(reqs, Decoding()), ref.generate(reqs, Decoding()), strict=True):
+        assert max(abs(g.label_probs[k] - w.label_probs[k]) for k in w.label_probs) < 0.05

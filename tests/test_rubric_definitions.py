@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,9 @@ import pytest
 from promptlottery.data import load_items
 from promptlottery.data.schema import Item
 from promptlottery.metrics import kendall_tau
+from promptlottery.rubrics.cells import Cell, Table
 from promptlottery.rubrics.ci import block_cells, comparisons_in_block, interval_ranks, paper_marks
+from promptlottery.rubrics.claims import ours_separate_vs_batch
 from promptlottery.rubrics.paper_reference import paper_value
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.strata import compare_strata, ours_agree_disagree, two_strata
@@ -476,3 +479,29 @@ def test_batch_answers_skew_towards_yes_on_a_toy():
     assert got[("share of yes, argmax", "Sep.")] == 0.0 and got[("share of yes, argmax", "Bat.")] == 1.0
     assert got[("share of yes, reference", "GPT-4 (not human)")] == pytest.approx(0.5)
     assert len(tests) == 2  # one paired test per block (two conditions)
+
+
+def test_separate_vs_batch_count_keeps_a_pair_without_taus_and_names_a_missing_pair():
+    """§A.1's count: a backbone pair whose taus are all undefined (constant judges) keeps its row with
+    the reason, and a run without a pair (one backbone) says so beside the paper's count."""
+    d = SimpleNamespace(task=SimpleNamespace(fixed_criteria=True))
+    paper = [
+        Cell("table3", "Model vs model", "Ide.", f"paper GPT-4o vs Llama: {c}", v, source="paper")
+        for c, v in (("Sep.", 0.647), ("Bat.", 0.652))
+    ]
+    undefined = [
+        Cell("table3", "Model vs model", "Ide.", f"a vs b: {c}", note="n/a: undefined")
+        for c in ("Sep.", "Bat.")
+    ]
+    t = ours_separate_vs_batch(Table("table3", "", cells=paper + undefined), d)
+    got = {(c.column, c.source): (c.estimate, c.note) for c in t.cells}
+    assert got == {
+        ("a vs b", "ours"): (None, "n/a: no criterion with both taus"),
+        ("paper GPT-4o vs Llama", "paper"): (0, "0 of 1 criteria: none"),
+    }
+    t = ours_separate_vs_batch(Table("table3", "", cells=paper), d)
+    got = {(c.column, c.source): (c.estimate, c.note) for c in t.cells}
+    assert got == {
+        ("backbones", "ours"): (None, "n/a: table3 has no model pair"),
+        ("paper GPT-4o vs Llama", "paper"): (0, "0 of 1 criteria: none"),
+    }

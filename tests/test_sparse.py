@@ -233,7 +233,8 @@ def test_the_design_options_at_their_defaults_leave_an_earlier_jobs_hash():
 
 def test_sparse_estimates_of_the_oracle_judge_are_its_known_answers(tmp_path):
     """The oracle answers the human label under every wording: the full grid's Fleiss' kappa and alpha are
-    1 and no verdict changes, so every sparse estimate must be exactly that (its interval too)."""
+    1, no verdict changes and every judged cell agrees with the human label on the scale, so every sparse
+    estimate must be exactly that (its interval too), the human agreement of every wording as well."""
     import pandas as pd
 
     from promptlottery.stages import run_stage
@@ -249,12 +250,15 @@ def test_sparse_estimates_of_the_oracle_judge_are_its_known_answers(tmp_path):
         cfg = compose(["+experiment=own_judge", *fields, f"judge.variant={v}"], tmp_path=tmp_path)
         assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
     cfg = compose(
-        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=30"],
+        ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=30",
+         "analysis.human_range=[1,5]"],
         tmp_path=tmp_path,
-    )
+    )  # fmt: skip
     assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
     est = pd.read_csv(tmp_path / "budget" / "tables" / "sparse_estimates.csv").set_index("statistic")
-    for stat, known in (("fleiss", 1.0), ("alpha", 1.0), ("changed", 0.0)):
+    per = [f"human_agreement/{v}" for v in ("P1", "P2", "P3", "P4", "P5")]
+    for stat, known in (("fleiss", 1.0), ("alpha", 1.0), ("changed", 0.0), ("human_agreement", 1.0),
+                        *((p, 1.0) for p in per)):  # fmt: skip
         assert est.loc[stat, "estimate"] == pytest.approx(known)
         assert est.loc[stat, "lo"] == pytest.approx(known) and est.loc[stat, "hi"] == pytest.approx(known)
 

@@ -88,8 +88,9 @@ def test_a_pairwise_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path, behavi
     order) cells; +analysis=budget rebuilds the plan, checks the cells and estimates the pairwise measures;
     the lottery report refuses the sparse grid. Known answers: the judge that always prefers the answer
     shown first says "1" in order 12 and "2" in order 21 (in the pair's terms) on every pair: position
-    consistency 0 exactly, interval too; the oracle gives the human preference in both orders under every
-    wording: position consistency 1 and the kappa across wordings 1."""
+    consistency 0 and first-position rate 1 exactly, intervals too; the oracle gives the human preference in
+    both orders under every wording: position consistency 1, the kappa across wordings 1 and every judged
+    pair's two-order verdict the human one (human agreement 1, per wording too)."""
     import pandas as pd
 
     from promptlottery.errors import UserError
@@ -118,16 +119,21 @@ def test_a_pairwise_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path, behavi
     assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
     est = pd.read_csv(tmp_path / "budget" / "tables" / "sparse_pairwise_estimates.csv", keep_default_na=False)
     overall = est[est["wording"] == ""].set_index("statistic")
-    assert set(overall.index) == {"position_consistency", "pairwise_kappa"}
+    assert {"position_consistency", "pairwise_kappa", "first_position_rate", "human_agreement"} <= set(
+        overall.index
+    )
     assert 0 <= float(overall.loc["position_consistency", "estimate"]) <= 1
     assert set(est.loc[est["wording"] != "", "wording"]) == set(variants)
     known = {
-        "always_first": {"position_consistency": 0.0},
-        "oracle": {"position_consistency": 1.0, "pairwise_kappa": 1.0},
+        "always_first": {"position_consistency": 0.0, "first_position_rate": 1.0},
+        "oracle": {"position_consistency": 1.0, "pairwise_kappa": 1.0, "human_agreement": 1.0},
     }
     for stat, value in known.get(behaviour, {}).items():
         row = overall.loc[stat]
         assert (float(row["estimate"]), float(row["lo"]), float(row["hi"])) == pytest.approx((value,) * 3)
+    if behaviour == "oracle":
+        per = est[(est["statistic"] == "human_agreement") & (est["wording"] != "")]
+        assert len(per) == len(variants) and (per["estimate"] == 1.0).all()
     lottery = compose(["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*"], tmp_path=tmp_path)
     with pytest.raises(UserError, match="sparse design"):
         run_stage(lottery, tmp_path / "lottery")

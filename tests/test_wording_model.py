@@ -115,25 +115,34 @@ def test_budget_report_rows_for_the_oracle_judge_are_its_known_answer(tmp_path):
     assert (observed["mean_estimate"] == 1.0).all()
     model = quant[quant["method"] == "ours: PromptEval-style model, rank 0"]
     assert len(model) == 5 and (model["mean_estimate"] > 0.99).all()
-    assert "## Many wordings: the PromptEval-style model" in (tmp_path / "budget" / "budget.md").read_text()
+    text = (tmp_path / "budget" / "budget.md").read_text()
+    assert "## Many wordings: the PromptEval-style model" in text and "tuned on the" in text
+    assert (table["items"] == "reported").all()
 
 
 def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
     # budget 1.0: every cell is judged, the filled grid is the grid, so every method's estimate is the
     # full grid's quantile exactly (wordings' means 1/4, 2/4, 3/4 on 4 items -> 5%: 0.25 + 0.1 * 0.25)
-    from promptlottery.analysis.wording_model import simulate_wording_model
+    from promptlottery.analysis.wording_simulation import simulate_wording_model, split_items
 
     y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
+    # the reported items are the split's other half: duplicate the grid so they are these 4 rows
+    val, rep = split_items(8, 0.5, 0)
+    grid = np.zeros((8, 3))
+    grid[rep] = y
+    grid[val] = 1.0  # the validation items agree everywhere: were they reported, every mean would move
     table = simulate_wording_model(
-        y,
+        grid,
         None,
-        items=list("abcd"),
+        items=list("abcdefgh"),
         variants=["P1", "P2", "P3"],
         budgets=[1.0],
         ranks=(0,),
         n_sim=2,
         n_resamples=2,
+        validation_share=0.5,
     )
+    assert (table["items"] == "reported").all() and (table["n_reported"] == 4).all()
     q05 = table[table["statistic"] == "q05"]
     assert np.allclose(q05["full"], 0.275) and np.allclose(q05["mean_estimate"], 0.275)
     assert np.allclose(table["rmse"], 0.0)
@@ -145,6 +154,7 @@ def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
         ({"model_ranks": [-1]}, "analysis.model_ranks must be whole numbers in 0-3, got [-1]"),
         ({"model_ranks": [1.5]}, "analysis.model_ranks must be whole numbers in 0-3, got [1.5]"),
         ({"model_embedding": "bert"}, "analysis.model_embedding must be minilm, words or none, got 'bert'"),
+        ({"model_validation_share": 1.0}, "analysis.model_validation_share must be in (0, 1), got 1.0"),
     ],
 )
 def test_bad_model_option_is_one_line_config_error(bad, message):
@@ -154,3 +164,36 @@ def test_bad_model_option_is_one_line_config_error(bad, message):
     with pytest.raises(ConfigError) as exc:
         BudgetOptions.from_dict(bad)
     assert str(exc.value) == message
+
+
+def test_items_split_into_validation_and_reported_is_seeded_and_disjoint():
+    from promptlottery.analysis.wording_simulation import split_items
+
+    val, rep = split_items(10, 0.3, seed=4)
+    assert (
+        len(val) == 3 and len(rep) == 7 and not set(val) & set(rep) and set(val) | set(rep) == set(range(10))
+    )
+    assert [a.tolist() for a in split_items(10, 0.3, seed=4)] == [val.tolist(), rep.tolist()]
+    with pytest.raises(ValueError, match="cannot be split"):
+        split_items(3, 0.5, seed=0)
+
+
+def test_penalties_are_tuned_on_held_out_cells():
+    from promptlottery.analysis.wording_simulation import tune_penalties
+
+    # y = 1 under wordings 0-1 and 0 under 2-3 on every item: a wording effect and nothing else, so the
+    # least penalised fit predicts the held-out cells best (a large lam shrinks b_j towards 1/2)
+    y = np.tile([1.0, 1.0, 0.0, 0.0], (8, 1))
+    pen = tune_penalties(y, rank=0, seed=1)
+    assert pen["tuned"] and pen["lam"] == 0.01 and pen["n_heldout"] == 8 * 2
+    assert pen["losses"][(0.01, 1.0)] < pen["losses"][(10.0, 1.0)]
+    # a grid at 1/2 everywhere: every penalty predicts 1/2, every loss is log 2, the tie goes to the largest
+    # (rank 0 starts at the optimum mu = logit(1/2) = 0 with zero effects, so the losses are equal exactly)
+    flat = tune_penalties(np.full((6, 4), 0.5), rank=0, seed=0)
+    assert list(flat["losses"].values()) == pytest.approx([np.log(2)] * 4, abs=1e-12)
+    assert flat["lam"] == 10.0
+    # at rank 1 the interaction's penalty is a candidate too: 4 x 3 pairs
+    assert len(tune_penalties(np.full((6, 4), 0.5), rank=1, seed=0)["losses"]) == 12
+    # one judged cell per item: none can be held out, the defaults are named untuned
+    one = tune_penalties(np.array([[1.0, np.nan], [np.nan, 0.0]]), seed=0)
+    assert (one["tuned"], one["lam"]) == (False, 0.1)

@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis.design_rows import design_items, one_design
+from promptlottery.judging.adaptive_job import walk_cells
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.adaptive import walk
 from promptlottery.tracking.tables import markdown_table, write_table
 
-__all__ = ["replay_adaptive", "run_adaptive"]
+__all__ = ["replay_adaptive", "replay_pairwise_adaptive", "run_adaptive"]
 
 PARAMS = ["design_rule", "design_confidence", "design_seed", "design_items", "design_wordings"]
 
@@ -31,23 +33,30 @@ PARAMS = ["design_rule", "design_confidence", "design_seed", "design_items", "de
 def replay_adaptive(config) -> tuple[dict, dict]:
     """The walk of an adaptive configuration, replayed from its rows and checked cell by cell."""
     rows = config.paraphrases
-    params = rows[PARAMS].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{config.config_id}: its jobs were judged under different adaptive designs: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
-    variants = str(p["design_wordings"]).split(",")
     cells = {
         (str(i), str(v)): lab
         for i, v, lab in zip(rows["item_id"], rows["variant"], rows["label"], strict=True)
     }
-    items = sorted({i for i, _ in cells})
-    if len(items) != int(p["design_items"]):
-        raise AnalysisError(
-            f"{config.config_id}: {int(p['design_items']) - len(items)} of {int(p['design_items'])} items have "
-            "no verdict (a job failed, was killed or its parse failed): re-run the sweep"
-        )
+    return _replay(config.config_id, rows, cells, by_order=False)
+
+
+def replay_pairwise_adaptive(cid: str, rows: pd.DataFrame) -> tuple[dict, dict]:
+    """The walk of a pairwise adaptive configuration over each pair's (wording, order) cells, replayed
+    from its rows (the vote: ``preferred``, else ``preferred_parsed``) and checked cell by cell."""
+    votes = rows["preferred"].where(rows["preferred"].notna(), rows["preferred_parsed"])
+    cells = {
+        (str(i), f"{v}:{o}"): lab
+        for i, v, o, lab in zip(rows["item_id"], rows["variant"], rows["order"], votes, strict=True)
+    }
+    return _replay(cid, rows, cells, by_order=True)
+
+
+def _replay(cid: str, rows: pd.DataFrame, cells: dict, *, by_order: bool) -> tuple[dict, dict]:
+    p = one_design(cid, rows, PARAMS, "adaptive designs")
+    variants = walk_cells(str(p["design_wordings"]).split(","), by_order)
+    items = design_items(
+        cid, rows, p, "items have no verdict (a job failed, was killed or its parse failed): re-run the sweep"
+    )
     missing: list[tuple[str, str]] = []
 
     def labels_of(variant: str, ids: list[str]) -> dict[str, object]:
@@ -60,19 +69,19 @@ def replay_adaptive(config) -> tuple[dict, dict]:
     )  # fmt: skip
     if missing:
         raise AnalysisError(
-            f"{config.config_id}: {len(missing)} cell(s) the walk needs have no verdict (first: item "
+            f"{cid}: {len(missing)} cell(s) the walk needs have no verdict (first: item "
             f"{missing[0][0]} under {missing[0][1]}): re-run the sweep to complete it"
         )
     asked = {(i, v) for i, w in walks.items() for v in w.judged}
     if set(cells) - asked:
-        raise AnalysisError(f"{config.config_id}: verdicts the adaptive walk never asked for (mixed runs?)")
+        raise AnalysisError(f"{cid}: verdicts the adaptive walk never asked for (mixed runs?)")
     recorded = {
         (str(i), int(c), str(s))
         for i, c, s in zip(rows["item_id"], rows["adaptive_calls"], rows["adaptive_stop"], strict=True)
     }
     if recorded != {(i, w.calls, w.stop) for i, w in walks.items()}:
         raise AnalysisError(
-            f"{config.config_id}: the rows' recorded stops differ from the walk their verdicts give (jobs run in "
+            f"{cid}: the rows' recorded stops differ from the walk their verdicts give (jobs run in "
             "parallel on a backend whose answers vary?): re-run the sweep serially"
         )
     return walks, dict(p)
@@ -85,19 +94,23 @@ def run_adaptive(opts, grid, job) -> dict[str, Any]:
             "analysis.verdict=argmax"
         )
     labels, summary = [], []
-    for config in grid:
-        walks, p = replay_adaptive(config)
-        k = len(str(p["design_wordings"]).split(","))
+    configs = [(c.config_id, *replay_adaptive(c), False) for c in grid]
+    configs += [
+        (cid, *replay_pairwise_adaptive(cid, rows), True) for cid, rows in sorted(grid.pairwise.items())
+    ]
+    for cid, walks, p, by_order in configs:
+        wordings = str(p["design_wordings"]).split(",")
+        k = len(walk_cells(wordings, by_order))
         stops = pd.Series([w.stop for w in walks.values()]).value_counts()
         calls = sum(w.calls for w in walks.values())
         labels += [
-            {"config_id": config.config_id, "item_id": i, "plurality": w.plurality, "calls": w.calls,
+            {"config_id": cid, "item_id": i, "plurality": w.plurality, "calls": w.calls,
              "stop": w.stop, "order": ",".join(w.judged)}
             for i, w in walks.items()
         ]  # fmt: skip
         summary.append(
-            {"config_id": config.config_id, "rule": p["design_rule"], "confidence": float(p["design_confidence"]),
-             "n_items": len(walks), "n_wordings": k, "calls": calls, "full_calls": len(walks) * k,
+            {"config_id": cid, "rule": p["design_rule"], "confidence": float(p["design_confidence"]),
+             "n_items": len(walks), "n_wordings": len(wordings), "n_cells": k, "calls": calls, "full_calls": len(walks) * k,
              "saved": len(walks) * k - calls, "saved_share": 1 - calls / (len(walks) * k),
              **{f"stopped_{s}": int(stops.get(s, 0)) for s in ("confident", "decided", "exhausted")}}
         )  # fmt: skip

@@ -190,10 +190,11 @@ FLEISS = ("fleiss_kappa", "fleiss_kappa_all")
 def _fleiss_interval(est: Estimate, values, labels, n_resamples, seed, level, kind) -> Estimate:
     from promptlottery.metrics.kappa_interval import fleiss_interval
 
+    codes = np.searchsorted(np.asarray(labels, dtype=float), np.asarray(values, dtype=float))
     low, high, notes = fleiss_interval(
-        values,
-        labels,
-        str(kind),
+        codes,
+        len(labels),
+        kind,
         percentile=(est.low, est.high),
         n_resamples=n_resamples,
         seed=seed,

@@ -22,11 +22,10 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
     judges" tables; a section's verdict sentences follow the lottery's in the verdict table.
     """
     active = [s for s in registry.SECTIONS if s.active(grid, opts)]
-    for section in active:
-        section.check(grid, opts)
+    checked = [section.check(grid, opts) for section in active]
     result: dict[str, Any] = {"tables": {}}
-    for section in active:
-        part = section.compute(grid, opts, encode=encode)
+    for section, inputs in zip(active, checked, strict=True):
+        part = section.compute(grid, opts, checked=inputs, encode=encode)
         result["tables"].update(part.pop("tables"))
         result.update(part)
     tables = result["tables"]

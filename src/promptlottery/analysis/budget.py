@@ -33,6 +33,7 @@ import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,7 @@ from promptlottery.metrics.adaptive import beta_confidence, stop_reason
 from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.bootstrap import resample_indices
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.metrics.sparse_shares import share_batch, share_parts
 
 __all__ = [
     "DESIGNS",
@@ -84,19 +86,34 @@ DESIGNS = {
 STATISTICS = ("fleiss", "alpha", "changed", "tau")
 
 
-def _parts(labels: np.ndarray, scores: np.ndarray, systems: np.ndarray, plan: SparsePlan) -> dict:
-    return {
+def _parts(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    systems: np.ndarray,
+    plan: SparsePlan,
+    hits: np.ndarray | None = None,
+) -> dict:
+    out = {
         "fleiss": (sp.fleiss_batch, sp.fleiss_parts(labels, plan)),
         "alpha": (sp.alpha_batch, sp.alpha_parts(labels)),
         "changed": (sp.changed_batch, sp.changed_parts(labels)),
         "tau": (sp.tau_batch, sp.tau_parts(scores, systems, plan)),
     }
+    if hits is not None:  # agreement with the humans: pooled, and per wording (ratios of HT totals)
+        seen = np.isfinite(hits)
+        parts = share_parts(seen & (np.nan_to_num(hits) == 1), seen, np.where(seen, plan.prob, 1.0))
+        out["human_agreement"] = (partial(share_batch, pooled=True), parts)
+        out |= {
+            f"human_agreement/{w}": (lambda p, r, j=j: share_batch(p, r)[:, j], parts)
+            for j, w in enumerate(plan.variants)
+        }
+    return out
 
 
-def _full_plan(shape: tuple[int, int]) -> SparsePlan:
+def _full_plan(shape: tuple[int, int], variants=None) -> SparsePlan:
     n, k = shape
     return SparsePlan(
-        tuple(map(str, range(n))), tuple(map(str, range(k))), np.ones(shape, bool),
+        tuple(map(str, range(n))), tuple(variants or map(str, range(k))), np.ones(shape, bool),
         np.ones(shape), np.ones((n, k, k)), None, 0,
     )  # fmt: skip
 
@@ -148,14 +165,20 @@ def simulate_budgets(
     n_resamples: int = 200,
     level: float = 0.95,
     seed: int = 0,
+    hits: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """One row per (design, budget, statistic): the full value and CI, the sparse estimates' summary."""
+    """One row per (design, budget, statistic): the full value and CI, the sparse estimates' summary.
+
+    ``hits`` (items x wordings, 1 where the verdict agrees with the item's human label, 0 where not):
+    also ``human_agreement``, pooled and per wording (``human_agreement/<wording>``)."""
     labels, scores = np.asarray(labels, float), np.asarray(scores, float)
     systems = np.asarray(list(systems), dtype=object)
     items, variants = [str(i) for i in items], [str(v) for v in variants]
+    hits = None if hits is None else np.asarray(hits, float)
     n = labels.shape[0]
     r = _weights(n, n_resamples, seed)
-    full_est = _estimates(_parts(labels, scores, systems, _full_plan(labels.shape)), r)
+    full_est = _estimates(_parts(labels, scores, systems, _full_plan(labels.shape, variants), hits), r)
+    names = list(full_est)
     full = {s: float(v[0]) for s, v in full_est.items()}
     full_ci = {s: _percentiles(v[1:], level) for s, v in full_est.items()}
     rows = []
@@ -167,25 +190,26 @@ def simulate_budgets(
             except ValueError as exc:  # e.g. a budget below the anchor's own cost
                 rows += [
                     _summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
-                    for s in STATISTICS
+                    for s in names
                 ]
                 continue
-            runs: dict[str, list] = {s: [] for s in STATISTICS}
+            runs: dict[str, list] = {s: [] for s in names}
             shares = []
             for sim in range(n_sim):
                 plan = design.plan(items, variants, budget, seed + 1 + sim, reference)
                 lm = np.where(plan.mask, labels, np.nan)
                 sm = np.where(plan.mask, scores, np.nan)
+                hm = None if hits is None else np.where(plan.mask, hits, np.nan)
                 est = _estimates(
-                    _parts(lm, sm, systems, plan), _weights(n, n_resamples, seed + 100_000 + sim)
+                    _parts(lm, sm, systems, plan, hm), _weights(n, n_resamples, seed + 100_000 + sim)
                 )
                 fpc = math.sqrt(max(0.0, 1.0 - plan.share))
                 shares.append(plan.share)
-                for s in STATISTICS:
+                for s in names:
                     e = float(est[s][0])
                     lo, hi = _percentiles(est[s][1:], level)
                     runs[s].append((e, e - fpc * (e - lo), e + fpc * (hi - e)))
-            for s in STATISTICS:
+            for s in names:
                 rows.append(_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares))
     return pd.DataFrame(rows)
 
@@ -227,8 +251,10 @@ def estimate_sparse(
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    hits: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The estimates of a sparse grid (NaN = not judged) with their intervals, one row per statistic.
+    """The estimates of a sparse grid (NaN = not judged) with their intervals, one row per statistic
+    (with ``hits``, as :func:`simulate_budgets`: the human agreement, pooled and per wording).
 
     ``lo`` / ``hi``: items resampled with the cells each drew (items + design: the interval for
     new items judged under new plans); ``full_lo`` / ``full_hi``: the same narrowed by
@@ -237,10 +263,11 @@ def estimate_sparse(
     """
     labels, scores = np.asarray(labels, float), np.asarray(scores, float)
     systems = np.asarray(list(systems), dtype=object)
-    est = _estimates(_parts(labels, scores, systems, plan), _weights(len(labels), n_resamples, seed))
+    hits = None if hits is None else np.asarray(hits, float)
+    est = _estimates(_parts(labels, scores, systems, plan, hits), _weights(len(labels), n_resamples, seed))
     fpc = math.sqrt(max(0.0, 1.0 - plan.share))
     rows = []
-    for s in STATISTICS:
+    for s in est:
         e = float(est[s][0])
         lo, hi = _percentiles(est[s][1:], level)
         rows.append(

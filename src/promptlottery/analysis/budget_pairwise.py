@@ -22,13 +22,14 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.budget import _percentiles, _weights
+from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
 from promptlottery.tracking.tables import markdown_table, write_table
 
-__all__ = ["estimate_pairwise_sparse", "run_sparse_pairwise"]
+__all__ = ["estimate_pairwise_sparse", "run_pairwise_budget", "run_sparse_pairwise"]
 
 PARAMS = [
     "design_budget",
@@ -41,19 +42,14 @@ PARAMS = [
 
 
 def _plan_of(cid: str, rows: pd.DataFrame):
-    params = rows[PARAMS].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{cid}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
+    p = one_design(cid, rows, PARAMS, "sparse plans")
     wordings = str(p["design_wordings"]).split(",")
-    items = sorted({str(i) for i in rows["item_id"]})
-    if len(items) != int(p["design_items"]):
-        raise AnalysisError(
-            f"{cid}: {int(p['design_items']) - len(items)} of {int(p['design_items'])} pairs have no judgment "
-            "(a job failed or was killed): re-run the sweep to complete the plan"
-        )
+    items = design_items(
+        cid,
+        rows,
+        p,
+        "pairs have no judgment (a job failed or was killed): re-run the sweep to complete the plan",
+    )
     plan = spp.pairwise_plan(
         items, wordings, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
         full_share=float(p["design_full_share"]), seed=int(p["design_seed"]),
@@ -72,24 +68,41 @@ def _plan_of(cid: str, rows: pd.DataFrame):
     return plan, wordings, items
 
 
-def estimate_pairwise_sparse(first, second, plan, wordings, *, n_resamples: int, level: float, seed: int):
-    """One row per statistic (and wording): the estimate and its intervals, as ``estimate_sparse``."""
+def estimate_pairwise_sparse(
+    first, second, plan, wordings, *, n_resamples: int, level: float, seed: int, human=None, system_1=None,
+    system_2=None,
+):  # fmt: skip
+    """One row per statistic (and wording, and system): the estimate and its intervals, as
+    ``estimate_sparse``; with ``human`` (per pair) each wording's human agreement, with the systems
+    (per pair) each wording's win rates (:func:`~.budget_pairwise_sim.pairwise_estimates`)."""
+    from promptlottery.analysis.budget_pairwise_sim import pairwise_estimates
+
     both, four = spp.pair_probabilities(plan, wordings)
     r = _weights(len(plan.items), n_resamples, seed)
     cons = spp.consistency_parts(first, second, both)
     est = {
-        ("position_consistency", ""): spp.consistency_batch(cons, r),
-        ("pairwise_kappa", ""): sp.fleiss_batch(spp.kappa_parts(first, second, both, four), r),
+        ("position_consistency", "", ""): spp.consistency_batch(cons, r),
+        ("pairwise_kappa", "", ""): sp.fleiss_batch(spp.kappa_parts(first, second, both, four), r),
     }
     per = spp.consistency_batch(cons, r, per_wording=True)
-    est |= {("position_consistency", w): per[:, j] for j, w in enumerate(wordings)}
+    est |= {("position_consistency", w, ""): per[:, j] for j, w in enumerate(wordings)}
+    n = len(plan.items)
+    more = pairwise_estimates(
+        first, second, [None] * n if human is None else list(human), [None] * n if system_1 is None else system_1,
+        [None] * n if system_2 is None else system_2, plan, wordings, r,
+    )  # fmt: skip
+    for name, dist in more.items():
+        if name.split("/")[0] in ("position_consistency", "pairwise_kappa"):
+            continue
+        stat, wording, system = (*name.split("/", 2), "", "")[:3]
+        est[(stat, wording, system)] = dist
     fpc = math.sqrt(max(0.0, 1.0 - plan.share))
     out = []
-    for (stat, wording), dist in est.items():
+    for (stat, wording, system), dist in est.items():
         e = float(dist[0])
         lo, hi = _percentiles(dist[1:], level)
         out.append(
-            {"statistic": stat, "wording": wording, "estimate": e, "lo": lo, "hi": hi,
+            {"statistic": stat, "wording": wording, "system": system, "estimate": e, "lo": lo, "hi": hi,
              "full_lo": e - fpc * (e - lo), "full_hi": e + fpc * (hi - e),
              "n_undefined": int(np.isnan(dist[1:]).sum())}
         )  # fmt: skip
@@ -106,17 +119,22 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
             for col in ("first", "second")
         ]
         first, second = (m.astype(object).where(m.notna(), None).to_numpy(object) for m in mats)
-        est = estimate_pairwise_sparse(
-            first, second, plan, wordings, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed
+        meta = pt.drop_duplicates("item_id").set_index("item_id").reindex(items)
+        human, s1, s2 = (
+            [None if pd.isna(v) else str(v) for v in meta[c]] for c in ("human", "system_1", "system_2")
         )
+        est = estimate_pairwise_sparse(
+            first, second, plan, wordings, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+            human=human, system_1=s1, system_2=s2,
+        )  # fmt: skip
         tables.append(
             est.assign(config_id=cid, n_pairs=len(items), calls=plan.n_calls, calls_share=plan.share)
         )
     table = pd.concat(tables, ignore_index=True)
     out = Path(job.output_dir)
     write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
-    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "estimate", "lo", "hi",
-            "full_lo", "full_hi", "n_undefined")  # fmt: skip
+    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "estimate", "lo",
+            "hi", "full_lo", "full_hi", "n_undefined")  # fmt: skip
     text = [
         "# Estimates from a pairwise sparse grid",
         "",
@@ -124,7 +142,10 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         "configuration's plan is rebuilt from its rows and every planned cell checked present. "
         "`position_consistency`: share of (pair, wording) with the same verdict in both orders, weighted by "
         "1 / P(both orders); `pairwise_kappa`: Fleiss' kappa of the two-order verdict (inconsistent = tie) "
-        "across wordings, rating pairs weighted by 1 / P(all four cells). `lo`/`hi`: pairs resampled with "
+        "across wordings, rating pairs weighted by 1 / P(all four cells); `first_position_rate`: single-order "
+        "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
+        "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
+        "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals). `lo`/`hi`: pairs resampled with "
         f"their cells ({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by "
         "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
         "",
@@ -134,9 +155,163 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
     metrics = {
         f"sparse_pairwise/{r.config_id}/{r.statistic}"
         + (f"/{r.wording}" if r.wording else "")
+        + (f"/{r.system}" if r.system else "")
         + suffix: float(v)
         for r in table.itertuples(index=False)
         for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))
         if np.isfinite(v)
     }
     return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"))
+
+
+# --------------------------------------------------------------------------- a full pairwise grid
+
+
+def _family(statistic: str) -> str:
+    return statistic.split("/", 1)[0]
+
+
+def _families(budget: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration, design, budget and headline family: the members' mean RMSE, share within the
+    full CI and coverage, and the lowest member's coverage (``human_agreement`` is its pooled row)."""
+    b = budget.assign(
+        statistic=budget["statistic"].map(_family), _pooled=~budget["statistic"].str.contains("/")
+    )
+    b = b[b["_pooled"] | (b["statistic"] == "win_rate")]
+    keys = ["config_id", "n_items", "design", "budget", "statistic"]
+    return (
+        b.groupby(keys, sort=False)
+        .agg(calls_share=("calls_share", "mean"), members=("rmse", "size"), full=("full", "mean"),
+             mean_estimate=("mean_estimate", "mean"), rmse=("rmse", "mean"),
+             within_full_ci=("within_full_ci", "mean"), coverage=("coverage", "mean"),
+             lowest_coverage=("coverage", "min"), n_undefined=("n_undefined", "sum"))
+        .reset_index()
+    )  # fmt: skip
+
+
+def _full_pairs(pt: pd.DataFrame):
+    """The pairs judged in both orders under every wording, as matrices and per-pair columns."""
+    wordings = list(dict.fromkeys(pt["variant"]))
+    mats = [
+        pt.pivot(index="item_id", columns="variant", values=c).reindex(columns=wordings)
+        for c in ("first", "second")
+    ]
+    keep = mats[0].notna().all(axis=1) & mats[1].notna().all(axis=1)
+    pairs = list(mats[0].index[keep])
+    meta = pt.drop_duplicates("item_id").set_index("item_id").loc[pairs]
+    first, second = (m.loc[pairs].astype(object).to_numpy(object) for m in mats)
+
+    def opt(col):
+        return [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in meta[col]]
+
+    return wordings, pairs, first, second, opt("human"), opt("system_1"), opt("system_2")
+
+
+def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
+    """``+analysis=budget`` on a full pairwise grid: the simulated sparse designs and adaptive stopping."""
+    from promptlottery.analysis.budget_pairwise_sim import (
+        simulate_pairwise_adaptive,
+        simulate_pairwise_budgets,
+    )
+    from promptlottery.analysis.plots_budget import plot_budget
+
+    if opts.model_ranks:
+        raise AnalysisError(
+            "analysis.model_ranks: the wording model reads pointwise grids only (missing for pairwise judges)"
+        )
+    budget_rows, adaptive_rows, skipped = [], [], {}
+    for cid, rows in sorted(grid.pairwise.items()):
+        pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
+        wordings, pairs, first, second, human, s1, s2 = _full_pairs(pt)
+        if len(pairs) < opts.min_items or len(wordings) < 2:
+            skipped[cid] = f"{len(pairs)} fully judged pairs x {len(wordings)} wordings"
+            continue
+        table = simulate_pairwise_budgets(
+            first, second, human, s1, s2, pairs=pairs, wordings=wordings, reference=opts.reference,
+            budgets=[float(b) for b in opts.budgets], designs=opts.designs, n_sim=opts.n_sim,
+            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+        )  # fmt: skip
+        budget_rows.append(table.assign(config_id=cid, n_items=len(pairs)))
+        runs = [("paper_3of5", 0.95)] + [
+            (r, float(c)) for c in opts.confidences for r in ("beta", "dirichlet")
+        ]
+        for rule, conf in runs:
+            rec = simulate_pairwise_adaptive(
+                first, second, rule=rule, confidence=conf, n_sim=opts.n_sim, seed=opts.seed
+            )
+            stop_votes = math.ceil((rec["n_cells"] + 1) / 2) if rule == "paper_3of5" else math.nan
+            adaptive_rows.append({"config_id": cid, **rec, "stop_votes": stop_votes})
+    if not budget_rows:
+        raise AnalysisError(
+            f"no pairwise configuration with >= {opts.min_items} fully judged pairs: {skipped}"
+        )
+    budget = pd.concat(budget_rows, ignore_index=True)
+    budget = budget[
+        ["config_id", "n_items", *[c for c in budget.columns if c not in ("config_id", "n_items")]]
+    ]
+    families, adaptive = _families(budget), pd.DataFrame(adaptive_rows)
+    out = Path(job.output_dir)
+    write_table(budget, out / "tables", "budget_pairwise", float_format="%.6g")
+    write_table(families, out / "tables", "budget_pairwise_families", float_format="%.6g")
+    write_table(adaptive, out / "tables", "adaptive_pairwise", float_format="%.6g")
+    figure = plot_budget(families, out / "figures" / "budget.png")
+    (out / "budget.md").write_text(_pairwise_report(opts, grid, families, adaptive, skipped, figure, out))
+    metrics = {
+        f"budget_pairwise/{r.config_id}/{r.design}/{r.budget:g}/{r.statistic}/{col}": float(getattr(r, col))
+        for r in families.itertuples(index=False)
+        for col in ("within_full_ci", "coverage", "rmse")
+        if np.isfinite(getattr(r, col))
+    }
+    for r in adaptive.itertuples(index=False):
+        key = f"adaptive_pairwise/{r.config_id}/{r.rule}" + (
+            f"_{r.confidence:g}" if r.rule != "paper_3of5" else ""
+        )
+        metrics[f"{key}/saving"] = float(r.saving)
+        if np.isfinite(r.recovered):
+            metrics[f"{key}/recovered"] = float(r.recovered)
+    return job.ok(
+        analysis=asdict(opts), metrics=metrics, skipped_configurations=skipped, report=str(out / "budget.md"),
+        judgment_files=[str(Path(f).resolve()) for f in grid.files],
+    )  # fmt: skip
+
+
+def _pairwise_report(opts, grid, families, adaptive, skipped, figure, out: Path) -> str:
+    runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs))
+    fam_cols = ("config_id", "n_items", "design", "budget", "calls_share", "statistic", "members", "full",
+                "rmse", "within_full_ci", "coverage", "lowest_coverage", "n_undefined")  # fmt: skip
+    ad_cols = ("config_id", "rule", "confidence", "stop_votes", "n_items", "n_cells", "items_with_cluster",
+               "mean_calls", "saving", "recovered", "recovered_lo", "recovered_hi")  # fmt: skip
+    lines = [
+        "# The pairwise lottery at a fraction of the calls (simulated on a full pairwise grid)",
+        "",
+        f"Runs: `{runs}` ({grid.n_judgments} judgments); verdict: {opts.verdict} preference. No model was "
+        f"called: every plan masks the full grid's (wording, order) cells. {opts.n_sim} plans per design and "
+        f"budget, intervals from {opts.n_resamples} pair resamples (pairs one by one) at level {opts.level}.",
+        "",
+        "Statistics (the pairwise section's, estimated with 1 / inclusion-probability weights): "
+        "`position_consistency`, `first_position_rate`, `pairwise_kappa` (two-order verdict, inconsistent = "
+        "tie), `human_agreement` (pooled over wordings; per wording in `tables/budget_pairwise.csv`), "
+        "`win_rate` (every wording x system; here their means, the lowest member's coverage beside).",
+        "",
+        f"![budget]({figure.relative_to(out)})"
+        if figure
+        else "_no figure: no statistic defined at any budget_",
+        "",
+        "## Sparse designs",
+        "",
+        markdown_table(families, {c: c for c in fam_cols}),
+        "",
+        "## Adaptive stopping over each pair's (wording, order) cells",
+        "",
+        "Every cell is a vote (`1`, `2`, `tie`); the full decision is the plurality cluster of the 2K "
+        "single-order verdicts (at least `stop_votes` = ceil((2K + 1) / 2) of them). `paper_3of5`: stop at "
+        "that many votes; `beta` / `dirichlet`: Adaptive-Consistency's posteriors at the confidence. "
+        "`mean_calls` of the 2K cells per pair; `recovered`: share of pairs with a cluster whose stopped "
+        "plurality is it (2.5-97.5% over the orders).",
+        "",
+        markdown_table(adaptive, {c: c for c in ad_cols}),
+    ]
+    if skipped:
+        lines += ["", "Left out (too few fully judged pairs or wordings):"]
+        lines += [f"- `{k}`: {v}" for k, v in sorted(skipped.items())]
+    return "\n".join(lines) + "\n"

@@ -26,11 +26,13 @@ from promptlottery.analysis.budget import (
     simulate_adaptive,
     simulate_budgets,
 )
+from promptlottery.analysis.design_rows import one_design
 from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
 from promptlottery.errors import ConfigError
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.sparse import sparse_plan
+from promptlottery.prompts.requests import to_scale_label
 from promptlottery.tracking.tables import markdown_table, write_table
 
 logger = logging.getLogger(__name__)
@@ -59,6 +61,8 @@ class BudgetOptions:
     model_n_sim: int = 20
     model_resamples: int = 20
     model_embedding: str = "minilm"
+    # the share of items set aside to tune the model's penalties (never among the reported items)
+    model_validation_share: float = 0.3
     human_range: Any = None
     name: str = "budget"
 
@@ -83,6 +87,9 @@ class BudgetOptions:
             raise ConfigError(
                 f"analysis.model_embedding must be minilm, words or none, got {opts.model_embedding!r}"
             )
+        vs = opts.model_validation_share
+        if isinstance(vs, bool) or not isinstance(vs, int | float) or not 0 < vs < 1:
+            raise ConfigError(f"analysis.model_validation_share must be in (0, 1), got {vs!r}")
         hr = opts.human_range
         if hr is not None and (len(hr) != 2 or not float(hr[0]) < float(hr[1])):
             raise ConfigError(f"analysis.human_range must be [lo, hi] with lo < hi, got {hr}")
@@ -101,6 +108,26 @@ def _coded(
     values = sorted({v for v in labels.to_numpy().ravel() if not pd.isna(v)}, key=str)
     codes = labels.apply(lambda col: col.map({v: float(i) for i, v in enumerate(values)}))
     return codes.astype(float), scores.astype(float), systems
+
+
+def _human_hits(config, labels: pd.DataFrame, human_range) -> np.ndarray | None:
+    """Items x wordings: 1 where the judged label equals the item's human score mapped onto the scale
+    (nearest label, from ``analysis.human_range``), 0 where not, NaN where either is missing; None
+    without ``analysis.human_range``."""
+    if human_range is None:
+        return None
+    humans = config.humans(labels.index)
+    want = [
+        to_scale_label(float(h), tuple(human_range), config.scale) if np.isfinite(h) else None for h in humans
+    ]
+    arr = labels.to_numpy(dtype=object)
+    hits = np.full(arr.shape, np.nan)
+    for i, w in enumerate(want):
+        if w is None:
+            continue
+        seen = labels.iloc[i].notna().to_numpy()
+        hits[i, seen] = (arr[i, seen] == w).astype(float)
+    return hits
 
 
 def _designs(grid) -> set[str]:
@@ -131,11 +158,18 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
         return run_sparse_pairwise(opts, grid, job)
     if "sparse" in designs:
         return _run_sparse(opts, grid, job)
+    if grid.pairwise:
+        if len(grid.judgments):
+            raise AnalysisError("analysis.runs mixes pointwise and pairwise grids: analyse each sweep alone")
+        from promptlottery.analysis.budget_pairwise import run_pairwise_budget
+
+        return run_pairwise_budget(opts, grid, job)
     budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for config in grid:
         labels, scores = config.matrix("label"), config.matrix("value")
         keep = labels.notna().all(axis=1) & scores.notna().all(axis=1)
         labels_raw = labels
+        hits = _human_hits(config, labels_raw[keep], opts.human_range)
         labels, scores, systems = _coded(labels[keep], scores[keep], config.systems(labels.index[keep]))
         if len(labels) < opts.min_items or labels.shape[1] < 3:
             skipped[config.config_id] = f"{len(labels)} complete items x {labels.shape[1]} wordings"
@@ -145,7 +179,7 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
             labels.to_numpy(float), scores.to_numpy(float), systems,
             items=labels.index, variants=labels.columns, reference=opts.reference,
             budgets=[float(b) for b in opts.budgets], designs=opts.designs, n_sim=opts.n_sim,
-            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, hits=hits,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=config.config_id, n_items=len(labels)))
         if opts.model_ranks:
@@ -215,7 +249,9 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "filter; sparse: inverse-probability weighted), `alpha` (Krippendorff's alpha, nominal; sparse: "
         "over the judged cells), `changed` (items with a different verdict under at least one wording; "
         "sparse: model-assisted, calibrated on the fully judged items), `tau` (mean pairwise Kendall "
-        "tau-b of the systems' mean scores between wordings; sparse: Hajek means).",
+        "tau-b of the systems' mean scores between wordings; sparse: Hajek means); with "
+        "`analysis.human_range`, `human_agreement` (argmax label == the human score mapped onto the scale, "
+        "pooled and `/<wording>`; sparse: ratio of Horvitz-Thompson totals, cells weighted by 1 / P(cell)).",
         "",
         "`within_full_ci`: share of plans whose estimate lies inside the full grid's 95% interval. "
         "`coverage`: share of plans whose own interval (items resampled with their cells, narrowed by "
@@ -288,12 +324,12 @@ def _sparse_plan_of(config):
     """The plan a sparse configuration's jobs judged (rebuilt from the design columns of its rows:
     every item's cells depend on the seed and its own id only), and its labels / scores matrices."""
     rows = config.paraphrases
-    params = rows[["design_budget", "design_anchor", "design_full_share", "design_seed"]].drop_duplicates()
-    if len(params) != 1:
-        raise AnalysisError(
-            f"{config.config_id}: its jobs were judged under different sparse plans: {params.to_dict('records')}"
-        )
-    p = params.iloc[0]
+    p = one_design(
+        config.config_id,
+        rows,
+        ["design_budget", "design_anchor", "design_full_share", "design_seed"],
+        "sparse plans",
+    )
     labels, scores = config.matrix("label"), config.matrix("value")
     variants = [v for v in config.order]
     plan = sparse_plan(
@@ -320,7 +356,7 @@ def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
         n_planned = int(config.paraphrases["design_items"].iloc[0]) * len(plan.variants)
         est = estimate_sparse(
             codes.to_numpy(float), scores.to_numpy(float), systems, plan, n_resamples=opts.n_resamples,
-            level=opts.level, seed=opts.seed,
+            level=opts.level, seed=opts.seed, hits=_human_hits(config, labels, opts.human_range),
         )  # fmt: skip
         tables.append(est.assign(config_id=config.config_id, n_items=len(labels), calls=plan.n_calls,
                                  calls_share=plan.n_calls / n_planned))  # fmt: skip
@@ -337,7 +373,9 @@ def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
             "rows and every planned cell checked present. `lo`/`hi`: items resampled with the cells each drew "
             f"({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by sqrt(1 - "
             "calls share), for the full grid's value on these items (ours; see the budget simulation for "
-            "its coverage). Estimators: docs/sparse.md.",
+            "its coverage). With `analysis.human_range`, `human_agreement` (pooled and per wording: the argmax "
+            "label equals the human score mapped onto the scale; cells weighted by 1 / P(cell), a ratio of "
+            "Horvitz-Thompson totals). Estimators: docs/sparse.md.",
             "",
             markdown_table(table, {c: c for c in cols}),
         ]

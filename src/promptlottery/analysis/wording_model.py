@@ -17,6 +17,8 @@ that model, its fill-in rule and the quantiles over formats of the per-format me
   kind of item under one kind of wording;
 * the fit is a deterministic L-BFGS on the observed cells' log loss plus ``lam / 2`` times the
   squared norm of every parameter but ``mu`` (``lam_rank`` for ``u``, ``v``; their start is seeded);
+  the penalties are tuned on validation items, never on the reported ones
+  (:mod:`promptlottery.analysis.wording_simulation`);
 * intervals: items resampled with their cells, the model refitted on each resample.
 
 All functions are pure (numpy / scipy); :func:`wording_covariates` encodes texts only when asked.
@@ -24,7 +26,6 @@ All functions are pure (numpy / scipy); :func:`wording_covariates` encodes texts
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,6 @@ __all__ = [
     "agreement_matrix",
     "agreement_quantiles",
     "fit_wording_model",
-    "simulate_wording_model",
     "wording_covariates",
 ]
 
@@ -246,79 +246,3 @@ def agreement_matrix(labels: Any, human_labels: Any | None = None) -> tuple[np.n
         if len(vals):
             out[i, seen[i]] = (row[seen[i]] == vals[np.argmax(counts)]).astype(float)
     return out, "verdict == the item's plurality verdict"
-
-
-def simulate_wording_model(
-    agree: np.ndarray,
-    covariates: np.ndarray | None,
-    *,
-    items,
-    variants,
-    budgets: list[float],
-    ranks: tuple[int, ...] = (0, 1),
-    n_sim: int = 20,
-    n_resamples: int = 20,
-    level: float = 0.95,
-    seed: int = 0,
-):
-    """On a full 0/1 grid: mask it to ``n_sim`` random-cell plans per budget, estimate the quantiles
-    over wordings of per-wording agreement (the model at each rank, and the observed cells' column
-    means without a model), and compare with the full grid's empirical quantiles.
-
-    One row per method, budget and quantile (and ``per_wording_mae``: the mean over wordings of the
-    absolute error of a wording's estimated agreement): ``full``, ``mean_estimate``, ``rmse`` and
-    ``coverage`` (the share of plans whose bootstrap interval, items resampled and refitted, holds
-    the full value; the no-model rows have none).
-    """
-    import pandas as pd
-
-    from promptlottery.metrics.sparse import sparse_plan
-
-    agree = np.asarray(agree, dtype=float)
-    if not np.isfinite(agree).all():
-        raise ValueError("simulate_wording_model needs a full grid (every item under every wording)")
-    full_per = agree.mean(axis=0)
-    full_q = np.quantile(full_per, QUANTILES)
-    names = [f"q{round(100 * q):02d}" for q in QUANTILES]
-    rows = []
-    for budget in budgets:
-        est = {m: [] for m in [*(f"rank {r}" for r in ranks), "observed"]}
-        for s in range(n_sim):
-            plan = sparse_plan(items, variants, budget=float(budget), seed=seed + 1000 * s + 1)
-            y = np.where(plan.mask, agree, np.nan)
-            for r in ranks:
-                out = agreement_quantiles(y, covariates, rank=r, n_resamples=n_resamples, level=level, seed=s)
-                est[f"rank {r}"].append(
-                    (out["quantiles"], out["lo"], out["hi"], out["per_wording"], plan.share)
-                )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a wording with no judged cell
-                per = np.nanmean(y, axis=0)
-            per = np.where(np.isfinite(per), per, np.nanmean(y))
-            nan = np.full(len(QUANTILES), np.nan)
-            est["observed"].append((np.quantile(per, QUANTILES), nan, nan, per, plan.share))
-        for method, recs in est.items():
-            q = np.array([r[0] for r in recs])
-            lo, hi = np.array([r[1] for r in recs]), np.array([r[2] for r in recs])
-            per = np.array([r[3] for r in recs])
-            share = float(np.mean([r[4] for r in recs]))
-            label = (
-                f"ours: PromptEval-style model, {method}"
-                if method != "observed"
-                else "observed cells' means (no model)"
-            )
-            for j, name in enumerate(names):
-                covered = (lo[:, j] <= full_q[j]) & (full_q[j] <= hi[:, j])
-                rows.append({
-                    "method": label, "budget": float(budget), "calls_share": share, "statistic": name,
-                    "full": float(full_q[j]), "mean_estimate": float(q[:, j].mean()),
-                    "rmse": float(np.sqrt(((q[:, j] - full_q[j]) ** 2).mean())),
-                    "coverage": float(covered.mean()) if np.isfinite(lo[:, j]).all() else float("nan"),
-                })  # fmt: skip
-            mae = np.abs(per - full_per[None, :]).mean(axis=1)
-            rows.append({
-                "method": label, "budget": float(budget), "calls_share": share, "statistic": "per_wording_mae",
-                "full": 0.0, "mean_estimate": float(mae.mean()), "rmse": float(np.sqrt((mae**2).mean())),
-                "coverage": float("nan"),
-            })  # fmt: skip
-    return pd.DataFrame(rows)

@@ -18,9 +18,9 @@ from promptlottery.analysis.wording_model import (
     QUANTILES,
     agreement_matrix,
     agreement_quantiles,
-    simulate_wording_model,
     wording_covariates,
 )
+from promptlottery.analysis.wording_simulation import simulate_wording_model, split_items, tune_penalties
 from promptlottery.judging.table import AnalysisError
 from promptlottery.prompts.groups import load_group, load_group_file
 from promptlottery.prompts.requests import to_scale_label
@@ -77,15 +77,25 @@ def wording_model_rows(
     table = simulate_wording_model(
         agree, x, items=labels.index, variants=variants, budgets=[float(b) for b in opts.budgets],
         ranks=tuple(opts.model_ranks), n_sim=opts.model_n_sim, n_resamples=opts.model_resamples,
-        level=opts.level, seed=opts.seed,
+        level=opts.level, seed=opts.seed, validation_share=opts.model_validation_share,
     )  # fmt: skip
+    # the full grid's own figures: penalties tuned on the validation items, reported on the others
+    val, rep = split_items(len(agree), opts.model_validation_share, opts.seed)
+    pen = tune_penalties(agree[val], x, rank=0, seed=opts.seed)
     full = agreement_quantiles(
-        agree, x, rank=0, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed
-    )
+        agree[rep], x, rank=0, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+        lam=pen["lam"], lam_rank=pen["lam_rank"],
+    )  # fmt: skip
     summary = {
         "config_id": config.config_id,
         "outcome": outcome,
         "covariates": what,
+        "items": "reported",
+        "n_reported": len(rep),
+        "n_validation": len(val),
+        "validation_items": [str(labels.index[i]) for i in val],
+        "lam": pen["lam"],
+        "tuned": pen["tuned"],
         "per_wording": dict(zip(variants, np.round(full["per_wording"], 4).tolist())),
         "quantiles": {f"q{round(100 * q):02d}": float(v) for q, v in zip(QUANTILES, full["quantiles"])},
         "lo": full["lo"].tolist(),
@@ -115,9 +125,10 @@ def wording_model_section(table: pd.DataFrame, summaries: list[dict[str, Any]]) 
         )
         lines += [
             f"- `{s['config_id']}`: outcome {s['outcome']}; covariates {s['covariates']}. Full grid's "
-            f"quantiles over wordings [95% item bootstrap]: {qs}.",
+            f"quantiles over wordings on the {s['n_reported']} reported items (penalty lam = {s['lam']:g}, "
+            f"tuned on the {s['n_validation']} validation items) [95% item bootstrap]: {qs}.",
         ]
-    cols = ("config_id", "n_items", "method", "budget", "calls_share", "statistic", "full", "mean_estimate",
-            "rmse", "coverage")  # fmt: skip
+    cols = ("config_id", "items", "n_reported", "n_validation", "method", "budget", "calls_share", "lam",
+            "lam_rank", "statistic", "full", "mean_estimate", "rmse", "coverage")  # fmt: skip
     lines += ["", markdown_table(table, {c: c for c in cols})]
     return lines

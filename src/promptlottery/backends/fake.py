@@ -33,13 +33,15 @@ class FakeBackend(Backend):
     label's (its text is the label too):
 
     * ``oracle``: the human label (:attr:`~promptlottery.backends.base.KnownAnswer.label`: the scale
-      label nearest the human value; pairwise the shown position of the gold preference, in both orders);
-      a request without one is refused (BackendError), so data without human labels cannot carry it;
+      label nearest the human value; pairwise the shown position of the gold preference, in both orders;
+      the rubric study: the label nearest the criterion's human value); a request without one is refused
+      (BackendError), so data without human labels cannot carry it;
     * ``always_first``: pairwise "A" (the answer shown first), pointwise the lowest-scored label;
     * ``constant``: ``label`` on every request (one of the scale's labels, else refused);
     * ``random``: a label uniform over the scale, seeded by the request key;
-    * ``inverted``: the oracle, but under variant ``inverted_variant`` the label mirrored on the scale
-      (score s -> lowest + highest - s; pairwise A and B swapped, the tie kept).
+    * ``inverted``: the oracle, but under variant ``inverted_variant`` (the rubric study: a condition's
+      name) the label mirrored on the scale (score s -> lowest + highest - s; pairwise A and B swapped,
+      the tie kept).
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
     substrings that make ``generate`` raise, to test error paths; ``calls`` counts requests
@@ -95,8 +97,12 @@ class FakeBackend(Backend):
         #: continue a chat request's assistant turn after ``assistant_prefix``: the prefix enters the
         #: hashed text (off by default, so the hash judge's answers to other requests stay as they were)
         self.honour_prefix = bool(honour_prefix)
-        if self.honour_prefix:
-            self.supports_assistant_prefix = True
+
+    @property
+    def supports_assistant_prefix(self) -> bool:  # type: ignore[override]
+        """A known behaviour answers the label that follows the prefix, whatever the prefix; the hash
+        judge hashes the rendered messages only, so it honours one only with ``honour_prefix``."""
+        return self.behaviour != "hash" or self.honour_prefix
 
     @property
     def context_length(self) -> int | None:
@@ -132,7 +138,9 @@ class FakeBackend(Backend):
             return r.labels[int(hashlib.sha256(r.key.encode()).hexdigest(), 16) % len(r.labels)]
         known = r.known
         if known is None:
-            raise BackendError(f"fake backend: behaviour={self.behaviour} needs a judge request of the grid")
+            raise BackendError(
+                f"fake backend: behaviour={self.behaviour} needs a judge request of the grid or the rubric study"
+            )
         scores = dict(zip(r.labels, known.scores, strict=True))
         if self.behaviour == "always_first":
             return r.labels[0] if r.order is not None else min(r.labels, key=scores.get)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse, KnownAnswer
 from promptlottery.calls.cache_manifest import read_manifest, replaced, write_manifest
 from promptlottery.errors import UserError
 from promptlottery.registry import Registry
@@ -110,12 +110,17 @@ def make_request(
     sample_index: int = 0,
     assistant_prefix: str | None = None,
     parts: Mapping[str, Any] | None = None,
+    order: str | None = None,
+    known: KnownAnswer | None = None,
 ) -> JudgeRequest:
-    """The request of one model call, with its cache key: the one place a key is made.
+    """The request of one model call, complete, with its cache key: the one place a key is made.
 
     ``identity`` is ``backend.identity()``; exactly one of ``messages`` (chat) and ``prompt``
     (completion) is set; ``parts`` are the kind's named extra key parts (a prompt group and variant,
-    a template, a task version, ...), which may not reuse a name the key already has.
+    a template, a task version, ...), which may not reuse a name the key already has. A request
+    field the kind's layout does not hold (``assistant_prefix`` of a judge call) may be set when a
+    named part of the same name keys its value; so must a pair ``order``. ``known`` (what a judge
+    with known behaviour reads) is never sent and never keyed.
     """
     if kind not in CALL_KINDS:
         raise ValueError(f"call kind {kind!r}: must be one of {sorted(CALL_KINDS)}")
@@ -129,9 +134,12 @@ def make_request(
         "sample_index": sample_index,
         "assistant_prefix": assistant_prefix,
     }
+    named = dict(parts or {})
     for name, default in _DEFAULTS.items():
-        if name not in layout.fields and given[name] != default:
+        if name not in layout.fields and given[name] != default and named.get(name, default) != given[name]:
             raise ValueError(f"{kind} request: {name}={given[name]!r} is not in a {kind} key; leave it unset")
+    if order is not None and named.get("order") != order:
+        raise ValueError(f"{kind} request: order={order!r} is not in its key; name it in parts (order=...)")
     payload: dict[str, Any] = {
         **layout.tag,
         "backend": dict(identity),
@@ -149,6 +157,8 @@ def make_request(
         prompt=prompt,
         sample_index=sample_index,
         assistant_prefix=assistant_prefix,
+        order=order,
+        known=known,
     )
 
 

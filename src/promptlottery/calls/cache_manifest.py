@@ -19,22 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from promptlottery.atomic import atomic_write_text
+
 logger = logging.getLogger(__name__)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """One ``os.replace`` (the call layer sits below tracking, whose ``atomic_write_text`` does the same)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 SUFFIX = ".manifest.json"
@@ -99,7 +90,7 @@ def write_manifest(
     if lost:
         record["replaced"] = lost
     try:
-        _write_atomically(manifest_path(db), json.dumps(record, indent=2) + "\n")
+        atomic_write_text(manifest_path(db), json.dumps(record, indent=2) + "\n")
     except OSError as exc:
         logger.warning("call cache manifest %s not written: %s", manifest_path(db), exc)
     return lost

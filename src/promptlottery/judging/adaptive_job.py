@@ -11,7 +11,9 @@ both pay for a call (answers of a deterministic backend agree; the analysis repl
 rows and refuses a grid where they do not).
 
 The vote is the argmax label (the most probable scale label, falling back to the parsed label, as
-``analysis.verdict=argmax`` reads it); a call without a verdict is a call with no vote.
+``analysis.verdict=argmax`` reads it); a call without a verdict is a call with no vote. A mode judged
+by order (pairwise) walks each pair's (wording, order) cells ``"<wording>:<order>"`` instead, every
+cell a call and a vote (the single-order preference in the pair's terms: ``"1"``, ``"2"``, ``"tie"``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from promptlottery.modes import MODES, get_mode
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["adaptive_design", "judge_adaptive"]
+__all__ = ["adaptive_design", "judge_adaptive", "walk_cells"]
 
 
 def adaptive_design(judge_cfg, mode: str, n_samples: int) -> dict | None:
@@ -41,6 +43,10 @@ def adaptive_design(judge_cfg, mode: str, n_samples: int) -> dict | None:
     if not get_mode(mode).adaptive:
         built = ", ".join(name for name, m in MODES.items() if m.adaptive)
         raise ConfigError(f"judge.design=adaptive is built for {built} judging only (missing for {mode!r})")
+    if get_mode(mode).sparse_by_order and not judge_cfg.get("position_swap", True):
+        raise ConfigError(
+            f"judge.design=adaptive for {mode} judging walks both orders: judge.position_swap=true"
+        )
     if n_samples != 1:
         raise ConfigError(
             f"judge.design=adaptive judges one sample per cell: n_samples must be 1, got {n_samples}"
@@ -63,43 +69,68 @@ def _merge(total: CallStats, part: CallStats) -> None:
     total.errors += part.errors
 
 
+ORDERS = ("12", "21")
+
+
+def walk_cells(variants: list[str], by_order: bool) -> list[str]:
+    """The cells an item's walk orders: its wordings, or (by order) each wording's two orders."""
+    return [f"{v}:{o}" for v in variants for o in ORDERS] if by_order else list(variants)
+
+
+def _votes(df: pd.DataFrame, by_order: bool) -> pd.Series:
+    """Each row's vote, as the analysis reads it: the argmax label (pairwise: the single-order
+    preference, ``preferred`` falling back to ``preferred_parsed``)."""
+    if by_order:
+        return df["preferred"].where(df["preferred"].notna(), df["preferred_parsed"])
+    # the verdict as the analysis computes it (a condition without a rubric has none in its rows)
+    return add_verdicts(df.assign(**{k: df[k].fillna("") for k in CONFIG_KEYS}), "argmax")["label"]
+
+
 def judge_adaptive(
     items: list,
     condition: Condition,
     variants: list[str],
     design: dict,
-    judge_cells: Callable[[list, Condition], tuple[pd.DataFrame, CallStats]],
+    judge_cells: Callable[..., tuple[pd.DataFrame, CallStats]],
 ) -> tuple[pd.DataFrame, CallStats, dict]:
     """The rows of ``condition``'s wording that the walk reached, with its design columns.
 
-    ``judge_cells(items, condition)`` judges items under a condition (the runner, with the job's backend
-    and cache). Returns the rows, the call counts of this wording's rows, and the walk's own counts
-    (every wording's cells it asked for, most of them cache hits after the first job)."""
+    ``judge_cells(items, condition, orders_of=None)`` judges items under a condition (the runner, with
+    the job's backend and cache; ``orders_of``: the orders to present each item in). Returns the rows,
+    the call counts of this wording's rows, and the walk's own counts (every wording's cells it asked
+    for, most of them cache hits after the first job)."""
+    by_order = get_mode(condition.judge_mode).sparse_by_order
     by_id = {it.id: it for it in items}
     own: list[pd.DataFrame] = []
     columns: list[pd.DataFrame] = []  # the table's columns, for a wording the walk never reached
     own_stats, walk_stats = CallStats(), CallStats()
 
-    def labels_of(variant: str, ids: list[str]) -> dict[str, object]:
-        df, stats = judge_cells([by_id[i] for i in ids], dataclasses.replace(condition, variant=variant))
+    def labels_of(cell: str, ids: list[str]) -> dict[str, object]:
+        variant, _, order = cell.partition(":")
+        cond = dataclasses.replace(condition, variant=variant)
+        orders = {i: (order,) for i in ids} if by_order else None
+        df, stats = judge_cells([by_id[i] for i in ids], cond, orders_of=orders)
         _merge(walk_stats, stats)
         columns[:] = [df.iloc[0:0]]
         if variant == condition.variant:
             own.append(df)
             _merge(own_stats, stats)
-        # the verdict as the analysis computes it (a condition without a rubric has none in its rows)
-        judged = add_verdicts(df.assign(**{k: df[k].fillna("") for k in CONFIG_KEYS}), "argmax")
         return {
-            str(i): (None if pd.isna(lab) else str(lab))
-            for i, lab in zip(judged["item_id"], judged["label"], strict=True)
+            str(i): (None if pd.isna(v) else str(v))
+            for i, v in zip(df["item_id"], _votes(df, by_order), strict=True)
         }
 
     walks = walk(
-        [it.id for it in items], variants, labels_of,
+        [it.id for it in items], walk_cells(variants, by_order), labels_of,
         rule=design["rule"], confidence=design["confidence"], seed=design["seed"],
     )  # fmt: skip
     df = pd.concat(own, ignore_index=True) if own else columns[0]
     ids = df["item_id"].astype(str)
+    cells = (
+        [f"{v}:{o}" for v, o in zip(df["variant"], df["order"], strict=True)]
+        if by_order
+        else list(df["variant"])
+    )
     df = df.assign(
         design="adaptive",
         design_rule=design["rule"],
@@ -107,7 +138,7 @@ def judge_adaptive(
         design_seed=design["seed"],
         design_items=len(items),
         design_wordings=",".join(variants),
-        adaptive_position=[walks[i].judged.index(condition.variant) + 1 for i in ids],
+        adaptive_position=[walks[i].judged.index(c) + 1 for i, c in zip(ids, cells, strict=True)],
         adaptive_calls=[walks[i].calls for i in ids],
         adaptive_stop=[walks[i].stop for i in ids],
         adaptive_plurality=[walks[i].plurality for i in ids],
@@ -115,7 +146,7 @@ def judge_adaptive(
     summary = {
         "adaptive_items": len(items),
         "adaptive_calls": sum(w.calls for w in walks.values()),
-        "adaptive_full_calls": len(items) * len(variants),
+        "adaptive_full_calls": len(items) * len(walk_cells(variants, by_order)),
         "walk_cache_hits": walk_stats.cache_hits,
         "walk_cache_misses": walk_stats.cache_misses,
     }

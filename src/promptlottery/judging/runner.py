@@ -140,11 +140,11 @@ def build_requests(
                         **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
                         **mode.key_parts(shown, own),
                     },
+                    # the presentation and the answer prefix are keyed as the mode's named parts
+                    assistant_prefix=own if messages is not None else None,
+                    order=shown.order,
+                    known=known,
                 )
-                # the presentation and the answer prefix are keyed above as named parts
-                req.order = shown.order
-                req.assistant_prefix = own if messages is not None else None
-                req.known = known
                 out.append((shown.item, req))  # the item as presented: its mode's columns read it
     return out
 

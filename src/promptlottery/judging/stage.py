@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from promptlottery.atomic import atomic_write
 from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
@@ -35,7 +36,7 @@ from promptlottery.prompts.groups import (
 )
 from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import atomic_write, file_sha256, previous_record, sibling_records
+from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
 from promptlottery.tracking.secrets import redact_text
 
 logger = logging.getLogger(__name__)
@@ -207,7 +208,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
-    def judge_cells(cells: list[Item], cond: Condition):
+    def judge_cells(cells: list[Item], cond: Condition, orders_of=orders_of):
         return runner.judge(
             cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
             max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,

@@ -24,6 +24,7 @@ An item that no rule stops is judged under every wording (``exhausted``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -67,9 +68,14 @@ def dirichlet_confidence(votes: Sequence[int]) -> float:
     >>> round(dirichlet_confidence([1, 1, 1]), 6)  # three equal counts: each is the largest w.p. 1/3
     0.333333
     """
-    votes = [int(v) for v in votes]
+    return _dirichlet(tuple(int(v) for v in votes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dirichlet(votes: tuple[int, ...]) -> float:
+    # cached: a simulation asks the same few vote counts many thousand times
     if len(votes) < 2:
-        votes = [*votes, 0]
+        votes = (*votes, 0)
     top, rest = votes[0] + 1, [v + 1 for v in votes[1:]]
 
     def integrand(x: float) -> float:

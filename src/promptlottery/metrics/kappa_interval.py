@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "NEAR_NOMINAL_ITEMS",
@@ -28,6 +29,7 @@ __all__ = [
     "unit_tables",
     "fleiss_studentized",
     "item_bootstrap_t",
+    "fleiss_interval",
 ]
 
 #: the fewest items from which each interval's coverage of the true kappa (0 and 0.5; 2, 3, 5 and 10
@@ -133,30 +135,51 @@ def item_bootstrap_t(codes, n_cat: int, *, n_resamples: int, seed: int, level: f
     )
 
 
+def _resample_weights(n: int, n_resamples: int, seed: int, clusters) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``(R, C)`` unit copies of the resamples ``bootstrap_ci`` (items, ``clusters`` None) or
+    ``clustered_bootstrap`` (clusters) draws with ``seed``, and each item's unit number."""
+    from promptlottery.metrics._resampled import resample_counts
+    from promptlottery.metrics.bootstrap import cluster_resample, resample_indices
+
+    if clusters is None:
+        return resample_counts(resample_indices(n, n_resamples, seed=seed), n), None
+    draws, _ = cluster_resample(clusters, n_resamples, seed=seed)
+    units = pd.factorize(np.asarray(clusters))[0]  # as cluster_resample numbers them
+    w = np.zeros((len(draws), int(units.max()) + 1))
+    np.add.at(w, (np.repeat(np.arange(len(draws)), draws.shape[1]), draws.ravel()), 1.0)
+    return w, units
+
+
 def fleiss_interval(
-    values,
-    categories,
+    codes,
+    n_cat: int,
     kind: str,
     *,
     percentile: tuple[float, float],
     n_resamples: int,
     seed: int,
     level: float,
+    clusters=None,
+    noun: str = "items",
 ) -> tuple[float, float, list[str]]:
     """The ``kind`` interval (``studentized`` or ``percentile``, given) of Fleiss' kappa of the complete
-    items x raters matrix ``values`` (each a value of ``categories``), and its notes: the resamples
-    without a t, and a warning below :data:`NEAR_NOMINAL_ITEMS`."""
-    notes = []
+    items x raters matrix of category codes ``codes`` (``0 .. n_cat - 1``), and its notes: the resamples
+    without a t, and a warning below :data:`NEAR_NOMINAL_ITEMS` (counting ``noun``).
+
+    The bootstrap-t resamples what the percentile interval resampled: the items (``clusters`` None), or
+    the clusters of ``clusters`` (one id per item; a cluster is then the jackknife's unit), with ``seed``.
+    """
+    kind, notes = str(kind), []
     low, high = percentile
     if kind == "studentized":
-        codes = np.searchsorted(np.asarray(categories, dtype=float), np.asarray(values, dtype=float))
-        res = item_bootstrap_t(codes, len(categories), n_resamples=n_resamples, seed=seed, level=level)
+        w, units = _resample_weights(len(codes), n_resamples, seed, clusters)
+        res = fleiss_studentized(codes, n_cat, w, level=level, units=units)
         low, high = res.low, res.high
         if res.n_undefined:
-            notes.append(f"studentized interval: {res.n_undefined} of {n_resamples} resamples without a t")
-    if len(values) < NEAR_NOMINAL_ITEMS[kind]:
+            notes.append(f"studentized interval: {res.n_undefined} of {len(w)} resamples without a t")
+    if len(codes) < NEAR_NOMINAL_ITEMS[kind]:
         notes.append(
-            f"{kind} interval on {len(values)} items: its coverage was measured near nominal from "
+            f"{kind} interval on {len(codes)} {noun}: its coverage was measured near nominal from "
             f"{NEAR_NOMINAL_ITEMS[kind]} items only (docs/analysis.md)"
         )
     return low, high, notes

@@ -8,6 +8,10 @@ pair). The pairwise section's measures need cells together:
 
 * ``position_consistency`` of a wording (the share of pairs whose verdict is the same in both orders)
   needs both orders of the wording: each (pair, wording) judged in both is weighted by ``1 / P(both)``;
+* ``first_position_rate`` (the share of single-order verdicts, ties left out, that prefer the answer
+  shown first) reads each order on its own: each judged cell weighted by ``1 / P(cell)``;
+* the human agreement of a wording's two-order verdict and the systems' win rates per wording read
+  the two-order verdict: weighted by ``1 / P(both)`` (:mod:`promptlottery.metrics.sparse_shares`);
 * the across-wording kappa of the two-order verdicts (Fleiss' kappa of the order-resolved verdict,
   inconsistent = tie, across the wordings: the section's ``pairwise_paraphrase_kappa``) needs both
   orders of two wordings for a pair of ratings: weighted by ``1 / P(all four)``, the label shares by
@@ -30,17 +34,22 @@ import numpy as np
 
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics.sparse import SparsePlan, sparse_plan
+from promptlottery.metrics.sparse_shares import share_parts
 
 __all__ = [
     "ORDERS",
     "cell",
     "consistency_batch",
     "consistency_parts",
+    "first_position_parts",
+    "game_points",
+    "human_agreement_parts",
     "ipw_pairwise_kappa",
     "ipw_position_consistency",
     "kappa_parts",
     "pair_probabilities",
     "pairwise_plan",
+    "two_order",
 ]
 
 ORDERS = ("12", "21")
@@ -161,3 +170,51 @@ def ipw_pairwise_kappa(first: Any, second: Any, both: np.ndarray, four: np.ndarr
     """Fleiss' kappa across wordings of the two-order verdict, estimated from the judged cells."""
     parts = kappa_parts(first, second, both, four)
     return sp._one(sp.fleiss_batch(parts, np.ones((1, np.shape(both)[0]))), "the pairwise kappa")
+
+
+def two_order(first: Any, second: Any) -> np.ndarray:
+    """Pairs x wordings: the two-order verdict (the common verdict, inconsistent = tie; None unless
+    both orders have a verdict)."""
+    a, b = _verdicts(first), _verdicts(second)
+    seen = (a != None) & (b != None)  # noqa: E711
+    return np.where(seen, np.where(a == b, a, "tie"), None)
+
+
+def first_position_parts(
+    first: Any, second: Any, prob_12: Any, prob_21: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair and wording: the weighted verdicts for the answer shown first (order 12: ``"1"``,
+    order 21: ``"2"``) and the weighted non-tie verdicts, each order weighted by ``1 / P(cell)``."""
+    a, b = _verdicts(first), _verdicts(second)
+    p12, p21 = np.asarray(prob_12, dtype=float), np.asarray(prob_21, dtype=float)
+    num, den = np.zeros(a.shape), np.zeros(a.shape)
+    for v, p, shown_first in ((a, p12, "1"), (b, p21, "2")):
+        decided = (v == "1") | (v == "2")
+        w = np.where(decided, 1.0 / np.where(decided & (p > 0), p, 1.0), 0.0)
+        num += w * (v == shown_first)
+        den += w
+    return num, den
+
+
+def human_agreement_parts(
+    first: Any, second: Any, human: Any, both: np.ndarray, *, ties: str = "exclude_human"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair and wording: the two-order verdict's agreement with the human preference (the section's
+    ``human_agreement``: pairs whose human label is a tie left out, ``ties="exclude_human"``; or kept
+    as a class, ``"class"``), weighted by ``1 / P(both orders)``."""
+    if ties not in ("exclude_human", "class"):
+        raise ValueError(f"ties must be 'exclude_human' or 'class', got {ties!r}")
+    v = two_order(first, second)
+    h = _verdicts(np.asarray(human, dtype=object).reshape(-1, 1))[:, 0]
+    if h.shape[0] != v.shape[0]:
+        raise ValueError(f"human must hold one preference per pair ({v.shape[0]}), got {h.shape[0]}")
+    usable = (h != None) & ((h != "tie") if ties == "exclude_human" else True)  # noqa: E711
+    eligible = (v != None) & usable[:, None]  # noqa: E711
+    return share_parts(eligible & (v == h[:, None]), eligible, np.where(eligible, both, 1.0))
+
+
+def game_points(first: Any, second: Any) -> np.ndarray:
+    """Pairs x wordings: system_1's points from the two-order verdict (1 win, 0.5 tie, 0 loss; NaN)."""
+    v = two_order(first, second)
+    table = {"1": 1.0, "2": 0.0, "tie": 0.5}
+    return np.vectorize(lambda x: table.get(x, np.nan) if x is not None else np.nan, otypes=[float])(v)

@@ -56,7 +56,7 @@ class Analytic(JudgeMode):
     label_matrix = True
     by_criterion = True
 
-    def check(
+    def check_items(
         self,
         scale: Scale,
         *,
@@ -66,13 +66,6 @@ class Analytic(JudgeMode):
         identical_pairs: str = "warn",
         criteria: tuple = (),
     ) -> None:
-        if scale.kind != self.scale_kind:
-            raise ModeError(f"judge.mode={self.name} but {group} has the {scale.kind} scale {scale.name}")
-        if not criteria:
-            raise ModeError(
-                f"judge.mode={self.name} but {group} names no criteria; give it `criteria:` (each "
-                "criterion: its description) and a template naming {{ criterion }}"
-            )
         unlabelled = [c for c, _ in criteria if items and not any(c in it.human for it in items)]
         if unlabelled:
             raise ModeError(

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from promptlottery.data.schema import Item
-from promptlottery.errors import UserError
+from promptlottery.modes.registry import MODES, ModeError
 from promptlottery.prompts.scales import Scale
 
-
-class ModeError(UserError, ValueError):
-    """``judge.mode`` and the prompt group or the items disagree (one line naming the option/row)."""
+__all__ = ["JudgeMode", "ModeError", "Presentation"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +68,46 @@ class JudgeMode:
         identical_pairs: str = "warn",
         criteria: tuple = (),
     ) -> None:
-        """The prompt group's scale and criteria and the items suit this mode; else a one-line
-        :class:`ModeError`."""
-        raise NotImplementedError
+        """The prompt group's scale and criteria (:meth:`check_group`) and the items
+        (:meth:`check_items`) suit this mode; else a one-line :class:`ModeError`."""
+        self.check_group(scale, group=group, criteria=criteria)
+        self.check_items(
+            scale, group=group, items=items, where=where, identical_pairs=identical_pairs, criteria=criteria
+        )
+
+    def check_group(self, scale: Scale, *, group: str, criteria: tuple = ()) -> None:
+        """The group's criteria and scale suit the mode, in every mode's order: criteria named for a
+        mode that judges an item whole, a scale of another kind (:meth:`wrong_scale`), no criteria
+        for a mode that judges them one by one. ``group`` names the group (and its file)."""
+        if criteria and not self.by_criterion:
+            modes = [name for name, m in MODES.items() if m.by_criterion]
+            raise ModeError(
+                f"{group} names criteria {[c for c, _ in criteria]} but judge.mode={self.name} judges an item "
+                f"whole; set judge.mode={' or '.join(modes) or '(none judges criteria)'}"
+            )
+        if scale.kind != self.scale_kind:
+            raise ModeError(self.wrong_scale(scale, group))
+        if self.by_criterion and not criteria:
+            raise ModeError(
+                f"judge.mode={self.name} but {group} names no criteria; give it `criteria:` (each "
+                "criterion: its description) and a template naming {{ criterion }}"
+            )
+
+    def wrong_scale(self, scale: Scale, group: str) -> str:
+        """The one line refusing ``group``, whose scale is not of :attr:`scale_kind`."""
+        return f"judge.mode={self.name} but {group} has the {scale.kind} scale {scale.name}"
+
+    def check_items(
+        self,
+        scale: Scale,
+        *,
+        group: str,
+        items: list[Item],
+        where: str,
+        identical_pairs: str = "warn",
+        criteria: tuple = (),
+    ) -> None:
+        """The items (of the dataset ``where``) suit this mode and the checked group (default: any)."""
 
     def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
         """How ``item`` is shown with prompt group ``group``, each presentation a call of its own

@@ -179,8 +179,16 @@ class Pairwise(JudgeMode):
     #: judge.design=sparse: a plan of (wording, order) cells
     sparse = True
     sparse_by_order = True
+    #: judge.design=adaptive: each pair's walk over its (wording, order) cells
+    adaptive = True
 
-    def check(
+    def wrong_scale(self, scale: Scale, group: str) -> str:
+        return (
+            f"judge.mode={self.name} but {group} has the {scale.kind} scale {scale.name}; use a pairwise "
+            f"group ({self.default_group}, or a group file with scale pairwise_ab / pairwise_abc)"
+        )
+
+    def check_items(
         self,
         scale: Scale,
         *,
@@ -190,11 +198,6 @@ class Pairwise(JudgeMode):
         identical_pairs: str = "warn",
         criteria: tuple = (),
     ) -> None:
-        if scale.kind != self.scale_kind:
-            raise ModeError(
-                f"judge.mode={self.name} but {group} has the {scale.kind} scale {scale.name}; use a pairwise "
-                f"group ({self.default_group}, or a group file with scale pairwise_ab / pairwise_abc)"
-            )
         check_pairs(items, where=where, identical_pairs=identical_pairs)
 
     def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:

@@ -22,7 +22,13 @@ class Pointwise(JudgeMode):
     sparse = True
     adaptive = True
 
-    def check(
+    def wrong_scale(self, scale: Scale, group: str) -> str:
+        return (
+            f"{group} is {scale.kind} (scale {scale.name}) but judge.mode={self.name}; set "
+            f"judge.mode={mode_of_scale(scale).name}"
+        )
+
+    def check_items(
         self,
         scale: Scale,
         *,
@@ -32,17 +38,6 @@ class Pointwise(JudgeMode):
         identical_pairs: str = "warn",
         criteria: tuple = (),
     ) -> None:
-        if criteria:
-            modes = [name for name, m in MODES.items() if m.by_criterion]
-            raise ModeError(
-                f"{group} names criteria {[c for c, _ in criteria]} but judge.mode={self.name} judges an item "
-                f"whole; set judge.mode={' or '.join(modes) or '(none judges criteria)'}"
-            )
-        if scale.kind != self.scale_kind:
-            raise ModeError(
-                f"{group} is {scale.kind} (scale {scale.name}) but judge.mode={self.name}; set "
-                f"judge.mode={mode_of_scale(scale).name}"
-            )
         from promptlottery.modes.pairwise import is_pair
 
         if items and all(is_pair(it) and "response" not in it.inputs for it in items):

@@ -1,12 +1,22 @@
 """The registry of judge modes: :data:`MODES`, the lookup with the one-line error of a typo'd mode, and
 the mode of a scale. A mode's module imports this one to register itself (never the package, which
-imports the modules: no import circle)."""
+imports the modules: no import circle); so does :mod:`.base`, whose shared checks name the modes
+(this module reads :class:`~promptlottery.modes.base.JudgeMode` for its types only)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from promptlottery.errors import ConfigError
-from promptlottery.modes.base import JudgeMode, ModeError
 from promptlottery.registry import Registry
+
+if TYPE_CHECKING:
+    from promptlottery.modes.base import JudgeMode
+
+
+class ModeError(ConfigError):
+    """``judge.mode`` and the prompt group or the items disagree (one line naming the option/row)."""
+
 
 #: the registered modes, in registration order (the order the error message lists them in)
 MODES: Registry[JudgeMode] = Registry(

@@ -251,6 +251,7 @@ def block_cells(
     test: bool = True,
     tests: list[dict] | None = None,
     complete: Callable[[np.ndarray], np.ndarray] = _complete,
+    row: str = "",
 ) -> list[Cell]:
     """One block of one column: ``stat(ref, cond)`` per condition, CIs, pairwise paired tests.
 
@@ -258,7 +259,9 @@ def block_cells(
     Items are those complete in ``ref`` and in every condition with enough complete items, so the
     conditions of a block are compared on the same items. The paired tests of a block with k
     conditions that have a number are Bonferroni-corrected over its k (k - 1) / 2 pairs (module
-    docstring); ``Settings.n_comparisons`` forces one family size instead.
+    docstring); ``Settings.n_comparisons`` forces one family size instead. ``row``: the table row the
+    block's cells become (a criterion, "H."), recorded with each test so significance.csv tells the
+    tests of one column's rows apart.
     """
     cells = [Cell(table, block, label, column, condition=c.name if c else "") for c, label, _ in conds]
     if note is not None or ref is None:
@@ -312,6 +315,7 @@ def block_cells(
             "test": "paired",
             "table": table,
             "block": block,
+            "row": row,
             "column": column,
             "a": ca.name,
             "b": cb.name,

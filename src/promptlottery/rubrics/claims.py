@@ -107,12 +107,19 @@ def ours_separate_vs_batch(table3: Table, d: StudyData) -> Table | None:
     tid = "ours_separate_vs_batch"
     t = Table(tid, TITLES[tid])
     taus: dict[str, dict[str, dict[str, float]]] = {}
-    for c in table3.cells:
+    for c in table3.cells:  # every pair keeps its row, one whose taus are all undefined too
         pair, _, cond = c.column.rpartition(": ")
-        if c.row != HOLISTIC_ROW and cond in ("Sep.", "Bat.") and c.estimate is not None:
-            taus.setdefault(pair, {}).setdefault(cond, {})[c.row] = c.estimate
+        if c.row != HOLISTIC_ROW and cond in ("Sep.", "Bat."):
+            by_row = taus.setdefault(pair, {}).setdefault(cond, {})
+            if c.estimate is not None:
+                by_row[c.row] = c.estimate
     row = "criteria where Sep. tau > Bat. tau"
-    pairs = [p for p in taus if not p.startswith("paper")] + [p for p in taus if p.startswith("paper")]
+    ours = [p for p in taus if not p.startswith("paper")]
+    if not ours:
+        t.cells.append(
+            Cell(tid, "Model vs model (Table 3)", row, "backbones", note="n/a: table3 has no model pair")
+        )
+    pairs = ours + [p for p in taus if p.startswith("paper")]
     for pair in pairs:
         k, m, wins = separate_wins(taus[pair].get("Sep.", {}), taus[pair].get("Bat.", {}))
         src = "paper" if pair.startswith("paper") else "ours"
@@ -121,10 +128,6 @@ def ours_separate_vs_batch(table3: Table, d: StudyData) -> Table | None:
         )
         t.cells.append(
             Cell(tid, "Model vs model (Table 3)", row, pair, k if m else None, n=m, note=note, source=src)
-        )
-    if not t.cells:
-        t.cells.append(
-            Cell(tid, "Model vs model (Table 3)", row, "backbones", note="n/a: table3 has no model pair")
         )
     t.footer = [
         "Counts from Table 3's criterion rows (model vs model Kendall tau, separate vs batch prompt); n = criteria "

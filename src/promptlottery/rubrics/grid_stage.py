@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
+from promptlottery.atomic import atomic_write
 from promptlottery.calls.compose import build_judge_runtime
 from promptlottery.data import load_items
 from promptlottery.errors import ConfigError
@@ -37,7 +38,6 @@ from promptlottery.rubrics.stage import _conditions, _header, draw_sample, write
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.tasks import make_task
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import atomic_write
 
 JUDGMENTS = "judgments.parquet"
 

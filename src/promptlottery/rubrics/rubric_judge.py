@@ -1,7 +1,12 @@
 """One backbone's judge calls for the rubric study: holistic, separate and batch prompts.
 
 The ``rubric`` stage (:mod:`promptlottery.rubrics.stage`) runs one :class:`Judge` per backbone;
-every call goes through the call cache.
+every call goes through the call cache. Every request carries its
+:class:`~promptlottery.backends.base.KnownAnswer` (outside the key), what a judge with known
+behaviour (the fake backend's ``behaviour``) reads: the condition's name as its variant, the
+scale's scores, and the label nearest the item's human value for the request's criterion (the
+human holistic score, an ASAP++ trait); None where the task has no human label (InFoBench), so an
+oracle is refused there.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import json
 from typing import Any
 
 from promptlottery import SCHEMA_VERSION
-from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.backends.base import Decoding, JudgeRequest, KnownAnswer
 from promptlottery.calls.cache import CallCache
 from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.data.schema import Item
@@ -52,17 +57,32 @@ class Judge:
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self._prefix: dict[str, str] = {}  # request key -> the answer prefix the label follows
 
-    def request(self, rendered, scale: Scale, cond: RubricCondition, criterion: str) -> JudgeRequest:
+    def request(
+        self, rendered, scale: Scale, cond: RubricCondition, item: Item, criterion: Criterion | None
+    ) -> JudgeRequest:
+        crit_id = criterion.id if criterion else "holistic"
         req = to_request(
             rendered,
             scale.labels,
             prompt_format=self.prompt_format,
             identity=self.identity,
             decoding=self.decoding,
-            tags={"condition": cond.name, "criterion": criterion, "texts": self.texts_version},
+            tags={"condition": cond.name, "criterion": crit_id, "texts": self.texts_version},
         )
         self._prefix[req.key] = rendered.prefix
+        req.known = KnownAnswer(cond.name, scale.scores, self._known_label(item, criterion, scale))
         return req
+
+    def _known_label(self, item: Item, criterion: Criterion | None, scale: Scale) -> str | None:
+        """The scale label nearest the human value (the task's human labels are on the scale it
+        judges with: ASAP's rater and ASAP++ trait ranges), None without one."""
+        human = self._human(item, criterion)
+        return None if human is None else scale.nearest_label(float(human))
+
+    def _human(self, item: Item, criterion: Criterion | None) -> float | None:
+        if criterion is None:
+            return self.task.human_holistic(item)
+        return self.task.human_criterion(item, criterion.id)
 
     def _answer(self, jobs: list[tuple], desc: str) -> tuple[dict, set[str]]:
         reqs = [j[-1] for j in jobs]
@@ -94,9 +114,7 @@ class Judge:
         s = score_response(resp, scale)
         self.stats.parse_failures += s.score is None
         crit_id = criterion.id if criterion else "holistic"
-        human = (
-            self.task.human_holistic(item) if criterion is None else self.task.human_criterion(item, crit_id)
-        )
+        human = self._human(item, criterion)
         ref = (
             self.task.reference_holistic(item)
             if criterion is None
@@ -138,13 +156,13 @@ class Judge:
     # -- the three shapes ----------------------------------------------------------------------
     def holistic(self, items: list[Item], cond: RubricCondition) -> list[dict]:
         scale = self.task.holistic_scale
-        jobs = [(it, self.request(self.builder.holistic(it, cond), scale, cond, "holistic")) for it in items]
+        jobs = [(it, self.request(self.builder.holistic(it, cond), scale, cond, it, None)) for it in items]
         answers, cached = self._answer(jobs, f"{self.backbone}/{cond.name}")
         return [self._row(it, cond, None, 0, scale, r, answers, cached) for it, r in jobs]
 
     def separate(self, items: list[Item], cond: RubricCondition) -> list[dict]:
         jobs = [
-            (it, c, k, self.request(self.builder.separate(it, c, cond), c.scale, cond, c.id))
+            (it, c, k, self.request(self.builder.separate(it, c, cond), c.scale, cond, it, c))
             for it in items
             for k, c in enumerate(self.task.criteria(it), start=1)
         ]
@@ -162,7 +180,7 @@ class Judge:
                 cs = crits[it.id]
                 if k < len(cs) and len(so_far[it.id]) == k:  # an item whose earlier answer failed stops
                     rendered = self.builder.batch(it, cs, k, so_far[it.id], cond)
-                    jobs.append((it, cs[k], self.request(rendered, cs[k].scale, cond, cs[k].id)))
+                    jobs.append((it, cs[k], self.request(rendered, cs[k].scale, cond, it, cs[k])))
             if not jobs:
                 break
             answers, cached = self._answer(jobs, f"{self.backbone}/{cond.name}/position {k + 1}")
@@ -186,7 +204,7 @@ class Judge:
         for it in items:
             if cond.kind == "holistic":
                 reqs.append(
-                    self.request(self.builder.holistic(it, cond), self.task.holistic_scale, cond, "holistic")
+                    self.request(self.builder.holistic(it, cond), self.task.holistic_scale, cond, it, None)
                 )
                 continue
             cs = self.task.criteria(it)
@@ -196,7 +214,7 @@ class Judge:
                     if cond.mode == "batch"
                     else self.builder.separate(it, c, cond)
                 )
-                reqs.append(self.request(rendered, c.scale, cond, c.id))
+                reqs.append(self.request(rendered, c.scale, cond, it, c))
         cached = self.cache.get_many([r.key for r in reqs])
         return {
             "calls": len(reqs),

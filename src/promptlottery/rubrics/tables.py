@@ -148,6 +148,7 @@ def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
             s,
             note=note,
             tests=tests,
+            row=HOLISTIC_ROW if d.task.fixed_criteria else ds_row,
         )
         t.cells += _pivot(hol, rater, HOLISTIC_ROW if d.task.fixed_criteria else ds_row, b)
         if d.task.fixed_criteria:
@@ -162,6 +163,7 @@ def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                     s,
                     note=note,
                     tests=tests,
+                    row=_abbrev(d, name),
                 )
                 t.cells += _pivot(cells, rater, _abbrev(d, name), b)
         else:
@@ -175,6 +177,7 @@ def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 s,
                 note=note,
                 tests=tests,
+                row=ds_row,
             )
             t.cells += _pivot(cells, rater, ds_row, b)
     if H:
@@ -201,6 +204,7 @@ def table1(d: StudyData, s: Settings, tests: list[dict]) -> Table:
                 _cond_rows(A, lambda c, b=b: d.aggregate(d.analytic(b, c))),
                 s,
                 tests=tests,
+                row=h.display,
             )
             t.cells += _pivot(cells, rubric, h.display, b)
     # the paper's values beside ours
@@ -252,26 +256,20 @@ def table3(d: StudyData, s: Settings, tests: list[dict]) -> Table:
         def both(f, b1=b1, b2=b2):
             return lambda c: np.column_stack([f(b1, c), f(b2, c)])
 
+        def pivoted(conds, row, col=col):
+            """One block of model-vs-model cells, laid out as the paper's ``row``."""
+            cells = block_cells("table3", section, col, _columns_tau, dummy, conds, s, tests=tests, row=row)
+            return _pivot(cells, section, row, col)
+
         if d.task.fixed_criteria:
-            cells = block_cells(
-                "table3", section, col, _columns_tau, dummy, _cond_rows(H, both(d.holistic)), s, tests=tests
-            )
-            t.cells += _pivot(cells, section, HOLISTIC_ROW, col)
+            t.cells += pivoted(_cond_rows(H, both(d.holistic)), HOLISTIC_ROW)
             for j, name in enumerate(d.criterion_names):
                 f = lambda b, c, j=j: d.analytic(b, c)[:, j]  # noqa: E731
-                cells = block_cells(
-                    "table3", section, col, _columns_tau, dummy, _cond_rows(A, both(f)), s, tests=tests
-                )
-                t.cells += _pivot(cells, section, _abbrev(d, name), col)
+                t.cells += pivoted(_cond_rows(A, both(f)), _abbrev(d, name))
         else:
-            cells = block_cells(
-                "table3", section, col, _columns_tau, dummy, _cond_rows(H, both(d.holistic)), s, tests=tests
-            )
             f = lambda b, c: d.aggregate(d.analytic(b, c))  # noqa: E731
-            cells += block_cells(
-                "table3", section, col, _columns_tau, dummy, _cond_rows(A, both(f)), s, tests=tests
-            )
-            t.cells += _pivot(cells, section, ds_row, col)
+            t.cells += pivoted(_cond_rows(H, both(d.holistic)), ds_row)  # two blocks, one row
+            t.cells += pivoted(_cond_rows(A, both(f)), ds_row)
     rows = [HOLISTIC_ROW, *(_abbrev(d, n) for n in d.criterion_names)] if d.task.fixed_criteria else [ds_row]
     for row in rows:
         t.cells += _paper_cells(t, "table3", d, paper_section, row, labels, block=section)
@@ -305,6 +303,7 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
             s,
             note=note,
             tests=tests,
+            row=row,
         )
         cells += block_cells(
             "table4",
@@ -316,6 +315,7 @@ def table4(d: StudyData, s: Settings, tests: list[dict]) -> Table:
             s,
             note=note,
             tests=tests,
+            row=row,
         )
         t.cells += _pivot(cells, section, row, b)
     cols = [f"LLM_H->H_A {c.display}" for c in H] + [f"H_H->LLM_A {c.display}" for c in A]

@@ -26,7 +26,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from promptlottery.tracking.jobdir import atomic_write_text
+from promptlottery.atomic import atomic_write_text
 from promptlottery.tracking.secrets import redact, redact_yaml_files
 
 logger = logging.getLogger(__name__)

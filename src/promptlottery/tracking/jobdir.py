@@ -8,9 +8,8 @@
   with another configuration (``.job.json`` records the owner's config hash). The same
   configuration re-run into its own directory (a resume) is allowed; its stale ``results.json``
   and ``judgments.parquet`` are removed first, so a crash of the re-run leaves no old ``ok``.
-* :func:`atomic_write` writes through a temporary file in the same directory and ``os.replace``:
-  a reader sees the old file or the new one, never half of one (and a link planted at the path is
-  replaced, never written through).
+* its files are written by :func:`promptlottery.atomic.atomic_write`: a reader sees the old file or
+  the new one, never half of one.
 * Ids that form paths (a prompt group's and its variants' ids, the parts of a sweep's job dir name,
   ``${path_id:...}``) are checked by :func:`check_path_id`: no separators, no ``..``, nothing outside
   ``[A-Za-z0-9_.-]``. A job dir is checked by :func:`check_job_dir` before anything is written into it
@@ -30,10 +29,10 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from promptlottery.atomic import atomic_write_text
 from promptlottery.errors import UserError
 
 #: files a job writes whose presence means "this directory holds a job's outputs"
@@ -164,28 +163,12 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp_path)`` and move the result onto ``path`` in one ``os.replace``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(2)}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
 def file_sha256(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def claim_output_dir(output_dir: str | Path, config: dict, *, fresh: bool = True) -> dict:

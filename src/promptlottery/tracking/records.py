@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from promptlottery import SCHEMA_VERSION
-from promptlottery.tracking.jobdir import atomic_write_text
+from promptlottery.atomic import atomic_write_text
 from promptlottery.tracking.secrets import redact
 
 __all__ = ["git_commit", "redact", "write_results"]

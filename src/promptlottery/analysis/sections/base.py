@@ -50,12 +50,17 @@ class Section:
         """Whether the section has anything to compute on ``grid`` under ``opts``."""
         return True
 
-    def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> None:
+    def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> Any:
         """Raise a one-line :class:`~promptlottery.judging.table.AnalysisError` on bad input, before
-        any section spends time computing (default: nothing to check)."""
+        any section spends time computing (default: nothing to check). What it returns (the input
+        it checked, built once) is handed to :meth:`compute` as ``checked``."""
+        return None
 
-    def compute(self, grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
-        """``{"tables": {name: table}, ...}``: its tables, and any other result it renders from."""
+    def compute(
+        self, grid: JudgmentGrid, opts: LotteryOptions, *, checked: Any = None, encode=None
+    ) -> dict[str, Any]:
+        """``{"tables": {name: table}, ...}``: its tables, and any other result it renders from;
+        ``checked``: what :meth:`check` returned."""
         raise NotImplementedError
 
     def verdict_rows(self, tables: dict[str, pd.DataFrame]) -> pd.DataFrame | None:

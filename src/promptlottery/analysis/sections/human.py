@@ -29,7 +29,7 @@ class HumanSection(Section):
     def active(self, grid, opts) -> bool:
         return bool(len(grid)) and _wanted(opts)
 
-    def compute(self, grid, opts, *, encode=None) -> dict[str, Any]:
+    def compute(self, grid, opts, *, checked=None, encode=None) -> dict[str, Any]:
         from promptlottery.human.analysis import human_tables_for_report
 
         return {"tables": human_tables_for_report(grid.judgments, opts)}

@@ -197,7 +197,9 @@ class LotterySection(Section):
     mode = "pointwise"
     tables = (*POINTWISE_TABLES, "repeats_vs_wordings", HEADLINES, PARSED_COLLAPSE)
 
-    def compute(self, grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
+    def compute(
+        self, grid: JudgmentGrid, opts: LotteryOptions, *, checked: Any = None, encode=None
+    ) -> dict[str, Any]:
         return analyse_pointwise(grid, opts, encode=encode) if len(grid) else no_pointwise(opts)
 
     def metrics(self, tables: dict[str, pd.DataFrame]) -> dict[str, float]:

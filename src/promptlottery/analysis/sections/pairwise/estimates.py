@@ -13,7 +13,6 @@ import pandas as pd
 from promptlottery.judging.table import natural_key
 from promptlottery.metrics import (
     UndefinedMetricWarning,
-    cluster_resample,
     cluster_resample_counts,
     clustered_ratio_ci,
     fleiss_kappa,
@@ -21,6 +20,7 @@ from promptlottery.metrics import (
 from promptlottery.metrics import preference as pm
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
 from promptlottery.metrics.aggregate import plurality_cluster
+from promptlottery.metrics.kappa_interval import fleiss_interval
 
 #: the verdicts of one (pair, wording) compared on human agreement
 KINDS = {
@@ -143,30 +143,6 @@ def _changes(
     return pos_num, pos_den, w_num, w_den, pairs.loc[items].reset_index()
 
 
-def kappa_interval_of(codes: np.ndarray, clusters: np.ndarray, percentile, boot: dict, kind: str):
-    """The ``kind`` interval of the Fleiss' kappa of ``codes``: the percentile one
-    given, or the bootstrap-t over the same cluster draws (a cluster is the jackknife's unit)."""
-    from promptlottery.metrics.kappa_interval import NEAR_NOMINAL_ITEMS, fleiss_studentized
-
-    kind, notes = str(kind), []
-    low, high = percentile
-    if kind == "studentized":
-        draws, _ = cluster_resample(clusters, boot["n_resamples"], seed=boot["seed"])
-        units = pd.factorize(np.asarray(clusters))[0]  # as cluster_resample numbers them
-        w = np.zeros((len(draws), int(units.max()) + 1))
-        np.add.at(w, (np.repeat(np.arange(len(draws)), draws.shape[1]), draws.ravel()), 1.0)
-        res = fleiss_studentized(codes, len(pm.PREFERENCES), w, level=boot["level"], units=units)
-        low, high = res.low, res.high
-        if res.n_undefined:
-            notes.append(f"studentized interval: {res.n_undefined} of {len(w)} resamples without a t")
-    if len(codes) < NEAR_NOMINAL_ITEMS[kind]:
-        notes.append(
-            f"{kind} interval on {len(codes)} pairs: its coverage was measured near nominal from "
-            f"{NEAR_NOMINAL_ITEMS[kind]} items only (docs/analysis.md)"
-        )
-    return low, high, notes
-
-
 def percentiles(dist: np.ndarray, level: float) -> tuple[float, float]:
     ok = dist[np.isfinite(dist)]
     if ok.size == 0:
@@ -211,7 +187,9 @@ def config_row(c: pd.DataFrame, order: list[str], rec0: dict, boot: dict, kappa_
         undefined = int(np.isnan(dist).sum())
         if undefined:
             rec["kappa_note"] = f"undefined on {undefined} of {len(dist)} resamples (left out of the CI)"
-        lo, hi, notes = kappa_interval_of(codes, cl, (lo, hi), boot, kappa_interval)
+        lo, hi, notes = fleiss_interval(
+            codes, len(pm.PREFERENCES), kappa_interval, percentile=(lo, hi), clusters=cl, noun="pairs", **boot
+        )
         rec["pairwise_paraphrase_kappa_lo"], rec["pairwise_paraphrase_kappa_hi"] = lo, hi
         rec["kappa_note"] = "; ".join([n for n in (rec["kappa_note"], *notes) if n])
     elif not rec["kappa_note"]:

@@ -29,17 +29,24 @@ class PairwiseSection(Section):
     def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:
         return bool(grid.pairwise)
 
-    def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> None:
-        # the pair table raises every one-line contract error, before the pointwise analyses run
-        pair_table(_rows(grid), verdict=grid.verdict, reference=grid.reference, temperature=grid.temperature)
+    def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The pairwise rows and their pair table, which raises every one-line contract error
+        before the pointwise analyses run."""
+        rows = _rows(grid)
+        pairs = pair_table(rows, verdict=grid.verdict, reference=grid.reference, temperature=grid.temperature)
+        return rows, pairs
 
-    def compute(self, grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[str, Any]:
+    def compute(
+        self, grid: JudgmentGrid, opts: LotteryOptions, *, checked=None, encode=None
+    ) -> dict[str, Any]:
+        rows, pairs = checked if checked is not None else self.check(grid, opts)
         tables = pairwise_tables(
-            _rows(grid),
+            rows,
             verdict=grid.verdict,
             reference=grid.reference,
             temperature=grid.temperature,
             kappa_interval=opts.kappa_interval,
+            pairs=pairs,
             **opts.resampling,
         )
         return {"tables": tables}

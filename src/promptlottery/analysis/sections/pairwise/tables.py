@@ -107,16 +107,20 @@ def pairwise_tables(
     level: float = 0.95,
     source: str | None = None,
     kappa_interval: str = "studentized",
+    pairs: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The tables of the "Pairwise judges" section (module docstring) from the pairwise rows ``df``.
 
     Empty tables when ``df`` has no pairwise row. Every CI is a percentile cluster bootstrap over
     pairs (``n_resamples`` draws of the clusters, ``seed``, ``level``) but the Fleiss' kappa's with
-    ``kappa_interval="studentized"``: the bootstrap-t on the same draws.
+    ``kappa_interval="studentized"``: the bootstrap-t on the same draws. ``pairs``: the
+    :func:`pair_table` of ``df`` under these options, when it is built already.
     """
     if df is None or df.empty:
         return {name: pd.DataFrame() for name in TABLES}
-    pt = pair_table(df, verdict=verdict, reference=reference, temperature=temperature, source=source)
+    pt = pairs
+    if pt is None:
+        pt = pair_table(df, verdict=verdict, reference=reference, temperature=temperature, source=source)
     boot = dict(n_resamples=n_resamples, seed=seed, level=level)
     rows: dict[str, list[dict]] = {name: [] for name in TABLES[:-1]}
     for cid in sorted(pt["config_id"].unique(), key=natural_key):

@@ -4,6 +4,7 @@ from the definitions in ``modes/pointwise.py`` and ``modes/pairwise.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -23,6 +24,7 @@ from promptlottery.modes import (
     mode_names,
     mode_of_scale,
 )
+from promptlottery.prompts import load_group
 from promptlottery.prompts.scales import get_scale
 from tests.conftest import compose
 from tests.test_analysis_fixtures import config_a, judgments
@@ -65,7 +67,10 @@ def test_pointwise_shows_an_item_once_with_the_ordinary_key_and_no_columns():
     mode = get_mode("pointwise")
     (p,) = mode.presentations(ONE, position_swap=True)
     assert p.item is ONE and p.order is None
-    assert mode.key_parts(p, None) == {} and mode.assistant_prefix(object()) is None
+    assert mode.key_parts(p, None) == {} and mode.assistant_prefix(load_group("G1")) is None
+    # a pointwise group with an answer prefix (a rubric's "Score:") starts the answer with it, keyed
+    assert mode.assistant_prefix(dataclasses.replace(load_group("G1"), assistant_prefix="Score:")) == "Score:"
+    assert mode.key_parts(p, "Score:") == {"assistant_prefix": "Score:"}
     scale = get_scale("likert_1_5")
     assert mode.scoring_scale(scale, None) is scale
     # raters' list as JSON; one label: none

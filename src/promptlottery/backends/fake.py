@@ -74,6 +74,7 @@ class FakeBackend(Backend):
         label: str | None = None,
         inverted_variant: str = "P3",
         max_length: int | None = None,
+        honour_prefix: bool = False,
     ):
         check_choice("backbone.backend.behaviour", behaviour, BEHAVIOURS)
         if behaviour == "constant" and label is None:
@@ -100,12 +101,15 @@ class FakeBackend(Backend):
         self.replies = tuple(str(r) for r in replies)
         #: a context length in tokens (words): a longer request fails its batch, as a real model's
         self.max_length = max_length
+        #: continue a chat request's assistant turn after ``assistant_prefix``: the prefix enters the
+        #: hashed text (off by default, so the hash judge's answers to other requests stay as they were)
+        self.honour_prefix = bool(honour_prefix)
 
     @property
     def supports_assistant_prefix(self) -> bool:  # type: ignore[override]
         """A known behaviour answers the label that follows the prefix, whatever the prefix; the hash
-        judge hashes the rendered messages only, so it does not honour one."""
-        return self.behaviour != "hash"
+        judge hashes the rendered messages only, so it honours one only with ``honour_prefix``."""
+        return self.behaviour != "hash" or self.honour_prefix
 
     @property
     def context_length(self) -> int | None:
@@ -119,12 +123,15 @@ class FakeBackend(Backend):
                 ident["label"] = self.label
             if self.behaviour == "inverted":
                 ident["inverted_variant"] = self.inverted_variant
+        if self.honour_prefix:  # the prefix changes the hash judge's answers
+            ident["honour_prefix"] = True
         if self.replies:  # canned free-text answers change the output: they enter the cache key
             ident["replies"] = hashlib.sha256("\0".join(self.replies).encode()).hexdigest()[:16]
         return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
 
     def _text(self, r: JudgeRequest) -> str:
-        return _request_text(r)
+        text = _request_text(r)
+        return text + r.assistant_prefix if self.honour_prefix and r.assistant_prefix else text
 
     def known_label(self, r: JudgeRequest) -> str:
         """The one label a known behaviour answers ``r`` with (see the class docstring)."""

@@ -17,6 +17,7 @@ from promptlottery.calls.cache import CallCache, make_request
 from promptlottery.calls.loop import BatchPlan, CallStats, run_calls
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
+from promptlottery.errors import ConfigError
 from promptlottery.modes import DEFAULT_MODE, get_mode
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion
@@ -85,6 +86,8 @@ def build_requests(
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
     orders_of: dict[str, tuple[str, ...]] | None = None,
+    round_k: int | None = None,
+    earlier: dict[str, tuple[str, ...]] | None = None,
 ) -> list[tuple[Item, JudgeRequest]]:
     """One request per item and sample. A repeat sample computed under its own batch plan
     (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
@@ -95,16 +98,25 @@ def build_requests(
     presentations apart (a pair's order and the group's assistant prefix) are named parts of the key
     (a single presentation keeps the ordinary key). Every request carries its :class:`KnownAnswer`
     (``human_range``: the dataset's, for the pointwise label), outside the key. ``orders_of``
-    (pairwise, a sparse plan's cells): the orders judged for each item id instead."""
+    (pairwise, a sparse plan's cells): the orders judged for each item id instead. A mode that asks
+    in rounds (:meth:`JudgeMode.rounds`, an analytic batch): round ``round_k`` after each item's
+    greedy answers ``earlier`` (by item id), or every round after placeholder answers (``round_k``
+    None: for counting calls, the dry run)."""
     labels = group.scale.labels
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
     ident = backend.identity()
     mode = get_mode(condition.judge_mode)
     prefix = mode.assistant_prefix(group)
+    rounds = range(mode.rounds(group)) if round_k is None else (round_k,)
     out = []
     for item in items:
-        for shown in _presentations(mode, item, group, condition.position_swap, orders_of):
-            messages, prompt = _render(condition, group, shown.item, examples, prefix)
+        for shown in (
+            p
+            for k in rounds
+            for p in _presentations(mode, item, group, condition.position_swap, orders_of, k, earlier)
+        ):
+            own = prefix if shown.prefix is None else shown.prefix
+            messages, prompt = _render(condition, group, shown.item, examples, own)
             known = KnownAnswer(
                 condition.variant,
                 group.scale.scores,
@@ -126,10 +138,10 @@ def build_requests(
                         "text_version": group.version,
                         "text_hash": group.text_hash(condition.variant),
                         **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
-                        **mode.key_parts(shown, prefix),
+                        **mode.key_parts(shown, own),
                     },
                     # the presentation and the answer prefix are keyed as the mode's named parts
-                    assistant_prefix=prefix if messages is not None else None,
+                    assistant_prefix=own if messages is not None else None,
                     order=shown.order,
                     known=known,
                 )
@@ -137,9 +149,17 @@ def build_requests(
     return out
 
 
-def _presentations(mode, item: Item, group: PromptGroup, position_swap: bool, orders_of) -> list:
-    """The mode's presentations of ``item``; under a sparse plan's cells (``orders_of``) those of
-    the item's planned orders, in the plan's order."""
+def _presentations(
+    mode, item: Item, group: PromptGroup, position_swap: bool, orders_of, k: int = 0, earlier=None
+) -> list:
+    """The mode's presentations of ``item`` (in round ``k`` after ``earlier[item.id]`` where it asks
+    in rounds); under a sparse plan's cells (``orders_of``) those of the item's planned orders, in
+    the plan's order."""
+    if mode.rounds(group) > 1:
+        seen = None if earlier is None else earlier.get(item.id, ())
+        return mode.round_presentations(item, group=group, k=k, earlier=seen)
+    if k > 0:
+        return []
     if orders_of is None:
         return mode.presentations(item, group=group, position_swap=position_swap)
     by_order = {p.order: p for p in mode.presentations(item, group=group, position_swap=True)}
@@ -152,7 +172,10 @@ def _render(condition: Condition, group: PromptGroup, seen: Item, examples, pref
     if condition.prompt_format == "chat":
         return render_chat(group, condition.variant, seen), None
     if condition.prompt_format == "completion":
-        prompt = render_completion(group, condition.variant, seen, examples)
+        answer = group.completion_answer
+        prompt = render_completion(group, condition.variant, seen, examples, answer_prefix=answer)
+        if answer is None:  # the prefix its own paragraph
+            return None, "\n\n".join(p for p in (prompt, prefix) if p)
         return None, (f"{prompt} {prefix}" if prefix else prompt)
     raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
 
@@ -240,24 +263,57 @@ def judge(
     """
     if condition.criterion and not any(condition.criterion in it.human for it in items):
         logger.warning("no item has human label criterion=%s condition=%s", condition.criterion, condition.id)
-    pairs = build_requests(
-        items,
-        condition,
-        group,
-        backend,
-        decoding,
-        n_samples=n_samples,
-        examples=examples,
-        repeat_source=repeat_source,
-        human_range=human_range,
-        orders_of=orders_of,
-    )
     stats = CallStats()
+    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
+    calls = dict(max_retries=max_retries, backoff_s=backoff_s, repeat_source=repeat_source, plans=plans)
+    request_options = dict(n_samples=n_samples, examples=examples, repeat_source=repeat_source)
+    request_options.update(human_range=human_range, orders_of=orders_of)
+    n_rounds = get_mode(condition.judge_mode).rounds(group)
+    if n_rounds == 1:
+        pairs = build_requests(items, condition, group, backend, decoding, **request_options)
+        return _judged(pairs, condition, group, backend, cache, decoding, stats, **calls), stats
+    if n_samples != 1 or plans is not None or orders_of is not None:
+        raise ConfigError(
+            f"prompt group {group.id} asks its criteria in one reply (criteria_call={group.criteria_call}): "
+            "each position is read after the greedy answers before it, so only n_samples=1, "
+            "repeat_source=none and judge.design=full"
+        )
+    if condition.prompt_format == "chat" and not backend.supports_assistant_prefix:
+        raise ConfigError(
+            f"prompt group {group.id} reads each answer after the reply so far in the assistant turn, which "
+            f"backend {type(backend).__name__} does not honour (Backend.supports_assistant_prefix); use "
+            "backbone.prompt_format=completion"
+        )
+    so_far: dict[str, tuple[str, ...]] = {it.id: () for it in items}
+    tables = []
+    for k in range(n_rounds):  # round k: criterion k of every item whose earlier answers all have a label
+        pairs = build_requests(
+            items, condition, group, backend, decoding, **request_options, round_k=k, earlier=so_far
+        )
+        if not pairs:
+            break
+        table = _judged(
+            pairs, condition, group, backend, cache, decoding, stats, **calls, desc=f" position {k + 1}"
+        )
+        for item_id, argmax, parsed in zip(table["item_id"], table["argmax_label"], table["parsed_label"]):
+            greedy = argmax if isinstance(argmax, str) else parsed
+            if isinstance(greedy, str):
+                so_far[item_id] += (greedy,)
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True), stats
+
+
+def _judged(
+    pairs: list[tuple[Item, JudgeRequest]], condition: Condition, group: PromptGroup, backend: Backend,
+    cache: CallCache, decoding: Decoding, stats: CallStats, *, max_retries: int, backoff_s: float,
+    repeat_source: str, plans: dict[int, BatchPlan] | None, desc: str = "",
+) -> pd.DataFrame:  # fmt: skip
+    """``pairs`` answered (the cache first; a request too long for the context never sent) and
+    tabulated, the calls counted into ``stats``."""
     skipped = over_long(pairs, backend, decoding)
-    stats.over_long = len(skipped)
+    stats.over_long += len(skipped)
     requests = [r for _, r in pairs if r.key not in skipped]
     cached_keys = set(cache.get_many([r.key for r in requests]))
-    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
     # one call list per batch plan: under `none` all samples together, under `batch` one per sample
     groups = (
         {None: requests}
@@ -266,24 +322,16 @@ def judge(
     )
     answers: dict[str, JudgeResponse] = {}
     for k, reqs in groups.items():
+        where = (condition.id if k is None else f"{condition.id} sample {k}") + desc
         answers.update(
-            run_calls(
-                reqs,
-                backend,
-                cache,
-                decoding,
-                stats=stats,
-                max_retries=max_retries,
-                backoff_s=backoff_s,
-                desc=condition.id if k is None else f"{condition.id} sample {k}",
-                plan=None if k is None else plans[k],
-            )
-        )
+            run_calls(reqs, backend, cache, decoding, stats=stats, max_retries=max_retries, backoff_s=backoff_s,
+                      desc=where, plan=None if k is None else plans[k])
+        )  # fmt: skip
     table = judgments_table(
         pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source, skipped
     )
     stats.total += len(skipped)
-    return table, stats
+    return table
 
 
 def over_long(pairs: list[tuple[Item, JudgeRequest]], backend: Backend, decoding: Decoding) -> dict[str, str]:

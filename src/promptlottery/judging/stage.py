@@ -135,7 +135,7 @@ def check_inputs(cfg: DictConfig) -> None:
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
         seen = mode.presentations(it, group=group, position_swap=False)[0].item
         if condition.prompt_format == "completion":
-            render_completion(group, condition.variant, seen, [])
+            render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
         else:
             render_chat(group, condition.variant, seen)
 
@@ -179,8 +179,10 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
         cfg,
         cache,
         output_dir,
+        # a mode asking in rounds: the first round's keys, the only ones known before any answer
         keys=lambda: [
-            r.key for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
+            r.key
+            for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of, 0)
         ],
     )
     if cfg.dry_run:
@@ -278,8 +280,11 @@ def _write(job: StageJob, df, stats, backend, walk_summary: dict) -> dict[str, A
     return record
 
 
-def _requests(cfg, items, condition, group, backend, decoding, examples, orders_of=None) -> list:
-    """The job's (item, request) pairs, as the runner will build them (for counting, not calling)."""
+def _requests(
+    cfg, items, condition, group, backend, decoding, examples, orders_of=None, round_k=None
+) -> list:
+    """The job's (item, request) pairs, as the runner will build them (for counting, not calling; a
+    mode asking in rounds: after placeholder answers, or round ``round_k`` alone)."""
     return build_requests(
         items,
         condition,
@@ -290,6 +295,7 @@ def _requests(cfg, items, condition, group, backend, decoding, examples, orders_
         examples=examples,
         repeat_source=cfg.repeat_source,
         orders_of=orders_of,
+        round_k=round_k,
     )
 
 

@@ -7,8 +7,29 @@ the criterion judged (``{{ criterion }}``, ``{{ criterion_description }}``). Eve
 answer is read on the group's scale and its row carries the criterion as its ``criterion`` and the
 item's human label for it (``human[criterion]``, e.g. the ASAP++ traits of an ASAP essay), so each
 criterion is a configuration of its own in the grid and the lottery analysis measures the
-wording sensitivity per criterion. Missing here: the study's *batch* condition (all criteria in one
-reply, scored position by position) and its examples and context (rubrics/prompts.py).
+wording sensitivity per criterion.
+
+A criterion entry may be a mapping with a ``name`` (``{{ criterion_name }}``, and how a batch
+reply names it), a ``context`` (the edited rubric's added context, ``{{ criterion_context }}``) and
+``examples`` (the solved examples shown for it, ``{{ criterion_examples }}``: the study's ``3ex``
+and edited conditions show each criterion's scored example essays). A group whose entries give
+any of these has all three variables, empty where an entry gives none.
+
+**Batch** (``criteria_call: batch`` in the group; the study's "all sub-criteria in one prompt"): the
+prompt lists every criterion (``{{ criteria }}``: one ``name: description`` line each;
+``{{ criteria_context }}``: one ``name: context`` line per criterion that has one) and asks for all
+the answers in one reply. A backend reads label probabilities at one position only, so criterion
+k is asked in round k with the reply so far as the answer's start, teacher-forced with the model's
+own greedy answers (the most probable scale label, else the parsed one) of the earlier criteria::
+
+    Content: 4\nOrganization: 3\nWord Choice:        <- p(label) read here, for criterion 3
+
+An item whose earlier answer has no label stops there. The reply so far is a named part of the key
+(``assistant_prefix``) and the row's ``criterion_position`` is k (from 1).
+
+A separate group's ``assistant_prefix`` is rendered per criterion (``"{{ criterion_name }}:"``:
+each answer read after the criterion's name, as the rubric study reads it) and keyed as well; a
+group without one keeps the key of the criterion alone.
 """
 
 from __future__ import annotations
@@ -20,6 +41,7 @@ from typing import Any
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
+from promptlottery.prompts.groups import render
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.prompts.scales import Scale
 
@@ -52,16 +74,47 @@ class Analytic(JudgeMode):
             )
 
     def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
-        return [
-            Presentation(
-                dataclasses.replace(item, inputs={**item.inputs, "criterion": c, "criterion_description": d}),
-                part=c,
-            )
-            for c, d in group.criteria
-        ]
+        if group.criteria_call == "batch":  # every position, after placeholder answers
+            return [
+                p
+                for k in range(len(group.criteria))
+                for p in self.round_presentations(item, group=group, k=k, earlier=None)
+            ]
+        shown = [(c, _shown(item, group, c, d)) for c, d in group.criteria]
+        return [Presentation(it, part=c, prefix=_own_prefix(group, it)) for c, it in shown]
+
+    def rounds(self, group) -> int:
+        return len(group.criteria) if group.criteria_call == "batch" else 1
+
+    def round_presentations(
+        self, item: Item, *, group, k: int, earlier: tuple[str, ...] | None
+    ) -> list[Presentation]:
+        """Batch: criterion ``k`` after the greedy answers ``earlier`` (None: the scale's first label
+        in their place); none once an earlier answer is missing."""
+        if group.criteria_call != "batch":
+            return super().round_presentations(item, group=group, k=k, earlier=earlier)
+        if k >= len(group.criteria) or (earlier is not None and len(earlier) != k):
+            return []
+        answers = earlier if earlier is not None else (group.scale.labels[0],) * k
+        names = [_name(group, c) for c, _ in group.criteria]
+        so_far = "".join(f"{n}: {a}\n" for n, a in zip(names[:k], answers))
+        listing = {
+            "criteria": "\n".join(f"{n}: {d}" for n, (_, d) in zip(names, group.criteria)),
+            "criteria_context": "\n".join(
+                f"{n}: {group.criteria_info[c]['context']}"
+                for n, (c, _) in zip(names, group.criteria)
+                if "context" in group.criteria_info.get(c, {})
+            ),
+            "criterion_position": str(k + 1),
+        }
+        c, d = group.criteria[k]
+        return [Presentation(_shown(item, group, c, d, listing), part=c, prefix=f"{so_far}{names[k]}:")]
 
     def key_parts(self, p: Presentation, prefix: str | None) -> dict[str, Any]:
-        return {"criterion": p.part}
+        """The criterion; a batch position also the reply so far (the answer's start)."""
+        return (
+            {"criterion": p.part} if p.prefix is None else {"criterion": p.part, "assistant_prefix": prefix}
+        )
 
     def known_label(
         self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range
@@ -77,11 +130,39 @@ class Analytic(JudgeMode):
         """The criterion judged and its human label, in the place of the condition's."""
         criterion = item.inputs["criterion"]
         own = item.human.get(criterion)
+        position = item.inputs.get("criterion_position")
         return {
             "criterion": criterion,
             "human": item.human_score(criterion),
             "human_raters": json.dumps(own) if isinstance(own, (list, tuple)) else None,
+            **({"criterion_position": int(position)} if position is not None else {}),
         }
+
+
+def _own_prefix(group, shown: Item) -> str | None:
+    """A separate criterion's answer prefix: the group's ``assistant_prefix`` rendered with the
+    criterion's variables (``"{{ criterion_name }}:"`` reads each answer after its own name)."""
+    if not group.assistant_prefix:
+        return None
+    return render(group.assistant_prefix, shown.inputs, where=f"prompt group {group.id} assistant_prefix")
+
+
+def _name(group, criterion: str) -> str:
+    return group.criteria_info.get(criterion, {}).get("name", criterion)
+
+
+def _shown(item: Item, group, criterion: str, description: str, extra: dict | None = None) -> Item:
+    """``item`` as shown for ``criterion``: its inputs and the criterion's template variables (its
+    name and context where the group's entries give them)."""
+    own = {"criterion": criterion, "criterion_description": description}
+    if group.criteria_info:
+        info = group.criteria_info.get(criterion, {})
+        own.update(
+            criterion_name=info.get("name", criterion),
+            criterion_context=info.get("context", ""),
+            criterion_examples=info.get("examples", ""),
+        )
+    return dataclasses.replace(item, inputs={**item.inputs, **own, **(extra or {})})
 
 
 MODES.register(Analytic.name, Analytic())

@@ -24,12 +24,15 @@ __all__ = ["JudgeMode", "ModeError", "Presentation"]
 @dataclass(frozen=True)
 class Presentation:
     """One way an item is shown to the judge: the item as seen, the pair order ("12" / "21" of a
-    pairwise judge; None otherwise) and the part of the item judged (an analytic judge's criterion;
-    None where the item is judged whole)."""
+    pairwise judge; None otherwise), the part of the item judged (an analytic judge's criterion;
+    None where the item is judged whole) and the text the answer starts with where it is the
+    presentation's own (an analytic batch position: the reply so far; None: the mode's
+    :meth:`JudgeMode.assistant_prefix`)."""
 
     item: Item
     order: str | None = None
     part: str | None = None
+    prefix: str | None = None
 
 
 class JudgeMode:
@@ -110,6 +113,19 @@ class JudgeMode:
         """How ``item`` is shown with prompt group ``group``, each presentation a call of its own
         (in this order)."""
         raise NotImplementedError
+
+    def rounds(self, group) -> int:
+        """How many rounds an item's presentations are asked in: 1 (all at once), or more where a
+        round's requests read the answers of the rounds before it (:meth:`round_presentations`)."""
+        return 1
+
+    def round_presentations(
+        self, item: Item, *, group, k: int, earlier: tuple[str, ...] | None
+    ) -> list[Presentation]:
+        """Round ``k``'s presentations of ``item`` after the greedy answers ``earlier`` of its
+        rounds ``0..k-1`` (None: placeholders, for counting calls without calling); a mode of one
+        round presents the item whole in round 0."""
+        return self.presentations(item, group=group) if k == 0 else []
 
     def assistant_prefix(self, group) -> str | None:
         """The text the judge's answer starts with (None: the group's is not used by this mode)."""

@@ -13,7 +13,8 @@ from promptlottery.prompts.scales import Scale
 
 
 class Pointwise(JudgeMode):
-    """One request per item (and sample), the ordinary cache key, no columns of its own."""
+    """One request per item (and sample), the ordinary cache key (with the group's answer prefix,
+    where it has one), no columns of its own."""
 
     name = "pointwise"
     scale_kind = "pointwise"
@@ -47,6 +48,14 @@ class Pointwise(JudgeMode):
 
     def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
         return [Presentation(item)]
+
+    def assistant_prefix(self, group) -> str | None:
+        """The group's answer prefix (a rubric's ``"Score:"``); most pointwise groups have none."""
+        return group.assistant_prefix
+
+    def key_parts(self, p: Presentation, prefix: str | None) -> dict[str, Any]:
+        """The ordinary key; a group's answer prefix is a named part of it."""
+        return {"assistant_prefix": prefix} if prefix else {}
 
     def known_label(
         self, item: Item, criterion: str, scale: Scale, p: Presentation | None, human_range

@@ -71,6 +71,17 @@ class PromptGroup:
     #: call of its own (``judge.mode=analytic``), the template naming ``{{ criterion }}`` and
     #: ``{{ criterion_description }}``; empty for a group that judges the item whole
     criteria: tuple[tuple[str, str], ...] = ()
+    #: per criterion, what a criterion entry gives besides its description: ``name`` (how the
+    #: prompt and a batch reply name it, ``{{ criterion_name }}``; default: the criterion),
+    #: ``context`` (an edited rubric's added context, ``{{ criterion_context }}``) and ``examples``
+    #: (solved examples shown for it, ``{{ criterion_examples }}``)
+    criteria_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: how an analytic group's criteria are asked: ``separate`` (a call per criterion) or ``batch``
+    #: (all in one reply, ``{{ criteria }}`` listing them, each scored at its own position)
+    criteria_call: str = "separate"
+    #: the line a completion prompt's answer follows (``"Answer:"``, then the answer prefix); None:
+    #: the prompt ends with the answer prefix as its own paragraph (the rubric study's layout)
+    completion_answer: str | None = "Answer:"
 
     def variant(self, variant_id: str) -> Variant:
         if variant_id not in self.variants:
@@ -133,13 +144,38 @@ def load_group(group_id: str, groups_dir: str | None = None) -> PromptGroup:
     return group
 
 
-def _criteria(raw) -> tuple[tuple[str, str], ...]:
-    """A group file's ``criteria:`` mapping (criterion: description), in order."""
+#: what a ``criteria:`` entry may give as a mapping (a plain entry is its description)
+CRITERION_KEYS = ("description", "name", "context", "examples")
+CRITERIA_CALLS = ("separate", "batch")
+
+
+def _criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
+    """A group file's ``criteria:`` mapping, in order: ``((criterion, description), ...)`` and each
+    mapping entry's ``name`` / ``context`` / ``examples`` (criterion: description, or criterion:
+    {description:, name:, context:, examples:})."""
     if raw is None:
-        return ()
+        return (), {}
     if not isinstance(raw, dict) or not raw:
         raise TypeError("criteria must map each criterion to its description")
-    return tuple((str(c), str(d or "")) for c, d in raw.items())
+    pairs, info = [], {}
+    for c, entry in raw.items():
+        if isinstance(entry, dict):
+            unknown = sorted(set(entry) - set(CRITERION_KEYS))
+            if unknown:
+                raise TypeError(f"criterion {c}: unknown keys {unknown} (known: {', '.join(CRITERION_KEYS)})")
+            info[str(c)] = {k: str(entry[k]) for k in CRITERION_KEYS[1:] if entry.get(k) is not None}
+            entry = entry.get("description")
+        pairs.append((str(c), str(entry or "")))
+    return tuple(pairs), {c: v for c, v in info.items() if v}
+
+
+def _criteria_call(raw, criteria) -> str:
+    call = str(raw or "separate")
+    if call not in CRITERIA_CALLS:
+        raise ValueError(f"criteria_call={call!r}; valid: {', '.join(CRITERIA_CALLS)}")
+    if call != "separate" and not criteria:
+        raise ValueError(f"criteria_call={call} but the group names no criteria")
+    return call
 
 
 def load_group_file(path: str | Path) -> PromptGroup:
@@ -157,6 +193,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
             )
             for vid, v in raw["variants"].items()
         }
+        criteria, info = _criteria(raw.get("criteria"))
         group = PromptGroup(
             id=str(raw["id"]),
             judge_family=raw["judge_family"],
@@ -167,7 +204,10 @@ def load_group_file(path: str | Path) -> PromptGroup:
             held_out=bool(raw.get("held_out", False)),
             family_type=str(raw.get("family_type") or "other"),
             assistant_prefix=raw.get("assistant_prefix") or None,
-            criteria=_criteria(raw.get("criteria")),
+            criteria=criteria,
+            criteria_info=info,
+            criteria_call=_criteria_call(raw.get("criteria_call"), criteria),
+            completion_answer=raw.get("completion_answer", "Answer:"),
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
@@ -254,13 +294,21 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         "description": group.description,
         **({"family_type": group.family_type} if group.family_type != "other" else {}),
         **({"assistant_prefix": group.assistant_prefix} if group.assistant_prefix else {}),
-        **({"criteria": dict(group.criteria)} if group.criteria else {}),
+        **({"criteria": _dump_criteria(group)} if group.criteria else {}),
+        **({"criteria_call": group.criteria_call} if group.criteria_call != "separate" else {}),
+        **({"completion_answer": group.completion_answer} if group.completion_answer != "Answer:" else {}),
         **extra,
         "variants": variants,
     }
     path = Path(path)
     path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
     return path
+
+
+def _dump_criteria(group: PromptGroup) -> dict:
+    """The ``criteria:`` mapping as written: a plain description, or a mapping where an entry has more."""
+    info = group.criteria_info
+    return {c: {"description": d, **info[c]} if c in info else d for c, d in group.criteria}
 
 
 def text_variables(template: str) -> set[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promptlottery.data.schema import Item
-from promptlottery.prompts.groups import PromptGroup, render
+from promptlottery.prompts.groups import PromptError, PromptGroup, render
 from promptlottery.prompts.scales import Scale
 
 
@@ -35,15 +35,21 @@ def render_completion(
     item: Item,
     examples: list[tuple[Item, str]] = (),
     *,
-    answer_prefix: str = "Answer:",
+    answer_prefix: str | None = "Answer:",
 ) -> str:
-    """Completion-style prompt for base models: instructions, solved examples, then the item."""
+    """Completion-style prompt for base models: instructions, solved examples, then the item and the
+    line its answer follows (``answer_prefix``; None: none, the item's text ends the prompt)."""
     v = group.variant(variant_id)
     where = f"prompt group {group.id} variant {variant_id}, item {item.id}"
     parts = [render(v.system, item_variables(item), where=where)] if v.system else []
+    if examples and answer_prefix is None:
+        raise PromptError(
+            f"{where}: solved examples need an answer line; the group has completion_answer: null"
+        )
     for ex, label in examples:
         parts.append(f"{render(v.user, item_variables(ex), where=where)}\n{answer_prefix} {label}")
-    parts.append(f"{render(v.user, item_variables(item), where=where)}\n{answer_prefix}")
+    user = render(v.user, item_variables(item), where=where)
+    parts.append(user if answer_prefix is None else f"{user}\n{answer_prefix}")
     return "\n\n".join(parts)
 
 

@@ -47,6 +47,8 @@ for _name, _target in {
     "lottery": "promptlottery.analysis.stage:lottery",
     "paraphrase": "promptlottery.stages.paraphrase:paraphrase",
     "rubric": "promptlottery.rubrics.stage:rubric",
+    "rubric_judge": "promptlottery.rubrics.grid_stage:rubric_judge",
+    "rubric_tables": "promptlottery.rubrics.grid_stage:rubric_tables",
     "validate_prompts": "promptlottery.stages.validation:validate_prompts",
 }.items():
     STAGES.register(_name, _target)

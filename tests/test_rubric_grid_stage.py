@@ -1,0 +1,91 @@
+"""The rubric study as a sweep of judge-grid jobs (``stage=rubric_judge``, one per condition and
+backbone) and its tables (``stage=rubric_tables``): on rubric set 1 with the tests' oracle (chat)
+and hash (completion) judges, the tables are byte-identical to the study's own
+(tests/fixtures/rubric_set1); a re-run job answers from the call cache; a job's dry run counts its
+calls before any is made."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptlottery.backends.fake import FakeBackend
+from promptlottery.errors import ConfigError
+from promptlottery.stages import run_stage
+from tests.test_rubric_fixture import FIXTURE
+from tests.test_rubric_study import OracleJudge, RecordingFake, compose_rubric, make_asap
+
+LIMIT = 12
+CONDITIONS = ["holistic_all", "holistic_three", "analytic_separate", "analytic_batch", "analytic_edited"]
+BACKENDS = {
+    "smollm2": lambda: OracleJudge(model="oracle"),
+    "gemma3_270m": lambda: RecordingFake(model="hash"),
+}
+
+
+def test_the_rubric_sweep_on_the_grid_gives_the_studys_tables_byte_for_byte(tmp_path):
+    data = make_asap(tmp_path / "data")
+
+    def cfg(*extra):
+        return compose_rubric("rubric_asap_set1", data, tmp_path, [f"dataset.limit={LIMIT}", *extra])
+
+    dry = run_stage(cfg("stage=rubric_judge", "rubric.condition=analytic_batch", "backbone=smollm2", "dry_run=true"),
+                    tmp_path / "dry", backend=BACKENDS["smollm2"]())  # fmt: skip
+    assert dry["estimate"]["calls"] == 5 * LIMIT and dry["estimate"]["cached_calls"] == 0
+    assert "cost_usd" in dry["estimate"]
+    calls = 0
+    for backbone, make in BACKENDS.items():
+        for cond in CONDITIONS:
+            over = ("stage=rubric_judge", f"rubric.condition={cond}", f"backbone={backbone}")
+            rec = run_stage(cfg(*over), tmp_path / "sweep" / f"{backbone}_{cond}", backend=make())
+            assert rec["status"] == "ok" and rec["calls"]["cache_misses"] == rec["calls"]["total"]
+            calls += rec["calls"]["total"]
+    assert calls == 2 * (2 * LIMIT + 3 * 5 * LIMIT)
+    again = run_stage(cfg("stage=rubric_judge", "rubric.condition=analytic_batch", "backbone=gemma3_270m"),
+                      tmp_path / "again", backend=BACKENDS["gemma3_270m"]())  # fmt: skip
+    assert again["calls"]["cache_hits"] == again["calls"]["total"] == 5 * LIMIT
+    record = run_stage(cfg("stage=rubric_tables", f"rubric.runs={tmp_path / 'sweep'}"), tmp_path / "tables")
+    assert record["status"] == "ok" and record["n_jobs"] == 10
+    pinned = [p for p in sorted(FIXTURE.rglob("*")) if p.is_file() and p.name != "calls.csv"]
+    assert len(pinned) == 19
+    for path in pinned:
+        rel = path.relative_to(FIXTURE)
+        assert (tmp_path / "tables" / rel).read_bytes() == path.read_bytes(), rel
+
+
+def test_a_missing_condition_or_job_is_one_line(tmp_path):
+    data = make_asap(tmp_path / "data")
+    cfg = compose_rubric(
+        "rubric_asap_set1",
+        data,
+        tmp_path,
+        ["dataset.limit=6", "stage=rubric_judge", "rubric.condition=holistc"],
+    )
+    with pytest.raises(ConfigError, match=r"^rubric.condition='holistc': must be one of \['holistic_all'"):
+        run_stage(cfg, tmp_path / "bad", backend=BACKENDS["smollm2"]())
+    one = compose_rubric(
+        "rubric_asap_set1",
+        data,
+        tmp_path,
+        ["dataset.limit=6", "stage=rubric_judge", "rubric.condition=holistic_all", "backbone=smollm2"],
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^backbone smollm2: backend FakeBackend does not honour JudgeRequest.assistant_prefix",
+    ):
+        run_stage(one, tmp_path / "plain", backend=FakeBackend())
+    run_stage(one, tmp_path / "sweep" / "one", backend=BACKENDS["smollm2"]())
+    tables = compose_rubric(
+        "rubric_asap_set1",
+        data,
+        tmp_path,
+        ["dataset.limit=6", "stage=rubric_tables", f"rubric.runs={tmp_path / 'sweep'}"],
+    )
+    with pytest.raises(
+        ConfigError, match=r"^rubric.runs: no judgments of holistic_three by smollm2 \(of 4 missing\)$"
+    ):
+        run_stage(tables, tmp_path / "tables")
+    other = compose_rubric("rubric_asap_set1", data, tmp_path, ["dataset.limit=7", "stage=rubric_tables", f"rubric.runs={tmp_path / 'sweep'}"])  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"judged other items than this sample of 7 \(dataset.limit / dataset.seed"
+    ):
+        run_stage(other, tmp_path / "tables7")

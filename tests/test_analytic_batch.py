@@ -179,7 +179,7 @@ def test_batch_judging_of_asap_set_1_through_the_judge_stage_and_its_dry_run(tmp
     """5 traits x 3 essays on the oracle: one call per trait and essay, each trait's human label, the
     trait's position in the reply; the dry run counts the same 15 calls before any is made."""
     from promptlottery.judging.grid import JudgmentGrid
-    from promptlottery.judging.table import load_judgments
+    from promptlottery.judging.load import load_judgments
     from promptlottery.stages import run_stage
 
     over = ["backbone=fake", "backbone.backend.behaviour=oracle", "dataset=asap_set1", "dataset.limit=3",

@@ -37,6 +37,7 @@ from ._validation import (
 
 __all__ = [
     "BootstrapResult",
+    "Seed",
     "resample_indices",
     "bootstrap_ci",
     "item_mean",

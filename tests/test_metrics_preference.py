@@ -1,5 +1,6 @@
-"""promptlottery.metrics.preference and the cluster bootstrap: definitions checked on cases worked
-out by hand (the arithmetic is in the comments), never against the code's own output."""
+"""promptlottery.metrics.preference, preference_humans, preference_ranks and the cluster bootstrap:
+definitions checked on cases worked out by hand (the arithmetic is in the comments), never against
+the code's own output."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from promptlottery.metrics import (
     fleiss_kappa,
 )
 from promptlottery.metrics import preference as pm
+from promptlottery.metrics import preference_humans as ph
+from promptlottery.metrics import preference_ranks as pr
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
 
 # the toy of issue 25 at the array level, wording P1: verdicts of orders 12 / 21 in the pair's terms
@@ -64,13 +67,13 @@ def test_always_a_judge():
 def test_human_agreement_by_hand():
     judge = pm.two_order_verdict(pm.order_resolved(P1_FIRST, P1_SECOND))  # 1, tie, tie, 1
     # human ties excluded: q1 1=1, q2 tie != 2, q4 1=1 -> 2/3
-    assert pm.preference_agreement(judge, HUMAN) == pytest.approx(2 / 3)
+    assert ph.preference_agreement(judge, HUMAN) == pytest.approx(2 / 3)
     # ties a class: q1, q3 (tie = tie), q4 right -> 3/4
-    assert pm.preference_agreement(judge, HUMAN, ties="class") == 0.75
+    assert ph.preference_agreement(judge, HUMAN, ties="class") == 0.75
     # FastChat w/o tie: q2 (judge tie) and q3 (human tie) skipped: q1, q4 right -> 2/2
-    assert pm.preference_agreement(judge, HUMAN, ties="exclude_both") == 1.0
+    assert ph.preference_agreement(judge, HUMAN, ties="exclude_both") == 1.0
     # an inconsistent verdict passed as such reads as a tie
-    assert pm.preference_agreement(["inconsistent"], ["tie"], ties="class") == 1.0
+    assert ph.preference_agreement(["inconsistent"], ["tie"], ties="class") == 1.0
 
 
 def test_autoj_and_judgebench_rules_by_hand():
@@ -85,25 +88,25 @@ def test_autoj_and_judgebench_rules_by_hand():
     first = ["1", "tie", "1", "2", "tie", None]
     second = ["tie", "1", "2", "2", "tie", "1"]
     gold = ["1", "1", "1", "2", "tie", "1"]
-    assert pm.autoj_agreement(first, second, gold) == pytest.approx(2 / 6)
-    assert pm.judgebench_agreement(first, second, gold) == pytest.approx(4 / 5)
+    assert ph.autoj_agreement(first, second, gold) == pytest.approx(2 / 6)
+    assert ph.judgebench_agreement(first, second, gold) == pytest.approx(4 / 5)
     # FastChat's w/o tie on the same pairs reads the order-resolved verdict: only p4 is consistent and untied
     resolved = pm.order_resolved(first, second)
-    assert pm.preference_agreement(resolved, gold, ties="exclude_both") == 1.0
+    assert ph.preference_agreement(resolved, gold, ties="exclude_both") == 1.0
 
 
 def test_rater_agreements_by_hand():
     raters = [["1", "1", "2"], ["2", "2", "2"], ["tie", "tie", "1"], ["1", "tie", "1"]]
     # w/o tie: q1 (1,1) agree, (1,2) x2 not -> 1/3; q2 3/3; q3 every pair has a tie -> 0/0;
     # q4 only (1,1) -> 1/1; pooled 5/7
-    assert pm.rater_agreement(raters, ties="exclude") == pytest.approx(5 / 7)
+    assert ph.rater_agreement(raters, ties="exclude") == pytest.approx(5 / 7)
     # w/ tie: q1 1/3, q2 3/3, q3 (tie,tie) 1/3, q4 (1,1) 1/3 -> 6/12
-    assert pm.rater_agreement(raters, ties="class") == 0.5
+    assert ph.rater_agreement(raters, ties="class") == 0.5
     judge = ["1", "tie", "tie", "1"]
     # w/o tie: q1 "1" vs 1,1,2 -> 2/3; q2, q3 judge tie skipped; q4 "1" vs 1,1 (tie vote skipped) -> 2/2; 4/5
-    assert pm.judge_rater_agreement(judge, raters, ties="exclude") == pytest.approx(0.8)
+    assert ph.judge_rater_agreement(judge, raters, ties="exclude") == pytest.approx(0.8)
     # w/ tie: q1 2/3, q2 tie vs 2,2,2 0/3, q3 tie vs tie,tie,1 2/3, q4 2/3 -> 6/12
-    assert pm.judge_rater_agreement(judge, raters, ties="class") == 0.5
+    assert ph.judge_rater_agreement(judge, raters, ties="class") == 0.5
 
 
 def test_win_rates_and_bradley_terry_on_a_known_ranking():
@@ -111,19 +114,19 @@ def test_win_rates_and_bradley_terry_on_a_known_ranking():
     s1 = ["x"] * 4 + ["y"] * 4 + ["x"] * 4 + ["x"]
     s2 = ["y"] * 4 + ["z"] * 4 + ["z"] * 4 + ["y"]
     v = ["1", "1", "1", "2"] + ["1", "1", "1", "2"] + ["1"] * 4 + ["tie"]
-    wr = pm.win_rates(s1, s2, v)
+    wr = pr.win_rates(s1, s2, v)
     # x: 3 + 4 + 0.5 points of 9 games; y: 1 + 3 + 0.5 of 9; z: 1 of 8
     assert wr["x"] == pytest.approx(7.5 / 9)
     assert wr["y"] == pytest.approx(4.5 / 9)
     assert wr["z"] == pytest.approx(1 / 8)
-    bt = pm.bradley_terry(s1, s2, v)
+    bt = pr.bradley_terry(s1, s2, v)
     assert list(bt.sort_values(ascending=False).index) == ["x", "y", "z"]
     assert bt.mean() == pytest.approx(0.0, abs=1e-9)
     # two systems, 3 wins to 1 loss: the MLE strength gap is log(3); a tie is half a win, half a loss:
     # 3.5 wins to 1.5 losses -> log(3.5 / 1.5)
-    two = pm.bradley_terry(["a"] * 4, ["b"] * 4, ["1", "1", "1", "2"], C=1e8)
+    two = pr.bradley_terry(["a"] * 4, ["b"] * 4, ["1", "1", "1", "2"], C=1e8)
     assert two["a"] - two["b"] == pytest.approx(math.log(3), abs=1e-4)
-    tie = pm.bradley_terry(["a"] * 5, ["b"] * 5, ["1", "1", "1", "2", "tie"], C=1e8)
+    tie = pr.bradley_terry(["a"] * 5, ["b"] * 5, ["1", "1", "1", "2", "tie"], C=1e8)
     assert tie["a"] - tie["b"] == pytest.approx(math.log(3.5 / 1.5), abs=1e-4)
 
 
@@ -132,13 +135,13 @@ def test_resampled_win_rates_count_each_game_by_its_copies():
     pts = np.array([[1.0, 0.0], [0.5, np.nan], [0.0, 1.0]])
     codes = np.array([[0, 1], [0, 2], [1, 2]])
     w = np.array([[1, 1, 1], [2, 0, 1]])  # the identity draw, then x-y twice, x-z left out, y-z once
-    out = pm.win_rates_resampled(w, pts, codes, 3)
+    out = pr.win_rates_resampled(w, pts, codes, 3)
     # draw 1, wording 1: x (1 + 0.5) / 2, y 0 / 2, z (0.5 + 1) / 2; wording 2: x 0 / 1, y (1 + 1) / 2, z 0 / 1
     assert out[0].tolist() == [[0.75, 0.0], [0.0, 1.0], [0.75, 0.0]]
     # draw 2, wording 1: x 2 / 2, y 0 / 3, z 1 / 1; wording 2: x 0 / 2, y (2 + 1) / 3, z 0 / 1
     assert out[1].tolist() == [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
     # a system without a game under a draw: NaN
-    assert np.isnan(pm.win_rates_resampled(np.array([[1, 0, 0]]), pts, codes, 3)[0, 2]).all()
+    assert np.isnan(pr.win_rates_resampled(np.array([[1, 0, 0]]), pts, codes, 3)[0, 2]).all()
 
 
 def test_resampled_win_rates_on_the_identity_draw_equal_win_rates():
@@ -147,8 +150,8 @@ def test_resampled_win_rates_on_the_identity_draw_equal_win_rates():
     games = [rng.choice(4, size=2, replace=False) for _ in range(40)]
     verdicts = rng.choice(["1", "2", "tie"], size=40)
     points = np.array([[{"1": 1.0, "2": 0.0, "tie": 0.5}[v]] for v in verdicts])
-    got = pm.win_rates_resampled(np.ones((1, 40)), points, np.array(games), 4)[0, :, 0]
-    want = pm.win_rates([names[g[0]] for g in games], [names[g[1]] for g in games], verdicts)
+    got = pr.win_rates_resampled(np.ones((1, 40)), points, np.array(games), 4)[0, :, 0]
+    want = pr.win_rates([names[g[0]] for g in games], [names[g[1]] for g in games], verdicts)
     assert got.tolist() == want.reindex(names).tolist()  # exactly: sums of halves
 
 
@@ -158,7 +161,7 @@ def test_rank_flips_by_hand():
     # pair signs (x,y), (x,z), (y,z): P1 + + -, P2 - - -, P3 + - -
     # tau: P1-P2 (-1 -1 +1)/3 = -1/3, P1-P3 (+1 -1 +1)/3 = 1/3, P2-P3 (-1 +1 +1)/3 = 1/3: mean 1/9
     # flips: 2/3, 1/3, 1/3 -> 4/9; ranks P1 (1,3,2), P2 (3,2,1), P3 (2,3,1): changes 3/3, 2/3, 2/3 -> 7/9
-    out = pm.rank_flips(s)
+    out = pr.rank_flips(s)
     assert out["kendall_tau"] == pytest.approx(1 / 9)
     assert out["flip_share"] == pytest.approx(4 / 9)
     assert out["rank_change_share"] == pytest.approx(7 / 9)
@@ -168,10 +171,10 @@ def test_rank_flips_resampled_equals_the_loop():
     rng = np.random.default_rng(3)
     x = np.round(rng.uniform(size=(40, 6, 4)), 1)  # ties on purpose
     x[rng.random(x.shape) < 0.1] = np.nan
-    batch = pm.rank_flips_resampled(x)
+    batch = pr.rank_flips_resampled(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loop = np.array([list(pm.rank_flips(m).values()) for m in x])
+        loop = np.array([list(pr.rank_flips(m).values()) for m in x])
     np.testing.assert_allclose(batch, loop, atol=1e-12, equal_nan=True)
 
 
@@ -179,7 +182,7 @@ def test_bad_preferences():
     with pytest.raises(ValueError, match=r"first\[1\] = 'A' is not a preference"):
         pm.position_consistency(["1", "A"], ["1", "2"])
     with pytest.raises(ValueError, match="ties='x' is not valid"):
-        pm.preference_agreement(["1"], ["1"], ties="x")
+        ph.preference_agreement(["1"], ["1"], ties="x")
     with pytest.warns(UndefinedMetricWarning):
         assert np.isnan(pm.position_consistency(["1", None], [None, "2"]))
 

@@ -15,9 +15,12 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from promptlottery.backends.base import Decoding
 from promptlottery.checks import check_choice, check_int, check_range, fail
 from promptlottery.errors import ConfigError
 from promptlottery.modes import DEFAULT_MODE, get_mode
+from promptlottery.prompts.groups import PromptError, load_group, load_group_file
+from promptlottery.tracking.jobdir import check_path_id, unique_suffix
 
 
 @dataclass
@@ -183,8 +186,6 @@ def group_variants(group_file: str | None, mode: str | None = None, template: st
     hydra.sweeper.params); one template file (``judge.template``): its one variant, ``P1``; no file in a
     mode with a built-in group (pairwise: G17): that group's. An unknown mode is named first (the
     variants of a group are the wrong question when the mode is a typo)."""
-    from promptlottery.prompts.groups import PromptError, load_group, load_group_file
-
     builtin = get_mode(mode or DEFAULT_MODE).default_group
     if group_file:
         return ",".join(load_group_file(group_file).variants)
@@ -202,8 +203,6 @@ def group_variants(group_file: str | None, mode: str | None = None, template: st
 
 
 def register_configs() -> None:
-    from promptlottery.tracking.jobdir import check_path_id, unique_suffix
-
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
     # per-process suffix of run / sweep dir names; cached so every use in one config agrees
     OmegaConf.register_new_resolver("unique", unique_suffix, use_cache=True, replace=True)
@@ -262,8 +261,6 @@ def check_target_arguments(node: Any, name: str) -> None:
 
 def check_config(cfg: DictConfig) -> None:
     """One-line ConfigError for an unknown key or a value outside its range (before any output)."""
-    from promptlottery.backends.base import Decoding
-
     bad = unknown_keys(cfg)
     if bad:
         raise ConfigError(f"unknown config key {bad[0]}; a typo added with '+' is not ignored")

@@ -55,6 +55,9 @@ __all__ = [
     "full_statistics",
     "simulate_adaptive",
     "simulate_budgets",
+    "bootstrap_weights",
+    "design_summary",
+    "percentile_bounds",
 ]
 
 
@@ -118,7 +121,7 @@ def _full_plan(shape: tuple[int, int], variants=None) -> SparsePlan:
     )  # fmt: skip
 
 
-def _weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
+def bootstrap_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """1 + R rows of item weights: the sample itself, then the bootstrap resamples' counts."""
     idx = resample_indices(n, n_resamples, seed=seed)
     counts = np.zeros((len(idx), n))
@@ -143,7 +146,7 @@ def full_statistics(labels: np.ndarray, scores: np.ndarray, systems: np.ndarray)
     return {s: float(v[0]) for s, v in est.items()}
 
 
-def _percentiles(dist: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_bounds(dist: np.ndarray, level: float) -> tuple[float, float]:
     ok = dist[np.isfinite(dist)]
     if not ok.size:
         return math.nan, math.nan
@@ -176,11 +179,11 @@ def simulate_budgets(
     items, variants = [str(i) for i in items], [str(v) for v in variants]
     hits = None if hits is None else np.asarray(hits, float)
     n = labels.shape[0]
-    r = _weights(n, n_resamples, seed)
+    r = bootstrap_weights(n, n_resamples, seed)
     full_est = _estimates(_parts(labels, scores, systems, _full_plan(labels.shape, variants), hits), r)
     names = list(full_est)
     full = {s: float(v[0]) for s, v in full_est.items()}
-    full_ci = {s: _percentiles(v[1:], level) for s, v in full_est.items()}
+    full_ci = {s: percentile_bounds(v[1:], level) for s, v in full_est.items()}
     rows = []
     for design_name in designs:
         design = DESIGNS[design_name]
@@ -189,7 +192,7 @@ def simulate_budgets(
                 design.plan(items, variants, budget, seed, reference)
             except ValueError as exc:  # e.g. a budget below the anchor's own cost
                 rows += [
-                    _summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
+                    design_summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
                     for s in names
                 ]
                 continue
@@ -201,20 +204,20 @@ def simulate_budgets(
                 sm = np.where(plan.mask, scores, np.nan)
                 hm = None if hits is None else np.where(plan.mask, hits, np.nan)
                 est = _estimates(
-                    _parts(lm, sm, systems, plan, hm), _weights(n, n_resamples, seed + 100_000 + sim)
+                    _parts(lm, sm, systems, plan, hm), bootstrap_weights(n, n_resamples, seed + 100_000 + sim)
                 )
                 fpc = math.sqrt(max(0.0, 1.0 - plan.share))
                 shares.append(plan.share)
                 for s in names:
                     e = float(est[s][0])
-                    lo, hi = _percentiles(est[s][1:], level)
+                    lo, hi = percentile_bounds(est[s][1:], level)
                     runs[s].append((e, e - fpc * (e - lo), e + fpc * (hi - e)))
             for s in names:
-                rows.append(_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares))
+                rows.append(design_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares))
     return pd.DataFrame(rows)
 
 
-def _summary(design, budget, stat, full, full_ci, runs, shares, note: str = "") -> dict:
+def design_summary(design, budget, stat, full, full_ci, runs, shares, note: str = "") -> dict:
     est = np.array([r[0] for r in runs], dtype=float)
     lo = np.array([r[1] for r in runs], dtype=float)
     hi = np.array([r[2] for r in runs], dtype=float)
@@ -264,12 +267,14 @@ def estimate_sparse(
     labels, scores = np.asarray(labels, float), np.asarray(scores, float)
     systems = np.asarray(list(systems), dtype=object)
     hits = None if hits is None else np.asarray(hits, float)
-    est = _estimates(_parts(labels, scores, systems, plan, hits), _weights(len(labels), n_resamples, seed))
+    est = _estimates(
+        _parts(labels, scores, systems, plan, hits), bootstrap_weights(len(labels), n_resamples, seed)
+    )
     fpc = math.sqrt(max(0.0, 1.0 - plan.share))
     rows = []
     for s in est:
         e = float(est[s][0])
-        lo, hi = _percentiles(est[s][1:], level)
+        lo, hi = percentile_bounds(est[s][1:], level)
         rows.append(
             {"statistic": s, "estimate": e, "lo": lo, "hi": hi, "full_lo": e - fpc * (e - lo),
              "full_hi": e + fpc * (hi - e), "n_undefined": int(np.isnan(est[s][1:]).sum())}

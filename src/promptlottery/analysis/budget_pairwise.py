@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.budget import _percentiles, _weights
+from promptlottery.analysis.budget import bootstrap_weights, percentile_bounds
 from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
@@ -78,7 +78,7 @@ def estimate_pairwise_sparse(
     from promptlottery.analysis.budget_pairwise_sim import pairwise_estimates
 
     both, four = spp.pair_probabilities(plan, wordings)
-    r = _weights(len(plan.items), n_resamples, seed)
+    r = bootstrap_weights(len(plan.items), n_resamples, seed)
     cons = spp.consistency_parts(first, second, both)
     est = {
         ("position_consistency", "", ""): spp.consistency_batch(cons, r),
@@ -100,7 +100,7 @@ def estimate_pairwise_sparse(
     out = []
     for (stat, wording, system), dist in est.items():
         e = float(dist[0])
-        lo, hi = _percentiles(dist[1:], level)
+        lo, hi = percentile_bounds(dist[1:], level)
         out.append(
             {"statistic": stat, "wording": wording, "system": system, "estimate": e, "lo": lo, "hi": hi,
              "full_lo": e - fpc * (e - lo), "full_hi": e + fpc * (hi - e),

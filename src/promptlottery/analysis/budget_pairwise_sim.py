@@ -29,7 +29,13 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.budget import DESIGNS, _percentiles, _summary, _weights, simulate_adaptive
+from promptlottery.analysis.budget import (
+    DESIGNS,
+    bootstrap_weights,
+    design_summary,
+    percentile_bounds,
+    simulate_adaptive,
+)
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
 from promptlottery.metrics.sparse_shares import share_batch, win_rate_batch, win_rate_parts
@@ -104,10 +110,10 @@ def simulate_pairwise_budgets(
     n = len(pairs)
     full_plan = spp.pairwise_plan(pairs, wordings, budget=1.0)
     full_est = pairwise_estimates(
-        first, second, human, system_1, system_2, full_plan, wordings, _weights(n, n_resamples, seed)
+        first, second, human, system_1, system_2, full_plan, wordings, bootstrap_weights(n, n_resamples, seed)
     )
     full = {s: float(v[0]) for s, v in full_est.items() if np.isfinite(v[0])}
-    full_ci = {s: _percentiles(full_est[s][1:], level) for s in full}
+    full_ci = {s: percentile_bounds(full_est[s][1:], level) for s in full}
     rows = []
     for design_name in designs:
         design = DESIGNS[design_name]
@@ -116,7 +122,8 @@ def simulate_pairwise_budgets(
                 _pairwise_plan(design, pairs, wordings, budget, seed, reference)
             except ValueError as exc:  # e.g. a budget below the anchor's own cost
                 rows += [
-                    _summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc)) for s in full
+                    design_summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
+                    for s in full
                 ]
                 continue
             runs: dict[str, list] = {s: [] for s in full}
@@ -126,15 +133,17 @@ def simulate_pairwise_budgets(
                 c12, c21 = _orders(plan, wordings)
                 est = pairwise_estimates(
                     _masked(first, plan.mask[:, c12]), _masked(second, plan.mask[:, c21]), human, system_1,
-                    system_2, plan, wordings, _weights(n, n_resamples, seed + 100_000 + sim),
+                    system_2, plan, wordings, bootstrap_weights(n, n_resamples, seed + 100_000 + sim),
                 )  # fmt: skip
                 fpc = math.sqrt(max(0.0, 1.0 - plan.share))
                 shares.append(plan.share)
                 for s in full:
                     e = float(est[s][0])
-                    lo, hi = _percentiles(est[s][1:], level)
+                    lo, hi = percentile_bounds(est[s][1:], level)
                     runs[s].append((e, e - fpc * (e - lo), e + fpc * (hi - e)))
-            rows += [_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares) for s in full]
+            rows += [
+                design_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares) for s in full
+            ]
     return pd.DataFrame(rows)
 
 

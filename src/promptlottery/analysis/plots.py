@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import lottery_tables as lt
-from promptlottery.analysis.plots_common import _err, _num, _save, _short, plt
+from promptlottery.analysis.plots_common import as_numbers, error_bars, plt, save_figure, short_config
 from promptlottery.analysis.plots_verdict import plot_verdict_map
 from promptlottery.registry import Registry
 
@@ -30,13 +30,13 @@ def _grouped_bars(ax, series, n_slots: int, *, capsize: float = 2) -> list[tuple
     """One bar with its CI per slot for every ``(label, est, lo, hi)`` of ``series``; returns ``(x, est)``s."""
     width, xs = _slots(n_slots, len(series))
     for x, (label, est, lo, hi) in zip(xs, series):
-        ax.bar(x, np.nan_to_num(est), width, label=label, yerr=_err(est, lo, hi), capsize=capsize)
+        ax.bar(x, np.nan_to_num(est), width, label=label, yerr=error_bars(est, lo, hi), capsize=capsize)
     return [(x, est) for x, (_, est, _, _) in zip(xs, series)]
 
 
 def _ci(table: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The estimate of ``column`` and its ``_lo`` / ``_hi`` bounds."""
-    return _num(table[column]), _num(table[f"{column}_lo"]), _num(table[f"{column}_hi"])
+    return as_numbers(table[column]), as_numbers(table[f"{column}_lo"]), as_numbers(table[f"{column}_hi"])
 
 
 def _config_series(table: pd.DataFrame, by: str, measure: str) -> tuple[list, list[tuple]]:
@@ -75,13 +75,13 @@ def plot_agreement_collapse(
     ax.axhline(0, color="black", lw=0.5)
     _category_axis(
         ax,
-        [_short(c) for c in configs],
+        [short_config(c) for c in configs],
         ylabel="mean pairwise Cohen's kappa",
         title="Agreement: five paraphrases vs a fixed prompt",
     )
-    ax.set_ylim(min(-0.2, np.nanmin(np.r_[_num(collapse[f"{measure}_lo"]), 0]) - 0.05), 1.05)
+    ax.set_ylim(min(-0.2, np.nanmin(np.r_[as_numbers(collapse[f"{measure}_lo"]), 0]) - 0.05), 1.05)
     ax.legend(fontsize=7, loc="upper right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_task_types(by_task: pd.DataFrame, path) -> Path | None:
@@ -106,26 +106,26 @@ def plot_task_types(by_task: pd.DataFrame, path) -> Path | None:
         title="Raw overlap vs chance-corrected agreement",
     )
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_variant_correlations(corr: pd.DataFrame, path, *, measure: str = "kendall") -> Path | None:
     """Each variant's correlation with the human labels, per configuration, with CIs."""
-    if corr is None or corr.empty or not np.isfinite(_num(corr[measure])).any():
+    if corr is None or corr.empty or not np.isfinite(as_numbers(corr[measure])).any():
         return None
     configs, series = _config_series(corr, "variant", measure)
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
     for (v, est, lo, hi), x in zip(series, _slots(len(configs), len(series))[1]):
-        ax.errorbar(x, est, yerr=_err(est, lo, hi), fmt="o", capsize=2, label=v, ms=4)
+        ax.errorbar(x, est, yerr=error_bars(est, lo, hi), fmt="o", capsize=2, label=v, ms=4)
     ax.axhline(0, color="black", lw=0.5)
     _category_axis(
         ax,
-        [_short(c) for c in configs],
+        [short_config(c) for c in configs],
         ylabel=f"{measure} with human labels",
         title="No prompt wins: correlation with humans per variant",
     )
     ax.legend(fontsize=7, ncol=min(5, len(series)))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_similarity_stability(
@@ -134,14 +134,14 @@ def plot_similarity_stability(
     """Similarity to P1 vs agreement with the other variants, one point per configuration x variant."""
     if points is None or points.empty:
         return None
-    x, y = _num(points["similarity_to_ref"]), _num(points[column])
+    x, y = as_numbers(points["similarity_to_ref"]), as_numbers(points[column])
     ok = np.isfinite(x) & np.isfinite(y)
     if not ok.any():
         return None
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     for cid in dict.fromkeys(points["config_id"]):
         m = (points["config_id"] == cid).to_numpy() & ok
-        ax.scatter(x[m], y[m], s=25, label=_short(cid))
+        ax.scatter(x[m], y[m], s=25, label=short_config(cid))
         for xi, yi, v in zip(x[m], y[m], points.loc[m, "variant"]):
             ax.annotate(str(v), (xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points")
     if ok.sum() >= 2 and np.ptp(x[ok]) > 0:
@@ -152,20 +152,24 @@ def plot_similarity_stability(
     ax.set_ylabel(column.replace("_", " "))
     ax.set_title("Similarity vs stability")
     ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_wording_dimensions(dims: pd.DataFrame, path) -> Path | None:
     """Eta-squared of agreement by wording dimension next to the permutation null's upper quantile."""
-    if dims is None or dims.empty or not np.isfinite(_num(dims["eta_squared"])).any():
+    if dims is None or dims.empty or not np.isfinite(as_numbers(dims["eta_squared"])).any():
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(dims))
-    ax.bar(x - 0.2, np.nan_to_num(_num(dims["eta_squared"])), 0.4, label="observed eta^2")
+    ax.bar(x - 0.2, np.nan_to_num(as_numbers(dims["eta_squared"])), 0.4, label="observed eta^2")
     ax.bar(
-        x + 0.2, np.nan_to_num(_num(dims["null_hi"])), 0.4, label="null (upper quantile)", color="lightgray"
+        x + 0.2,
+        np.nan_to_num(as_numbers(dims["null_hi"])),
+        0.4,
+        label="null (upper quantile)",
+        color="lightgray",
     )
-    for xi, p in zip(x, _num(dims["p"])):
+    for xi, p in zip(x, as_numbers(dims["p"])):
         if np.isfinite(p):
             ax.text(xi - 0.2, 0.005, f"p={p:.2f}", rotation=90, fontsize=7, va="bottom", ha="center")
     ax.set_xticks(x)
@@ -173,7 +177,7 @@ def plot_wording_dimensions(dims: pd.DataFrame, path) -> Path | None:
     ax.set_ylabel("eta^2 of agreement")
     ax.set_title("Wording dimensions vs a permutation null")
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_rank_trajectories(traj: pd.DataFrame, path, *, max_configs: int = 6) -> Path | None:
@@ -190,23 +194,23 @@ def plot_rank_trajectories(traj: pd.DataFrame, path, *, max_configs: int = 6) ->
         n_sys = sub["system"].nunique()
         for system, g in sub.groupby("system", sort=True):
             g = g.set_index("variant").reindex(variants)
-            ax.plot(range(len(variants)), _num(g["rank"]), marker="o", ms=3, lw=1, label=str(system))
+            ax.plot(range(len(variants)), as_numbers(g["rank"]), marker="o", ms=3, lw=1, label=str(system))
         ax.set_xticks(range(len(variants)))
         ax.set_xticklabels(variants, fontsize=8)
         ax.set_ylim(n_sys + 0.5, 0.5)
         ax.set_ylabel("rank (1 = best)")
-        ax.set_title(_short(cid), fontsize=8)
+        ax.set_title(short_config(cid), fontsize=8)
         if n_sys <= 8:
             ax.legend(fontsize=6)
     for ax in axes.ravel()[len(configs) :]:
         ax.axis("off")
     fig.suptitle("Rank trajectories of the evaluated systems across variants", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_aggregation(agg: pd.DataFrame, path, *, measure: str = "kendall") -> Path | None:
     """Correlation with humans of P1 alone and of each aggregate of the variants."""
-    if agg is None or agg.empty or not np.isfinite(_num(agg[measure])).any():
+    if agg is None or agg.empty or not np.isfinite(as_numbers(agg[measure])).any():
         return None
     configs, series = _config_series(agg, "method", measure)
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(configs) + 2), 4.2))
@@ -214,12 +218,12 @@ def plot_aggregation(agg: pd.DataFrame, path, *, measure: str = "kendall") -> Pa
     ax.axhline(0, color="black", lw=0.5)
     _category_axis(
         ax,
-        [_short(c) for c in configs],
+        [short_config(c) for c in configs],
         ylabel=f"{measure} with human labels",
         title="Aggregating the variants vs the single prompt P1",
     )
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_convergence(conv: pd.DataFrame, path) -> Path | None:
@@ -239,13 +243,13 @@ def plot_convergence(conv: pd.DataFrame, path) -> Path | None:
     _grouped_bars(ax, [(name, *_ci(sub, c)) for c, name in cols], len(sub))
     _category_axis(
         ax,
-        [_short(g) for g in sub["group"]],
+        [short_config(g) for g in sub["group"]],
         ylabel="share of items",
         title="Convergence of the plurality (judges in the recorded order)",
     )
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
@@ -259,7 +263,7 @@ def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
             if ":" in tok:
                 k, _, v = tok.rpartition(":")
                 dist[k] = float(v)
-        rows.append((f"{_short(r['config_id'])} | {r['setting']}", dist))
+        rows.append((f"{short_config(r['config_id'])} | {r['setting']}", dist))
     all_labels = sorted({k for _, d in rows for k in d}, key=lambda s: (len(s), s))
     if not all_labels:
         return None
@@ -276,7 +280,7 @@ def plot_label_distributions(labels: pd.DataFrame, path) -> Path | None:
     ax.set_xlabel("share of verdicts")
     ax.set_title("Verdict label distributions")
     ax.legend(fontsize=7, ncol=min(5, len(all_labels)), loc="lower right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 #: the figures :func:`draw_all` draws, in order: name -> (function, the tables it reads)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.plots_common import _num, _save, _short, plt
+from promptlottery.analysis.plots_common import as_numbers, plt, save_figure, short_config
 
 #: the band the issue asks the 95% intervals' coverage to fall in
 COVERAGE_BAND = (0.92, 0.98)
@@ -31,12 +31,12 @@ def plot_budget(budget: pd.DataFrame, path: str | Path) -> Path | None:
         keys = ["config_id", "design"] if "config_id" in sub.columns else ["design"]
         for key, g in sub.groupby(keys, sort=True):
             key = key if isinstance(key, tuple) else (key,)
-            label = f"{key[-1]} {_short(key[0])}" if several else str(key[-1])
+            label = f"{key[-1]} {short_config(key[0])}" if several else str(key[-1])
             g = g.sort_values("calls_share")
-            x = _num(g["calls_share"])
-            (line,) = axes[0, j].plot(x, _num(g["rmse"]), marker="o", label=label)
-            axes[1, j].plot(x, _num(g["coverage"]), marker="o", color=line.get_color(), label=label)
-            axes[1, j].plot(x, _num(g["within_full_ci"]), ls="--", lw=0.9, color=line.get_color())
+            x = as_numbers(g["calls_share"])
+            (line,) = axes[0, j].plot(x, as_numbers(g["rmse"]), marker="o", label=label)
+            axes[1, j].plot(x, as_numbers(g["coverage"]), marker="o", color=line.get_color(), label=label)
+            axes[1, j].plot(x, as_numbers(g["within_full_ci"]), ls="--", lw=0.9, color=line.get_color())
         axes[0, j].set_title(stat)
         axes[0, j].set_xlim(0, 1)
         axes[0, j].set_ylabel("RMSE vs full grid" if j == 0 else "")
@@ -47,7 +47,7 @@ def plot_budget(budget: pd.DataFrame, path: str | Path) -> Path | None:
         axes[1, j].set_xlabel("share of the full grid's calls")
         axes[1, j].set_ylabel("coverage (solid), within full CI (dashed)" if j == 0 else "", fontsize=8)
     axes[0, 0].legend(fontsize=7)
-    if not np.isfinite(_num(budget["rmse"])).any():
+    if not np.isfinite(as_numbers(budget["rmse"])).any():
         plt.close(fig)
         return None
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.plots_common import _META, DPI, _short, plt
+from promptlottery.analysis.plots_common import DPI, PNG_METADATA, plt, short_config
 
 
 def _parse_labels(cell: str) -> dict[str, str | None]:
@@ -99,7 +99,7 @@ def plot_verdict_map(items: pd.DataFrame, path, *, max_items: int = 40, max_conf
         ]
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels(ticks, fontsize=6)
-        ax.set_xlabel(_short(cid), fontsize=7)
+        ax.set_xlabel(short_config(cid), fontsize=7)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[lab]) for lab in order]
     handles.append(plt.Rectangle((0, 0), 1, 1, color=grey))
     fig.legend(
@@ -116,6 +116,6 @@ def plot_verdict_map(items: pd.DataFrame, path, *, max_items: int = 40, max_conf
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, metadata=_META)
+    fig.savefig(path, dpi=DPI, metadata=PNG_METADATA)
     plt.close(fig)
     return path

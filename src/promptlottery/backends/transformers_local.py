@@ -29,8 +29,10 @@ from promptlottery.backends.weights import materialize, source_revision
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["TransformersBackend", "cpu_supports_bf16", "resolve_dtype", "stable_seed"]
 
-def _seed(*parts) -> int:
+
+def stable_seed(*parts) -> int:
     # Python's hash() of a str changes per process; a sampled judgment must not.
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:4], "little") & 0x7FFFFFFF
 
@@ -343,7 +345,7 @@ class TransformersBackend(Backend):
             return [int(t) for t in probs.argmax(-1)]
         out = []
         for i, r in enumerate(requests):
-            g = torch.Generator().manual_seed(_seed(decoding.seed, r.sample_index, r.key, step))
+            g = torch.Generator().manual_seed(stable_seed(decoding.seed, r.sample_index, r.key, step))
             scaled = torch.softmax(torch.log(probs[i].clamp_min(1e-30)) / decoding.temperature, -1)
             out.append(int(torch.multinomial(scaled.cpu(), 1, generator=g)))
         return out

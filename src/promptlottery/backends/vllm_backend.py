@@ -31,7 +31,7 @@ from promptlottery.backends import tokens
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.openai_compat import approx_token_count, load_tokenizer
 from promptlottery.backends.openai_wire import ContextOverflowError
-from promptlottery.backends.transformers_local import _seed, resolve_dtype
+from promptlottery.backends.transformers_local import resolve_dtype, stable_seed
 from promptlottery.backends.weights import materialize, source_revision
 
 logger = logging.getLogger(__name__)
@@ -298,7 +298,7 @@ class VLLMBackend(Backend):
         return SamplingParams(
             temperature=0.0 if decoding.greedy else decoding.temperature,
             max_tokens=max(1, decoding.max_new_tokens),
-            seed=None if decoding.greedy else _seed(decoding.seed, request.sample_index, request.key),
+            seed=None if decoding.greedy else stable_seed(decoding.seed, request.sample_index, request.key),
             logprobs=decoding.top_logprobs,
             **kw,
         )

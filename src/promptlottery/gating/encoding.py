@@ -14,6 +14,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from promptlottery.gating.config import ClassifierConfig
 
+__all__ = ["Collate", "encode", "frame_encode", "make_loader"]
+
 
 def _cut_middle(tokenizer, answers: list[str], queries: list[str], max_length: int) -> list[str]:
     """``queries`` with their middle replaced by " ... " where the (answer, query) pair is too long.
@@ -67,7 +69,7 @@ def encode(
     return out
 
 
-class _Collate:
+class Collate:
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
 
@@ -88,7 +90,7 @@ def make_loader(tokenizer, encoded: list[dict], *, batch_size: int, shuffle: boo
 
     gen = torch.Generator().manual_seed(seed)
     return DataLoader(
-        encoded, batch_size=batch_size, shuffle=shuffle, collate_fn=_Collate(tokenizer), generator=gen
+        encoded, batch_size=batch_size, shuffle=shuffle, collate_fn=Collate(tokenizer), generator=gen
     )
 
 

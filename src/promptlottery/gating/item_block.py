@@ -24,10 +24,11 @@ __all__ = [
     "human_correlation",
     "policy_metrics",
     "full_reference",
+    "is_missing",
 ]
 
 
-def _missing(v) -> bool:
+def is_missing(v) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
@@ -93,7 +94,7 @@ def item_block(ex: pd.DataFrame, variants: list[str] | None = None) -> ItemBlock
         .reindex(pd.MultiIndex.from_frame(items[["config_id", "item_id"]]))
     )
     labels = lab.to_numpy(dtype=object)
-    labels = np.array([[None if _missing(v) else v for v in row] for row in labels], dtype=object).reshape(
+    labels = np.array([[None if is_missing(v) else v for v in row] for row in labels], dtype=object).reshape(
         len(items), len(variants)
     )
     return ItemBlock(items=items, labels=labels, variants=list(variants))
@@ -131,7 +132,7 @@ def _values(decisions: np.ndarray, scales: np.ndarray) -> np.ndarray:
     cache: dict = {}
     out = np.full(len(decisions), np.nan)
     for i, (d, s) in enumerate(zip(decisions, scales)):
-        if _missing(d):
+        if is_missing(d):
             continue
         sc = cache.setdefault(s, get_scale(s))
         out[i] = sc.score_of(str(d))
@@ -172,8 +173,8 @@ def policy_metrics(calls: np.ndarray, decisions: np.ndarray, block: ItemBlock) -
     on all items and on the no-consensus items (``_nc``)."""
     final = block.final
     j = block.n_judges
-    has_final = np.array([not _missing(v) for v in final])
-    same = np.array([not _missing(d) and not _missing(f) and d == f for d, f in zip(decisions, final)])
+    has_final = np.array([not is_missing(v) for v in final])
+    same = np.array([not is_missing(d) and not is_missing(f) and d == f for d, f in zip(decisions, final)])
     nc = block.items["no_consensus"].to_numpy(dtype=bool)
     out: dict[str, float] = {}
     for suffix, mask in (("", np.ones(len(final), dtype=bool)), ("_nc", nc)):

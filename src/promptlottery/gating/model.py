@@ -29,7 +29,7 @@ import pandas as pd
 # the names callers import from here (stage, tune, tests): the backbone, input and config modules
 from promptlottery.gating.backbones import QKV_MODULES, build_model, count_parameters, load_tokenizer
 from promptlottery.gating.config import ClassifierConfig, LoraSettings
-from promptlottery.gating.encoding import _Collate, encode, frame_encode, make_loader
+from promptlottery.gating.encoding import Collate, encode, frame_encode, make_loader
 from promptlottery.gating.objective import PAPER_OBJECTIVE, mcc_plus_balanced_accuracy
 
 __all__ = [
@@ -358,7 +358,7 @@ def predict_proba(
     order = np.argsort(
         [len(r["input_ids"]) for r in enc], kind="stable"
     )  # length-sorted batches: less padding
-    collate = _Collate(tokenizer)
+    collate = Collate(tokenizer)
     bs = batch_size or cfg.eval_batch_size
     device = next(module.parameters()).device
     probs = np.zeros(len(enc))

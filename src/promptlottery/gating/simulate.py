@@ -28,10 +28,10 @@ import pandas as pd
 
 from promptlottery.gating.item_block import (
     ItemBlock,
-    _missing,
     full_reference,
     human_agreement,
     human_correlation,
+    is_missing,
     item_block,
     policy_metrics,
 )
@@ -100,7 +100,7 @@ def simulate_threshold(
     decision = np.asarray(final, dtype=object).copy()
     for i in range(n):
         for t in range(j - 1):  # after the last call the full plurality is free
-            if not _missing(labels[i, t]) and not np.isnan(scores[i, t]) and scores[i, t] >= threshold:
+            if not is_missing(labels[i, t]) and not np.isnan(scores[i, t]) and scores[i, t] >= threshold:
                 calls[i], decision[i] = t + 1, labels[i, t]
                 break
     return calls, decision
@@ -124,7 +124,7 @@ def simulate_first_k(labels: np.ndarray, k: int, final: np.ndarray) -> tuple[np.
         counts: dict = {}
         for t in range(j - 1):
             lab = labels[i, t]
-            if _missing(lab):
+            if is_missing(lab):
                 continue
             counts[lab] = counts.get(lab, 0) + 1
             if counts[lab] >= k:
@@ -147,7 +147,7 @@ def simulate_paper_policy(
     """
     labels = np.asarray(labels, dtype=object)
     p1 = np.asarray(scores, dtype=float)[:, 0]
-    has = np.array([not _missing(v) for v in labels[:, 0]], dtype=bool)
+    has = np.array([not is_missing(v) for v in labels[:, 0]], dtype=bool)
     trust = has & ~np.isnan(p1) & (np.nan_to_num(p1, nan=-np.inf) >= threshold)
     calls = np.where(trust, 1, np.asarray(adaptive, dtype=int))
     decision = np.where(trust, labels[:, 0], np.asarray(final, dtype=object))
@@ -187,7 +187,7 @@ def simulate_fixed(labels: np.ndarray, n_calls: int, final: np.ndarray) -> tuple
     if n_calls == j:
         return np.full(n, j, dtype=int), np.asarray(final, dtype=object).copy()
     sub = plurality(labels[:, :n_calls]) if n else np.zeros(0, dtype=object)
-    dec = np.array([None if _missing(v) else v for v in sub], dtype=object)
+    dec = np.array([None if is_missing(v) else v for v in sub], dtype=object)
     return np.full(n, n_calls, dtype=int), dec
 
 

@@ -20,10 +20,16 @@ from ._validation import (
     warn_undefined,
 )
 
-__all__ = ["kendall_tau", "pearson", "spearman"]
+__all__ = [
+    "kendall_tau",
+    "pearson",
+    "spearman",
+    "TAU_VARIANTS",
+    "kendall_tau_batch",
+]
 
 
-_TAU_VARIANTS = ("b", "c")
+TAU_VARIANTS = ("b", "c")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -67,7 +73,7 @@ def kendall_tau(x: Any, y: Any, *, variant: str = "b") -> float:
     >>> round(kendall_tau([1, 1, 2, 3], [1, 2, 2, 3], variant="c"), 6)
     0.75
     """
-    check_choice("variant", variant, _TAU_VARIANTS)
+    check_choice("variant", variant, TAU_VARIANTS)
     return _scipy_statistic(x, y, "Kendall's tau", lambda a, b: stats.kendalltau(a, b, variant=variant))
 
 
@@ -80,13 +86,13 @@ def _scipy_statistic(x: Any, y: Any, name: str, test) -> float:
     return float(test(xa, ya).statistic)
 
 
-def _kendall_tau_batch(indices: np.ndarray, x: Any, y: Any, *, variant: str = "b") -> np.ndarray | None:
+def kendall_tau_batch(indices: np.ndarray, x: Any, y: Any, *, variant: str = "b") -> np.ndarray | None:
     """Kendall's tau on ``(x[idx], y[idx])`` for each row ``idx`` of ``indices``, vectorised.
 
     Equals ``[kendall_tau(x[idx], y[idx], variant=variant) for idx in indices]`` (NaN where that
     is undefined) without sorting each resample; see :mod:`promptlottery.metrics._fast_kendall`.
     """
-    check_choice("variant", variant, _TAU_VARIANTS)
+    check_choice("variant", variant, TAU_VARIANTS)
     xa, ya = to_numeric_1d(x, "x"), to_numeric_1d(y, "y")
     check_same_length([xa, ya], ["x", "y"])
     indices = np.asarray(indices)
@@ -168,6 +174,6 @@ def _spearman_batch(indices: np.ndarray, x: Any, y: Any) -> np.ndarray:
     return _pearson_rows_batch(indices, x, y, _ranks_of_kept)
 
 
-kendall_tau.batch = _kendall_tau_batch  # type: ignore[attr-defined]
+kendall_tau.batch = kendall_tau_batch  # type: ignore[attr-defined]
 pearson.batch = _pearson_batch  # type: ignore[attr-defined]
 spearman.batch = _spearman_batch  # type: ignore[attr-defined]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from scipy import integrate, special, stats
 
-from promptlottery.metrics.sparse_plans import _unit
+from promptlottery.metrics.sparse_plans import stable_uniform
 
 __all__ = [
     "RULES",
@@ -115,7 +115,7 @@ def stop_reason(counts: dict, n_wordings: int, rule: str, confidence: float) -> 
 
 def item_order(seed: int, item: str, variants: Iterable[str]) -> list[str]:
     """The item's seeded random order of the wordings (by the seed and its id only)."""
-    return sorted(variants, key=lambda v: _unit(seed, "adaptive", str(item), str(v)))
+    return sorted(variants, key=lambda v: stable_uniform(seed, "adaptive", str(item), str(v)))
 
 
 @dataclass(frozen=True)

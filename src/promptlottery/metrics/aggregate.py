@@ -44,6 +44,11 @@ __all__ = [
     "plurality",
     "plurality_cluster",
     "plurality_details",
+    "cluster_codes",
+    "decode_matrix",
+    "encode_matrix",
+    "one_hot",
+    "winning_codes",
 ]
 
 
@@ -54,7 +59,7 @@ def _as_matrix(matrix: Any) -> np.ndarray:
     return arr
 
 
-def _encode(matrix: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+def encode_matrix(matrix: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     """Integer codes (``-1`` = missing), the sorted distinct labels, and whether they are numeric."""
     arr = _as_matrix(matrix)
     flat = arr.ravel()
@@ -77,7 +82,7 @@ def _encode(matrix: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return codes.reshape(arr.shape), uniques, numeric
 
 
-def _decode(codes: np.ndarray, uniques: np.ndarray, numeric: bool) -> np.ndarray:
+def decode_matrix(codes: np.ndarray, uniques: np.ndarray, numeric: bool) -> np.ndarray:
     if numeric:
         out = np.full(codes.shape, np.nan)
         ok = codes >= 0
@@ -89,11 +94,11 @@ def _decode(codes: np.ndarray, uniques: np.ndarray, numeric: bool) -> np.ndarray
     return out
 
 
-def _onehot(codes: np.ndarray, n_labels: int) -> np.ndarray:
+def one_hot(codes: np.ndarray, n_labels: int) -> np.ndarray:
     return codes[:, :, None] == np.arange(n_labels)[None, None, :]
 
 
-def _winner(
+def winning_codes(
     counts: np.ndarray, first: np.ndarray, sentinel: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: winning code (``-1`` if no votes), whether it is a unique mode, and the top count."""
@@ -111,15 +116,15 @@ def plurality_details(matrix: Any) -> pd.DataFrame:
     has no verdict), ``unique`` (True when the mode is not tied), ``votes`` (judges giving the
     plurality label) and ``n_judges`` (judges with a verdict).
     """
-    codes, uniques, numeric = _encode(matrix)
+    codes, uniques, numeric = encode_matrix(matrix)
     n, j = codes.shape
-    onehot = _onehot(codes, len(uniques))
+    onehot = one_hot(codes, len(uniques))
     counts = onehot.sum(axis=1)
     first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
-    win, unique, top = _winner(counts, first, j + 1)
+    win, unique, top = winning_codes(counts, first, j + 1)
     return pd.DataFrame(
         {
-            "plurality": _decode(win, uniques, numeric),
+            "plurality": decode_matrix(win, uniques, numeric),
             "unique": unique & (top > 0),
             "votes": top.astype(int),
             "n_judges": (codes >= 0).sum(axis=1).astype(int),
@@ -156,12 +161,12 @@ def majority(matrix: Any, *, n_judges: int | None = None) -> np.ndarray:
     >>> majority([[1, 1, None], [1, 2, None]], n_judges=3).tolist()
     [1.0, nan]
     """
-    codes, uniques, numeric = _encode(matrix)
+    codes, uniques, numeric = encode_matrix(matrix)
     if n_judges is None:
         need = (codes >= 0).sum(axis=1) // 2 + 1
     else:
         need = np.full(codes.shape[0], cluster_threshold(n_judges))
-    return _decode(_cluster_codes(codes, len(uniques), need), uniques, numeric)
+    return decode_matrix(cluster_codes(codes, len(uniques), need), uniques, numeric)
 
 
 def _numeric(matrix: Any) -> np.ndarray:
@@ -243,12 +248,12 @@ def cluster_threshold(n_judges: int) -> int:
     return n_judges // 2 + 1
 
 
-def _cluster_codes(
+def cluster_codes(
     codes: np.ndarray, n_labels: int, need: np.ndarray, *, counts: np.ndarray | None = None
 ) -> np.ndarray:
     """Per item, the label with at least ``need`` votes (``-1``: none); ``need`` > half the votes."""
     if counts is None:
-        counts = _onehot(codes, n_labels).sum(axis=1)
+        counts = one_hot(codes, n_labels).sum(axis=1)
     top = counts.max(axis=1) if n_labels else np.zeros(len(codes), dtype=int)
     # at most one label can reach a strict majority, so argmax is that label
     return np.where((top >= need) & (top > 0), counts.argmax(axis=1) if n_labels else -1, -1)

@@ -37,10 +37,20 @@ from ._validation import (
 
 __all__ = [
     "BootstrapResult",
+    "Seed",
     "resample_indices",
     "bootstrap_ci",
     "item_mean",
     "bca_bounds",
+    "as_scalar",
+    "bootstrap_indices",
+    "bootstrap_replicates",
+    "check_call",
+    "check_level",
+    "check_seed",
+    "defined_replicates",
+    "order_statistic",
+    "percentile_interval",
 ]
 
 Seed = int | np.random.Generator | None
@@ -107,16 +117,16 @@ def _item_mean_batch(indices: np.ndarray, values: Any) -> np.ndarray | None:
 item_mean.batch = _item_mean_batch  # type: ignore[attr-defined]
 
 
-# --------------------------------------------------------------------------- internals
+# ------------------------------------------- the pieces the paired test and cluster bootstrap share
 
 
-def _check_seed(seed: Any) -> None:
+def check_seed(seed: Any) -> None:
     if seed is not None and not isinstance(seed, np.random.Generator):
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, a numpy Generator or None, got {seed!r}")
 
 
-def _check_level(level: Any) -> float:
+def check_level(level: Any) -> float:
     if isinstance(level, bool) or not isinstance(level, int | float | np.floating) or not 0.0 < level < 1.0:
         raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
     return float(level)
@@ -134,7 +144,7 @@ def _prepare(arrays: Sequence[Any], names: Sequence[str]) -> tuple[list[np.ndarr
     return arrs, n
 
 
-def _check_call(
+def check_call(
     stat: Any,
     n_resamples: Any,
     level: Any,
@@ -148,8 +158,8 @@ def _check_call(
     if not callable(stat):
         raise ValueError(f"stat must be callable, got {stat!r}")
     n_resamples = check_positive_int("n_resamples", n_resamples)
-    level = _check_level(level)
-    _check_seed(seed)
+    level = check_level(level)
+    check_seed(seed)
     arrs, n = _prepare(arrays, names or [f"arrays[{i}]" for i in range(len(arrays))])
     return n_resamples, level, arrs, n
 
@@ -162,7 +172,7 @@ def _cached_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
     return idx
 
 
-def _get_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarray:
+def bootstrap_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarray:
     if indices is None:
         if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and n * n_resamples <= 2**22:
             return _cached_indices(n, n_resamples, int(seed))
@@ -177,7 +187,7 @@ def _get_indices(indices: Any, n: int, n_resamples: int, seed: Seed) -> np.ndarr
     return idx
 
 
-def _scalar(value: Any) -> float:
+def as_scalar(value: Any) -> float:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 0:
         raise ValueError(f"stat must return a single number, got an array of shape {arr.shape}")
@@ -210,7 +220,9 @@ def _replicates_key(batch: Callable, kwargs: dict, arrays: list[np.ndarray], idx
     return (batch, repr(sorted(kwargs.items())), id(idx), digest.hexdigest())
 
 
-def _replicates(stat: Callable, arrays: list[np.ndarray], idx: np.ndarray, vectorized: bool) -> np.ndarray:
+def bootstrap_replicates(
+    stat: Callable, arrays: list[np.ndarray], idx: np.ndarray, vectorized: bool
+) -> np.ndarray:
     """The statistic on every resample; NaN where it is undefined (warnings kept quiet).
 
     The batch replicates of the last few (statistic, data, resamples) are kept: one configuration's
@@ -232,10 +244,10 @@ def _replicates(stat: Callable, arrays: list[np.ndarray], idx: np.ndarray, vecto
                         _REPLICATES_CACHE.pop(next(iter(_REPLICATES_CACHE)))
                     _REPLICATES_CACHE[key] = (idx, out.copy())
                 return out
-        return np.array([_scalar(stat(*(a[row] for a in arrays))) for row in idx], dtype=np.float64)
+        return np.array([as_scalar(stat(*(a[row] for a in arrays))) for row in idx], dtype=np.float64)
 
 
-def _defined(dist: np.ndarray, what: str) -> np.ndarray:
+def defined_replicates(dist: np.ndarray, what: str) -> np.ndarray:
     ok = dist[~np.isnan(dist)]
     if 0 < ok.size < dist.size:
         warnings.warn(
@@ -278,20 +290,23 @@ def bootstrap_ci(
     >>> round(res.estimate, 4), res.low <= res.estimate <= res.high
     (0.7143, True)
     """
-    n_resamples, level, arrs, n = _check_call(stat, n_resamples, level, seed, arrays)
-    idx = _get_indices(indices, n, n_resamples, seed)
-    estimate = _scalar(stat(*arrs))
-    dist = _replicates(stat, arrs, idx, vectorized)
-    return _interval(estimate, dist, level, len(idx))
+    n_resamples, level, arrs, n = check_call(stat, n_resamples, level, seed, arrays)
+    idx = bootstrap_indices(indices, n, n_resamples, seed)
+    estimate = as_scalar(stat(*arrs))
+    dist = bootstrap_replicates(stat, arrs, idx, vectorized)
+    return percentile_interval(estimate, dist, level, len(idx))
 
 
-def _order_statistic(sorted_values: np.ndarray, rank: float) -> float:
+def order_statistic(sorted_values: np.ndarray, rank: float) -> float:
     """The value at 1-based ``rank`` of the sorted values; between two ranks, their mean."""
     nearest = round(rank)
     if abs(rank - nearest) < 1e-9:
         return float(sorted_values[nearest - 1])
     lo = math.floor(rank)
     return float((sorted_values[lo - 1] + sorted_values[lo]) / 2.0)
+
+
+_order_statistic = order_statistic  # the name the rubric study's strata import
 
 
 def bca_bounds(estimate: float, dist: Any, jackknife: Any, level: float = 0.95) -> tuple[float, float]:
@@ -328,8 +343,8 @@ def bca_bounds(estimate: float, dist: Any, jackknife: Any, level: float = 0.95) 
     return low, high
 
 
-def _interval(estimate: float, dist: np.ndarray, level: float, n_res: int) -> BootstrapResult:
-    ok = _defined(dist, "the statistic")
+def percentile_interval(estimate: float, dist: np.ndarray, level: float, n_res: int) -> BootstrapResult:
+    ok = defined_replicates(dist, "the statistic")
     if ok.size == 0:
         warnings.warn("the statistic is undefined on every resample", UndefinedMetricWarning, stacklevel=3)
         low = high = float("nan")

@@ -24,11 +24,11 @@ from ._validation import (
 from .bootstrap import (
     BootstrapResult,
     Seed,
-    _check_call,
-    _check_level,
-    _check_seed,
-    _interval,
-    _scalar,
+    as_scalar,
+    check_call,
+    check_level,
+    check_seed,
+    percentile_interval,
     resample_indices,
 )
 
@@ -102,18 +102,18 @@ def clustered_bootstrap_ci(
     >>> res.estimate, sorted(set(np.round(res.distribution, 2).tolist()))
     (0.5, [0.0, 0.5, 1.0])
     """
-    n_resamples, level, arrs, n = _check_call(stat, n_resamples, level, seed, arrays)
+    n_resamples, level, arrs, n = check_call(stat, n_resamples, level, seed, arrays)
     ids = np.arange(n) if clusters is None else to_array(clusters, "clusters")
     check_same_length([arrs[0], ids], ["arrays[0]", "clusters"])
     draws, members = cluster_resample(ids, n_resamples, seed=seed)
-    estimate = _scalar(stat(*arrs))
+    estimate = as_scalar(stat(*arrs))
     dist = np.empty(len(draws))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         for r, row in enumerate(draws):
             idx = np.concatenate([members[c] for c in row])
-            dist[r] = _scalar(stat(*(a[idx] for a in arrs)))
-    return _interval(estimate, dist, level, len(draws))
+            dist[r] = as_scalar(stat(*(a[idx] for a in arrs)))
+    return percentile_interval(estimate, dist, level, len(draws))
 
 
 def clustered_ratio_ci(
@@ -140,8 +140,8 @@ def clustered_ratio_ci(
     0.75
     """
     n_resamples = check_positive_int("n_resamples", n_resamples)
-    level = _check_level(level)
-    _check_seed(seed)
+    level = check_level(level)
+    check_seed(seed)
     num = to_array(numerator, "numerator").astype(np.float64)
     den = to_array(denominator, "denominator").astype(np.float64)
     n = check_same_length([num, den], ["numerator", "denominator"])
@@ -159,4 +159,4 @@ def clustered_ratio_ci(
     top, bottom = w @ num, w @ den
     with np.errstate(invalid="ignore", divide="ignore"):
         dist = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
-    return _interval(float(num.sum() / den.sum()), dist, level, len(w))
+    return percentile_interval(float(num.sum() / den.sum()), dist, level, len(w))

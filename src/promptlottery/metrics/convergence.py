@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.metrics.aggregate import (
-    _cluster_codes,
-    _decode,
-    _encode,
-    _onehot,
-    _winner,
+    cluster_codes,
     cluster_threshold,
+    decode_matrix,
+    encode_matrix,
+    one_hot,
     plurality_details,
+    winning_codes,
 )
 
 __all__ = [
@@ -49,9 +49,9 @@ def convergence(matrix: Any, *, strict: bool = True) -> pd.DataFrame:
     >>> convergence([[1, 1, 2], [1, 2, 2], [1, 2, 3]])["converged_at"].tolist()
     [1.0, 3.0, nan]
     """
-    codes, uniques, numeric = _encode(matrix)
+    codes, uniques, numeric = encode_matrix(matrix)
     det = plurality_details(matrix)
-    det["first_judge"] = _decode(codes[:, 0], uniques, numeric) if codes.shape[1] else None
+    det["first_judge"] = decode_matrix(codes[:, 0], uniques, numeric) if codes.shape[1] else None
     det["converged_at"] = online_convergence(matrix, rule="mode" if strict else "mode_ties_to_first")
     return det
 
@@ -118,11 +118,11 @@ def online_convergence(matrix: Any, *, rule: str = "cluster", n_judges: int | No
     """
     if rule not in CONVERGENCE_RULES:
         raise ValueError(f"unknown convergence rule {rule!r}; valid: {CONVERGENCE_RULES}")
-    codes, uniques, _ = _encode(matrix)
+    codes, uniques, _ = encode_matrix(matrix)
     n, j = codes.shape
     if not j:
         return np.full(n, np.nan)
-    onehot = _onehot(codes, len(uniques))
+    onehot = one_hot(codes, len(uniques))
     cum = np.cumsum(onehot, axis=1)  # n x k x labels: counts after the first k+1 judges
     first = np.where(onehot.any(axis=1), onehot.argmax(axis=1), j)
     leaders = np.full((n, j), -1, dtype=int)
@@ -130,9 +130,9 @@ def online_convergence(matrix: Any, *, rule: str = "cluster", n_judges: int | No
         if rule in ("cluster", "majority"):
             # more than half of the J judges (cluster) or of the first k + 1 (majority)
             need = cluster_threshold((j if n_judges is None else n_judges) if rule == "cluster" else k + 1)
-            leaders[:, k] = _cluster_codes(codes, len(uniques), np.full(n, need), counts=cum[:, k, :])
+            leaders[:, k] = cluster_codes(codes, len(uniques), np.full(n, need), counts=cum[:, k, :])
         else:
-            win, uniq, _ = _winner(cum[:, k, :], first, j + 1)
+            win, uniq, _ = winning_codes(cum[:, k, :], first, j + 1)
             leaders[:, k] = win if rule == "mode_ties_to_first" else np.where(uniq, win, -1)
     final = leaders[:, -1]
     ok = (leaders == final[:, None]) & (final[:, None] >= 0)

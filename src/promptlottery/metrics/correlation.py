@@ -22,9 +22,9 @@ import numpy as np
 from scipy import stats
 
 from ._coefficients import (
-    _TAU_VARIANTS,
-    _kendall_tau_batch,
+    TAU_VARIANTS,
     kendall_tau,
+    kendall_tau_batch,
     pearson,
     spearman,
 )
@@ -202,7 +202,7 @@ def ratio_tau(human_holistic: Any, model_binary_matrix: Any, *, variant: str = "
 
 def _yes_shares(human_holistic: Any, model_binary_matrix: Any, variant: str) -> tuple[np.ndarray, np.ndarray]:
     """The human scores and each item's share of YES answers (NaN: no answer)."""
-    check_choice("variant", variant, _TAU_VARIANTS)
+    check_choice("variant", variant, TAU_VARIANTS)
     h, arr = _human_and_matrix(human_holistic, model_binary_matrix, "model_binary_matrix")
     b = arr.astype(np.float64) if arr.dtype.kind in "biuf" else None
     if b is None or not np.isin(b[~np.isnan(b)], (0.0, 1.0)).all():
@@ -216,7 +216,7 @@ def _ratio_tau_batch(
     indices: np.ndarray, human_holistic: Any, model_binary_matrix: Any, *, variant: str = "b"
 ):
     """Each item's YES share does not depend on the resample: Kendall's batch form on the shares."""
-    return _kendall_tau_batch(
+    return kendall_tau_batch(
         indices, *_yes_shares(human_holistic, model_binary_matrix, variant), variant=variant
     )
 

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_positive_int
-from .bootstrap import Seed, _check_call, _defined, _get_indices, _order_statistic, _replicates, _scalar
+from .bootstrap import (
+    Seed,
+    as_scalar,
+    bootstrap_indices,
+    bootstrap_replicates,
+    check_call,
+    defined_replicates,
+    order_statistic,
+)
 
 __all__ = ["PairedBootstrapResult", "paired_bootstrap_test"]
 
@@ -69,13 +77,15 @@ def paired_bootstrap_test(
     (0.2222, False)
     """
     n_comparisons = check_positive_int("n_comparisons", n_comparisons)
-    n_resamples, level, (a, b, h), n = _check_call(
+    n_resamples, level, (a, b, h), n = check_call(
         stat, n_resamples, level, seed, [cond_a, cond_b, human], ["cond_a", "cond_b", "human"]
     )
-    idx = _get_indices(indices, n, n_resamples, seed)
-    est_a, est_b = _scalar(stat(h, a)), _scalar(stat(h, b))
-    dist = _replicates(stat, [h, a], idx, vectorized) - _replicates(stat, [h, b], idx, vectorized)
-    ok = np.sort(_defined(dist, "the difference"))
+    idx = bootstrap_indices(indices, n, n_resamples, seed)
+    est_a, est_b = as_scalar(stat(h, a)), as_scalar(stat(h, b))
+    dist = bootstrap_replicates(stat, [h, a], idx, vectorized) - bootstrap_replicates(
+        stat, [h, b], idx, vectorized
+    )
+    ok = np.sort(defined_replicates(dist, "the difference"))
     tail = (1.0 - level) / (2.0 * n_comparisons)
     rank_low, rank_high = ok.size * tail, ok.size * (1.0 - tail)
     if math.floor(rank_low + 1e-9) < 1 or math.ceil(rank_high - 1e-9) > ok.size:
@@ -83,7 +93,7 @@ def paired_bootstrap_test(
             f"too few defined resamples ({ok.size}) for level={level} with n_comparisons={n_comparisons}: "
             f"the interval needs ranks {rank_low:.2f} and {rank_high:.2f}"
         )
-    low, high = _order_statistic(ok, rank_low), _order_statistic(ok, rank_high)
+    low, high = order_statistic(ok, rank_low), order_statistic(ok, rank_high)
     return PairedBootstrapResult(
         difference=est_a - est_b,
         low=low,

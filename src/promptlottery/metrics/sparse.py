@@ -47,6 +47,8 @@ __all__ = [
     "mean_cohen_observed",
     "tau_batch",
     "tau_parts",
+    "safe_ratio",
+    "single_estimate",
 ]
 
 
@@ -81,12 +83,12 @@ def _check_plan(codes: np.ndarray, plan: SparsePlan) -> None:
         raise ValueError(f"labels {codes.shape} and plan {plan.mask.shape} differ in shape")
 
 
-def _one(batch_value: np.ndarray, what: str) -> float:
+def single_estimate(batch_value: np.ndarray, what: str) -> float:
     value = float(batch_value[0])
     return value if np.isfinite(value) else warn_undefined(f"{what} is undefined on these cells")
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
@@ -112,7 +114,7 @@ def fleiss_parts(labels: Any, plan: SparsePlan) -> tuple[np.ndarray, ...]:
 
 def fleiss_batch(parts: tuple[np.ndarray, ...], r: np.ndarray) -> np.ndarray:
     agree, weight, labels_w = parts
-    p_obs = _ratio(r @ agree, r @ weight)
+    p_obs = safe_ratio(r @ agree, r @ weight)
     tot = r @ labels_w
     shares = tot / np.where(tot.sum(axis=1, keepdims=True) > 0, tot.sum(axis=1, keepdims=True), 1.0)
     p_exp = (shares**2).sum(axis=1)
@@ -132,7 +134,9 @@ def ipw_fleiss_kappa(labels: Any, plan: SparsePlan) -> float:
     to be judged, so the weights undo the strata's and the anchor's over-representation). On a full
     plan it is Fleiss' kappa exactly.
     """
-    return _one(fleiss_batch(fleiss_parts(labels, plan), np.ones((1, np.shape(labels)[0]))), "Fleiss' kappa")
+    return single_estimate(
+        fleiss_batch(fleiss_parts(labels, plan), np.ones((1, np.shape(labels)[0]))), "Fleiss' kappa"
+    )
 
 
 def alpha_parts(labels: Any) -> tuple[np.ndarray, ...]:
@@ -160,7 +164,9 @@ def alpha_observed(labels: Any) -> float:
     """Krippendorff's alpha (nominal) over the judged cells (NaN = not judged): alpha's own handling of
     missing values, ``1 - (n - 1) D_o / D_e`` over the coincidences of the pairable values
     (Krippendorff 2011, "Computing Krippendorff's alpha-reliability")."""
-    return _one(alpha_batch(alpha_parts(labels), np.ones((1, np.shape(labels)[0]))), "Krippendorff's alpha")
+    return single_estimate(
+        alpha_batch(alpha_parts(labels), np.ones((1, np.shape(labels)[0]))), "Krippendorff's alpha"
+    )
 
 
 def mean_cohen_observed(labels: Any, *, min_items: int = 2) -> float:
@@ -211,11 +217,11 @@ def changed_parts(labels: Any) -> tuple[np.ndarray, ...]:
 
 def changed_batch(parts: tuple[np.ndarray, ...], r: np.ndarray) -> np.ndarray:
     changed, judged, partial, agree_sets, changed_sets = parts
-    q = _ratio(r @ changed_sets, r @ agree_sets)  # R x sizes
+    q = safe_ratio(r @ changed_sets, r @ agree_sets)  # R x sizes
     need = r @ partial  # weighted partial items of each size
     missing = ((need > 0) & ~np.isfinite(q)).any(axis=1)
     rest = np.where(need > 0, need * np.nan_to_num(q), 0.0).sum(axis=1)
-    out = _ratio(r @ changed + rest, r @ judged)
+    out = safe_ratio(r @ changed + rest, r @ judged)
     return np.where(missing, np.nan, out)
 
 
@@ -234,7 +240,7 @@ def changed_share(labels: Any, plan: SparsePlan | None = None) -> float:
     0.333333
     """
     del plan
-    return _one(
+    return single_estimate(
         changed_batch(changed_parts(labels), np.ones((1, np.shape(labels)[0]))),
         "the changed share (no fully judged item to calibrate on, or no judged item)",
     )
@@ -258,7 +264,7 @@ def tau_parts(scores: Any, systems: Any, plan: SparsePlan) -> tuple[np.ndarray, 
 
 def tau_batch(parts: tuple[np.ndarray, ...], r: np.ndarray) -> np.ndarray:
     num, den, (n_sys, k) = parts
-    means = _ratio(r @ num, r @ den).reshape(len(r), n_sys, k)
+    means = safe_ratio(r @ num, r @ den).reshape(len(r), n_sys, k)
     iu = np.triu_indices(n_sys, 1)
     taus = []
     for a, b in itertools.combinations(range(k), 2):
@@ -268,7 +274,7 @@ def tau_batch(parts: tuple[np.ndarray, ...], r: np.ndarray) -> np.ndarray:
         ok = np.isfinite(sx) & np.isfinite(sy)
         sx, sy = np.where(ok, sx, 0.0), np.where(ok, sy, 0.0)
         den_ = np.sqrt((sx**2).sum(axis=1) * (sy**2).sum(axis=1))
-        taus.append(_ratio((sx * sy).sum(axis=1), den_))
+        taus.append(safe_ratio((sx * sy).sum(axis=1), den_))
     if not taus:
         return np.full(len(r), np.nan)
     stacked = np.array(taus)
@@ -289,4 +295,6 @@ def ht_system_tau(scores: Any, systems: Any, plan: SparsePlan) -> float:
     >>> ht_system_tau(S, ["s1", "s1", "s2", "s2", "s3", "s3"], full)
     1.0
     """
-    return _one(tau_batch(tau_parts(scores, systems, plan), np.ones((1, np.shape(scores)[0]))), "system tau")
+    return single_estimate(
+        tau_batch(tau_parts(scores, systems, plan), np.ones((1, np.shape(scores)[0]))), "system tau"
+    )

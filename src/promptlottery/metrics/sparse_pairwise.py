@@ -134,8 +134,8 @@ def consistency_batch(parts: tuple[np.ndarray, np.ndarray], r: np.ndarray, *, pe
     """The estimate under each row of pair weights ``r``: overall (R,) or per wording (R x K)."""
     num, den = parts
     if per_wording:
-        return sp._ratio(r @ num, r @ den)
-    return sp._ratio(r @ num.sum(axis=1), r @ den.sum(axis=1))
+        return sp.safe_ratio(r @ num, r @ den)
+    return sp.safe_ratio(r @ num.sum(axis=1), r @ den.sum(axis=1))
 
 
 def ipw_position_consistency(first: Any, second: Any, both: np.ndarray, *, per_wording: bool = False):
@@ -144,7 +144,7 @@ def ipw_position_consistency(first: Any, second: Any, both: np.ndarray, *, per_w
     the verdicts of orders 12 and 21 in the pair's terms (``"1"``, ``"2"``, ``"tie"``; None: not judged)."""
     parts = consistency_parts(first, second, both)
     out = consistency_batch(parts, np.ones((1, np.shape(both)[0])), per_wording=per_wording)[0]
-    return out if per_wording else sp._one(np.array([out]), "position consistency")
+    return out if per_wording else sp.single_estimate(np.array([out]), "position consistency")
 
 
 def kappa_parts(first: Any, second: Any, both: np.ndarray, four: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -169,7 +169,7 @@ def kappa_parts(first: Any, second: Any, both: np.ndarray, four: np.ndarray) -> 
 def ipw_pairwise_kappa(first: Any, second: Any, both: np.ndarray, four: np.ndarray) -> float:
     """Fleiss' kappa across wordings of the two-order verdict, estimated from the judged cells."""
     parts = kappa_parts(first, second, both, four)
-    return sp._one(sp.fleiss_batch(parts, np.ones((1, np.shape(both)[0]))), "the pairwise kappa")
+    return sp.single_estimate(sp.fleiss_batch(parts, np.ones((1, np.shape(both)[0]))), "the pairwise kappa")
 
 
 def two_order(first: Any, second: Any) -> np.ndarray:

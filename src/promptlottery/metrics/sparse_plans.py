@@ -29,7 +29,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SparsePlan", "sparse_plan"]
+__all__ = [
+    "SparsePlan",
+    "sparse_plan",
+    "stable_uniform",
+]
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class SparsePlan:
         return [(self.items[i], self.variants[w], float(self.prob[i, w])) for i, w in rows]
 
 
-def _unit(seed: int, *parts: str) -> float:
+def stable_uniform(seed: int, *parts: str) -> float:
     """A uniform number in (0, 1) from the seed and ``parts`` (stable across runs and machines)."""
     h = hashlib.sha256("\0".join([str(seed), *parts]).encode()).digest()
     return (int.from_bytes(h[:8], "big") + 0.5) / 2**64
@@ -144,11 +148,11 @@ def sparse_plan(
     prob = np.zeros((n, k))
     pair = np.zeros((n, k, k))
     for i, item in enumerate(items):
-        if _unit(seed, "full", item) < full_share:
+        if stable_uniform(seed, "full", item) < full_share:
             mask[i], prob[i], pair[i] = True, 1.0, 1.0
             continue
-        n_i = min(kk, int(math.floor(m + 1 - _unit(seed, "count", item))))
-        order = sorted(others, key=lambda w: _unit(seed, "order", item, variants[w]))
+        n_i = min(kk, int(math.floor(m + 1 - stable_uniform(seed, "count", item))))
+        order = sorted(others, key=lambda w: stable_uniform(seed, "order", item, variants[w]))
         mask[i, order[:n_i]] = True
         prob[i, others] = p_cell
         pair[i][np.ix_(others, others)] = p_pair

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from promptlottery.metrics.sparse import _one, _ratio
+from promptlottery.metrics.sparse import safe_ratio, single_estimate
 
 __all__ = [
     "ht_share",
@@ -65,7 +65,7 @@ def share_batch(
         den = np.broadcast_to(np.asarray(known, dtype=float), num.shape)
     if pooled:
         num, den = num.sum(axis=1, keepdims=True), den.sum(axis=1, keepdims=True)
-    out = _ratio(r @ num, r @ den)
+    out = safe_ratio(r @ num, r @ den)
     return out[:, 0] if pooled else out
 
 
@@ -80,7 +80,7 @@ def ht_share(hit: Any, eligible: Any, prob: Any, *, known: Any = None, pooled: b
     """
     parts = share_parts(hit, eligible, prob)
     out = share_batch(parts, np.ones((1, parts[0].shape[0])), pooled=pooled, known=known)[0]
-    return _one(np.array([out]), "the share") if pooled else out
+    return single_estimate(np.array([out]), "the share") if pooled else out
 
 
 def pointwise_human_parts(labels: Any, human: Any, prob: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -128,4 +128,4 @@ def win_rate_parts(
 def win_rate_batch(parts: tuple, r: np.ndarray) -> np.ndarray:
     """The win rates under each row of pair weights ``r``: R x systems x wordings (NaN: no game)."""
     num, den, names, k = parts
-    return _ratio(r @ num, r @ den).reshape(len(r), len(names), k)
+    return safe_ratio(r @ num, r @ den).reshape(len(r), len(names), k)

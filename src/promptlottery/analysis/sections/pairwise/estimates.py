@@ -18,6 +18,7 @@ from promptlottery.metrics import (
     fleiss_kappa,
 )
 from promptlottery.metrics import preference as pm
+from promptlottery.metrics import preference_humans as ph
 from promptlottery.metrics._resampled import fleiss_kappa_resampled
 from promptlottery.metrics.aggregate import plurality_cluster
 from promptlottery.metrics.kappa_interval import fleiss_interval
@@ -80,18 +81,18 @@ def human_row(
         ("human_agreement_with_ties", "class"),
         ("human_agreement_fastchat", "exclude_both"),
     ):
-        share_ci(rec, name, *summed([pm.agreement_counts(v, human, ties) for v in verdicts]), cl, boot)
+        share_ci(rec, name, *summed([ph.agreement_counts(v, human, ties) for v in verdicts]), cl, boot)
     if both_orders:
         orders = (p["first"].to_numpy(object), p["second"].to_numpy(object))
-        share_ci(rec, "human_agreement_autoj", *pm.autoj_counts(*orders, human), cl, boot)
-        share_ci(rec, "human_agreement_judgebench", *pm.judgebench_counts(*orders, human), cl, boot)
+        share_ci(rec, "human_agreement_autoj", *ph.autoj_counts(*orders, human), cl, boot)
+        share_ci(rec, "human_agreement_judgebench", *ph.judgebench_counts(*orders, human), cl, boot)
     raters = p["raters"].to_numpy(object)
     if any(r is not None and not (isinstance(r, float) and np.isnan(r)) for r in raters):
         for name, ties in (
             ("judge_rater_agreement", "exclude"),
             ("judge_rater_agreement_with_ties", "class"),
         ):
-            share_ci(rec, name, *summed([pm.judge_rater_counts(v, raters, ties) for v in verdicts]), cl, boot)
+            share_ci(rec, name, *summed([ph.judge_rater_counts(v, raters, ties) for v in verdicts]), cl, boot)
     return rec
 
 
@@ -216,6 +217,6 @@ def config_row(c: pd.DataFrame, order: list[str], rec0: dict, boot: dict, kappa_
     )
     raters = pairs["raters"].to_numpy(object)
     if any(r is not None and not (isinstance(r, float) and np.isnan(r)) for r in raters):
-        share_ci(rec, "annotator_agreement", *pm.rater_counts(raters, "exclude"), cl_pairs, boot)
-        share_ci(rec, "annotator_agreement_with_ties", *pm.rater_counts(raters, "class"), cl_pairs, boot)
+        share_ci(rec, "annotator_agreement", *ph.rater_counts(raters, "exclude"), cl_pairs, boot)
+        share_ci(rec, "annotator_agreement_with_ties", *ph.rater_counts(raters, "class"), cl_pairs, boot)
     return rec

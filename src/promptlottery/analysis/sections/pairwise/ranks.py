@@ -13,7 +13,7 @@ import pandas as pd
 from promptlottery.analysis.sections.pairwise.estimates import percentiles
 from promptlottery.judging.table import natural_key
 from promptlottery.metrics import UndefinedMetricWarning, cluster_resample_counts
-from promptlottery.metrics import preference as pm
+from promptlottery.metrics import preference_ranks as pr
 
 SCORES = ("win_rate", "bradley_terry")
 RANK_MEASURES = ("kendall_tau", "flip_share", "rank_change_share")
@@ -60,8 +60,8 @@ def _scores(
     verdicts = verdicts.loc[meta["item_id"]]
     s1, s2 = meta["system_1"], meta["system_2"]
     columns = {
-        "win_rate": [pm.win_rates(s1, s2, verdicts[v].to_numpy(object)) for v in order],
-        "bradley_terry": [pm.bradley_terry(s1, s2, verdicts[v].to_numpy(object)) for v in order],
+        "win_rate": [pr.win_rates(s1, s2, verdicts[v].to_numpy(object)) for v in order],
+        "bradley_terry": [pr.bradley_terry(s1, s2, verdicts[v].to_numpy(object)) for v in order],
     }
     return {
         s: np.column_stack([c.reindex(ranked).to_numpy(float) for c in cols]) for s, cols in columns.items()
@@ -84,7 +84,7 @@ def _unranked(rec0: dict, games: pd.DataFrame, n_ranked: int, why: str) -> list[
 def _system_rows(rec0: dict, score: str, x: np.ndarray, ranked: list[str], order: list[str]) -> list[dict]:
     rows = []
     for s, name in enumerate(ranked):
-        ranks = [pm.system_ranks(x[:, j])[s] for j in range(len(order))]
+        ranks = [pr.system_ranks(x[:, j])[s] for j in range(len(order))]
         for j, var in enumerate(order):
             rows.append(
                 {
@@ -124,12 +124,12 @@ def rank_tables(p: pd.DataFrame, order: list[str], boot: dict, rec0: dict) -> tu
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         for score, x in _scores(games, meta, ranked, order).items():
             rec = {**rec0, "score": score, "n_systems": len(ranked), "n_games": len(pts)}
-            rec.update(pm.rank_flips(x))
+            rec.update(pr.rank_flips(x))
             if score == "win_rate":  # BT refits per resample would cost a fit per wording each: point only
                 w = cluster_resample_counts(
                     meta["cluster_id"].astype(str).to_numpy(), boot["n_resamples"], seed=boot["seed"]
                 )
-                dist = pm.rank_flips_resampled(pm.win_rates_resampled(w, pts, codes, len(names))[:, keep])
+                dist = pr.rank_flips_resampled(pr.win_rates_resampled(w, pts, codes, len(names))[:, keep])
                 for k, name in enumerate(RANK_MEASURES):
                     rec[f"{name}_lo"], rec[f"{name}_hi"] = percentiles(dist[:, k], boot["level"])
                 notes = []

@@ -74,7 +74,8 @@ def test_the_stage_option_picks_the_interval_and_warns_below_the_measured_size()
     values = CODES.astype(float) + 1  # scale scores 1, 2, 3
     stud = agreement_measures(values, [1.0, 2.0, 3.0], n_resamples=200, seed=3)["fleiss_kappa"]
     want = item_bootstrap_t(CODES, 3, n_resamples=200, seed=3, level=0.95)
-    assert (stud.low, stud.high) == (pytest.approx(want.low), pytest.approx(want.high))
+    # the bootstrap-t's upper end (1.184 here) is cut at kappa's maximum 1
+    assert (stud.low, stud.high) == (pytest.approx(want.low), pytest.approx(min(want.high, 1.0)))
     assert "studentized interval on 6 items: its coverage was measured near nominal from 8" in stud.note
     perc = agreement_measures(values, [1.0, 2.0, 3.0], n_resamples=200, seed=3, kappa_interval="percentile")[
         "fleiss_kappa"
@@ -92,7 +93,7 @@ def test_clusters_of_one_item_each_resample_as_the_items_do():
     by_items = fleiss_interval(CODES, 3, "studentized", **args)
     by_clusters = fleiss_interval(CODES, 3, "studentized", clusters=list("abcdef"), noun="pairs", **args)
     want = item_bootstrap_t(CODES, 3, n_resamples=200, seed=3, level=0.95)
-    assert by_items[:2] == by_clusters[:2] == (want.low, want.high)
+    assert by_items[:2] == by_clusters[:2] == (want.low, min(want.high, 1.0))
     assert "studentized interval on 6 pairs" in by_clusters[2][-1]
 
 
@@ -108,7 +109,7 @@ def test_clustered_studentized_interval_drops_the_clusters_jackknife_units():
     draws, _ = cluster_resample(clusters, 300, seed=1)
     w = np.stack([np.bincount(d, minlength=4) for d in draws]).astype(float)
     want = fleiss_studentized(CODES, 3, w, level=0.9, units=np.array([0, 0, 1, 1, 2, 3]))
-    assert (low, high) == (want.low, want.high)
+    assert (low, high) == (want.low, min(want.high, 1.0))
 
 
 def test_the_percentile_interval_is_the_one_given():
@@ -127,3 +128,19 @@ def test_a_bad_kappa_interval_is_one_line():
         ConfigError, match=r"analysis.kappa_interval='bca': must be one of studentized, percentile"
     ):
         LotteryOptions.from_dict({"kappa_interval": "bca"})
+
+
+def test_studentized_upper_end_is_cut_at_kappas_maximum_with_a_note():
+    """Bootstrap-t is not range-respecting: on these 10 items x 5 judges (binary) its upper end was
+    1.557; Fleiss' kappa cannot exceed 1, so the interval ends at 1 and the note says so."""
+    from promptlottery.metrics.kappa_interval import fleiss_interval
+
+    codes = np.array(
+        [[0, 1, 0, 0, 1], [0, 0, 1, 1, 0], [0, 1, 1, 1, 1], [0, 0, 1, 0, 0], [1, 1, 1, 1, 0],
+         [1, 1, 1, 0, 1], [1, 1, 1, 1, 1], [1, 0, 1, 1, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]]
+    )  # fmt: skip
+    low, high, notes = fleiss_interval(
+        codes, 2, "studentized", percentile=(0.0, 0.0), n_resamples=200, seed=0, level=0.95
+    )
+    assert high == 1.0 and low < high
+    assert any("upper end 1.557 cut at kappa's maximum 1" in n for n in notes), notes

@@ -178,6 +178,9 @@ def fleiss_interval(
         low, high = res.low, res.high
         if res.n_undefined:
             notes.append(f"studentized interval: {res.n_undefined} of {len(w)} resamples without a t")
+        if high > 1:  # bootstrap-t does not respect kappa's range: its upper end cut at kappa's maximum
+            notes.append(f"studentized interval's upper end {high:.3f} cut at kappa's maximum 1")
+            high = 1.0
     if len(codes) < NEAR_NOMINAL_ITEMS[kind]:
         notes.append(
             f"{kind} interval on {len(codes)} {noun}: its coverage was measured near nominal from "

@@ -130,8 +130,7 @@ def test_bf16_weights_keep_a_float32_graph():
     computed value in the IR is float32 (conversion 1 traced a bfloat16 model, whose bf16 activations
     moved the 1.5B judge's label probabilities by 0.50 against float32), and the answers stay near the
     float32 judge's (SmolLM2-135M: bf16-rounded weights, float32 arithmetic)."""
-    import openvino as ov
-
+    ov = pytest.importorskip("openvino")
     fast = _openvino(precision="f32", weights="bf16")
     model = ov.Core().read_model(str(fast.convert() / "model.xml"))
     computed = {

@@ -86,16 +86,18 @@ def _handler(stub: Stub):
                 time.sleep(stub.delay_s)
                 payload = stub.answer(body) if payload is None else payload
                 data = (json.dumps(payload) if not isinstance(payload, str) else payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
             finally:
+                # counted out before the reply is sent: once the client has read it, it may send the
+                # next request before this handler returns (counted after, a loaded machine saw 4 of 3)
                 with stub.lock:
                     stub.in_flight -= 1
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
 
     return H
 

@@ -1,13 +1,14 @@
 """The 1.5B judge on this CPU: where its bf16 time goes, and raw prefill speed per dtype.
 
     .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw|fidelity] [--raw-items 16] [--reps 2]
-        [--items 24] [--variants P1,P2,P3,P4,P5]
+        [--items 120] [--variants P1,P2,P3,P4,P5]
 
 ``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only,
 no cache) timed by module with forward hooks (exclusive times: linear layers, attention without its
 linears, MLP activation, RMS norms, lm_head, the rest), and the load-time cast and request building.
 ``raw``: prompt tokens/s of the same batches through transformers float32 and bfloat16, interleaved
-(A, B, A, B) in one run, with the fraction of the AMX bf16 limit (see :func:`amx_limit_tokens_per_s`).
+(A, B, A, B) in one run, with the fraction of the AMX bf16 limit (see :func:`amx_limit_tokens_per_s`) and of
+this CPU's own bf16 limit (:func:`cpu_limit`: AMX, avx512_bf16 without AMX, or neither).
 ``fidelity``: the fast judge (``backbone=qwen25_coder_15b_fast``, OpenVINO bf16) against the float32
 reference on the same STS-B judgments (``--items`` x ``--variants``, G12, greedy, label probabilities
 and text as a judge run asks): the share of equal argmax labels, the Pearson correlation of the
@@ -62,6 +63,26 @@ def amx_limit_tokens_per_s(cores: int, ghz: float) -> float:
     ``TDPBF16PS`` of 16 x 16 x 32 multiply-adds every 16 cycles), over 2 FLOP per non-embedding
     parameter per token (attention <= 2% at these lengths is left out)."""
     return cores * ghz * 1e9 * 1024 / (2 * NON_EMBEDDING_PARAMS)
+
+
+#: bf16 FLOP per cycle per core of each unit: AMX tiles (above); avx512_bf16's VDPBF16PS, 32 multiply-adds
+#: per 512-bit instruction on two FMA ports (no CPU here has one port); none: float32 FMA on AVX2's two ports
+BF16_FLOP_PER_CYCLE = {"amx_bf16": 1024, "avx512_bf16": 128, "none": 32}
+
+
+def cpu_limit() -> tuple[str, float]:
+    """This CPU's bf16 unit (``cpu_matrix_unit``) and its peak in prompt tokens/s on these cores."""
+    from promptlottery.backends.transformers_local import cpu_matrix_unit
+
+    unit = cpu_matrix_unit()
+    flops = (os.cpu_count() or 1) * cpu_ghz() * 1e9 * BF16_FLOP_PER_CYCLE[unit]
+    return unit, flops / (2 * NON_EMBEDDING_PARAMS)
+
+
+def limits_line() -> str:
+    unit, own = cpu_limit()
+    amx = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
+    return f"cpu_bf16_unit={unit} cpu_bf16_limit_tokens_per_s={own:.0f} amx_bf16_limit_tokens_per_s={amx:.0f}"
 
 
 def batches(backend, items: int, variants: list[str]) -> list[list[int]]:
@@ -176,17 +197,19 @@ def part_raw(items: int, reps: int) -> None:
                 run(b)
             seconds[name].append(time.perf_counter() - t0)
             print(f"raw_engine={name} seconds={seconds[name][-1]:.2f} load={load()}", flush=True)
+    unit, own = cpu_limit()
     limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
     print(
         f"bench=fastcpu part=raw batches={len(rows)}x8 prompt_tokens={tokens} cpus={os.cpu_count()} "
-        f"ghz={cpu_ghz():.2f} amx_bf16_limit_tokens_per_s={limit:.0f}"
+        f"ghz={cpu_ghz():.2f} {limits_line()}"
     )
     base = tokens / min(seconds["transformers_float32"])
     for name, s in seconds.items():
         tps = tokens / min(s)
         print(
             f"raw_engine={name} best_s={min(s):.2f} prompt_tokens_per_s={tps:.1f} "
-            f"ratio_to_float32={tps / base:.2f} fraction_of_amx_bf16_limit={tps / limit:.3f}"
+            f"ratio_to_float32={tps / base:.2f} fraction_of_amx_bf16_limit={tps / limit:.3f} "
+            f"fraction_of_cpu_bf16_limit={tps / own:.3f}"
         )
 
 
@@ -224,13 +247,18 @@ def part_fidelity(
     print(f"fidelity_fast_overrides={' '.join(fast) or 'none'}")
     fast = fast_backend(fast)
     meta = fidelity_grid(ref, items, variants)
-    reqs = sorted((r for r, _ in meta.values()), key=lambda r: (len(ref.encode(r)), r.key))
-    batches_ = [reqs[i : i + 8] for i in range(0, len(reqs), 8)]
+    # batched as a judge job batches them: one wording per job, its requests in length order
+    batches_ = []
+    for v in variants:
+        reqs = sorted((r for r, m in meta.values() if m[1] == v), key=lambda r: (len(ref.encode(r)), r.key))
+        batches_ += [reqs[i : i + 8] for i in range(0, len(reqs), 8)]
+    reqs = [r for b in batches_ for r in b]
     print(f"bench=fastcpu part=fidelity items={items} variants={len(variants)} judgments={len(reqs)}")
     for name, b in (("float32", ref), ("fast", fast)):
         t0 = time.perf_counter()
         b.generate(reqs[:2], Decoding())  # loads (converts once), warms the kernels
         print(f"fidelity_engine={name} startup_s={time.perf_counter() - t0:.1f} load={load()}", flush=True)
+    fast.computed_tokens = 0  # from here on: the timed judgments only
     answers: dict[str, list] = {"float32": [], "fast": []}
     seconds = {"float32": 0.0, "fast": 0.0}
     for k in range(rounds):
@@ -245,7 +273,7 @@ def part_fidelity(
                 f"fidelity_round={k} engine={name} judgments={len(got)} seconds={spent:.1f} load={load()}",
                 flush=True,
             )
-        fidelity_figures(answers["float32"], answers["fast"], seconds)
+        fidelity_figures(answers["float32"], answers["fast"], seconds, getattr(fast, "computed_tokens", None))
     done = [r.key for k in range(rounds) for batch in batches_[k::rounds] for r in batch]
     headline_rows(meta, done, answers)
     if dump:
@@ -319,7 +347,12 @@ def headline_rows(meta: dict, keys: list[str], answers: dict, resamples: int = 1
         )
 
 
-def fidelity_figures(a: list, f: list, seconds: dict[str, float]) -> None:
+def fidelity_figures(a: list, f: list, seconds: dict[str, float], computed: int | None = None) -> None:
+    """Agreement of the two engines' answers so far, and their speed: prompt tokens judged per
+    second (every prompt token of every judgment, the figure a user waits on; both engines run a
+    batch's shared prefix once, the fast one also keeps it for the next batches of the wording) and,
+    for the fast engine, the tokens it computed per second (padding included, shared prefixes once)
+    as a fraction of the AMX bf16 limit."""
     import numpy as np
 
     tokens = sum(r.prompt_tokens for r in a)
@@ -331,6 +364,7 @@ def fidelity_figures(a: list, f: list, seconds: dict[str, float]) -> None:
     diff = max(abs(x.label_probs[lab] - y.label_probs[lab]) for x, y in zip(a, f) for lab in x.label_probs)
     texts = sum(x.raw_text == y.raw_text for x, y in zip(a, f))
     limit = amx_limit_tokens_per_s(os.cpu_count() or 1, cpu_ghz())
+    unit, own = cpu_limit()
     tps = {name: tokens / s for name, s in seconds.items()}
     print(
         f"fidelity_so_far judgments={len(a)} prompt_tokens={tokens} argmax_equal={sum(argmax)}/{len(argmax)} "
@@ -341,15 +375,22 @@ def fidelity_figures(a: list, f: list, seconds: dict[str, float]) -> None:
     print(
         f"fidelity_tokens_per_s float32={tps['float32']:.1f} fast={tps['fast']:.1f} "
         f"ratio={tps['fast'] / tps['float32']:.2f} fast_fraction_of_amx_bf16_limit={tps['fast'] / limit:.3f} "
-        f"amx_bf16_limit_tokens_per_s={limit:.0f}",
+        f"{limits_line()}",
         flush=True,
     )
+    if computed is not None:
+        print(
+            f"fidelity_fast_computed tokens={computed} per_s={computed / seconds['fast']:.1f} "
+            f"fraction_of_amx_bf16_limit={computed / seconds['fast'] / limit:.3f} "
+            f"fraction_of_cpu_bf16_limit={computed / seconds['fast'] / own:.3f} cpu_bf16_unit={unit}",
+            flush=True,
+        )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["profile", "raw", "fidelity"])
-    ap.add_argument("--items", type=int, default=24, help="STS-B items of the fidelity part")
+    ap.add_argument("--items", type=int, default=120, help="STS-B items of the fidelity part")
     ap.add_argument("--variants", default="P1,P2,P3,P4,P5", help="G12 wordings of the fidelity part")
     ap.add_argument(
         "--raw-items", type=int, default=16, help="STS-B items of the raw part (P1, batches of 8)"

@@ -28,7 +28,11 @@ cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 GIVEN=${BACKBONES:-}  # a BACKBONES given (e.g. fake for the rehearsal) is the default of every *_BACKBONES below
-BACKBONES=${BACKBONES:-smollm2,gemma3_270m,qwen25_coder_05b,qwen25_coder_15b}
+# the 1.5B judge: the fast OpenVINO bf16 one where the CPU has AMX, the float32 one elsewhere (bf16 without AMX
+# measured slower than float32: docs/benchmarks.md); QWEN15=... picks one by hand
+QWEN15=${QWEN15:-$($PY -c "from promptlottery.backends.transformers_local import fast_judge_backbone as f; print(f())")}
+echo "cpu_study: the 1.5B judge is backbone=$QWEN15"
+BACKBONES=${BACKBONES:-smollm2,gemma3_270m,qwen25_coder_05b,$QWEN15}
 STSB=${STSB:-24}
 TC=${TC:-12}
 SQUAD=${SQUAD:-4}
@@ -38,10 +42,10 @@ OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}
 FIXED_BACKBONES=${FIXED_BACKBONES:-${GIVEN:-qwen25_coder_05b}}
-GREEDY_BACKBONES=${GREEDY_BACKBONES:-${GIVEN:-qwen25_coder_05b,qwen25_coder_15b}}
+GREEDY_BACKBONES=${GREEDY_BACKBONES:-${GIVEN:-qwen25_coder_05b,$QWEN15}}
 # gemma-3-270m base reads three solved examples before each item: with a full article or an MT-Bench
 # answer that is 3,000+ tokens an item, so it sits out the two rank configurations
-RANK_BACKBONES=${RANK_BACKBONES:-${GIVEN:-smollm2,qwen25_coder_05b,qwen25_coder_15b}}
+RANK_BACKBONES=${RANK_BACKBONES:-${GIVEN:-smollm2,qwen25_coder_05b,$QWEN15}}
 MT_SYSTEMS=${MT_SYSTEMS:-[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]}
 start=$(date +%s)
 

@@ -54,7 +54,7 @@ def test_identity_names_engine_precision_and_weights_and_differs_from_float32():
         ident["backend"] == "openvino"
         and ident["engine"] == f"openvino=={openvino.__version__.split('-')[0]}"
     )
-    assert (ident["dtype"], ident["weights"], ident["conversion"]) == ("openvino-bf16", "bf16", 2)
+    assert (ident["dtype"], ident["weights"], ident["conversion"]) == ("openvino-bf16", "bf16", 3)
     assert ident["revision"] == ref.identity()["revision"]  # the same weights ...
     assert ident != ref.identity() and ident["model"] != ref.identity()["model"]  # ... another judge
     other = _openvino(precision="bf16", weights="int8").identity()
@@ -150,3 +150,44 @@ def test_bf16_weights_keep_a_float32_graph():
     reqs = [_request("a", LIKERT), _request("b", LIKERT, filler=3)]
     for g, w in zip(fast.generate(reqs, Decoding()), ref.generate(reqs, Decoding()), strict=True):
         assert max(abs(g.label_probs[k] - w.label_probs[k]) for k in w.label_probs) < 0.05
+
+
+def test_shared_prefix_run_once_gives_the_answers_of_whole_rows(pair):
+    """The prefix the rows share is run once and kept for the next batch: the same label
+    probabilities (float32, to 1e-5) and text as passes over whole rows (sharing off)."""
+    fast, _ = pair
+    whole = _openvino(precision="f32", weights="f32", min_shared_prefix=0)
+    reqs = [_request("a", LIKERT), _request("b", LIKERT, filler=2), _request("c", TEN, filler=1)]
+    encoded = [fast.encode(r) for r in reqs]
+    assert fast._shared(encoded) >= 16 and whole._shared(encoded) == 0
+    fast._prefixes.clear()
+    runs = []
+    forward = fast.forward
+    fast.forward = lambda rows, last, past=None: runs.append(past is None) or forward(rows, last, past)
+    for batch in (reqs, reqs[1:]):  # both share the text up to "to {top}"; the second starts from it
+        got, want = fast.generate(batch, Decoding()), whole.generate(batch, Decoding())
+        for g, w in zip(got, want, strict=True):
+            assert max(abs(g.label_probs[k] - w.label_probs[k]) for k in w.label_probs) < 1e-5
+            assert (g.raw_text, g.prompt_tokens) == (w.raw_text, w.prompt_tokens)
+    del fast.forward
+    assert len(fast._prefixes) == 1 and not whole._prefixes
+    assert runs.count(True) == 1  # the pass over the prefix alone ran once, for the first batch
+
+
+@pytest.mark.parametrize(
+    ("flags", "unit", "backbone"),
+    [
+        ("fpu avx2 avx512_bf16 amx_bf16 amx_tile", "amx_bf16", "qwen25_coder_15b_fast"),
+        ("fpu avx2 avx512f avx512_bf16 avx512_fp16", "avx512_bf16", "qwen25_coder_15b"),
+        ("fpu avx2 fma", "none", "qwen25_coder_15b"),
+    ],
+)
+def test_scripts_judge_fast_only_where_the_cpu_has_amx(monkeypatch, tmp_path, flags, unit, backbone):
+    """bf16 pays only with AMX tiles (without them it measured slower than float32), so the demo and
+    the CPU study take the fast judge only where /proc/cpuinfo lists amx_bf16."""
+    from promptlottery.backends import transformers_local as tl
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    monkeypatch.setattr(tl, "Path", lambda _: cpuinfo)
+    assert tl.cpu_matrix_unit() == unit and tl.fast_judge_backbone() == backbone

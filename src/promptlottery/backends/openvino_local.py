@@ -14,14 +14,17 @@ used: the numbers bf16 inference reads anyway, at 4.2 GB instead of 6.7), ``f32`
 the GGUF), ``int8`` (NNCF weight compression). An IR traced from a bfloat16 torch model (this
 backend's first conversion, ``CONVERSION`` 1) carries bfloat16 activations into the graph, whatever
 the inference hint: measured against the float32 judge on 16 STS-B items it moved a label probability
-by 0.50 where this conversion moves it by 0.008 (docs/benchmarks.md). The converted model has no
-KV cache: the label distribution, the route through a bare space token (the space appended to every
-prompt: one pass gives p0 at the prompt's last position and p1 one position later) and each
-teacher-forced multi-token prefix (one more pass per distinct prefix, the prefix appended) are read
-from full forward passes. Generated text re-runs the prompt plus the tokens so far for each new
-token, so this backend suits label judging (``max_new_tokens`` small, ``stop_at_label``), not long
-generation. The prompt prefix all rows share is computed per row here (the transformers backend runs
-it once per batch).
+by 0.50 where this conversion moves it by 0.008 (docs/benchmarks.md). The converted model takes
+the keys and values of earlier positions and returns them extended (conversion 3; earlier
+conversions had no cache input): the token prefix the rows of a batch share (a wording's
+instructions) is run once, its keys and values kept (the last few prefixes, so the next batches
+of the same wording start from it) and each row runs only its own tokens after it, as the
+transformers backend does within a batch. The label distribution, the route through a bare
+space token (the space appended to every prompt: one pass gives p0 at the prompt's last position
+and p1 one position later) and each teacher-forced multi-token prefix (one more pass per distinct
+prefix, the prefix appended) are read from passes over each row's own tokens. Generated text
+re-runs the row's own tokens plus the text so far for each new token, so this backend suits label
+judging (``max_new_tokens`` small, ``stop_at_label``), not long generation.
 
 On a CPU without bf16 instructions (``avx512_bf16`` / ``amx_bf16``) ``precision=bf16`` is refused with
 a one-line error rather than falling back: a silent fallback would give a judge whose numbers differ
@@ -34,11 +37,16 @@ import logging
 import os
 import shutil
 import time
+from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.transformers_local import TransformersBackend, cpu_supports_bf16
+from promptlottery.backends.transformers_local import (
+    TransformersBackend,
+    common_prefix_len,
+    cpu_supports_bf16,
+)
 from promptlottery.backends.weights import materialize
 from promptlottery.checks import check_choice
 from promptlottery.errors import ConfigError
@@ -49,9 +57,12 @@ PRECISIONS = {"bf16": "bfloat16", "f32": "float32"}
 #: how the converted weights are stored: bf16 (the default; what bf16 inference rounds them to
 #: anyway), f32 (as converted from the GGUF: the tests' exact comparison with float32), int8 (NNCF)
 WEIGHTS = ("bf16", "f32", "int8")
-#: the conversion's version, part of the IR's folder and of the cache key: 2 traces the float32 model
-#: (1 traced a bfloat16 model: bf16 activations in the graph, answers 0.5 apart from float32's)
-CONVERSION = 2
+#: the conversion's version, part of the IR's folder and of the cache key: 3 takes and returns the
+#: keys and values (the shared prefix is run once); 2 traced the float32 model without a cache input;
+#: 1 traced a bfloat16 model (bf16 activations in the graph, answers 0.5 apart from float32's)
+CONVERSION = 3
+#: shared prefixes whose keys and values are kept between batches (a wording's instructions)
+PREFIX_SLOTS = 4
 
 
 def engine_version() -> str:
@@ -81,6 +92,7 @@ class OpenVINOBackend(TransformersBackend):
         batch_size: int = 8,
         max_length: int = 2048,
         num_threads: int | None = None,
+        min_shared_prefix: int = 16,
         revision: str | None = None,
     ):
         check_choice("backbone.backend.precision", precision, PRECISIONS)
@@ -99,10 +111,15 @@ class OpenVINOBackend(TransformersBackend):
             batch_size=batch_size,
             max_length=max_length,
             num_threads=num_threads,
+            min_shared_prefix=min_shared_prefix,
             revision=revision,
         )
         self.precision = precision
         self.weights = weights
+        #: prefix tokens -> their keys and values [layers, 2, 1, kv heads, 1 + len, head dim]
+        self._prefixes: OrderedDict[tuple[int, ...], object] = OrderedDict()
+        #: tokens run through the model so far (padding included; a shared prefix once)
+        self.computed_tokens = 0
 
     def identity(self) -> dict:
         return {
@@ -139,14 +156,18 @@ class OpenVINOBackend(TransformersBackend):
         ).eval()
         if self.weights == "bf16":
             _store_linear_weights_bf16(model)
-        example = {
-            "input_ids": torch.tensor([[0, 0, 11, 12, 13, 14], [11, 12, 13, 14, 15, 16]]),
-            "attention_mask": torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]]),
-            "position_ids": torch.tensor([[0, 0, 0, 1, 2, 3], [0, 1, 2, 3, 4, 5]]),
-            "keep": torch.tensor([4, 5]),
+        cfg = model.config
+        layers, heads = cfg.num_hidden_layers, cfg.num_key_value_heads
+        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        example = {  # two rows of 3 new tokens after 3 cached positions (the first one masked out)
+            "input_ids": torch.tensor([[0, 11, 12], [11, 12, 13]]),
+            "attention_mask": torch.tensor([[0, 1, 1, 0, 1, 1], [0, 1, 1, 1, 1, 1]]),
+            "position_ids": torch.tensor([[2, 2, 3], [2, 3, 4]]),
+            "keep": torch.tensor([1, 2]),
+            "past": torch.zeros(layers, 2, 2, heads, 3, dim),
         }
         with torch.no_grad():
-            ov_model = ov.convert_model(_Positions(model), example_input=example)
+            ov_model = ov.convert_model(_WithPast(model), example_input=example)
         if self.weights == "int8":
             try:
                 import nncf
@@ -191,37 +212,74 @@ class OpenVINOBackend(TransformersBackend):
         raise AttributeError("OpenVINOBackend has no transformers model; see .compiled")
 
     # -- the forward passes -----------------------------------------------------------------------
-    def forward(self, rows: list[list[int]], last: int):
+    def forward(self, rows: list[list[int]], last: int, past=None):
         """Next-token probabilities (float32 torch) after each of the last ``last`` tokens of every
-        row: shape [rows, last, vocab]; rows left-padded into one batch."""
+        row: shape [rows, last, vocab]; rows left-padded into one batch after ``past`` (the keys and
+        values of a prefix all rows share, :meth:`prefix_cache`; none: one masked-out position),
+        and the keys and values of the whole batch."""
         import numpy as np
         import torch
 
-        pad, width = self.tokenizer.pad_token_id, max(map(len, rows))
+        pad, width, n = self.tokenizer.pad_token_id, max(map(len, rows)), len(rows)
+        if past is None:
+            past, seen = self._empty_past, 0
+        else:
+            seen = past.shape[4] - 1  # the first cached position is the masked-out one
         ids = np.array([[pad] * (width - len(r)) + r for r in rows], dtype=np.int64)
-        mask = np.array([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=np.int64)
-        pos = np.clip(mask.cumsum(-1) - 1, 0, None)
+        own = np.array([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=np.int64)
+        mask = np.concatenate([np.zeros((n, 1), np.int64), np.ones((n, seen), np.int64), own], axis=1)
+        pos = seen + np.clip(own.cumsum(-1) - 1, 0, None)
         keep = np.arange(width - last, width, dtype=np.int64)
         request = self.compiled.create_infer_request()
-        out = request.infer({"input_ids": ids, "attention_mask": mask, "position_ids": pos, "keep": keep})
+        out = request.infer([ids, mask, pos, keep, np.repeat(past, n, axis=2)])
+        self.computed_tokens += ids.size  # padding included: what the matrix units worked on
         logits = torch.from_numpy(np.asarray(out[self.compiled.output(0)], dtype=np.float32))
-        return torch.softmax(logits, dim=-1)
+        return torch.softmax(logits, dim=-1), np.asarray(out[self.compiled.output(1)])
+
+    @cached_property
+    def _empty_past(self):
+        """One cached position, masked out: the input of a pass with nothing before it."""
+        import numpy as np
+
+        # the returned keys and values have static layers, heads and head size: [L, 2, ?, H, ?, D]
+        shape = [d.get_length() if d.is_static else 1 for d in self.compiled.output(1).get_partial_shape()]
+        return np.zeros(shape, dtype=np.float32)
+
+    def prefix_cache(self, prefix: tuple[int, ...]):
+        """The keys and values after ``prefix`` (run once; the last :data:`PREFIX_SLOTS` kept)."""
+        if prefix in self._prefixes:
+            self._prefixes.move_to_end(prefix)
+            return self._prefixes[prefix]
+        _, present = self.forward([list(prefix)], 1)
+        self._prefixes[prefix] = present
+        while len(self._prefixes) > PREFIX_SLOTS:
+            self._prefixes.popitem(last=False)
+        return present
+
+    def _shared(self, encoded: list[list[int]]) -> int:
+        """The length of the prefix the batch runs once (the transformers backend's rule)."""
+        shared = common_prefix_len(encoded) if len(encoded) > 1 else 0
+        shared = min(shared, min(map(len, encoded)) - 1)  # every row keeps >= 1 token of its own
+        return shared if shared >= self.min_shared_prefix else 0
 
     def _batch(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         t0 = time.perf_counter()
         encoded = [self.encode(r) for r in requests]
+        shared = self._shared(encoded)
+        past = self.prefix_cache(tuple(encoded[0][:shared])) if shared else None
+        own = [e[shared:] for e in encoded]
         space = self.space_id
         tail = [space] if space is not None else []
-        probs = self.forward([e + tail for e in encoded], 1 + len(tail))
+        probs, _ = self.forward([e + tail for e in own], 1 + len(tail), past)
         p0, p1 = probs[:, 0], (probs[:, 1] if tail else None)
         prefixes = sorted({m.prefix for r in requests for m in self.multi_token_labels(r.labels)})
-        forced = {pfx: self.forward([e + list(pfx) for e in encoded], len(pfx)) for pfx in prefixes}
+        forced = {pfx: self.forward([e + list(pfx) for e in own], len(pfx), past)[0] for pfx in prefixes}
         label_probs = [
             self._label_probs(r, p0[i], p1 if p1 is None else p1[i], forced, i)
             for i, r in enumerate(requests)
         ]
         if decoding.max_new_tokens > 0:
-            texts, n_new = self._generate_uncached(p0, encoded, requests, decoding)
+            texts, n_new = self._generate_uncached(p0, own, requests, decoding, past)
         else:
             texts, n_new = [""] * len(requests), [0] * len(requests)
         latency = (time.perf_counter() - t0) / len(requests)
@@ -250,8 +308,9 @@ class OpenVINOBackend(TransformersBackend):
                 mass[m.index] *= float(cond[j - 1, m.pieces[j]])
         return dict(zip(request.labels, tokens.combine_paths(mass, multi), strict=True))
 
-    def _generate_uncached(self, p0, encoded, requests, decoding):
-        """Greedy (or seeded sampled) text, each new token from a full pass over prompt + text so far."""
+    def _generate_uncached(self, p0, own, requests, decoding, past):
+        """Greedy (or seeded sampled) text, each new token from a pass over the row's own tokens and
+        the text so far (after the shared prefix's ``past``)."""
         tok, n = self.tokenizer, len(requests)
         eos = {tok.eos_token_id, *tok.all_special_ids} - {None}
         stops = [self._stop_tokens(r.labels) if decoding.stop_at_label else set() for r in requests]
@@ -269,7 +328,7 @@ class OpenVINOBackend(TransformersBackend):
             active = still
             if not active or step == decoding.max_new_tokens - 1:
                 break
-            probs = self.forward([encoded[i] + generated[i] for i in active], 1)[:, 0]
+            probs = self.forward([own[i] + generated[i] for i in active], 1, past)[0][:, 0]
             picks = self._pick(probs, [requests[i] for i in active], decoding, step + 1)
         return [tok.decode(g, skip_special_tokens=True) for g in generated], [len(g) for g in generated]
 
@@ -295,39 +354,58 @@ def _store_linear_weights_bf16(model) -> int:
     return n
 
 
-def _positions_module():
+def _with_past_module():
     import torch
+    from transformers.cache_utils import DynamicCache, DynamicLayer
 
-    class Positions(torch.nn.Module):
-        """The causal LM's logits at the positions ``keep`` (a 1-D index over the padded width)."""
+    class WithPast(torch.nn.Module):
+        """The causal LM's logits at the positions ``keep`` (a 1-D index over the new tokens) after
+        the cached keys and values ``past`` [layers, 2, rows, kv heads, cached, head dim], and the
+        keys and values extended by the new tokens."""
 
         def __init__(self, model):
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, position_ids, keep):
+        def forward(self, input_ids, attention_mask, position_ids, keep, past):
             # the 4-D mask is built here, from the data, so the trace bakes in no branch of the
             # library's mask code; a padded query also sees itself (a row that sees nothing is NaN
             # in OpenVINO's attention, and a NaN value times weight 0 is NaN for the rows after it)
-            ar = torch.ones_like(attention_mask[0]).cumsum(0)
-            causal = ar[None, :] <= ar[:, None]
-            sees = (causal[None, None] & attention_mask[:, None, None, :].bool()) | (
-                ar[None, :] == ar[:, None]
-            )
+            new, total = input_ids.shape[1], attention_mask.shape[1]
+            q = torch.ones_like(input_ids[0]).cumsum(0) - 1 + (total - new)
+            k = torch.ones_like(attention_mask[0]).cumsum(0) - 1
+            sees = ((k[None, :] <= q[:, None])[None, None] & attention_mask[:, None, None, :].bool()) | (
+                k[None, :] == q[:, None]
+            )[None, None]
+            # cache layers filled directly: DynamicLayer's lazy start (a 1-D empty tensor
+            # concatenated on dim -2) does not convert
+            cache = DynamicCache()
+            cache.layers = []
+            for i in range(past.shape[0]):
+                layer = DynamicLayer()
+                layer.keys, layer.values, layer.device, layer.is_initialized = (
+                    past[i, 0],
+                    past[i, 1],
+                    past.device,
+                    True,
+                )
+                cache.layers.append(layer)
             out = self.model(
                 input_ids=input_ids,
                 attention_mask=sees,
                 position_ids=position_ids,
-                use_cache=False,
+                cache=cache,
+                use_cache=True,
                 logits_to_keep=keep,
             )
-            return out.logits
+            present = getattr(out, "cache", None) or out.past_key_values
+            return out.logits, torch.stack([torch.stack([lay.keys, lay.values]) for lay in present.layers])
 
-    return Positions
+    return WithPast
 
 
-def _Positions(model):  # noqa: N802 - a class made on first use (torch is imported lazily)
-    return _positions_module()(model)
+def _WithPast(model):  # noqa: N802 - a class made on first use (torch is imported lazily)
+    return _with_past_module()(model)
 
 
 __all__ = ["OpenVINOBackend", "engine_version", "BackendError"]

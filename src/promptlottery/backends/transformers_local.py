@@ -29,7 +29,14 @@ from promptlottery.backends.weights import materialize, source_revision
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TransformersBackend", "cpu_supports_bf16", "resolve_dtype", "stable_seed"]
+__all__ = [
+    "TransformersBackend",
+    "cpu_matrix_unit",
+    "cpu_supports_bf16",
+    "fast_judge_backbone",
+    "resolve_dtype",
+    "stable_seed",
+]
 
 
 def stable_seed(*parts) -> int:
@@ -43,6 +50,23 @@ def cpu_supports_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def cpu_matrix_unit() -> str:
+    """The widest bf16 matrix instructions this CPU reports (/proc/cpuinfo): ``amx_bf16`` (AMX tiles),
+    ``avx512_bf16`` (vector dot products only) or ``none``. bf16 pays only with AMX: on an
+    avx512_bf16 CPU without it, bf16 inference measured slower than float32 (docs/benchmarks.md)."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "none"
+    return next((unit for unit in ("amx_bf16", "avx512_bf16") if unit in flags), "none")
+
+
+def fast_judge_backbone(reference: str = "qwen25_coder_15b") -> str:
+    """The backbone a CPU script judges with: ``<reference>_fast`` (OpenVINO bf16) where the CPU has
+    AMX, the float32 ``reference`` elsewhere (see :func:`cpu_matrix_unit`)."""
+    return f"{reference}_fast" if cpu_matrix_unit() == "amx_bf16" else reference
 
 
 def resolve_dtype(name: str, device: str) -> str:
@@ -283,7 +307,7 @@ class TransformersBackend(Backend):
         import torch
 
         n, dev, pad = len(encoded), self.device, self.tokenizer.pad_token_id
-        shared = _common_prefix_len(encoded) if n > 1 else 0
+        shared = common_prefix_len(encoded) if n > 1 else 0
         shared = min(shared, min(map(len, encoded)) - 1)  # every row keeps >= 1 token of its own
         if shared < self.min_shared_prefix:
             shared = 0
@@ -379,7 +403,7 @@ class TransformersBackend(Backend):
         return [tok.decode(g, skip_special_tokens=True) for g in generated], [len(g) for g in generated]
 
 
-def _common_prefix_len(rows: list[list[int]]) -> int:
+def common_prefix_len(rows: list[list[int]]) -> int:
     first, k = rows[0], min(map(len, rows))
     for r in rows[1:]:
         i = 0

@@ -11,10 +11,11 @@ import pytest
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.errors import ConfigError
 from promptlottery.stages import run_stage
-from tests.test_rubric_fixture import FIXTURE
-from tests.test_rubric_study import OracleJudge, RecordingFake, compose_rubric, make_asap
+from tests.test_rubric_fixture import FIXTURE, INFOBENCH_FIXTURE, INFOBENCH_LIMIT, infobench_backends
+from tests.test_rubric_study import OracleJudge, RecordingFake, compose_rubric, make_asap, make_infobench
 
 LIMIT = 12
+IF_CONDITIONS = ["holistic_none", "holistic_three", "analytic_separate", "analytic_batch", "analytic_edited"]
 CONDITIONS = ["holistic_all", "holistic_three", "analytic_separate", "analytic_batch", "analytic_edited"]
 BACKENDS = {
     "smollm2": lambda: OracleJudge(model="oracle"),
@@ -89,3 +90,28 @@ def test_a_missing_condition_or_job_is_one_line(tmp_path):
         ConfigError, match=r"judged other items than this sample of 7 \(dataset.limit / dataset.seed"
     ):
         run_stage(other, tmp_path / "tables7")
+
+
+def test_infobench_on_the_grid_gives_the_studys_tables_byte_for_byte(tmp_path):
+    """InFoBench's questions differ per item (its groups: ``criteria: from_item``): every condition
+    x backbone a rubric_judge job, then rubric_tables, byte-identical to the study's own engine's
+    tables (tests/fixtures/rubric_infobench)."""
+    data = make_infobench(tmp_path / "data")
+
+    def cfg(*extra):
+        return compose_rubric(
+            "rubric_infobench", data, tmp_path, [f"dataset.limit={INFOBENCH_LIMIT}", *extra]
+        )
+
+    for backbone, backend in infobench_backends().items():
+        for cond in IF_CONDITIONS:
+            over = ("stage=rubric_judge", f"rubric.condition={cond}", f"backbone={backbone}")
+            rec = run_stage(cfg(*over), tmp_path / "sweep" / f"{backbone}_{cond}", backend=backend)
+            assert rec["status"] == "ok", rec
+    record = run_stage(cfg("stage=rubric_tables", f"rubric.runs={tmp_path / 'sweep'}"), tmp_path / "tables")
+    assert record["status"] == "ok" and record["n_jobs"] == 10
+    pinned = [p for p in sorted(INFOBENCH_FIXTURE.rglob("*")) if p.is_file() and p.name != "calls.csv"]
+    assert len(pinned) == 23
+    for path in pinned:
+        rel = path.relative_to(INFOBENCH_FIXTURE)
+        assert (tmp_path / "tables" / rel).read_bytes() == path.read_bytes(), rel

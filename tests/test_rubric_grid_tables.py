@@ -12,7 +12,8 @@ import pandas as pd
 from promptlottery.calls.compose import build_calls
 from promptlottery.data import load_items
 from promptlottery.judging import runner
-from promptlottery.rubrics.grid_groups import condition_group, grid_item, scores_from_judgments
+from promptlottery.rubrics.grid_groups import condition_group, grid_items, scores_from_judgments
+from promptlottery.rubrics.grid_stage import grid_condition
 from promptlottery.rubrics.prompts import PromptBuilder
 from promptlottery.rubrics.stage import _conditions, _header, draw_sample, write_tables
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
@@ -39,17 +40,15 @@ def test_rubric_set_1_tables_from_the_grids_judgments_are_byte_identical(tmp_pat
     conditions = _conditions(dict(rc))
     cache, decoding = build_calls(cfg)
     backends = {"smollm2": OracleJudge(model="oracle"), "gemma3_270m": RecordingFake(model="hash")}
-    shown = [grid_item(builder, it) for it in sample]
     scores, answers = [], []
     for name, backend in backends.items():
         fmt = rc.backbones[name].prompt_format
         for cond in conditions:
-            group, mode = condition_group(builder, cond, sample[0])
-            condition = runner.Condition(
-                cfg.dataset.name, group.judge_family, group.id, "P1", name, "holistic", prompt_format=fmt, judge_mode=mode
-            )  # fmt: skip
+            shown = grid_items(builder, cond, sample)
+            group, mode = condition_group(builder, cond, sample)
+            condition = grid_condition(cfg.dataset.name, cond, group, mode, name, fmt)
             df, _ = runner.judge(shown, condition, group, backend, cache, decoding)
-            rows = scores_from_judgments(df, cond, group, name)
+            rows = scores_from_judgments(df, cond, group, name, task, shown)
             scores.append(rows)
             answers.append(rows.assign(argmax_label=df["argmax_label"].to_numpy()))
     data = StudyData(task, sample, pd.concat(scores, ignore_index=True), conditions, list(backends))

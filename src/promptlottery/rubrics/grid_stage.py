@@ -14,8 +14,7 @@ job's calls, tokens and cost)::
 
 ``stage=rubric_tables`` reads every ``judgments.parquet`` under ``rubric.runs`` and writes the
 ``rubric`` stage's tables from them (the same files, byte for byte on rubric set 1:
-``tests/test_rubric_grid_stage.py``). A task whose criteria differ per item (InFoBench) has no
-grid groups: it runs with ``stage=rubric`` only.
+``tests/test_rubric_grid_stage.py``; on InFoBench, whose criteria differ per item, too).
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from promptlottery.data import load_items
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.stage import dry_run
-from promptlottery.rubrics.grid_groups import condition_group, grid_item, scores_from_judgments
-from promptlottery.rubrics.prompts import PromptBuilder
+from promptlottery.rubrics.grid_groups import condition_group, grid_items, scores_from_judgments
+from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 from promptlottery.rubrics.stage import _conditions, _header, draw_sample, write_tables
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.tasks import make_task
@@ -59,6 +58,22 @@ def _study(cfg: DictConfig, job: StageJob):
     return task, sample, PromptBuilder(task, cfg.dataset.name, pool, cfg.dataset.seed), _conditions(rc)
 
 
+def grid_condition(
+    dataset: str, cond: RubricCondition, group, mode: str, backbone: str, prompt_format: str
+) -> runner.Condition:
+    """The grid's condition of rubric condition ``cond`` (its group's one variant, named after it)."""
+    return runner.Condition(
+        dataset, group.judge_family, group.id, cond.name, backbone, "holistic",
+        prompt_format=prompt_format, judge_mode=mode,
+    )  # fmt: skip
+
+
+def scale_range(group) -> tuple[float, float]:
+    """The human range a known-answer judge maps from: the group's own scale (the task's human
+    values are on the scales it judges with)."""
+    return min(group.scale.scores), max(group.scale.scores)
+
+
 def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     """Stage ``rubric_judge``: condition ``rubric.condition`` of the study judged by ``backbone``."""
     job.label = "rubric judge"
@@ -68,12 +83,11 @@ def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, A
     if name not in by_name:
         raise ConfigError(f"rubric.condition={name or None!r}: must be one of {list(by_name)}")
     cond = by_name[name]
-    group, mode = condition_group(builder, cond, sample[0])
-    condition = runner.Condition(
-        cfg.dataset.name, group.judge_family, group.id, "P1", cfg.backbone.name, "holistic",
-        prompt_format=cfg.backbone.get("prompt_format", "chat"), judge_mode=mode,
-    )  # fmt: skip
-    items = [grid_item(builder, it) for it in sample]
+    group, mode = condition_group(builder, cond, sample)
+    condition = grid_condition(
+        cfg.dataset.name, cond, group, mode, cfg.backbone.name, cfg.backbone.get("prompt_format", "chat")
+    )
+    items = grid_items(builder, cond, sample)
     backend, cache, decoding = build_judge_runtime(cfg, backend=backend)
     if condition.prompt_format == "chat" and not backend.supports_assistant_prefix:
         raise ConfigError(
@@ -87,7 +101,7 @@ def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, A
     try:
         df, stats = runner.judge(
             items, condition, group, backend, cache, decoding,
-            max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
+            max_retries=cfg.max_retries, backoff_s=cfg.backoff_s, human_range=scale_range(group),
         )  # fmt: skip
     finally:
         cache.close()
@@ -114,7 +128,8 @@ def rubric_tables(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
         raise ConfigError(
             f"rubric.runs={rc.get('runs')!r}: no {JUDGMENTS} under it; run stage=rubric_judge first"
         )
-    groups = {c.name: condition_group(builder, c, sample[0])[0] for c in conditions}
+    groups = {c.name: condition_group(builder, c, sample)[0] for c in conditions}
+    shown = {c.name: grid_items(builder, c, sample) for c in conditions}
     by_name = {c.name: c for c in conditions}
     scores, seen, ids = [], set(), {it.id for it in sample}
     for path in paths:
@@ -130,7 +145,7 @@ def rubric_tables(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
                 f"rubric.runs: two jobs judged condition {name} with backbone {backbone} ({path})"
             )
         seen.add((backbone, name))
-        scores.append(scores_from_judgments(df, by_name[name], groups[name], backbone))
+        scores.append(scores_from_judgments(df, by_name[name], groups[name], backbone, task, shown[name]))
     backbones = [b for b in rc.get("backbones") or {} if any(b == s for s, _ in seen)]
     backbones += sorted({b for b, _ in seen} - set(backbones))
     missing = [(b, c.name) for b in backbones for c in conditions if (b, c.name) not in seen]

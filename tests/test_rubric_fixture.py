@@ -1,10 +1,12 @@
-"""The rubric study's tables and call keys on rubric set 1 stay byte-identical.
+"""The rubric study's tables and call keys on rubric set 1 (and InFoBench) stay byte-identical.
 
-The expected files under ``tests/fixtures/rubric_set1`` were written by ``scripts/rubric_fixture.py``
-from the study as it was before its judging moved onto the judge modes (its own engine,
-``rubrics/rubric_judge.py``); the synthetic ASAP set-1 data, the oracle judge in the chat slot and
-the hash judge in the completion slot are those of tests/test_rubric_study.py. ``calls.csv`` holds
-every call's cache key, so a changed request (text, prefix, key layout) fails here too.
+The tables under ``tests/fixtures/rubric_set1`` and ``tests/fixtures/rubric_infobench`` were written
+by ``scripts/rubric_fixture.py`` from the study as it was before its judging moved onto the judge
+grid (its own engine, the former ``rubrics/rubric_judge.py``); the synthetic data and the tests'
+judges are those of tests/test_rubric_study.py. ``calls.csv`` holds every call's cache key, so a
+changed request (text, prefix, key layout) fails here too; its keys were rewritten once, on
+purpose, when ``stage=rubric`` became a driver of the grid's judge jobs (call kind ``judge``, not
+``rubric``): every other column, and every table, unchanged.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from promptlottery.judging.runner import Condition, build_requests
 from promptlottery.modes.base import ModeError
 from promptlottery.rubrics.grid_groups import condition_group, grid_items
 from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.stage import _conditions, draw_sample
+from promptlottery.rubrics.study import conditions as study_conditions
+from promptlottery.rubrics.study import draw_sample
 from promptlottery.rubrics.tasks import make_task
 from tests.test_rubric_study import compose_rubric, make_asap, make_infobench
 
@@ -34,7 +35,7 @@ def _study(tmp_path, experiment="rubric_asap_set1", make=make_asap, limit=6):
     sample, pool = draw_sample(
         task, load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options), limit, 0
     )
-    return PromptBuilder(task, cfg.dataset.name, pool, 0), sample, _conditions(dict(rc))  # fmt: skip
+    return PromptBuilder(task, cfg.dataset.name, pool, 0), sample, study_conditions(dict(rc))  # fmt: skip
 
 
 def _expected(builder: PromptBuilder, cond, item):

@@ -6,11 +6,18 @@ calls before any is made."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.errors import ConfigError
 from promptlottery.stages import run_stage
+from promptlottery.tracking.jobdir import file_sha256
+from tests.conftest import REPO
 from tests.test_rubric_fixture import FIXTURE, INFOBENCH_FIXTURE, INFOBENCH_LIMIT, infobench_backends
 from tests.test_rubric_study import OracleJudge, RecordingFake, compose_rubric, make_asap, make_infobench
 
@@ -115,3 +122,23 @@ def test_infobench_on_the_grid_gives_the_studys_tables_byte_for_byte(tmp_path):
     for path in pinned:
         rel = path.relative_to(INFOBENCH_FIXTURE)
         assert (tmp_path / "tables" / rel).read_bytes() == path.read_bytes(), rel
+
+
+def test_a_rubric_sweeps_job_dirs_are_named_by_condition_and_backbone(tmp_path):
+    data = make_asap(tmp_path / "data")
+    sweep = tmp_path / "sweep"
+    cmd = [
+        sys.executable, "-m", "run", "-m", "+experiment=rubric_asap_set1", "stage=rubric_judge",
+        "rubric.condition=holistic_all,analytic_batch", "backbone=fake", "backbone.prompt_format=completion",
+        f"paths.data_dir={data}", f"paths.cache_dir={tmp_path / 'cache'}", "dataset.limit=4", "logger=none",
+        f"hydra.sweep.dir={sweep}",
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline"}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p.parent.name for p in sweep.glob("*/judgments.parquet")) == [
+        "0_holistic_all_fake",
+        "1_analytic_batch_fake",
+    ]
+    record = json.loads((sweep / "1_analytic_batch_fake" / "results.json").read_text())
+    assert record["judgments"]["sha256"] == file_sha256(sweep / "1_analytic_batch_fake" / "judgments.parquet")

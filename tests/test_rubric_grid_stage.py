@@ -6,10 +6,13 @@ calls before any is made."""
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +145,24 @@ def test_a_rubric_sweeps_job_dirs_are_named_by_condition_and_backbone(tmp_path):
     ]
     record = json.loads((sweep / "1_analytic_batch_fake" / "results.json").read_text())
     assert record["judgments"]["sha256"] == file_sha256(sweep / "1_analytic_batch_fake" / "judgments.parquet")
+
+
+def test_a_rubric_judge_job_names_its_lost_cache_before_any_call(tmp_path, caplog):
+    data = make_asap(tmp_path / "data")
+    one = ["dataset.limit=4", "stage=rubric_judge", "rubric.condition=analytic_batch", "backbone=gemma3_270m"]
+    cfg = compose_rubric("rubric_asap_set1", data, tmp_path, one)
+    first = run_stage(cfg, tmp_path / "job", backend=BACKENDS["gemma3_270m"]())
+    assert first["calls"]["cache_misses"] == 5 * 4
+    gc.collect()  # the job's cache connection
+    cache = tmp_path / "cache" / "calls.sqlite"
+    for extra in ("-wal", "-shm"):
+        Path(f"{cache}{extra}").unlink(missing_ok=True)
+    cache.write_bytes(b"")  # a 0-byte cache, as a failed copy leaves it
+    with caplog.at_level(logging.WARNING):
+        again = run_stage(cfg, tmp_path / "job", backend=BACKENDS["gemma3_270m"]())
+    # the first round's keys: the only ones known before any answer
+    # the manifest names the file that held its 20 calls; the first round's 4 keys are the only
+    # ones known before any answer
+    assert "held 20 calls when its manifest was written" in caplog.text
+    assert "4 of this job's 4 calls will be made again" in caplog.text
+    assert again["status"] == "ok" and again["calls"]["cache_misses"] == 20

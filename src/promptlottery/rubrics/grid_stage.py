@@ -3,7 +3,9 @@
 ``stage=rubric_judge`` judges one condition (``rubric.condition``, a key of ``rubric.conditions``)
 with the job's ``backbone`` through the judge grid (:func:`judge_job`: its group from
 :func:`~promptlottery.rubrics.grid_groups.condition_group`, ``judging.runner.judge``, the call
-cache), into the job's ``judgments.parquet`` (its sha256 in the job's record); so the study runs as
+cache), into the job's ``judgments.parquet`` (its sha256 in the job's record; a call cache found
+emptied where this job or the jobs beside it cached calls is named before any call, and refused on a
+paid API, as the judge stage does); so the study runs as
 a sweep (a re-run answers from the cache, ``hydra/launcher=submitit_slurm`` runs the jobs apart,
 ``dry_run=true`` counts each job's calls, tokens and cost; each job's dir is named by its condition
 and backbone)::
@@ -32,7 +34,7 @@ from promptlottery.calls.compose import build_judge_runtime
 from promptlottery.calls.loop import CallStats
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
-from promptlottery.judging.stage import dry_run
+from promptlottery.judging.stage import check_lost_cache, dry_run
 from promptlottery.rubrics.grid_groups import condition_group, grid_items, scores_from_judgments
 from promptlottery.rubrics.prompts import RubricCondition
 from promptlottery.rubrics.study import Study, header, load_study, write_tables
@@ -99,10 +101,15 @@ def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, A
     cond = study.condition(name)
     runtime = build_judge_runtime(cfg, backend=backend)
     fmt = cfg.backbone.get("prompt_format", "chat")
+    items, condition, group = job_grid(study, cond, cfg.dataset.name, cfg.backbone.name, fmt, runtime.backend)
+    check_lost_cache(
+        cfg,
+        runtime.cache,
+        job.output_dir,
+        # a batch condition's first round: the only keys known before any answer
+        keys=lambda: [r.key for _, r in runner.build_requests(items, condition, group, runtime.backend, runtime.decoding, round_k=0)],
+    )  # fmt: skip
     if cfg.dry_run:
-        items, condition, group = job_grid(
-            study, cond, cfg.dataset.name, cfg.backbone.name, fmt, runtime.backend
-        )
         return dry_run(cfg, items, condition, group, *runtime, [], job)
     job.track(name=f"rubric/{cfg.dataset.name}/{name}", group=f"rubric/{cfg.dataset.name}", job_type="rubric")
     try:

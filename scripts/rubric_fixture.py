@@ -3,6 +3,9 @@ tests/test_rubric_study.py, the tests' oracle and hash judges, fake backends) th
 tests/test_rubric_fixture.py pins byte for byte.
 
     PYTHONPATH=src .venv/bin/python scripts/rubric_fixture.py tests/fixtures/rubric_set1
+    PYTHONPATH=src .venv/bin/python scripts/rubric_fixture.py tests/fixtures/rubric_infobench infobench
+
+The second writes InFoBench's (tests/test_rubric_fixture.py's infobench_job: criteria per item).
 
 The pinned files: ``rubric_tables.md``, ``cells.csv``, ``significance.csv``, ``tables/*``, and
 ``calls.csv`` (one row per judged item x criterion x condition x backbone: its cache key, answer
@@ -22,12 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from tests.test_rubric_fixture import pinned_outputs, rubric_set1_job  # noqa: E402
+from tests.test_rubric_fixture import infobench_job, pinned_outputs, rubric_set1_job  # noqa: E402
+
+JOBS = {"set1": rubric_set1_job, "infobench": infobench_job}
 
 
-def main(out: Path) -> None:
+def main(out: Path, study: str = "set1") -> None:
     with tempfile.TemporaryDirectory() as d:
-        files = pinned_outputs(rubric_set1_job(Path(d)))
+        files = pinned_outputs(JOBS[study](Path(d)))
     shutil.rmtree(out, ignore_errors=True)
     for rel, data in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -36,6 +41,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] and sys.argv[2] not in JOBS:
         raise SystemExit(__doc__)
-    main(Path(sys.argv[1]).resolve())
+    main(Path(sys.argv[1]).resolve(), *sys.argv[2:])

@@ -22,7 +22,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     # block_cells and table1 grew with the significance table's row column (the rubric study's known-answer fixes)
     "promptlottery/rubrics/ci.py:block_cells": 125,
     "promptlottery/rubrics/paper_reference.py:_build": 167,
-    "promptlottery/rubrics/stage.py:rubric": 117,
     "promptlottery/rubrics/strata.py:_stratum_cells": 82,
     "promptlottery/rubrics/tables.py:table1": 107,
 }

@@ -2,8 +2,9 @@
 
 Each judge is a behaviour of the fake backend (``backends/fake.py``) put on both backbones of a
 ``rubric_*`` experiment (``backbone@rubric.backbones.<name>=fake``); the real ``rubric`` stage judges
-``LIMIT`` items of the real data and builds every table. A rubric request carries the label nearest
-the item's human value for its criterion (``rubrics/rubric_judge.py``), so:
+``LIMIT`` items of the real data on the judge grid and builds every table. A rubric request carries
+the condition's name as its variant and the label nearest the item's human value for its criterion
+(``rubrics/grid_groups.py:grid_items`` gives the grid's items the task's human values), so:
 
 * ``oracle`` answers the human holistic score (rounded to the scale: ties go to the lower label) and
   each ASAP++ trait; ``inverted`` is the oracle with every answer of the batch condition (or of the

@@ -11,7 +11,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: importer -> the private names it still imports (the rubric study's modules, which are moving)
 KNOWN: dict[str, set[str]] = {
-    "promptlottery/rubrics/grid_stage.py": {"_conditions", "_header"},
     "promptlottery/rubrics/asap_task.py": {"_choose", "_pick_levels"},
     "promptlottery/rubrics/infobench_task.py": {"_choose", "_pick_levels", "_rank"},
     "promptlottery/rubrics/strata.py": {"_order_statistic", "_complete", "_undefined_reason"},

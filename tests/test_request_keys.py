@@ -3,7 +3,7 @@ one request builder (``calls.cache.make_request``, issue 23).
 
 The digests below were computed on main at 94ef321 (before the builder) by these same calls through
 the real call sites (the judge grid's ``build_requests``, ``predict.answer_requests``, the rubric
-study's ``to_request``, the paraphrase generator's ``_ask``, the gate's ``llm_prompt_classifier``):
+study's (since its move onto the grid: ``build_requests`` of a rubric group), the paraphrase generator's ``_ask``, the gate's ``llm_prompt_classifier``):
 a change to a kind's key layout would make every cached answer of that kind a miss, and fails here.
 """
 
@@ -22,7 +22,8 @@ from promptlottery.data.schema import Item
 from promptlottery.judging.predict import answer_requests
 from promptlottery.judging.runner import Condition, build_requests
 from promptlottery.prompts import load_group
-from promptlottery.rubrics.prompts import Rendered, to_request
+from promptlottery.prompts.groups import PromptGroup, Variant
+from promptlottery.prompts.scales import get_scale
 
 PINNED = {
     "judge_chat": [
@@ -49,11 +50,14 @@ PINNED = {
     "predict_completion": [
         "cfbf1d8fb43204e41fa05e17856535d691cc5e0eb6c025da6e4c177b35543eea",
     ],
+    # changed once, on purpose, when stage=rubric moved onto the judge grid (its own engine and call
+    # kind ``rubric`` retired; docs/rubric_study.md): now a judge key of a rubric group's criterion;
+    # before: 12695b55... (chat), 176ca0f5... (completion)
     "rubric_chat": [
-        "12695b55eed18a4de9f78a5382f0ecbf6d14d0630e8213cef334798eb8fa08c4",
+        "78cda62792ab18ab8725967f3237edc6eddea1d58de221fc7eaac27d15e16446",
     ],
     "rubric_completion": [
-        "176ca0f5f5b0da3a4552e3396d66528a57de147b40b8bb423f03998ebdcf14d9",
+        "4e970d6d0770c63b496ac32fc96374e031b0119efd28b415740bd6c2d4e74b30",
     ],
     "paraphrase": [
         "64a1dca6efc861625339edb92bf566882417ccdc5312ebed5525693ee6bd5557",
@@ -126,23 +130,35 @@ def keys() -> dict[str, list[str]]:
             qa, "s", b, tmpl, prompt_format="completion", examples=qa, decoding=Decoding(max_new_tokens=32)
         )
     ]
-    rend = Rendered("SYS", "USER essay", "Content:")
-    tags = {
-        "condition": "analytic_separate",
-        "criterion": "content",
-        "texts": {"prompts": "v1", "rubric": "abc"},
-    }
+    # the rubric study's condition as the grid judges it: a criterion read after its name
+    rubric = PromptGroup(
+        "rubric_analytic_separate",
+        judge_family="rubric",
+        scale=get_scale("likert_1_6"),
+        version=2,
+        variants={
+            "analytic_separate": Variant(
+                "analytic_separate", "USER essay {{ criterion_description }}", system="SYS"
+            )
+        },
+        criteria=(("content", "Content: ideas"),),
+        criteria_info={"content": {"name": "Content"}},
+        assistant_prefix="{{ criterion_name }}:",
+        completion_answer=None,
+    )
+    essay = [Item(id="e1", dataset="asap", inputs={"task": "T", "response": "R"})]
     for fmt in ("chat", "completion"):
-        out[f"rubric_{fmt}"] = [
-            to_request(
-                rend,
-                ("1", "2", "3"),
-                prompt_format=fmt,
-                identity=b.identity(),
-                decoding=Decoding(),
-                tags=tags,
-            ).key
-        ]
+        rcond = Condition(
+            "asap",
+            "rubric",
+            rubric.id,
+            "analytic_separate",
+            "fake",
+            "holistic",
+            prompt_format=fmt,
+            judge_mode="analytic",
+        )
+        out[f"rubric_{fmt}"] = [r.key for _, r in build_requests(essay, rcond, rubric, b, Decoding())]
     from promptlottery.stages.paraphrase import _ask
 
     with tempfile.TemporaryDirectory() as d:
@@ -200,7 +216,6 @@ def test_the_builder_refuses_a_request_part_its_kind_does_not_key():
         "paraphrase",
         "paraphrase_equivalence",
         "predict",
-        "rubric",
     ]
 
 

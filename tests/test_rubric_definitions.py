@@ -262,7 +262,7 @@ def test_set_1_examples_are_the_papers_essays_for_3ex_and_every_edited_criterion
 
 
 def test_the_sample_never_holds_the_papers_example_essays(tmp_path):
-    from promptlottery.rubrics.stage import draw_sample
+    from promptlottery.rubrics.study import draw_sample
 
     data = make_asap(tmp_path / "data")
     task = make_task("asap", data, {"essay_set": 1}, {})
@@ -355,7 +355,7 @@ def test_table4_gives_a_large_enough_stratum_its_tau_when_the_other_is_too_small
 def test_the_papers_essays_are_in_the_data_with_equal_traits_high_medium_low():
     # Appendix B.1's nine essays: each set's three are eligible (both raters, ASAP++ traits), and their
     # traits are all equal: 6 / 4 / 1 (set 1), 3 / 2 / 0 (set 4), 4 / 2 / 0 (set 6)
-    from promptlottery.rubrics.stage import draw_sample
+    from promptlottery.rubrics.study import draw_sample
 
     want = {1: (6, 4, 1), 4: (3, 2, 0), 6: (4, 2, 0)}
     for s, levels in want.items():

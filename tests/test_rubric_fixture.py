@@ -1,10 +1,12 @@
-"""The rubric study's tables and call keys on rubric set 1 stay byte-identical.
+"""The rubric study's tables and call keys on rubric set 1 (and InFoBench) stay byte-identical.
 
-The expected files under ``tests/fixtures/rubric_set1`` were written by ``scripts/rubric_fixture.py``
-from the study as it was before its judging moved onto the judge modes (its own engine,
-``rubrics/rubric_judge.py``); the synthetic ASAP set-1 data, the oracle judge in the chat slot and
-the hash judge in the completion slot are those of tests/test_rubric_study.py. ``calls.csv`` holds
-every call's cache key, so a changed request (text, prefix, key layout) fails here too.
+The tables under ``tests/fixtures/rubric_set1`` and ``tests/fixtures/rubric_infobench`` were written
+by ``scripts/rubric_fixture.py`` from the study as it was before its judging moved onto the judge
+grid (its own engine, the former ``rubrics/rubric_judge.py``); the synthetic data and the tests'
+judges are those of tests/test_rubric_study.py. ``calls.csv`` holds every call's cache key, so a
+changed request (text, prefix, key layout) fails here too; its keys were rewritten once, on
+purpose, when ``stage=rubric`` became a driver of the grid's judge jobs (call kind ``judge``, not
+``rubric``): every other column, and every table, unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from pathlib import Path
 import pandas as pd
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "rubric_set1"
+#: InFoBench's (its criteria differ per item): the synthetic 16 instructions of
+#: tests/test_rubric_study.py's make_infobench, 12 judged, two hash judges (one at sharpness 0.5)
+INFOBENCH_FIXTURE = FIXTURE.parent / "rubric_infobench"
+INFOBENCH_LIMIT = 12
 #: the study's own outputs pinned as written (scores.parquet is pinned through calls.csv)
 PINNED = ("rubric_tables.md", "cells.csv", "significance.csv")
 #: the columns of scores.parquet that identify a call and carry its verdict
@@ -37,6 +43,22 @@ def rubric_set1_job(tmp_path: Path) -> Path:
     return asap_run(tmp_path, limit=12)[2]
 
 
+def infobench_backends() -> dict:
+    from tests.test_rubric_study import RecordingFake
+
+    return {"smollm2": RecordingFake(model="a"), "gemma3_270m": RecordingFake(model="b", sharpness=0.5)}
+
+
+def infobench_job(tmp_path: Path) -> Path:
+    from promptlottery.stages import run_stage
+    from tests.test_rubric_study import compose_rubric, make_infobench
+
+    data = make_infobench(tmp_path / "data")
+    cfg = compose_rubric("rubric_infobench", data, tmp_path, [f"dataset.limit={INFOBENCH_LIMIT}"])
+    run_stage(cfg, tmp_path / "job", backends=infobench_backends())
+    return tmp_path / "job"
+
+
 def pinned_outputs(job: Path) -> dict[str, bytes]:
     """``{relative path: bytes}`` of the pinned outputs of a rubric study job folder."""
     out = {name: (job / name).read_bytes() for name in PINNED}
@@ -53,3 +75,15 @@ def test_rubric_tables_and_call_keys_are_byte_identical_to_the_fixture(tmp_path)
     assert sorted(got) == sorted(want)
     differ = [name for name in sorted(want) if got[name] != want[name]]
     assert not differ, f"not byte-identical to tests/fixtures/rubric_set1: {differ}"
+
+
+def test_infobench_tables_and_call_keys_are_byte_identical_to_the_fixture(tmp_path):
+    got = pinned_outputs(infobench_job(tmp_path))
+    want = {
+        str(p.relative_to(INFOBENCH_FIXTURE)): p.read_bytes()
+        for p in INFOBENCH_FIXTURE.rglob("*")
+        if p.is_file()
+    }
+    assert sorted(got) == sorted(want)
+    differ = [name for name in sorted(want) if got[name] != want[name]]
+    assert not differ, f"not byte-identical to tests/fixtures/rubric_infobench: {differ}"

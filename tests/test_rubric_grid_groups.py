@@ -13,9 +13,11 @@ from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data import load_items
 from promptlottery.judging.runner import Condition, build_requests
-from promptlottery.rubrics.grid_groups import RubricGroupError, condition_group, grid_item
+from promptlottery.modes.base import ModeError
+from promptlottery.rubrics.grid_groups import condition_group, grid_items
 from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.stage import _conditions, draw_sample
+from promptlottery.rubrics.study import conditions as study_conditions
+from promptlottery.rubrics.study import draw_sample
 from promptlottery.rubrics.tasks import make_task
 from tests.test_rubric_study import compose_rubric, make_asap, make_infobench
 
@@ -33,7 +35,7 @@ def _study(tmp_path, experiment="rubric_asap_set1", make=make_asap, limit=6):
     sample, pool = draw_sample(
         task, load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options), limit, 0
     )
-    return PromptBuilder(task, cfg.dataset.name, pool, 0), sample, _conditions(dict(rc))  # fmt: skip
+    return PromptBuilder(task, cfg.dataset.name, pool, 0), sample, study_conditions(dict(rc))  # fmt: skip
 
 
 def _expected(builder: PromptBuilder, cond, item):
@@ -52,11 +54,11 @@ def test_every_condition_of_rubric_set_1_renders_the_studys_messages_on_the_grid
     builder, sample, conditions = _study(tmp_path)
     assert [c.role for c in conditions] == ["holistic", "holistic", "separate", "batch", "edited"]
     for cond in conditions:
-        group, mode = condition_group(builder, cond, sample[0])
+        group, mode = condition_group(builder, cond, sample)
         condition = Condition(
-            "asap", group.judge_family, group.id, "P1", "smollm2", "holistic", judge_mode=mode
+            "asap", group.judge_family, group.id, cond.name, "smollm2", "holistic", judge_mode=mode
         )
-        reqs = [r for _, r in build_requests([grid_item(builder, it) for it in sample], condition, group, FakeBackend(), Decoding())]  # fmt: skip
+        reqs = [r for _, r in build_requests(grid_items(builder, cond, sample), condition, group, FakeBackend(), Decoding())]  # fmt: skip
         want = [r for it in sample for r in _expected(builder, cond, it)]
         assert len(reqs) == len(want) == len(sample) * (1 if cond.kind == "holistic" else 5), cond.name
         for got, rendered in zip(reqs, want):
@@ -67,25 +69,38 @@ def test_every_condition_of_rubric_set_1_renders_the_studys_messages_on_the_grid
             assert got.assistant_prefix == rendered.prefix, cond.name
         # completion (the study's base-model backbone): the prompt ends with the answer prefix
         completion = dataclasses.replace(condition, prompt_format="completion")
-        reqs = [r for _, r in build_requests([grid_item(builder, it) for it in sample], completion, group, FakeBackend(), Decoding())]  # fmt: skip
+        reqs = [r for _, r in build_requests(grid_items(builder, cond, sample), completion, group, FakeBackend(), Decoding())]  # fmt: skip
         assert [r.prompt for r in reqs] == [f"{w.system}\n\n{w.user}\n\n{w.prefix}" for w in want], cond.name
         assert all(r.messages is None and r.assistant_prefix is None for r in reqs)
     # the edited condition shows each trait's three example essays and the edited instructions
-    edited = condition_group(builder, conditions[-1], sample[0])[0]
+    edited = condition_group(builder, conditions[-1], sample)[0]
     shown = [entry["examples"].count(f"({entry['name']}: ") for entry in edited.criteria_info.values()]
     assert shown == [3] * 5
-    assert "first draft" in edited.variants["P1"].user
+    assert "first draft" in edited.variants["analytic_edited"].user
 
 
-def test_a_task_whose_criteria_differ_per_item_is_not_expressible_in_one_line(tmp_path):
-    builder, sample, conditions = _study(tmp_path, "rubric_infobench", make_infobench, limit=4)
-    holistic, separate = conditions[0], conditions[2]
-    assert condition_group(builder, holistic, sample[0])[1] == "pointwise"
-    with pytest.raises(
-        RubricGroupError,
-        match=r"^rubric condition analytic_separate: the \w+ task's criteria differ per item",
-    ):
-        condition_group(builder, separate, sample[0])
+def test_infobench_renders_the_studys_messages_with_each_items_own_questions(tmp_path):
+    """InFoBench's questions differ per item: its analytic groups read them from the item
+    (``criteria: from_item``) and render the study's messages and answer prefixes text for text."""
+    builder, sample, conditions = _study(tmp_path, "rubric_infobench", make_infobench, limit=6)
+    for cond in conditions:
+        group, mode = condition_group(builder, cond, sample)
+        assert group.criteria_from_item == (cond.kind == "analytic") and not group.criteria
+        condition = Condition("infobench", group.judge_family, group.id, cond.name, "smollm2", "holistic", judge_mode=mode)  # fmt: skip
+        reqs = [r for _, r in build_requests(grid_items(builder, cond, sample), condition, group, FakeBackend(), Decoding())]  # fmt: skip
+        want = [r for it in sample for r in _expected(builder, cond, it)]
+        assert len(reqs) == len(want), cond.name
+        for got, rendered in zip(reqs, want):
+            assert got.messages == [
+                {"role": "system", "content": rendered.system},
+                {"role": "user", "content": rendered.user},
+            ], cond.name
+            assert got.assistant_prefix == rendered.prefix, cond.name
+    shown = grid_items(builder, conditions[2], sample)[0]
+    item = next(it for it in sample if it.id == shown.id)
+    assert list(shown.meta["criteria"]) == [c.id for c in builder.task.criteria(item)]
+    with pytest.raises(ModeError, match=r"reads each item's criteria \(criteria: from_item\) but item"):
+        build_requests(sample, condition, group, FakeBackend(), Decoding())
 
 
 def test_a_rubric_group_file_round_trips_and_its_completion_layout_refuses_solved_examples(tmp_path):
@@ -93,15 +108,15 @@ def test_a_rubric_group_file_round_trips_and_its_completion_layout_refuses_solve
     from promptlottery.prompts.requests import render_completion
 
     builder, sample, conditions = _study(tmp_path)
-    group = condition_group(builder, conditions[-1], sample[0])[0]
+    group = condition_group(builder, conditions[-1], sample)[0]
     again = load_group_file(dump_group(group, tmp_path / "edited.yaml"))
     assert (
         again == group
         and again.completion_answer is None
         and again.assistant_prefix == "{{ criterion_name }}:"
     )
-    item = grid_item(builder, sample[0])
+    item = grid_items(builder, conditions[-1], sample)[0]
     with pytest.raises(
         PromptError, match=r"solved examples need an answer line; the group has completion_answer: null$"
     ):
-        render_completion(group, "P1", item, [(item, "3")], answer_prefix=None)
+        render_completion(group, "analytic_edited", item, [(item, "3")], answer_prefix=None)

@@ -2,8 +2,7 @@
 own (tests/fixtures/rubric_set1): every condition judged by ``judging.runner.judge`` with its group
 (``rubrics/grid_groups.py``), the tests' oracle in the chat slot and hash judge in the completion
 slot, and the judgments turned into the rows the tables read. The answers are the study's (its
-``calls.csv``: the same score and argmax label per backbone, condition, essay and position); only
-the cache keys differ (the grid's call kind ``judge`` against the study's ``rubric``)."""
+``calls.csv``: the same score and argmax label per backbone, condition, essay and position)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,11 @@ import pandas as pd
 from promptlottery.calls.compose import build_calls
 from promptlottery.data import load_items
 from promptlottery.judging import runner
-from promptlottery.rubrics.grid_groups import condition_group, grid_item, scores_from_judgments
+from promptlottery.rubrics.grid_groups import condition_group, grid_items, scores_from_judgments
+from promptlottery.rubrics.grid_stage import grid_condition
 from promptlottery.rubrics.prompts import PromptBuilder
-from promptlottery.rubrics.stage import _conditions, _header, draw_sample, write_tables
+from promptlottery.rubrics.study import conditions as study_conditions
+from promptlottery.rubrics.study import draw_sample, header, write_tables
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.rubrics.tasks import make_task
 from tests.test_rubric_fixture import FIXTURE
@@ -36,26 +37,24 @@ def test_rubric_set_1_tables_from_the_grids_judgments_are_byte_identical(tmp_pat
     items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
     sample, pool = draw_sample(task, items, cfg.dataset.limit, cfg.dataset.seed)
     builder = PromptBuilder(task, cfg.dataset.name, pool, cfg.dataset.seed)
-    conditions = _conditions(dict(rc))
+    conditions = study_conditions(dict(rc))
     cache, decoding = build_calls(cfg)
     backends = {"smollm2": OracleJudge(model="oracle"), "gemma3_270m": RecordingFake(model="hash")}
-    shown = [grid_item(builder, it) for it in sample]
     scores, answers = [], []
     for name, backend in backends.items():
         fmt = rc.backbones[name].prompt_format
         for cond in conditions:
-            group, mode = condition_group(builder, cond, sample[0])
-            condition = runner.Condition(
-                cfg.dataset.name, group.judge_family, group.id, "P1", name, "holistic", prompt_format=fmt, judge_mode=mode
-            )  # fmt: skip
+            shown = grid_items(builder, cond, sample)
+            group, mode = condition_group(builder, cond, sample)
+            condition = grid_condition(cfg.dataset.name, cond, group, mode, name, fmt)
             df, _ = runner.judge(shown, condition, group, backend, cache, decoding)
-            rows = scores_from_judgments(df, cond, group, name)
+            rows = scores_from_judgments(df, cond, group, name, task, shown)
             scores.append(rows)
             answers.append(rows.assign(argmax_label=df["argmax_label"].to_numpy()))
     data = StudyData(task, sample, pd.concat(scores, ignore_index=True), conditions, list(backends))
     tables, tests = build_tables(data, Settings(**{"seed": cfg.seed, **rc.stats}))
-    header = _header(cfg, task, sample, conditions, rc.backbones, settings)
-    write_tables(tmp_path / "grid", tables, tests, header=header)
+    head = header(cfg, task, sample, conditions, rc.backbones, settings)
+    write_tables(tmp_path / "grid", tables, tests, header=head)
     pinned = [p for p in sorted(FIXTURE.rglob("*")) if p.is_file() and p.name != "calls.csv"]
     assert len(pinned) == 19  # rubric_tables.md, cells.csv, significance.csv, 8 tables x (csv, md)
     for path in pinned:

@@ -369,6 +369,11 @@ def test_asap_study_tables_numbers_marks_and_cache(tmp_path):
     assert "### Table 1." in md and "### Table 6." in md and "three conditions -> alpha = 0.0167" in md
     assert "the paper's essays asap-1616, asap-1264, asap-449" in md
     assert (job / "tables" / "table1.csv").is_file() and (job / "tables" / "table6.md").is_file()
+    # each condition x backbone a judge job of the grid, its judgments under jobs/<condition>_<backbone>
+    conds = ["holistic_all", "holistic_three", "analytic_separate", "analytic_batch", "analytic_edited"]
+    assert sorted(p.parent.name for p in (job / "jobs").glob("*/judgments.parquet")) == sorted(
+        f"{c}_{b}" for c in conds for b in ("smollm2", "gemma3_270m")
+    )
 
     # a re-run answers everything from the cache and writes the same numbers
     again, fresh, job2 = asap_run(tmp_path, out="job2")

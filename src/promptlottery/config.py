@@ -209,6 +209,12 @@ def register_configs() -> None:
     OmegaConf.register_new_resolver("group_variants", group_variants, replace=True)
     # a part of a job dir's name (conf/hydra/default.yaml): refused if it could leave the sweep dir
     OmegaConf.register_new_resolver("path_id", lambda value: check_path_id(value, "id"), replace=True)
+    # ${first_set:a,b}: a, or b where a is null (a rubric job dir: its condition, else the stage)
+    OmegaConf.register_new_resolver("first_set", _first_set, replace=True)
+
+
+def _first_set(*values):
+    return next((v for v in values if v is not None), None)
 
 
 def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

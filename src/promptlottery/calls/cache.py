@@ -69,19 +69,16 @@ class CallKind:
 
 
 #: every kind of model call and its key layout, as each kind's keys have always been built: the
-#: tag names differ (``stage`` / ``study`` / ``task``, none for the judge) and predict keys hold no
+#: tag names differ (``stage`` / ``task``, none for the judge) and predict keys hold no
 #: ``sample_index``, paraphrase keys no ``prompt`` and no ``labels``. A change to any layout here
 #: makes every cached answer of that kind a miss (tests/test_request_keys.py pins the keys).
 CALL_KINDS: Registry[CallKind] = Registry("call kind", error=ValueError)
 for _kind, _layout in {
-    # judging.runner: a judge verdict of the paraphrase grid (and its repeats)
+    # judging.runner: a judge verdict of the paraphrase grid (and its repeats), and of the rubric
+    # study's conditions on the grid (its own kind, ``rubric``, retired with its engine)
     "judge": CallKind({}, ("messages", "prompt", "labels", "sample_index")),
     # judging.predict: a candidate system's answer, free text
     "predict": CallKind({"stage": "predict"}, ("messages", "prompt")),
-    # rubrics: one holistic / criterion score of the rubric study
-    "rubric": CallKind(
-        {"study": "rubric"}, ("messages", "prompt", "assistant_prefix", "labels", "sample_index")
-    ),
     # prompts.generate: a paraphrase candidate, free text from a chat prompt
     "paraphrase": CallKind({"task": "paraphrase"}, ("messages", "sample_index")),
     # prompts.validation: does a paraphrase ask for the same judgment as P1 (Yes / No, §3.1's LLM rating)

@@ -107,7 +107,7 @@ def build_requests(
     ident = backend.identity()
     mode = get_mode(condition.judge_mode)
     prefix = mode.assistant_prefix(group)
-    rounds = range(mode.rounds(group)) if round_k is None else (round_k,)
+    rounds = range(mode.rounds(group, items)) if round_k is None else (round_k,)
     out = []
     for item in items:
         for shown in (
@@ -155,7 +155,7 @@ def _presentations(
     """The mode's presentations of ``item`` (in round ``k`` after ``earlier[item.id]`` where it asks
     in rounds); under a sparse plan's cells (``orders_of``) those of the item's planned orders, in
     the plan's order."""
-    if mode.rounds(group) > 1:
+    if mode.rounds(group, [item]) > 1:
         seen = None if earlier is None else earlier.get(item.id, ())
         return mode.round_presentations(item, group=group, k=k, earlier=seen)
     if k > 0:
@@ -268,7 +268,7 @@ def judge(
     calls = dict(max_retries=max_retries, backoff_s=backoff_s, repeat_source=repeat_source, plans=plans)
     request_options = dict(n_samples=n_samples, examples=examples, repeat_source=repeat_source)
     request_options.update(human_range=human_range, orders_of=orders_of)
-    n_rounds = get_mode(condition.judge_mode).rounds(group)
+    n_rounds = get_mode(condition.judge_mode).rounds(group, items)
     if n_rounds == 1:
         pairs = build_requests(items, condition, group, backend, decoding, **request_options)
         return _judged(pairs, condition, group, backend, cache, decoding, stats, **calls), stats

@@ -27,6 +27,11 @@ own greedy answers (the most probable scale label, else the parsed one) of the e
 An item whose earlier answer has no label stops there. The reply so far is a named part of the key
 (``assistant_prefix``) and the row's ``criterion_position`` is k (from 1).
 
+**Criteria per item** (``criteria: from_item``, :attr:`PromptGroup.criteria_from_item`): each item
+names its own in ``Item.meta["criteria"]`` (a ``criteria:`` mapping, as a group file gives it), for
+a rubric decomposed per item (InFoBench's questions); a batch asks as many rounds as the longest
+item has criteria.
+
 A separate group's ``assistant_prefix`` is rendered per criterion (``"{{ criterion_name }}:"``:
 each answer read after the criterion's name, as the rubric study reads it) and keyed as well; a
 group without one keeps the key of the criterion alone.
@@ -41,11 +46,13 @@ from typing import Any
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
-from promptlottery.prompts.groups import render
+from promptlottery.prompts.groups import parse_criteria, render
 from promptlottery.prompts.requests import to_scale_label
 from promptlottery.prompts.scales import Scale
 
 NAME = "analytic"
+#: the ``Item.meta`` key of an item's own criteria (a group's ``criteria: from_item``)
+ITEM_CRITERIA = "criteria"
 
 
 class Analytic(JudgeMode):
@@ -74,17 +81,22 @@ class Analytic(JudgeMode):
             )
 
     def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
+        criteria, _ = criteria_of(group, item)
         if group.criteria_call == "batch":  # every position, after placeholder answers
             return [
                 p
-                for k in range(len(group.criteria))
+                for k in range(len(criteria))
                 for p in self.round_presentations(item, group=group, k=k, earlier=None)
             ]
-        shown = [(c, _shown(item, group, c, d)) for c, d in group.criteria]
+        shown = [(c, _shown(item, group, c, d)) for c, d in criteria]
         return [Presentation(it, part=c, prefix=_own_prefix(group, it)) for c, it in shown]
 
-    def rounds(self, group) -> int:
-        return len(group.criteria) if group.criteria_call == "batch" else 1
+    def rounds(self, group, items=()) -> int:
+        if group.criteria_call != "batch":
+            return 1
+        if group.criteria_from_item:
+            return max((len(criteria_of(group, it)[0]) for it in items), default=0)
+        return len(group.criteria)
 
     def round_presentations(
         self, item: Item, *, group, k: int, earlier: tuple[str, ...] | None
@@ -93,21 +105,22 @@ class Analytic(JudgeMode):
         in their place); none once an earlier answer is missing."""
         if group.criteria_call != "batch":
             return super().round_presentations(item, group=group, k=k, earlier=earlier)
-        if k >= len(group.criteria) or (earlier is not None and len(earlier) != k):
+        criteria, info = criteria_of(group, item)
+        if k >= len(criteria) or (earlier is not None and len(earlier) != k):
             return []
         answers = earlier if earlier is not None else (group.scale.labels[0],) * k
-        names = [_name(group, c) for c, _ in group.criteria]
+        names = [info.get(c, {}).get("name", c) for c, _ in criteria]
         so_far = "".join(f"{n}: {a}\n" for n, a in zip(names[:k], answers))
         listing = {
-            "criteria": "\n".join(f"{n}: {d}" for n, (_, d) in zip(names, group.criteria)),
+            "criteria": "\n".join(f"{n}: {d}" for n, (_, d) in zip(names, criteria)),
             "criteria_context": "\n".join(
-                f"{n}: {group.criteria_info[c]['context']}"
-                for n, (c, _) in zip(names, group.criteria)
-                if "context" in group.criteria_info.get(c, {})
+                f"{n}: {info[c]['context']}"
+                for n, (c, _) in zip(names, criteria)
+                if "context" in info.get(c, {})
             ),
             "criterion_position": str(k + 1),
         }
-        c, d = group.criteria[k]
+        c, d = criteria[k]
         return [Presentation(_shown(item, group, c, d, listing), part=c, prefix=f"{so_far}{names[k]}:")]
 
     def key_parts(self, p: Presentation, prefix: str | None) -> dict[str, Any]:
@@ -147,16 +160,27 @@ def _own_prefix(group, shown: Item) -> str | None:
     return render(group.assistant_prefix, shown.inputs, where=f"prompt group {group.id} assistant_prefix")
 
 
-def _name(group, criterion: str) -> str:
-    return group.criteria_info.get(criterion, {}).get("name", criterion)
+def criteria_of(group, item: Item) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
+    """``(criteria, criteria_info)`` that ``item`` is judged on: the group's, or the item's own
+    (``criteria: from_item``)."""
+    if not group.criteria_from_item:
+        return group.criteria, group.criteria_info
+    raw = item.meta.get(ITEM_CRITERIA)
+    if not raw:
+        raise ModeError(
+            f"prompt group {group.id} reads each item's criteria (criteria: from_item) but item {item.id} "
+            f"names none (Item.meta[{ITEM_CRITERIA!r}])"
+        )
+    return parse_criteria(raw)
 
 
 def _shown(item: Item, group, criterion: str, description: str, extra: dict | None = None) -> Item:
     """``item`` as shown for ``criterion``: its inputs and the criterion's template variables (its
     name and context where the group's entries give them)."""
     own = {"criterion": criterion, "criterion_description": description}
-    if group.criteria_info:
-        info = group.criteria_info.get(criterion, {})
+    _, every = criteria_of(group, item)
+    if every or group.criteria_from_item:
+        info = every.get(criterion, {})
         own.update(
             criterion_name=info.get("name", criterion),
             criterion_context=info.get("context", ""),

@@ -114,9 +114,9 @@ class JudgeMode:
         (in this order)."""
         raise NotImplementedError
 
-    def rounds(self, group) -> int:
-        """How many rounds an item's presentations are asked in: 1 (all at once), or more where a
-        round's requests read the answers of the rounds before it (:meth:`round_presentations`)."""
+    def rounds(self, group, items=()) -> int:
+        """How many rounds the presentations of ``items`` are asked in: 1 (all at once), or more where
+        a round's requests read the answers of the rounds before it (:meth:`round_presentations`)."""
         return 1
 
     def round_presentations(

@@ -79,6 +79,10 @@ class PromptGroup:
     #: how an analytic group's criteria are asked: ``separate`` (a call per criterion) or ``batch``
     #: (all in one reply, ``{{ criteria }}`` listing them, each scored at its own position)
     criteria_call: str = "separate"
+    #: the criteria are each item's own (``criteria: from_item``; ``Item.meta["criteria"]``, a
+    #: ``criteria:`` mapping as a group file writes it): a decomposed rubric whose questions differ
+    #: per item (InFoBench's); ``criteria`` is then empty
+    criteria_from_item: bool = False
     #: the line a completion prompt's answer follows (``"Answer:"``, then the answer prefix); None:
     #: the prompt ends with the answer prefix as its own paragraph (the rubric study's layout)
     completion_answer: str | None = "Answer:"
@@ -149,8 +153,8 @@ CRITERION_KEYS = ("description", "name", "context", "examples")
 CRITERIA_CALLS = ("separate", "batch")
 
 
-def _criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
-    """A group file's ``criteria:`` mapping, in order: ``((criterion, description), ...)`` and each
+def parse_criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
+    """A group file's (or an item's) ``criteria:`` mapping, in order: ``((criterion, description), ...)`` and each
     mapping entry's ``name`` / ``context`` / ``examples`` (criterion: description, or criterion:
     {description:, name:, context:, examples:})."""
     if raw is None:
@@ -169,11 +173,15 @@ def _criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str
     return tuple(pairs), {c: v for c, v in info.items() if v}
 
 
-def _criteria_call(raw, criteria) -> str:
+#: ``criteria: from_item``: each item gives its own (``PromptGroup.criteria_from_item``)
+FROM_ITEM = "from_item"
+
+
+def _criteria_call(raw, criteria, from_item: bool = False) -> str:
     call = str(raw or "separate")
     if call not in CRITERIA_CALLS:
         raise ValueError(f"criteria_call={call!r}; valid: {', '.join(CRITERIA_CALLS)}")
-    if call != "separate" and not criteria:
+    if call != "separate" and not criteria and not from_item:
         raise ValueError(f"criteria_call={call} but the group names no criteria")
     return call
 
@@ -193,7 +201,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             )
             for vid, v in raw["variants"].items()
         }
-        criteria, info = _criteria(raw.get("criteria"))
+        from_item = raw.get("criteria") == FROM_ITEM
+        criteria, info = parse_criteria(None if from_item else raw.get("criteria"))
         group = PromptGroup(
             id=str(raw["id"]),
             judge_family=raw["judge_family"],
@@ -206,7 +215,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             assistant_prefix=raw.get("assistant_prefix") or None,
             criteria=criteria,
             criteria_info=info,
-            criteria_call=_criteria_call(raw.get("criteria_call"), criteria),
+            criteria_call=_criteria_call(raw.get("criteria_call"), criteria, from_item),
+            criteria_from_item=from_item,
             completion_answer=raw.get("completion_answer", "Answer:"),
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
@@ -295,6 +305,7 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         **({"family_type": group.family_type} if group.family_type != "other" else {}),
         **({"assistant_prefix": group.assistant_prefix} if group.assistant_prefix else {}),
         **({"criteria": _dump_criteria(group)} if group.criteria else {}),
+        **({"criteria": FROM_ITEM} if group.criteria_from_item else {}),
         **({"criteria_call": group.criteria_call} if group.criteria_call != "separate" else {}),
         **({"completion_answer": group.completion_answer} if group.completion_answer != "Answer:" else {}),
         **extra,

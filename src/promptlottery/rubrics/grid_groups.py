@@ -10,8 +10,11 @@ the judge grid renders the study's chat messages and answer prefixes text for te
 (``tests/test_rubric_grid_groups.py``). Literal text is kept from the second rendering by
 ``{% raw %}``.
 
-Not expressible here (a :class:`RubricGroupError`): a task whose criteria differ per item
-(InFoBench's decomposed questions: a group names one list of criteria), and a condition whose
+A task whose criteria differ per item (InFoBench's decomposed questions) gets a group with
+``criteria: from_item``: :func:`grid_items` puts each item's criteria (their entries as a group's)
+in ``Item.meta["criteria"]`` and its batch listing in ``{{ rubric_listing }}``. Each group has one
+variant, named after the condition (what a judge with known behaviour reads, as the study's
+requests carried it). Not expressible here (a :class:`RubricGroupError`): a condition whose
 criteria do not all have examples (or context) where one has.
 """
 
@@ -24,11 +27,14 @@ import pandas as pd
 
 from promptlottery.data.schema import Item
 from promptlottery.errors import UserError
-from promptlottery.prompts.groups import PromptGroup, Variant, render
+from promptlottery.modes.analytic import ITEM_CRITERIA, criteria_of
+from promptlottery.prompts.groups import PromptGroup, Variant, parse_criteria, render
 from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
 
-#: the placeholders the grid fills per item (:func:`grid_item`) and per criterion (the analytic mode)
+#: the placeholders the grid fills per item (:func:`grid_items`) and per criterion (the analytic mode)
 ITEM = {"task": "{{ task }}", "response": "{{ response }}"}
+#: a batch prompt's listing of an item's own criteria and their edited context (``criteria: from_item``)
+LISTING = {"rubric": "{{ rubric_listing }}", "context": "{{ rubric_context }}"}
 CRITERION = {
     "rubric": "{{ criterion_description }}",
     "examples": "{{ criterion_examples }}",
@@ -47,11 +53,22 @@ def _literal(text: str) -> str:
     return "{% raw %}" + text + "{% endraw %}" if text else ""
 
 
-def _examples(text: str) -> str:
-    """A solved-examples block as the study's prompt shows it: every template follows the block
-    with a blank line, where the study's collapse of 3+ newlines absorbs the block's final newline
-    (done here, since the block is filled in after the template's own collapse)."""
-    return re.sub(r"\n{3,}", "\n\n", text).rstrip("\n")
+def _examples(text: str, blank_after: bool = True) -> str:
+    """A solved-examples block as the study's prompt shows it: where the template follows the block
+    with a blank line, the study's collapse of 3+ newlines absorbs the block's final newline (done
+    here, since the block is filled in after the template's own collapse)."""
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.rstrip("\n") if blank_after else text
+
+
+def _blank_after_examples(builder: PromptBuilder) -> bool:
+    """Whether the separate template follows a criterion's examples with a blank line (ASAP's) or
+    with a line of its own (InFoBench's "Now, please evaluate ...")."""
+    mark = CRITERION["examples"]
+    text = _template(
+        builder, "separate", instructions="", rubric="", name="", lo="", hi="", examples=mark, context=""
+    )
+    return mark + "\n\n" in text
 
 
 def _template(builder: PromptBuilder, which: str, **variables: str) -> str:
@@ -61,27 +78,65 @@ def _template(builder: PromptBuilder, which: str, **variables: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def grid_item(builder: PromptBuilder, item: Item) -> Item:
-    """``item`` as the grid judges it: the task's texts as shown (task block, clipped response)."""
+def grid_items(builder: PromptBuilder, cond: RubricCondition, items: list[Item]) -> list[Item]:
+    """``items`` as the grid judges them under ``cond``: the task's texts as shown (task block,
+    clipped response), the task's human values on the scales it judges with (holistic and per
+    criterion: what a known-answer judge reads), and, where the task's criteria differ per item and
+    ``cond`` is analytic, the item's criteria (``meta["criteria"]``) and batch listing."""
     t = builder.task
-    return dataclasses.replace(item, inputs={"task": t.task_block(item), "response": t.response(item)})
+    out = []
+    for item in items:
+        crits = t.criteria(item)
+        human = {"holistic": t.human_holistic(item), **{c.id: t.human_criterion(item, c.id) for c in crits}}
+        inputs = {"task": t.task_block(item), "response": t.response(item)}
+        meta = dict(item.meta)
+        if cond.kind == "analytic" and not t.fixed_criteria:
+            meta[ITEM_CRITERIA] = _entries(builder, cond, crits)
+            inputs["rubric_listing"] = t.batch_listing(crits)
+            inputs["rubric_context"] = _context_lines(builder, cond, crits)
+        human = {k: v for k, v in human.items() if v is not None}
+        out.append(dataclasses.replace(item, inputs=inputs, human=human, meta=meta))
+    return out
 
 
-def condition_group(builder: PromptBuilder, cond: RubricCondition, item: Item) -> tuple[PromptGroup, str]:
-    """``(group, judge mode)`` of condition ``cond`` (``item``: any item of the sample; the criteria
-    of a fixed-criteria task are every item's)."""
+def _entries(builder: PromptBuilder, cond: RubricCondition, crits: list) -> dict[str, dict[str, str]]:
+    """The ``criteria:`` entries of ``crits`` under ``cond``: separate and edited each criterion's
+    rubric, examples and context (a trait introduced by its name, a question shown as it is, as
+    ``PromptBuilder.separate``); batch their names and rubrics."""
     t = builder.task
+    out = {}
+    for c in crits:
+        if cond.mode == "batch":
+            out[c.id] = {"description": c.rubric, "name": c.name}
+            continue
+        entry = {
+            "description": f"{c.name}: {c.rubric}" if t.fixed_criteria else c.rubric,
+            "name": c.name,
+            "examples": _examples(
+                t.render_examples(builder.examples(cond, c), c.name), _blank_after_examples(builder)
+            ),
+            "context": t.edited_context(c) if cond.context else "",
+        }
+        out[c.id] = {k: v for k, v in entry.items() if v or k == "description"}
+    return out
+
+
+def _context_lines(builder: PromptBuilder, cond: RubricCondition, crits: list) -> str:
+    return "\n".join(f"{c.name}: {builder.task.edited_context(c)}" for c in crits) if cond.context else ""
+
+
+def condition_group(
+    builder: PromptBuilder, cond: RubricCondition, items: list[Item]
+) -> tuple[PromptGroup, str]:
+    """``(group, judge mode)`` of condition ``cond`` on the sample ``items``."""
     if cond.kind == "holistic":
         return _holistic(builder, cond), "pointwise"
-    if not t.fixed_criteria:
-        raise RubricGroupError(
-            f"rubric condition {cond.name}: the {type(t).__name__} task's criteria differ per item, which one "
-            "prompt group's criteria cannot express"
-        )
-    crits = t.criteria(item)
-    if len({c.scale.name for c in crits}) != 1:
+    per_item = [builder.task.criteria(it) for it in items]
+    if len({c.scale.name for crits in per_item for c in crits}) != 1:
         raise RubricGroupError(f"rubric condition {cond.name}: the criteria have different scales")
-    return (_batch if cond.mode == "batch" else _separate)(builder, cond, crits), "analytic"
+    if cond.mode == "batch":
+        return _batch(builder, cond, per_item), "analytic"
+    return _separate(builder, cond, per_item), "analytic"
 
 
 def _group(builder: PromptBuilder, cond: RubricCondition, scale, user: str, **fields) -> PromptGroup:
@@ -91,7 +146,7 @@ def _group(builder: PromptBuilder, cond: RubricCondition, scale, user: str, **fi
         judge_family="rubric",
         scale=scale,
         version=builder.version,
-        variants={"P1": Variant("P1", user, system=system)},
+        variants={cond.name: Variant(cond.name, user, system=system)},
         description=cond.display,
         completion_answer=None,  # a completion prompt ends with the answer prefix, as the study's
         **fields,
@@ -114,45 +169,45 @@ def _holistic(builder: PromptBuilder, cond: RubricCondition) -> PromptGroup:
     return _group(builder, cond, scale, user, assistant_prefix=f"{t.holistic_name}:")
 
 
-def _batch(builder: PromptBuilder, cond: RubricCondition, crits: list) -> PromptGroup:
-    t = builder.task
-    ctx = "\n".join(f"{c.name}: {t.edited_context(c)}" for c in crits) if cond.context else ""
+def _batch(builder: PromptBuilder, cond: RubricCondition, per_item: list[list]) -> PromptGroup:
+    t, crits = builder.task, per_item[0]
+    fixed = t.fixed_criteria
     user = _template(
         builder,
         "batch",
         instructions=_literal(t.instructions(cond.role)),
-        rubric=_literal(t.batch_listing(crits)),
+        rubric=_literal(t.batch_listing(crits)) if fixed else LISTING["rubric"],
         examples="",
-        context=_literal(ctx),
+        context=(_literal(_context_lines(builder, cond, crits)) if fixed else LISTING["context"])
+        if cond.context
+        else "",
         name="",
         lo="",
         hi="",
     )
+    own = parse_criteria(_entries(builder, cond, crits)) if fixed else ((), {})
     return _group(
         builder,
         cond,
         crits[0].scale,
         user,
-        criteria=tuple((c.id, c.rubric) for c in crits),
-        criteria_info={c.id: {"name": c.name} for c in crits},
+        criteria=own[0],
+        criteria_info=own[1],
         criteria_call="batch",
+        criteria_from_item=not fixed,
     )
 
 
-def _separate(builder: PromptBuilder, cond: RubricCondition, crits: list) -> PromptGroup:
-    """Separate and edited: each criterion's rubric, examples and context in its entry."""
-    t, scale = builder.task, crits[0].scale
-    info = {
-        c.id: {
-            "name": c.name,
-            "examples": _examples(t.render_examples(builder.examples(cond, c), c.name)),
-            "context": t.edited_context(c) if cond.context else "",
-        }
-        for c in crits
-    }
+def _separate(builder: PromptBuilder, cond: RubricCondition, per_item: list[list]) -> PromptGroup:
+    """Separate and edited: each criterion's rubric, examples and context in its entry (the
+    group's, or each item's own)."""
+    t, scale = builder.task, per_item[0][0].scale
+    entries = [
+        _entries(builder, cond, crits) for crits in (per_item if not t.fixed_criteria else per_item[:1])
+    ]
     shown = {}
     for part in ("examples", "context"):
-        have = {bool(v[part]) for v in info.values()}
+        have = {part in v for e in entries for v in e.values()}
         if len(have) > 1:
             raise RubricGroupError(
                 f"rubric condition {cond.name}: some criteria have {part} and some do not, which one template "
@@ -169,33 +224,77 @@ def _separate(builder: PromptBuilder, cond: RubricCondition, crits: list) -> Pro
         hi=scale.labels[-1],
         **shown,
     )
+    criteria, info = parse_criteria(entries[0]) if t.fixed_criteria else ((), {})
     return _group(
         builder,
         cond,
         scale,
         user,
-        # a trait is introduced by its name (PromptBuilder.separate); each answer read after it
-        criteria=tuple((c.id, f"{c.name}: {c.rubric}") for c in crits),
-        criteria_info={c: {k: v for k, v in entry.items() if v} for c, entry in info.items()},
-        assistant_prefix="{{ criterion_name }}:",
+        criteria=criteria,
+        criteria_info=info,
+        criteria_from_item=not t.fixed_criteria,
+        assistant_prefix="{{ criterion_name }}:",  # each answer read after the criterion's name
     )
+
+
+#: the judgment columns a row of ``scores.parquet`` keeps, as the grid wrote them
+KEPT = (
+    "item_id", "criterion", "scale", "prompt_format", "raw_output", "score", "weighted_score", "argmax_label",
+    "argmax_score", "parsed_label", "label_mass", "scoring_mode", "missing_reason", "label_probs", "human",
+    "prompt_tokens", "latency_s", "cache_hit", "cache_key",
+)  # fmt: skip
 
 
 def scores_from_judgments(
-    judgments: pd.DataFrame, cond: RubricCondition, group: PromptGroup, backbone: str
+    judgments: pd.DataFrame, cond: RubricCondition, group: PromptGroup, backbone: str, task, items: list[Item]
 ) -> pd.DataFrame:
-    """The rows the study's tables read (``StudyData``: backbone, condition, item_id, position,
-    score, argmax_score) from the grid's judgments of ``cond`` with its ``group``: position 0 for
-    a holistic score, else the criterion's place in the group's criteria (from 1)."""
-    place = {c: k for k, (c, _) in enumerate(group.criteria, start=1)}
-    position = [0] * len(judgments) if cond.kind == "holistic" else [place[c] for c in judgments["criterion"]]
-    return pd.DataFrame(
+    """The study's rows (``scores.parquet``; its tables read backbone, condition, item_id, position,
+    score and argmax_score) from the grid's judgments of ``cond`` with its ``group`` on the grid
+    ``items``: position 0 for a holistic score, else the criterion's place in the item's criteria
+    (from 1); the answer prefix is the end of what the judge saw; a batch row's greedy answer the
+    one the next position was read after; the reference the task's (GPT-4's answers, InFoBench)."""
+    df = judgments.assign(criterion="holistic") if cond.kind == "holistic" else judgments.copy()
+    by_id = {it.id: it for it in items}
+    places = {i: {c: k for k, (c, _) in enumerate(criteria_of(group, by_id[i])[0], 1)} for i in by_id}
+    holistic = cond.kind == "holistic"
+    position = [0 if holistic else places[i][c] for i, c in zip(df["item_id"], df["criterion"])]
+    info = {i: criteria_of(group, it)[1] if not holistic else {} for i, it in by_id.items()}
+    names = [
+        task.holistic_name if holistic else info[i].get(c, {}).get("name", c)
+        for i, c in zip(df["item_id"], df["criterion"])
+    ]
+    reference = [
+        task.reference_holistic(by_id[i]) if holistic else task.reference_criterion(by_id[i], c)
+        for i, c in zip(df["item_id"], df["criterion"])
+    ]
+    out = pd.DataFrame(
         {
+            "schema_version": df["schema_version"].to_numpy(),
             "backbone": backbone,
             "condition": cond.name,
-            "item_id": judgments["item_id"].to_numpy(),
+            "kind": cond.kind,
+            "mode": cond.mode if not holistic else None,
+            "examples": cond.examples,
+            "context": cond.context,
+            **{k: df[k].to_numpy() for k in KEPT[:2]},
+            "criterion_name": names,
             "position": position,
-            "score": judgments["score"].to_numpy(),
-            "argmax_score": judgments["argmax_score"].to_numpy(),
+            "answer_prefix": [_answer_prefix(q, f) for q, f in zip(df["query"], df["prompt_format"])],
+            **{k: df[k].to_numpy() for k in KEPT[2:]},
+            "reference": reference,
         }
     )
+    if cond.mode == "batch" and not holistic:
+        greedy = out["argmax_label"].where(
+            out["argmax_label"].map(lambda v: isinstance(v, str)), out["parsed_label"]
+        )
+        out["greedy_answer"] = greedy
+    return out
+
+
+def _answer_prefix(query: str, prompt_format: str) -> str:
+    """The text the answer follows: a chat query's assistant turn, a completion prompt's last
+    paragraph (the prefix holds no blank line)."""
+    if prompt_format == "chat":
+        return query.rsplit("\n\n[assistant] ", 1)[-1]
+    return query.rsplit("\n\n", 1)[-1]

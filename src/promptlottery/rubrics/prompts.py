@@ -1,4 +1,9 @@
-"""Rubric conditions rendered into judge requests: holistic, analytic separate, analytic batch.
+"""Rubric conditions and the study's own renderings of them: holistic, analytic separate, analytic batch.
+
+The judge grid renders the same texts from the conditions' prompt groups
+(:mod:`promptlottery.rubrics.grid_groups`); :class:`PromptBuilder` keeps the solved examples and
+templates they are built from, and its renderings are the reference the grid's requests are
+checked against (``tests/test_rubric_grid_groups.py``).
 
 Every answer is read right after "<name>:" ("Score:", "Content:", "Q2:"), so the three shapes
 differ only in what the prompt asks for. For chat models that text is the start of the assistant
@@ -24,8 +29,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from promptlottery.backends.base import Decoding, JudgeRequest
-from promptlottery.calls.cache import make_request
 from promptlottery.data.schema import Item
 from promptlottery.prompts.groups import render
 from promptlottery.rubrics.task_base import Criterion, Example, RubricTask, load_text
@@ -178,36 +181,3 @@ class PromptBuilder:
         )
         so_far = "".join(f"{c.name}: {a}\n" for c, a in zip(criteria[:k], answers))
         return Rendered(self.templates["system"], user, f"{so_far}{criteria[k].name}:")
-
-
-def to_request(
-    rendered: Rendered,
-    labels: tuple[str, ...],
-    *,
-    prompt_format: str,
-    identity: dict,
-    decoding: Decoding,
-    tags: dict[str, Any],
-) -> JudgeRequest:
-    """A cached-call request; the key holds everything that changes the answer (and ``tags``)."""
-    if prompt_format == "chat":
-        messages = [
-            {"role": "system", "content": rendered.system},
-            {"role": "user", "content": rendered.user},
-        ]
-        prompt, prefix = None, rendered.prefix
-    elif prompt_format == "completion":
-        messages, prefix = None, None
-        prompt = f"{rendered.system}\n\n{rendered.user}\n\n{rendered.prefix}"
-    else:
-        raise ValueError(f"prompt_format must be 'chat' or 'completion', got {prompt_format!r}")
-    return make_request(
-        "rubric",
-        identity,
-        decoding,
-        messages=messages,
-        prompt=prompt,
-        labels=labels,
-        assistant_prefix=prefix,
-        parts=tags,
-    )

@@ -294,6 +294,29 @@ def test_item_table_and_summary_by_hand():
     )
 
 
+def _verdict_section(labels: dict[str, list[str]]) -> str:
+    from promptlottery.analysis import report as rp
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.verdict import render_verdict, verdict_summary
+
+    t = item_table(JudgmentGrid.from_verdicts(_judgments(labels, ["a", "a", "b", "b"])))
+    R = rp.Report("r")
+    render_verdict(R, verdict_summary(t, {}, LotteryOptions(n_resamples=50)))
+    return "\n".join(R.parts)
+
+
+def test_the_majority_sentence_counts_the_sweeps_own_wordings():
+    # 3 wordings: the majority the code computes is 2 of 3 (i1: '2' from P2 and P3), not the paper's 3 of 5
+    three = _verdict_section(
+        {"P1": ["3", "1", "1", "5"], "P2": ["3", "2", "2", "5"], "P3": ["3", "2", "3", "4"]}
+    )
+    assert "of the J variants (a strict majority: 2 of 3); items without one" in three
+    assert "3 of 5" not in three
+    # 5 wordings: the paper's plurality cluster, worded as before
+    five = _verdict_section({f"P{j}": ["3", "1", str(j), "5"] for j in range(1, 6)})
+    assert "of the J variants (3 of 5); items without one" in five
+
+
 def test_item_table_carries_the_item_texts_after_the_id():
     df = _judgments({"P1": ["1", "2"], "P2": ["1", "3"]}, ["a", "b"])
     df["input_response"] = df["item_id"].map({"i0": "Paris", "i1": "Lisbon"})

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,7 @@ __all__ = [
     "full_statistics",
     "simulate_adaptive",
     "simulate_budgets",
+    "simulate_designs",
     "bootstrap_weights",
     "design_summary",
     "percentile_bounds",
@@ -181,40 +183,68 @@ def simulate_budgets(
     n = labels.shape[0]
     r = bootstrap_weights(n, n_resamples, seed)
     full_est = _estimates(_parts(labels, scores, systems, _full_plan(labels.shape, variants), hits), r)
-    names = list(full_est)
     full = {s: float(v[0]) for s, v in full_est.items()}
     full_ci = {s: percentile_bounds(v[1:], level) for s, v in full_est.items()}
+
+    def plan_of(design: Design, budget: float, plan_seed: int) -> SparsePlan:
+        return design.plan(items, variants, budget, plan_seed, reference)
+
+    def estimates_of(plan: SparsePlan, weights: np.ndarray) -> dict[str, np.ndarray]:
+        lm = np.where(plan.mask, labels, np.nan)
+        sm = np.where(plan.mask, scores, np.nan)
+        hm = None if hits is None else np.where(plan.mask, hits, np.nan)
+        return _estimates(_parts(lm, sm, systems, plan, hm), weights)
+
+    rows = simulate_designs(
+        plan_of, estimates_of, full, full_ci, n=n, budgets=budgets, designs=designs, n_sim=n_sim,
+        n_resamples=n_resamples, level=level, seed=seed,
+    )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def simulate_designs(
+    plan_fn: Callable[[Design, float, int], Any],
+    stats_fn: Callable[[Any, np.ndarray], dict[str, np.ndarray]],
+    full: dict[str, float],
+    full_ci: dict[str, tuple[float, float]],
+    *, n: int, budgets: Iterable[float], designs: Iterable[str], n_sim: int, n_resamples: int, level: float,
+    seed: int,
+) -> list[dict]:  # fmt: skip
+    """The simulation loop of a full grid of ``n`` units (items, or pairs), one :func:`design_summary`
+    row per (design, budget, statistic of ``full``), the rows :func:`simulate_budgets` returns.
+
+    ``plan_fn(design, budget, seed)``: a sparse plan (with a ``share`` of the calls; ValueError: the
+    budget cannot be planned, its rows carry the message as ``note``); ``stats_fn(plan, r)``: every
+    statistic under each row of unit weights ``r`` (row 0: the estimate) on the grid masked to the
+    plan. Plan ``sim`` of ``n_sim`` is drawn with ``seed + 1 + sim``, its bootstrap with
+    ``seed + 100_000 + sim``; its interval is narrowed by ``sqrt(1 - calls share)``."""
     rows = []
     for design_name in designs:
         design = DESIGNS[design_name]
         for budget in budgets:
             try:
-                design.plan(items, variants, budget, seed, reference)
+                plan_fn(design, budget, seed)
             except ValueError as exc:  # e.g. a budget below the anchor's own cost
                 rows += [
                     design_summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
-                    for s in names
+                    for s in full
                 ]
                 continue
-            runs: dict[str, list] = {s: [] for s in names}
+            runs: dict[str, list] = {s: [] for s in full}
             shares = []
             for sim in range(n_sim):
-                plan = design.plan(items, variants, budget, seed + 1 + sim, reference)
-                lm = np.where(plan.mask, labels, np.nan)
-                sm = np.where(plan.mask, scores, np.nan)
-                hm = None if hits is None else np.where(plan.mask, hits, np.nan)
-                est = _estimates(
-                    _parts(lm, sm, systems, plan, hm), bootstrap_weights(n, n_resamples, seed + 100_000 + sim)
-                )
+                plan = plan_fn(design, budget, seed + 1 + sim)
+                est = stats_fn(plan, bootstrap_weights(n, n_resamples, seed + 100_000 + sim))
                 fpc = math.sqrt(max(0.0, 1.0 - plan.share))
                 shares.append(plan.share)
-                for s in names:
+                for s in full:
                     e = float(est[s][0])
                     lo, hi = percentile_bounds(est[s][1:], level)
                     runs[s].append((e, e - fpc * (e - lo), e + fpc * (hi - e)))
-            for s in names:
-                rows.append(design_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares))
-    return pd.DataFrame(rows)
+            rows += [
+                design_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares) for s in full
+            ]
+    return rows
 
 
 def design_summary(design, budget, stat, full, full_ci, runs, shares, note: str = "") -> dict:

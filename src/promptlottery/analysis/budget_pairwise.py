@@ -27,7 +27,7 @@ from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
-from promptlottery.tracking.tables import markdown_table, write_table
+from promptlottery.tracking.tables import left_out_lines, markdown_table, write_table
 
 __all__ = ["estimate_pairwise_sparse", "run_pairwise_budget", "run_sparse_pairwise"]
 
@@ -310,8 +310,6 @@ def _pairwise_report(opts, grid, families, adaptive, skipped, figure, out: Path)
         "plurality is it (2.5-97.5% over the orders).",
         "",
         markdown_table(adaptive, {c: c for c in ad_cols}),
+        *left_out_lines(skipped, "too few fully judged pairs or wordings"),
     ]
-    if skipped:
-        lines += ["", "Left out (too few fully judged pairs or wordings):"]
-        lines += [f"- `{k}`: {v}" for k, v in sorted(skipped.items())]
     return "\n".join(lines) + "\n"

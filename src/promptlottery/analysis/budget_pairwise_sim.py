@@ -14,15 +14,15 @@ headlines with their sparse estimators (inverse-probability weighted, docs/spars
 * ``win_rate/<wording>/<system>``: the system's win rate under the wording, ties half.
 
 Each row compares the estimates with the full grid's value and its 95% interval (pairs resampled one
-by one) as :func:`promptlottery.analysis.budget.simulate_budgets` does: ``within_full_ci``,
-``coverage`` of the sparse intervals (pairs resampled with their cells, narrowed by ``sqrt(1 - calls
-share)``), ``rmse``. :func:`simulate_pairwise_adaptive` replays adaptive stopping over each pair's
-``2 K`` (wording, order) cells, each a vote for ``"1"``, ``"2"`` or ``"tie"``.
+by one) as :func:`promptlottery.analysis.budget.simulate_budgets` does, in the same loop
+(:func:`promptlottery.analysis.budget.simulate_designs`): ``within_full_ci``, ``coverage`` of the
+sparse intervals (pairs resampled with their cells, narrowed by ``sqrt(1 - calls share)``), ``rmse``.
+:func:`simulate_pairwise_adaptive` replays adaptive stopping over each pair's ``2 K`` (wording,
+order) cells, each a vote for ``"1"``, ``"2"`` or ``"tie"``.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable
 
@@ -32,9 +32,9 @@ import pandas as pd
 from promptlottery.analysis.budget import (
     DESIGNS,
     bootstrap_weights,
-    design_summary,
     percentile_bounds,
     simulate_adaptive,
+    simulate_designs,
 )
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
@@ -114,36 +114,21 @@ def simulate_pairwise_budgets(
     )
     full = {s: float(v[0]) for s, v in full_est.items() if np.isfinite(v[0])}
     full_ci = {s: percentile_bounds(full_est[s][1:], level) for s in full}
-    rows = []
-    for design_name in designs:
-        design = DESIGNS[design_name]
-        for budget in budgets:
-            try:
-                _pairwise_plan(design, pairs, wordings, budget, seed, reference)
-            except ValueError as exc:  # e.g. a budget below the anchor's own cost
-                rows += [
-                    design_summary(design_name, budget, s, full[s], full_ci[s], [], [], note=str(exc))
-                    for s in full
-                ]
-                continue
-            runs: dict[str, list] = {s: [] for s in full}
-            shares = []
-            for sim in range(n_sim):
-                plan = _pairwise_plan(design, pairs, wordings, budget, seed + 1 + sim, reference)
-                c12, c21 = _orders(plan, wordings)
-                est = pairwise_estimates(
-                    _masked(first, plan.mask[:, c12]), _masked(second, plan.mask[:, c21]), human, system_1,
-                    system_2, plan, wordings, bootstrap_weights(n, n_resamples, seed + 100_000 + sim),
-                )  # fmt: skip
-                fpc = math.sqrt(max(0.0, 1.0 - plan.share))
-                shares.append(plan.share)
-                for s in full:
-                    e = float(est[s][0])
-                    lo, hi = percentile_bounds(est[s][1:], level)
-                    runs[s].append((e, e - fpc * (e - lo), e + fpc * (hi - e)))
-            rows += [
-                design_summary(design_name, budget, s, full[s], full_ci[s], runs[s], shares) for s in full
-            ]
+
+    def plan_of(design, budget: float, plan_seed: int):
+        return _pairwise_plan(design, pairs, wordings, budget, plan_seed, reference)
+
+    def estimates_of(plan, weights: np.ndarray) -> dict[str, np.ndarray]:
+        c12, c21 = _orders(plan, wordings)
+        return pairwise_estimates(
+            _masked(first, plan.mask[:, c12]), _masked(second, plan.mask[:, c21]), human, system_1, system_2,
+            plan, wordings, weights,
+        )  # fmt: skip
+
+    rows = simulate_designs(
+        plan_of, estimates_of, full, full_ci, n=n, budgets=budgets, designs=designs, n_sim=n_sim,
+        n_resamples=n_resamples, level=level, seed=seed,
+    )  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -33,7 +33,7 @@ from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.sparse_plans import sparse_plan
 from promptlottery.prompts.requests import to_scale_label
-from promptlottery.tracking.tables import markdown_table, write_table
+from promptlottery.tracking.tables import left_out_lines, markdown_table, write_table
 
 logger = logging.getLogger(__name__)
 
@@ -295,10 +295,8 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "(2.5-97.5% over the orders).",
         "",
         markdown_table(adaptive, {c: c for c in _ADAPTIVE_COLUMNS}),
+        *left_out_lines(skipped, "too few fully judged items or wordings"),
     ]
-    if skipped:
-        lines += ["", "Left out (too few fully judged items or wordings): "]
-        lines += [f"- `{k}`: {v}" for k, v in sorted(skipped.items())]
     return "\n".join(lines) + "\n"
 
 

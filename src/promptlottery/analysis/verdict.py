@@ -28,7 +28,7 @@ import pandas as pd
 from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
 from promptlottery.judging.grid import JudgmentGrid
-from promptlottery.metrics.aggregate import majority
+from promptlottery.metrics.aggregate import cluster_threshold, majority
 from promptlottery.metrics.bootstrap import bootstrap_ci
 from promptlottery.metrics.convergence import online_convergence
 from promptlottery.tracking import tables
@@ -215,12 +215,23 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
         R.p(rp.na_paragraph("no configuration with paraphrase verdicts"))
         return
     R.bullets(summary["sentence"].tolist())
+    example = _majority_example(summary.get("n_variants", pd.Series(dtype=float)).dropna())
     R.p(
-        "Majority = a label given by >= ceil((J+1)/2) of the J variants (3 of 5); items without one have no "
-        "consensus (a different definition from the tie-to-P1 plurality of sections 7-8). Verdict = the "
+        f"Majority = a label given by >= ceil((J+1)/2) of the J variants ({example}); items without one "
+        "have no consensus (a different definition from the tie-to-P1 plurality of sections 7-8). Verdict = the "
         "`label` column (see below); CIs: percentile bootstrap over items. Items by instability: "
         "`unstable_items.csv`."
     )
+
+
+def _majority_example(n_variants) -> str:
+    """The majority's votes on the report's own sweeps: ``3 of 5`` (the paper's plurality cluster) when
+    every configuration has five wordings, else the strict majority of each number of wordings, largest
+    first (``a strict majority: 2 of 3``). The pairwise rows of the verdict table carry no count (the
+    pairwise section words its own rule): on a pairwise-only report the paper's ``3 of 5`` stands."""
+    counts = sorted({int(j) for j in n_variants}, reverse=True) or [5]
+    examples = ", ".join(f"{cluster_threshold(j)} of {j}" for j in counts)
+    return examples if counts == [5] else f"a strict majority: {examples}"
 
 
 def verdict_sentences(lottery_dir: str | Path) -> list[str]:

@@ -19,7 +19,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ON_OURS", "ci", "fmt", "markdown_cell", "markdown_table", "pct_ci", "write_table"]
+__all__ = [
+    "ON_OURS",
+    "ci",
+    "fmt",
+    "left_out_lines",
+    "markdown_cell",
+    "markdown_table",
+    "pct_ci",
+    "write_table",
+]
 
 #: the words of every report (and of the paper ledger) for a row that measures what a paper defines
 #: on our population (our items, configurations, backbones), as opposed to the paper's own population
@@ -93,6 +102,14 @@ def markdown_table(
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def left_out_lines(skipped: Mapping[str, str], why: str) -> list[str]:
+    """The closing lines of a report that left configurations out: a blank line, ``Left out (<why>):``
+    and one bullet per configuration id (sorted) with its own reason; none when ``skipped`` is empty."""
+    if not skipped:
+        return []
+    return ["", f"Left out ({why}):", *(f"- `{k}`: {v}" for k, v in sorted(skipped.items()))]
 
 
 def write_table(

@@ -67,7 +67,9 @@ def tune_penalties(
     for lam, lam_rank in grid:
         fit = fit_wording_model(fit_y, covariates, rank=rank, lam=lam, lam_rank=lam_rank, seed=seed)
         losses[(lam, lam_rank)] = _log_loss(y[held], fit.prob[held])
-    lam, lam_rank = min(losses, key=lambda key: (losses[key], -key[0], -key[1]))  # ties: more penalty
+    # ties, and losses within 1e-9 of each other (the fit's float noise: threaded BLAS sums may differ
+    # in the last bits between runs, which flipped lam between 1 and 10 on one grid), go to more penalty
+    lam, lam_rank = min(losses, key=lambda key: (round(losses[key], 9), -key[0], -key[1]))
     return {"lam": lam, "lam_rank": lam_rank, "losses": losses, "n_heldout": int(held.sum()), "tuned": True}
 
 

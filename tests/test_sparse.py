@@ -245,15 +245,30 @@ def test_sparse_estimates_of_the_oracle_judge_are_its_known_answers(tmp_path):
         "backbone=fake", "backbone.backend.behaviour=oracle", "judge.group_file=examples/own_judge/correctness.yaml",
         "judge.design=sparse", "judge.budget=0.5", "judge.full_share=0.25",
     ]  # fmt: skip
-    for n, v in enumerate(["P1", "P2", "P3", "P4", "P5"]):
+    per_names = ["P1", "P2", "P3", "P4", "P5"]
+    for n, v in enumerate(per_names):
         cfg = compose(["+experiment=own_judge", *fields, f"judge.variant={v}"], tmp_path=tmp_path)
         assert run_stage(cfg, tmp_path / "sweep" / f"{n}_{v}")["status"] == "ok"
     cfg = compose(
         ["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.n_resamples=30",
-         "analysis.human_range=[1,5]"],
+         "analysis.human_range=[1,5]", "analysis.model_ranks=[0]", "analysis.model_embedding=none",
+         "analysis.model_resamples=5"],
         tmp_path=tmp_path,
     )  # fmt: skip
     assert run_stage(cfg, tmp_path / "budget")["status"] == "ok"
+    # the wording model on the sparse cells: every judged cell agrees, so each wording's observed mean and
+    # their quantiles are exactly 1, and the model's (unjudged cells predicted from all-agreeing ones) near 1
+    import json
+
+    (model,) = json.loads((tmp_path / "budget" / "tables" / "wording_model_sparse.json").read_text())
+    assert (
+        model["rank"] == 0
+        and 0 < model["calls_share"] < 1
+        and sorted(model["per_wording"]) == sorted(per_names)
+    )
+    assert model["observed_quantiles"] == [1.0] * 5 and set(model["observed_per_wording"].values()) == {1.0}
+    assert all(q > 0.95 for q in model["quantiles"].values()) and all(lo > 0.9 for lo in model["lo"])
+    assert "PromptEval-style model on this sparse grid" in (tmp_path / "budget" / "budget.md").read_text()
     est = pd.read_csv(tmp_path / "budget" / "tables" / "sparse_estimates.csv").set_index("statistic")
     per = [f"human_agreement/{v}" for v in ("P1", "P2", "P3", "P4", "P5")]
     for stat, known in (("fleiss", 1.0), ("alpha", 1.0), ("changed", 0.0), ("human_agreement", 1.0),
@@ -295,3 +310,18 @@ def test_the_lottery_report_links_the_budget_figure_of_the_same_runs(tmp_path):
         == "ok"
     )
     assert "At a fraction of the calls" not in (other / "report.md").read_text()
+
+
+def test_the_item_subsample_ceiling_by_hand():
+    """f = 0.3, level 0.95: z = 1.959964, sqrt(0.3 / 0.7) = 0.654654, z * that = 1.283098,
+    Phi(1.283098) = 0.900271, so 2 * 0.900271 - 1 = 0.800542; f = 0.5: 2 Phi(1.959964) - 1 = 0.95.
+    90%: (1.644854 / 1.959964)^2 = 0.704301, f = 0.704301 / 1.704301 = 0.413249."""
+    from promptlottery.metrics.subsample_ceiling import item_subsample_share_needed, item_subsample_within_ci
+
+    assert item_subsample_within_ci(0.3) == pytest.approx(0.800542, abs=1e-5)
+    assert item_subsample_within_ci(0.5) == pytest.approx(0.95, abs=1e-9)
+    assert item_subsample_within_ci(1.0) == 1.0
+    assert item_subsample_share_needed(0.9) == pytest.approx(0.413249, abs=1e-5)
+    assert item_subsample_within_ci(item_subsample_share_needed(0.9)) == pytest.approx(0.9, abs=1e-9)
+    with pytest.raises(ValueError, match="share=0"):
+        item_subsample_within_ci(0)

@@ -27,7 +27,12 @@ from promptlottery.analysis.budget import (
     simulate_budgets,
 )
 from promptlottery.analysis.design_rows import one_design
-from promptlottery.analysis.wording_report import wording_model_rows, wording_model_section
+from promptlottery.analysis.wording_report import (
+    wording_model_rows,
+    wording_model_section,
+    wording_model_sparse,
+    wording_sparse_lines,
+)
 from promptlottery.checks import check_choice, check_int, check_range, fail, known_options
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
@@ -286,6 +291,8 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         "",
         markdown_table(budget, {c: c for c in _BUDGET_COLUMNS}),
         "",
+        _ceiling_line(opts),
+        "",
         "## Adaptive stopping (wordings in a seeded random order per item)",
         "",
         "`cluster_3_of_5`: stop once a label has ceil((J + 1) / 2) votes (the paper's plurality "
@@ -298,6 +305,21 @@ def _report(opts, grid, budget, adaptive, skipped, figure, out: Path) -> str:
         *left_out_lines(skipped, "too few fully judged items or wordings"),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _ceiling_line(opts) -> str:
+    """The normal-approximation ceiling of the `items` design's `within_full_ci` (ours)."""
+    from promptlottery.metrics.subsample_ceiling import item_subsample_share_needed, item_subsample_within_ci
+
+    shares = ", ".join(
+        f"{item_subsample_within_ci(b, opts.level):.2f} at {b:g}" for b in opts.budgets if 0 < b <= 1
+    )
+    return (
+        "The ceiling of an item subsample (ours, a normal approximation: `metrics/subsample_ceiling.py:"
+        "item_subsample_within_ci`): a share f of the items lands inside the full grid's interval in about "
+        f"2 Phi(z sqrt(f / (1 - f))) - 1 of the plans, whatever the grid: {shares}; 90% needs "
+        f"f >= {item_subsample_share_needed(0.9, opts.level):.3f}."
+    )
 
 
 def _sparse_plan_of(config):
@@ -329,10 +351,12 @@ def _sparse_plan_of(config):
 
 
 def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
-    tables, notes = [], []
+    tables, notes, models = [], [], []
     for config in grid:
         plan, labels, scores = _sparse_plan_of(config)
         codes, scores, systems = _coded(labels, scores, config.systems(labels.index))
+        if opts.model_ranks:
+            models += wording_model_sparse(config, labels, codes.to_numpy(float), opts)
         n_planned = int(config.paraphrases["design_items"].iloc[0]) * len(plan.variants)
         est = estimate_sparse(
             codes.to_numpy(float), scores.to_numpy(float), systems, plan, n_resamples=opts.n_resamples,
@@ -358,8 +382,13 @@ def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
             "Horvitz-Thompson totals). Estimators: docs/sparse.md.",
             "",
             markdown_table(table, {c: c for c in cols}),
+            *(wording_sparse_lines(models) if models else []),
         ]
     )
+    if models:
+        (out / "tables" / "wording_model_sparse.json").write_text(
+            json.dumps(models, indent=1), encoding="utf-8"
+        )
     (out / "budget.md").write_text(text + "\n", encoding="utf-8")
     metrics = {
         f"sparse/{r.config_id}/{r.statistic}{suffix}": float(v)

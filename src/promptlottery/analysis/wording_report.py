@@ -29,7 +29,7 @@ from promptlottery.tracking.tables import markdown_table
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["wording_model_rows", "wording_model_section"]
+__all__ = ["wording_model_rows", "wording_model_section", "wording_model_sparse", "wording_sparse_lines"]
 
 
 def _group_of(config):
@@ -57,22 +57,89 @@ def _outcome(config, labels: pd.DataFrame, codes: np.ndarray, human_range) -> tu
     )
 
 
+def _covariates(config, variants, opts):
+    group = _group_of(config)
+    texts = variant_texts(group)
+    missing = [v for v in variants if v not in group.variants]
+    if missing:
+        raise AnalysisError(f"{config.config_id}: wordings {missing} are not in prompt group {group.id}")
+    return wording_covariates(
+        [texts[v] for v in variants],
+        [group.variants[v].tags for v in variants],
+        embedding=opts.model_embedding,
+    )
+
+
+def wording_model_sparse(config, labels: pd.DataFrame, codes: np.ndarray, opts) -> list[dict[str, Any]]:
+    """The model on a **sparse** grid's judged cells (no full grid to compare with): per rank of
+    ``analysis.model_ranks``, the penalties tuned on the validation items, and on the reported items
+    each wording's agreement (judged cells as judged, the rest predicted), its quantiles over the
+    wordings with their item-bootstrap interval (``analysis.model_resamples`` refits), and the
+    no-model baseline (each wording's mean over its judged cells)."""
+    agree, outcome = _outcome(config, labels, codes, opts.human_range)
+    agree = np.where(np.isfinite(codes), agree, np.nan)  # an unjudged cell is unknown, not a miss
+    variants = list(labels.columns)
+    x, what = _covariates(config, variants, opts)
+    val, rep = split_items(len(agree), opts.model_validation_share, opts.seed)
+    out = []
+    with np.errstate(invalid="ignore"):
+        observed = np.nanmean(agree[rep], axis=0)
+    for rank in opts.model_ranks:
+        pen = tune_penalties(agree[val], x, rank=rank, seed=opts.seed)
+        est = agreement_quantiles(
+            agree[rep], x, rank=rank, n_resamples=opts.model_resamples, level=opts.level, seed=opts.seed,
+            lam=pen["lam"], lam_rank=pen["lam_rank"],
+        )  # fmt: skip
+        out.append({
+            "config_id": config.config_id, "outcome": outcome, "covariates": what, "rank": int(rank),
+            "calls": int(np.isfinite(codes).sum()), "calls_share": float(np.isfinite(codes).mean()),
+            "n_reported": len(rep), "n_validation": len(val), "lam": pen["lam"], "lam_rank": pen["lam_rank"],
+            "tuned": pen["tuned"], "judged_per_wording": dict(zip(variants, np.isfinite(agree[rep]).sum(0).tolist())),
+            "per_wording": dict(zip(variants, np.round(est["per_wording"], 4).tolist())),
+            "observed_per_wording": dict(zip(variants, np.round(observed, 4).tolist())),
+            "quantiles": {f"q{round(100 * q):02d}": float(v) for q, v in zip(QUANTILES, est["quantiles"])},
+            "lo": est["lo"].tolist(), "hi": est["hi"].tolist(), "converged": bool(est["converged"]),
+            "observed_quantiles": np.quantile(observed[np.isfinite(observed)], QUANTILES).tolist(),
+        })  # fmt: skip
+    return out
+
+
+def wording_sparse_lines(summaries: list[dict[str, Any]]) -> list[str]:
+    """The sparse report's lines for :func:`wording_model_sparse`."""
+    lines = [
+        "",
+        "## Many wordings: the PromptEval-style model on this sparse grid",
+        "",
+        "Per wording, its agreement (judged cells as judged, the rest predicted by item + wording + "
+        "covariate effects [+ a rank-r interaction]; ours, after PromptEval's ExtendedRaschModel), on the "
+        "reported items (penalties tuned on the validation items); quantiles over the wordings with their "
+        "item-bootstrap interval (model refitted). `observed`: each wording's mean over its judged cells "
+        "(no model). Every wording's value: `tables/wording_model_sparse.json`.",
+        "",
+    ]
+    for s in summaries:
+        qs = ", ".join(
+            f"{k} {v:.3f} [{lo:.3f}, {hi:.3f}]"
+            for (k, v), lo, hi in zip(s["quantiles"].items(), s["lo"], s["hi"])
+        )
+        obs = ", ".join(f"{k} {v:.3f}" for k, v in zip(s["quantiles"], s["observed_quantiles"]))
+        lines.append(
+            f"- `{s['config_id']}`, rank {s['rank']}: {s['calls']} judged cells ({100 * s['calls_share']:.1f}% "
+            f"of the grid); outcome {s['outcome']}; covariates {s['covariates']}; {s['n_reported']} reported "
+            f"items, {s['n_validation']} validation items (lam = {s['lam']:g}"
+            + (f", lam_rank = {s['lam_rank']:g}" if s["rank"] else "")
+            + f"). Quantiles over the {len(s['per_wording'])} wordings: {qs}. Observed cells' means: {obs}."
+        )
+    return lines
+
+
 def wording_model_rows(
     config, labels: pd.DataFrame, codes: np.ndarray, opts
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The simulation's rows and the full grid's own estimate (``summary``) for one configuration."""
     agree, outcome = _outcome(config, labels, codes, opts.human_range)
-    group = _group_of(config)
-    texts = variant_texts(group)
     variants = list(labels.columns)
-    missing = [v for v in variants if v not in group.variants]
-    if missing:
-        raise AnalysisError(f"{config.config_id}: wordings {missing} are not in prompt group {group.id}")
-    x, what = wording_covariates(
-        [texts[v] for v in variants],
-        [group.variants[v].tags for v in variants],
-        embedding=opts.model_embedding,
-    )
+    x, what = _covariates(config, variants, opts)
     logger.info("wording model config=%s covariates=%s outcome=%s", config.config_id, what, outcome)
     table = simulate_wording_model(
         agree, x, items=labels.index, variants=variants, budgets=[float(b) for b in opts.budgets],

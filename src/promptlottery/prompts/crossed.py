@@ -11,6 +11,11 @@ apply; checks (a) variables and (b) scale do, and the similarity to P1 is record
 
 The tags of ``PaFb`` are those of ``Pa`` with ``format_strictness`` of ``Pb``, plus ``instruction``
 (``Pa``) and ``format`` (``Pb``): the wording covariates of :mod:`promptlottery.analysis.wording_model`.
+
+``roles=True`` adds a third factor, the role line (the paper's role framing): every crossed wording whose
+instruction has a system prompt also appears without it (``PaFbN``, tag ``role_framing: none``,
+``role: dropped``; every other wording's ``role`` tag is ``kept``). G12 has one such instruction (P2),
+so its crossed group grows from 25 to 30 wordings.
 """
 
 from __future__ import annotations
@@ -30,8 +35,11 @@ def _format_part(group: PromptGroup, vid: str) -> tuple[list, int]:
     return parts, where[-1]
 
 
-def crossed_group(group: PromptGroup, *, group_id: str | None = None) -> tuple[PromptGroup, dict]:
-    """The K x K crossed group of ``group`` and, per new variant, its checks (a) and (b) against P-ref.
+def crossed_group(
+    group: PromptGroup, *, group_id: str | None = None, roles: bool = False
+) -> tuple[PromptGroup, dict]:
+    """The K x K crossed group of ``group`` (with ``roles``: and each wording with a system prompt
+    again without it) and, per new variant, its checks (a) and (b) against P-ref.
 
     Raises :class:`PromptError` naming the variant when a variant has no answer-format sentence or a
     crossed wording loses a variable or a scale label (a crossed group is never silently short).
@@ -54,11 +62,18 @@ def crossed_group(group: PromptGroup, *, group_id: str | None = None) -> tuple[P
             bad = [name for name, r in c.items() if not r["passed"]]
             if bad:
                 raise PromptError(f"crossed wording {new_id} ({a} x format of {b}) fails check(s) {bad}: {c}")
-            variants[new_id] = Variant(new_id, user, src.system, tags)
+            variants[new_id] = Variant(new_id, user, src.system, {**tags, "role": "kept"} if roles else tags)
             checks[new_id] = c
+            if roles and src.system:
+                bare = f"{a}F{b[1:] if b.startswith('P') else b}N"
+                variants[bare] = Variant(
+                    bare, user, None, {**tags, "role_framing": "none", "role": "dropped"}
+                )
+                checks[bare] = c
     out = PromptGroup(
         group_id or f"{group.id}x", group.judge_family, group.scale, group.version, variants,
-        description=f"{group.description} ({group.id}'s {len(ids)} instructions x its {len(ids)} answer formats)",
+        description=f"{group.description} ({group.id}'s {len(ids)} instructions x its {len(ids)} answer formats"
+        + (", each role line kept and dropped)" if roles else ")"),
         held_out=group.held_out, family_type=group.family_type, assistant_prefix=group.assistant_prefix,
     )  # fmt: skip
     return out, checks

@@ -110,8 +110,9 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
 
 
 def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
-    """The items of check (d), or None when no dataset.path is given."""
-    if cfg.dataset.name != "table" or not cfg.dataset.get("path"):
+    """The items of check (d): a table's (``dataset.path``) or a named dataset's (``dataset=stsb
+    dataset.options.split=test``: items other than the study's); None for a table without a path."""
+    if cfg.dataset.name == "table" and not cfg.dataset.get("path"):
         logger.warning("paraphrase check (d) skipped: no dataset.path with human labels")
         return None
     from omegaconf import OmegaConf
@@ -119,15 +120,32 @@ def _extreme_items(cfg, opts: ParaphraseOptions, original: PromptGroup):
     from promptlottery.data import load_items
 
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    items = extreme_items(
-        load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options), opts.polarity_items
-    )
+    loaded = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
+    items = extreme_items(loaded, opts.polarity_items, _criterion(cfg, loaded))
     if len(items) < 3:
         raise PromptError(
-            f"paraphrase check (d) needs >= 3 items with a human label (dataset.fields.human) in {cfg.dataset.path}, "
+            f"paraphrase check (d) needs >= 3 items with a human label (dataset.fields.human) in "
+            f"{cfg.dataset.get('path') or 'dataset=' + cfg.dataset.name}, "
             f"found {len(items)}"
         )
     return items
+
+
+def _criterion(cfg, items: list) -> str:
+    """The human label of check (d): a table's ``human``; a named dataset's one criterion, or, with
+    several, ``judge.criterion``."""
+    if cfg.dataset.name == "table":
+        return "human"
+    names = sorted(set().union(*(it.human for it in items))) if items else []
+    if len(names) == 1:
+        return names[0]
+    chosen = cfg.get("judge", {}).get("criterion")
+    if chosen not in names:
+        raise PromptError(
+            f"paraphrase check (d) on dataset={cfg.dataset.name}: its items have the human criteria {names}; "
+            f"name one with judge.criterion=... (got {chosen!r})"
+        )
+    return chosen
 
 
 def _ask(backend, cache, decoding, text: str, indices: list[int]) -> list[str]:

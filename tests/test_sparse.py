@@ -325,3 +325,16 @@ def test_the_item_subsample_ceiling_by_hand():
     assert item_subsample_within_ci(item_subsample_share_needed(0.9)) == pytest.approx(0.9, abs=1e-9)
     with pytest.raises(ValueError, match="share=0"):
         item_subsample_within_ci(0)
+
+
+def test_changed_counts_agreeing_subsets_without_enumerating_them():
+    """A full item [1, 1, 2, 1]: its agreeing s-subsets are those inside label 1's three wordings (C(3, s))
+    or label 2's one (C(1, s)): s = 1: 3 + 1 = 4, s = 2: 3, s = 3: 1. With 30 wordings (2^30 subsets) the
+    counts come at once: [1] x 20 + [2] x 10, s = 2: C(20, 2) + C(10, 2) = 190 + 45 = 235."""
+    from promptlottery.metrics.sparse import changed_parts
+
+    _, _, _, agree, changed = changed_parts([[1, 1, 2, 1], [3, 3, 3, 3]])
+    assert agree[0, 1:4].tolist() == [4, 3, 1] and changed[0, 1:4].tolist() == [4, 3, 1]
+    assert agree[1, 1:4].tolist() == [4, 6, 4] and changed[1].sum() == 0  # unchanged: no changed subsets
+    _, _, _, agree, _ = changed_parts([[1] * 20 + [2] * 10])
+    assert agree[0, 2] == 235 and agree[0, 20] == 1 and agree[0, 11] == math.comb(20, 11) + 0

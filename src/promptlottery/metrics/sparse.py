@@ -24,6 +24,7 @@ drew, so they include the design's uncertainty) are built by :mod:`promptlottery
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from typing import Any
 
@@ -207,11 +208,12 @@ def changed_parts(labels: Any) -> tuple[np.ndarray, ...]:
     partial[np.flatnonzero(open_), size[open_]] = 1.0
     agree_sets, changed_sets = np.zeros((n, k + 1)), np.zeros((n, k + 1))
     for i in np.flatnonzero(full):
+        # the s-subsets of a full item's wordings that agree: those inside one label's c wordings, C(c, s)
+        # for each label (counted, not enumerated: 2^K subsets would not end for K = 30 wordings)
+        counts = np.unique(arr[i], return_counts=True)[1]
         for s in range(1, k):
-            for sub in itertools.combinations(range(k), s):
-                if len(set(arr[i, list(sub)])) == 1:
-                    agree_sets[i, s] += 1
-                    changed_sets[i, s] += changed[i]
+            agree_sets[i, s] = sum(math.comb(int(c), s) for c in counts)
+        changed_sets[i] = agree_sets[i] * changed[i]
     return changed.astype(float), (size > 0).astype(float), partial, agree_sets, changed_sets
 
 

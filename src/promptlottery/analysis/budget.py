@@ -208,7 +208,7 @@ def simulate_designs(
     full: dict[str, float],
     full_ci: dict[str, tuple[float, float]],
     *, n: int, budgets: Iterable[float], designs: Iterable[str], n_sim: int, n_resamples: int, level: float,
-    seed: int,
+    seed: int, weights_of: Callable[[int], np.ndarray] | None = None,
 ) -> list[dict]:  # fmt: skip
     """The simulation loop of a full grid of ``n`` units (items, or pairs), one :func:`design_summary`
     row per (design, budget, statistic of ``full``), the rows :func:`simulate_budgets` returns.
@@ -217,7 +217,10 @@ def simulate_designs(
     budget cannot be planned, its rows carry the message as ``note``); ``stats_fn(plan, r)``: every
     statistic under each row of unit weights ``r`` (row 0: the estimate) on the grid masked to the
     plan. Plan ``sim`` of ``n_sim`` is drawn with ``seed + 1 + sim``, its bootstrap with
-    ``seed + 100_000 + sim``; its interval is narrowed by ``sqrt(1 - calls share)``."""
+    ``seed + 100_000 + sim`` (``weights_of(seed)``: the unit weights of a seed, default
+    :func:`bootstrap_weights`); its interval is narrowed by ``sqrt(1 - calls share)``."""
+    if weights_of is None:
+        weights_of = partial(bootstrap_weights, n, n_resamples)
     rows = []
     for design_name in designs:
         design = DESIGNS[design_name]
@@ -234,7 +237,7 @@ def simulate_designs(
             shares = []
             for sim in range(n_sim):
                 plan = plan_fn(design, budget, seed + 1 + sim)
-                est = stats_fn(plan, bootstrap_weights(n, n_resamples, seed + 100_000 + sim))
+                est = stats_fn(plan, weights_of(seed + 100_000 + sim))
                 fpc = math.sqrt(max(0.0, 1.0 - plan.share))
                 shares.append(plan.share)
                 for s in full:

@@ -6,9 +6,11 @@ pairwise section's measures are estimated with inverse-probability weights: ``po
 (overall and per wording) and ``pairwise_kappa`` (Fleiss' kappa of the two-order verdict across the
 wordings, inconsistent = tie: the section's ``pairwise_paraphrase_kappa``). Intervals: pairs resampled
 with the cells each drew (``lo`` / ``hi``); ``full_lo`` / ``full_hi`` narrowed by ``sqrt(1 - calls
-share)`` for the full grid's value on these pairs (ours, as for the pointwise estimates). The pairs
-are resampled one by one, not by their ``cluster_id`` as the lottery report's section does (ours: the
-cluster bootstrap of a sparse plan is missing).
+share)`` for the full grid's value on these pairs (ours, as for the pointwise estimates). Where the
+pairs' ``cluster_id`` puts two or more pairs in one cluster (the pairs of one instruction or question)
+the clusters are resampled, each with its pairs and their cells, as the lottery report's pairwise
+section does; otherwise the pairs one by one (:func:`~.budget_pairwise_sim.pair_weights`; the
+``resampled`` column says which).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.budget import bootstrap_weights, percentile_bounds
+from promptlottery.analysis.budget import percentile_bounds
 from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
@@ -70,15 +72,17 @@ def _plan_of(cid: str, rows: pd.DataFrame):
 
 def estimate_pairwise_sparse(
     first, second, plan, wordings, *, n_resamples: int, level: float, seed: int, human=None, system_1=None,
-    system_2=None,
+    system_2=None, clusters=None,
 ):  # fmt: skip
     """One row per statistic (and wording, and system): the estimate and its intervals, as
     ``estimate_sparse``; with ``human`` (per pair) each wording's human agreement, with the systems
-    (per pair) each wording's win rates (:func:`~.budget_pairwise_sim.pairwise_estimates`)."""
-    from promptlottery.analysis.budget_pairwise_sim import pairwise_estimates
+    (per pair) each wording's win rates (:func:`~.budget_pairwise_sim.pairwise_estimates`). The
+    intervals resample the ``clusters`` (per pair, its ``cluster_id``) where one holds two pairs or
+    more, else the pairs (:func:`~.budget_pairwise_sim.pair_weights`): the ``resampled`` column."""
+    from promptlottery.analysis.budget_pairwise_sim import pair_weights, pairwise_estimates
 
     both, four = spp.pair_probabilities(plan, wordings)
-    r = bootstrap_weights(len(plan.items), n_resamples, seed)
+    r, resampled = pair_weights(clusters, len(plan.items), n_resamples, seed)
     cons = spp.consistency_parts(first, second, both)
     est = {
         ("position_consistency", "", ""): spp.consistency_batch(cons, r),
@@ -104,7 +108,7 @@ def estimate_pairwise_sparse(
         out.append(
             {"statistic": stat, "wording": wording, "system": system, "estimate": e, "lo": lo, "hi": hi,
              "full_lo": e - fpc * (e - lo), "full_hi": e + fpc * (hi - e),
-             "n_undefined": int(np.isnan(dist[1:]).sum())}
+             "n_undefined": int(np.isnan(dist[1:]).sum()), "resampled": resampled}
         )  # fmt: skip
     return pd.DataFrame(out)
 
@@ -120,12 +124,13 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         ]
         first, second = (m.astype(object).where(m.notna(), None).to_numpy(object) for m in mats)
         meta = pt.drop_duplicates("item_id").set_index("item_id").reindex(items)
-        human, s1, s2 = (
-            [None if pd.isna(v) else str(v) for v in meta[c]] for c in ("human", "system_1", "system_2")
+        human, s1, s2, clusters = (
+            [None if pd.isna(v) else str(v) for v in meta[c]]
+            for c in ("human", "system_1", "system_2", "cluster_id")
         )
         est = estimate_pairwise_sparse(
             first, second, plan, wordings, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
-            human=human, system_1=s1, system_2=s2,
+            human=human, system_1=s1, system_2=s2, clusters=clusters,
         )  # fmt: skip
         tables.append(
             est.assign(config_id=cid, n_pairs=len(items), calls=plan.n_calls, calls_share=plan.share)
@@ -134,7 +139,7 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
     out = Path(job.output_dir)
     write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
     cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "estimate", "lo",
-            "hi", "full_lo", "full_hi", "n_undefined")  # fmt: skip
+            "hi", "full_lo", "full_hi", "n_undefined", "resampled")  # fmt: skip
     text = [
         "# Estimates from a pairwise sparse grid",
         "",
@@ -146,7 +151,9 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
         "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
         "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals). `lo`/`hi`: pairs resampled with "
-        f"their cells ({opts.n_resamples} resamples, level {opts.level}); `full_lo`/`full_hi`: narrowed by "
+        f"their cells ({opts.n_resamples} resamples, level {opts.level}), as `resampled` says: `clusters "
+        "(cluster_id, K clusters)` where a cluster_id holds two pairs or more (its pairs drawn together, as "
+        "the lottery report's pairwise section), else `pairs` one by one; `full_lo`/`full_hi`: narrowed by "
         "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
         "",
         markdown_table(table, {c: c for c in cols}),
@@ -178,7 +185,7 @@ def _families(budget: pd.DataFrame) -> pd.DataFrame:
         statistic=budget["statistic"].map(_family), _pooled=~budget["statistic"].str.contains("/")
     )
     b = b[b["_pooled"] | (b["statistic"] == "win_rate")]
-    keys = ["config_id", "n_items", "design", "budget", "statistic"]
+    keys = ["config_id", "n_items", "resampled", "design", "budget", "statistic"]
     return (
         b.groupby(keys, sort=False)
         .agg(calls_share=("calls_share", "mean"), members=("rmse", "size"), full=("full", "mean"),
@@ -204,7 +211,7 @@ def _full_pairs(pt: pd.DataFrame):
     def opt(col):
         return [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in meta[col]]
 
-    return wordings, pairs, first, second, opt("human"), opt("system_1"), opt("system_2")
+    return wordings, pairs, first, second, opt("human"), opt("system_1"), opt("system_2"), opt("cluster_id")
 
 
 def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
@@ -222,14 +229,14 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
     budget_rows, adaptive_rows, skipped = [], [], {}
     for cid, rows in sorted(grid.pairwise.items()):
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
-        wordings, pairs, first, second, human, s1, s2 = _full_pairs(pt)
+        wordings, pairs, first, second, human, s1, s2, clusters = _full_pairs(pt)
         if len(pairs) < opts.min_items or len(wordings) < 2:
             skipped[cid] = f"{len(pairs)} fully judged pairs x {len(wordings)} wordings"
             continue
         table = simulate_pairwise_budgets(
             first, second, human, s1, s2, pairs=pairs, wordings=wordings, reference=opts.reference,
             budgets=[float(b) for b in opts.budgets], designs=opts.designs, n_sim=opts.n_sim,
-            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed,
+            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, clusters=clusters,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=cid, n_items=len(pairs)))
         runs = [("paper_3of5", 0.95)] + [
@@ -277,8 +284,8 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
 
 def _pairwise_report(opts, grid, families, adaptive, skipped, figure, out: Path) -> str:
     runs = opts.runs if isinstance(opts.runs, str) else ", ".join(map(str, opts.runs))
-    fam_cols = ("config_id", "n_items", "design", "budget", "calls_share", "statistic", "members", "full",
-                "rmse", "within_full_ci", "coverage", "lowest_coverage", "n_undefined")  # fmt: skip
+    fam_cols = ("config_id", "n_items", "resampled", "design", "budget", "calls_share", "statistic", "members",
+                "full", "rmse", "within_full_ci", "coverage", "lowest_coverage", "n_undefined")  # fmt: skip
     ad_cols = ("config_id", "rule", "confidence", "stop_votes", "n_items", "n_cells", "items_with_cluster",
                "mean_calls", "saving", "recovered", "recovered_lo", "recovered_hi")  # fmt: skip
     lines = [
@@ -286,7 +293,9 @@ def _pairwise_report(opts, grid, families, adaptive, skipped, figure, out: Path)
         "",
         f"Runs: `{runs}` ({grid.n_judgments} judgments); verdict: {opts.verdict} preference. No model was "
         f"called: every plan masks the full grid's (wording, order) cells. {opts.n_sim} plans per design and "
-        f"budget, intervals from {opts.n_resamples} pair resamples (pairs one by one) at level {opts.level}.",
+        f"budget, intervals from {opts.n_resamples} resamples at level {opts.level}, as `resampled` says: "
+        "`clusters (cluster_id, K clusters)` where a cluster_id holds two pairs or more (its pairs drawn "
+        "together, as the lottery report's pairwise section), else `pairs` one by one.",
         "",
         "Statistics (the pairwise section's, estimated with 1 / inclusion-probability weights): "
         "`position_consistency`, `first_position_rate`, `pairwise_kappa` (two-order verdict, inconsistent = "

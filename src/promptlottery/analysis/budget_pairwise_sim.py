@@ -13,10 +13,14 @@ headlines with their sparse estimators (inverse-probability weighted, docs/spars
   verdict equals the human preference, human ties left out (the section's ``human_agreement``);
 * ``win_rate/<wording>/<system>``: the system's win rate under the wording, ties half.
 
-Each row compares the estimates with the full grid's value and its 95% interval (pairs resampled one
-by one) as :func:`promptlottery.analysis.budget.simulate_budgets` does, in the same loop
+Each row compares the estimates with the full grid's value and its 95% interval as
+:func:`promptlottery.analysis.budget.simulate_budgets` does, in the same loop
 (:func:`promptlottery.analysis.budget.simulate_designs`): ``within_full_ci``, ``coverage`` of the
 sparse intervals (pairs resampled with their cells, narrowed by ``sqrt(1 - calls share)``), ``rmse``.
+Both intervals resample as :func:`pair_weights` decides (the ``resampled`` column): where the pairs'
+``cluster_id`` puts two or more pairs in one cluster (the pairs of one instruction or question), the
+clusters are drawn with replacement and keep their pairs together, as the lottery report's pairwise
+section does; otherwise the pairs one by one.
 :func:`simulate_pairwise_adaptive` replays adaptive stopping over each pair's ``2 K`` (wording,
 order) cells, each a vote for ``"1"``, ``"2"`` or ``"tie"``.
 """
@@ -38,16 +42,35 @@ from promptlottery.analysis.budget import (
 )
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
+from promptlottery.metrics.cluster_bootstrap import cluster_codes, cluster_weights
 from promptlottery.metrics.sparse_shares import share_batch, win_rate_batch, win_rate_parts
 
-__all__ = ["PAIRWISE_STATISTICS", "pairwise_cells", "pairwise_estimates", "simulate_pairwise_adaptive",
-           "simulate_pairwise_budgets"]  # fmt: skip
+__all__ = ["PAIRWISE_STATISTICS", "pair_weights", "pairwise_cells", "pairwise_estimates",
+           "simulate_pairwise_adaptive", "simulate_pairwise_budgets"]  # fmt: skip
 
 #: the headline families (a family's members carry ``/<wording>`` and ``/<system>``)
 PAIRWISE_STATISTICS = (
     "position_consistency", "first_position_rate", "pairwise_kappa", "human_agreement", "win_rate",
 )  # fmt: skip
 _CODES = {"1": 0.0, "2": 1.0, "tie": 2.0}
+
+
+def pair_weights(clusters, n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, str]:
+    """``1 + n_resamples`` rows of weights for ``n`` pairs (row 0: the sample itself) and what they
+    resample. ``clusters`` (one ``cluster_id`` per pair; None: none, a missing id: its own cluster)
+    with a cluster of two pairs or more: the cluster bootstrap
+    (:func:`~promptlottery.metrics.cluster_bootstrap.cluster_weights`),
+    ``"clusters (cluster_id, K clusters)"``; otherwise the pairs one by one, unchanged
+    (:func:`~promptlottery.analysis.budget.bootstrap_weights`), ``"pairs"``."""
+    if clusters is not None:
+        clusters = list(clusters)
+        if len(clusters) != n:
+            raise ValueError(f"clusters: {len(clusters)} cluster ids for {n} pairs")
+        k = int(cluster_codes(clusters).max(initial=-1)) + 1
+        if k < n:
+            weights = cluster_weights(clusters, n_resamples, seed=seed)
+            return np.vstack([np.ones(n), weights]), f"clusters (cluster_id, {k} clusters)"
+    return bootstrap_weights(n, n_resamples, seed), "pairs"
 
 
 def _orders(plan, wordings: list[str]) -> tuple[list[int], list[int]]:
@@ -98,20 +121,22 @@ def simulate_pairwise_budgets(
     first, second, human, system_1, system_2, *, pairs: Iterable[str], wordings: Iterable[str],
     reference: str, budgets: Iterable[float] = (0.1, 0.2, 0.3, 0.5, 0.8),
     designs: Iterable[str] = tuple(DESIGNS), n_sim: int = 200, n_resamples: int = 200, level: float = 0.95,
-    seed: int = 0,
+    seed: int = 0, clusters: Iterable | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """One row per (design, budget, statistic): the full value and CI, the sparse estimates' summary.
+    """One row per (design, budget, statistic): the full value and CI, the sparse estimates' summary,
+    and ``resampled`` (what the intervals resample: :func:`pair_weights` of ``clusters``).
 
     ``first`` / ``second``: pairs x wordings, complete (every pair judged in both orders under every
-    wording); ``human``: per pair (None: none); ``system_1`` / ``system_2``: per pair (None: none)."""
+    wording); ``human``: per pair (None: none); ``system_1`` / ``system_2``: per pair (None: none);
+    ``clusters``: per pair, its ``cluster_id`` (None: every pair its own cluster)."""
     first, second = np.asarray(first, dtype=object), np.asarray(second, dtype=object)
     pairs, wordings = [str(p) for p in pairs], [str(w) for w in wordings]
     human = list(human)
     n = len(pairs)
+    clusters = None if clusters is None else list(clusters)
+    full_weights, resampled = pair_weights(clusters, n, n_resamples, seed)
     full_plan = spp.pairwise_plan(pairs, wordings, budget=1.0)
-    full_est = pairwise_estimates(
-        first, second, human, system_1, system_2, full_plan, wordings, bootstrap_weights(n, n_resamples, seed)
-    )
+    full_est = pairwise_estimates(first, second, human, system_1, system_2, full_plan, wordings, full_weights)
     full = {s: float(v[0]) for s, v in full_est.items() if np.isfinite(v[0])}
     full_ci = {s: percentile_bounds(full_est[s][1:], level) for s in full}
 
@@ -128,8 +153,9 @@ def simulate_pairwise_budgets(
     rows = simulate_designs(
         plan_of, estimates_of, full, full_ci, n=n, budgets=budgets, designs=designs, n_sim=n_sim,
         n_resamples=n_resamples, level=level, seed=seed,
+        weights_of=lambda s: pair_weights(clusters, n, n_resamples, s)[0],
     )  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(resampled=resampled)
 
 
 def pairwise_cells(first, second) -> np.ndarray:

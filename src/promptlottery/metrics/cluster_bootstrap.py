@@ -32,7 +32,14 @@ from .bootstrap import (
     resample_indices,
 )
 
-__all__ = ["cluster_resample", "cluster_resample_counts", "clustered_bootstrap_ci", "clustered_ratio_ci"]
+__all__ = [
+    "cluster_codes",
+    "cluster_resample",
+    "cluster_resample_counts",
+    "cluster_weights",
+    "clustered_bootstrap_ci",
+    "clustered_ratio_ci",
+]
 
 
 def cluster_resample(clusters: Any, n_resamples: int = 1000, *, seed: Seed = 0) -> tuple[np.ndarray, list]:
@@ -78,6 +85,38 @@ def cluster_resample_counts(clusters: Any, n_resamples: int = 1000, *, seed: See
     for c, m in enumerate(members):
         codes[m] = c
     return per_cluster[:, codes].astype(np.float64)
+
+
+def cluster_codes(clusters: Any) -> np.ndarray:
+    """One cluster number per item, in order of first appearance; an item without an id (None, NaN)
+    is a cluster of its own.
+
+    >>> cluster_codes(["a", "a", None, "b", float("nan"), "a"]).tolist()
+    [0, 0, 1, 2, 3, 0]
+    """
+    ids = to_array(clusters, "clusters")
+    if ids.ndim != 1:
+        raise ValueError(f"clusters must be one id per item (1-D), got shape {ids.shape}")
+    missing = pd.isna(ids)
+    seen: dict[tuple, int] = {}
+    # a missing id is keyed by its position, so no two missing ids (and no real id) share a cluster
+    keys = [("own", i) if m else ("id", v) for i, (v, m) in enumerate(zip(ids, missing, strict=True))]
+    return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
+
+
+def cluster_weights(clusters: Any, n_resamples: int = 1000, *, seed: Seed = 0) -> np.ndarray:
+    """``(n_resamples, n)`` item weights of a cluster bootstrap: each resample draws as many clusters
+    as there are, with replacement, and an item's weight is the number of times its cluster was drawn
+    (:func:`cluster_resample_counts` over :func:`cluster_codes`: an item without an id is its own
+    cluster). With every item its own cluster these are the counts of ``resample_indices(n,
+    n_resamples, seed=seed)``, the plain bootstrap's.
+
+    >>> cluster_weights(["q1", "q1", None], 2, seed=0).tolist()
+    [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]
+    """
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    check_seed(seed)
+    return cluster_resample_counts(cluster_codes(clusters), n_resamples, seed=seed)
 
 
 def clustered_bootstrap_ci(

@@ -122,7 +122,9 @@ def _with_bt_ranks(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
-    tables = []
+    from promptlottery.analysis.wording_pairwise import pairwise_model_sparse, write_model_sparse
+
+    tables, models = [], []
     for cid, rows in sorted(grid.pairwise.items()):
         plan, wordings, items = _plan_of(cid, rows)
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
@@ -143,6 +145,8 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         tables.append(
             est.assign(config_id=cid, n_pairs=len(items), calls=plan.n_calls, calls_share=plan.share)
         )
+        if opts.model_ranks:
+            models += pairwise_model_sparse(cid, rows, first, second, human, wordings, plan, opts)
     table = pd.concat(tables, ignore_index=True)
     out = Path(job.output_dir)
     write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
@@ -170,6 +174,7 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
         "",
         markdown_table(table, {c: c for c in cols}),
+        *write_model_sparse(models, out),
     ]
     (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     metrics = {
@@ -234,12 +239,9 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
         simulate_pairwise_budgets,
     )
     from promptlottery.analysis.plots_budget import plot_budget
+    from promptlottery.analysis.wording_pairwise import pairwise_model_full, write_model_full
 
-    if opts.model_ranks:
-        raise AnalysisError(
-            "analysis.model_ranks: the wording model reads pointwise grids only (missing for pairwise judges)"
-        )
-    budget_rows, adaptive_rows, skipped = [], [], {}
+    budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for cid, rows in sorted(grid.pairwise.items()):
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
         wordings, pairs, first, second, human, s1, s2, clusters = _full_pairs(pt)
@@ -252,6 +254,10 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
             n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, clusters=clusters,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=cid, n_items=len(pairs)))
+        if opts.model_ranks:
+            rows_, summary = pairwise_model_full(cid, rows, first, second, human, pairs, wordings, opts)
+            model_rows.append(rows_)
+            model_summaries.append(summary)
         runs = [("paper_3of5", 0.95)] + [
             (r, float(c)) for c in opts.confidences for r in ("beta", "dirichlet")
         ]
@@ -275,7 +281,9 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
     write_table(families, out / "tables", "budget_pairwise_families", float_format="%.6g")
     write_table(adaptive, out / "tables", "adaptive_pairwise", float_format="%.6g")
     figure = plot_budget(families, out / "figures" / "budget.png")
-    (out / "budget.md").write_text(_pairwise_report(opts, grid, families, adaptive, skipped, figure, out))
+    text = _pairwise_report(opts, grid, families, adaptive, skipped, figure, out)
+    text += "\n".join(write_model_full(model_rows, model_summaries, out))
+    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
     metrics = {
         f"budget_pairwise/{r.config_id}/{r.design}/{r.budget:g}/{r.statistic}/{col}": float(getattr(r, col))
         for r in families.itertuples(index=False)

@@ -37,7 +37,13 @@ from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse_pairwise as spp
 from promptlottery.tracking.tables import write_table
 
-__all__ = ["pairwise_agreement", "pairwise_model_full", "pairwise_model_sparse", "write_model_full"]
+__all__ = [
+    "pairwise_agreement",
+    "pairwise_model_full",
+    "pairwise_model_sparse",
+    "write_model_full",
+    "write_model_sparse",
+]
 
 _CODES = {"1": 0.0, "2": 1.0, "tie": 2.0}
 

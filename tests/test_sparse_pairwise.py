@@ -263,7 +263,7 @@ def test_a_clustered_pairwise_grid_through_the_budget_stage(tmp_path):
     its cluster_id), the judge that always prefers the answer shown first: the sparse estimates (the
     plan is over the group's 5 wordings) and the simulator on a full grid of 3 wordings resample the 2
     clusters, and say so, and the known answers hold: position consistency [0, 0], first-position rate
-    [1, 1]."""
+    [1, 1], every Bradley-Terry strength 0 and no rank change between wordings [0, 0]."""
     import pandas as pd
 
     from promptlottery.stages import run_stage
@@ -292,10 +292,20 @@ def test_a_clustered_pairwise_grid_through_the_budget_stage(tmp_path):
         row = overall.loc[stat]
         assert (float(row["estimate"]), float(row["lo"]), float(row["hi"])) == pytest.approx((value,) * 3)
     assert how in (tmp_path / "budget_sparse" / "budget.md").read_text()
+    # every two-order verdict is a tie: every Bradley-Terry strength 0, no rank changes between wordings;
+    # the 7 models are ranked, the baseline gpt-3.5-turbo (in every game) is not
+    bt = est[est["statistic"] == "bradley_terry"]
+    assert len(bt) == 7 * 5 and "gpt-3.5-turbo" not in set(bt["system"])
+    values = bt[["estimate", "lo", "hi"]].replace("", np.nan).astype(float).to_numpy()
+    assert (values[np.isfinite(values)] == 0.0).all() and np.isfinite(values[bt["wording"] == "P1"]).all()
+    row = overall.loc["bt_rank_change_share"]
+    assert (float(row["estimate"]), float(row["lo"]), float(row["hi"])) == (0.0, 0.0, 0.0)
     fam = pd.read_csv(tmp_path / "budget_full" / "tables" / "budget_pairwise_families.csv")
     assert set(fam["resampled"]) == {how}
     by = fam.set_index(["design", "statistic"])
     for design in ("items", "spread", "anchor"):
         assert by.loc[(design, "position_consistency"), "mean_estimate"] == 0.0
         assert by.loc[(design, "first_position_rate"), "coverage"] == 1.0
+        assert by.loc[(design, "bt_rank_change_share"), "mean_estimate"] == 0.0
+        assert by.loc[(design, "bradley_terry"), "full"] == 0.0
     assert how in (tmp_path / "budget_full" / "budget.md").read_text()

@@ -130,7 +130,8 @@ def test_pairwise_adaptive_stopping_by_hand():
 def test_a_full_pairwise_grid_through_the_budget_stage(tmp_path):
     """+analysis=budget on a full pairwise sweep of the fake judge that always prefers the answer shown
     first: position consistency 0 and first-position rate 1 at every design and budget (the intervals
-    too: coverage 1), the adaptive table beside it, and the figure written."""
+    too: coverage 1), the adaptive table beside it, and the figure written; the wording model's
+    agreement 0 under every wording."""
     from promptlottery.stages import run_stage
     from tests.conftest import compose
 
@@ -156,12 +157,19 @@ def test_a_full_pairwise_grid_through_the_budget_stage(tmp_path):
     assert (adaptive["n_cells"] == 6).all() and (adaptive["items_with_cluster"] == 0).all()
     assert (tmp_path / "budget" / "figures" / "budget.png").exists()
     assert "pairwise lottery at a fraction" in (tmp_path / "budget" / "budget.md").read_text()
-    from promptlottery.errors import UserError
-
-    model = compose(["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.model_ranks=[0]"],
+    # the wording model on the same full grid (it was refused here before): every two-order verdict of
+    # this judge is a tie and LLMBar's human preferences are never ties, so every wording agrees with the
+    # humans on no pair: each quantile over the wordings is 0 on the full grid, and the observed cells'
+    # means are 0 in every plan (tests/test_wording_pairwise.py has the rest)
+    model = compose(["+analysis=budget", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.model_ranks=[0]",
+                     "analysis.model_embedding=none", "analysis.n_sim=2", "analysis.n_resamples=5",
+                     "analysis.budgets=[0.5]", "analysis.model_n_sim=2", "analysis.model_resamples=3"],
                     tmp_path=tmp_path)  # fmt: skip
-    with pytest.raises(UserError, match="pointwise grids only"):
-        run_stage(model, tmp_path / "budget_model")
+    assert run_stage(model, tmp_path / "budget_model")["status"] == "ok"
+    table = pd.read_csv(tmp_path / "budget_model" / "tables" / "wording_model.csv")
+    quant = table[table["statistic"].str.startswith("q")]
+    assert len(quant) == 2 * 5 and (quant["full"] == 0.0).all()
+    assert (quant.loc[quant["method"].str.startswith("observed"), "mean_estimate"] == 0.0).all()
 
 
 def test_pointwise_human_agreement_in_the_budget_simulator_by_hand():

@@ -110,11 +110,21 @@ def estimate_pairwise_sparse(
              "full_lo": e - fpc * (e - lo), "full_hi": e + fpc * (hi - e),
              "n_undefined": int(np.isnan(dist[1:]).sum()), "resampled": resampled}
         )  # fmt: skip
-    return pd.DataFrame(out)
+    return _with_bt_ranks(pd.DataFrame(out))
+
+
+def _with_bt_ranks(table: pd.DataFrame) -> pd.DataFrame:
+    """``rank`` of each ``bradley_terry`` row: 1 + the ranked systems with a strictly higher estimated
+    strength under the same wording (the wording's Bradley-Terry ranking); NaN on the other rows."""
+    bt = table["statistic"] == "bradley_terry"
+    ranks = table[bt].groupby("wording")["estimate"].rank(method="min", ascending=False)
+    return table.assign(rank=ranks.reindex(table.index))
 
 
 def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
-    tables = []
+    from promptlottery.analysis.wording_pairwise import pairwise_model_sparse, write_model_sparse
+
+    tables, models = [], []
     for cid, rows in sorted(grid.pairwise.items()):
         plan, wordings, items = _plan_of(cid, rows)
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
@@ -135,11 +145,13 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         tables.append(
             est.assign(config_id=cid, n_pairs=len(items), calls=plan.n_calls, calls_share=plan.share)
         )
+        if opts.model_ranks:
+            models += pairwise_model_sparse(cid, rows, first, second, human, wordings, plan, opts)
     table = pd.concat(tables, ignore_index=True)
     out = Path(job.output_dir)
     write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
-    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "estimate", "lo",
-            "hi", "full_lo", "full_hi", "n_undefined", "resampled")  # fmt: skip
+    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "rank", "estimate",
+            "lo", "hi", "full_lo", "full_hi", "n_undefined", "resampled")  # fmt: skip
     text = [
         "# Estimates from a pairwise sparse grid",
         "",
@@ -150,13 +162,19 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         "across wordings, rating pairs weighted by 1 / P(all four cells); `first_position_rate`: single-order "
         "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
         "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
-        "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals). `lo`/`hi`: pairs resampled with "
+        "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals); `bradley_terry` (per wording and "
+        "system, `rank` its place in the wording's ranking): Bradley-Terry strengths fitted to the two-order "
+        "verdicts with each game weighted by 1 / P(both orders) (ours: the Horvitz-Thompson estimate of the "
+        "full grid's log-likelihood, maximised), and the rank changes between the wordings' rankings, "
+        "`bt_kendall_tau`, `bt_flip_share`, `bt_rank_change_share` (a fixed baseline plays but is not ranked; "
+        "every resample refitted). `lo`/`hi`: pairs resampled with "
         f"their cells ({opts.n_resamples} resamples, level {opts.level}), as `resampled` says: `clusters "
         "(cluster_id, K clusters)` where a cluster_id holds two pairs or more (its pairs drawn together, as "
         "the lottery report's pairwise section), else `pairs` one by one; `full_lo`/`full_hi`: narrowed by "
         "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
         "",
         markdown_table(table, {c: c for c in cols}),
+        *write_model_sparse(models, out),
     ]
     (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     metrics = {
@@ -184,7 +202,7 @@ def _families(budget: pd.DataFrame) -> pd.DataFrame:
     b = budget.assign(
         statistic=budget["statistic"].map(_family), _pooled=~budget["statistic"].str.contains("/")
     )
-    b = b[b["_pooled"] | (b["statistic"] == "win_rate")]
+    b = b[b["_pooled"] | b["statistic"].isin(["win_rate", "bradley_terry"])]
     keys = ["config_id", "n_items", "resampled", "design", "budget", "statistic"]
     return (
         b.groupby(keys, sort=False)
@@ -221,12 +239,9 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
         simulate_pairwise_budgets,
     )
     from promptlottery.analysis.plots_budget import plot_budget
+    from promptlottery.analysis.wording_pairwise import pairwise_model_full, write_model_full
 
-    if opts.model_ranks:
-        raise AnalysisError(
-            "analysis.model_ranks: the wording model reads pointwise grids only (missing for pairwise judges)"
-        )
-    budget_rows, adaptive_rows, skipped = [], [], {}
+    budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for cid, rows in sorted(grid.pairwise.items()):
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
         wordings, pairs, first, second, human, s1, s2, clusters = _full_pairs(pt)
@@ -239,6 +254,10 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
             n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, clusters=clusters,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=cid, n_items=len(pairs)))
+        if opts.model_ranks:
+            rows_, summary = pairwise_model_full(cid, rows, first, second, human, pairs, wordings, opts)
+            model_rows.append(rows_)
+            model_summaries.append(summary)
         runs = [("paper_3of5", 0.95)] + [
             (r, float(c)) for c in opts.confidences for r in ("beta", "dirichlet")
         ]
@@ -262,7 +281,9 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
     write_table(families, out / "tables", "budget_pairwise_families", float_format="%.6g")
     write_table(adaptive, out / "tables", "adaptive_pairwise", float_format="%.6g")
     figure = plot_budget(families, out / "figures" / "budget.png")
-    (out / "budget.md").write_text(_pairwise_report(opts, grid, families, adaptive, skipped, figure, out))
+    text = _pairwise_report(opts, grid, families, adaptive, skipped, figure, out)
+    text += "\n".join(write_model_full(model_rows, model_summaries, out))
+    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
     metrics = {
         f"budget_pairwise/{r.config_id}/{r.design}/{r.budget:g}/{r.statistic}/{col}": float(getattr(r, col))
         for r in families.itertuples(index=False)
@@ -300,7 +321,10 @@ def _pairwise_report(opts, grid, families, adaptive, skipped, figure, out: Path)
         "Statistics (the pairwise section's, estimated with 1 / inclusion-probability weights): "
         "`position_consistency`, `first_position_rate`, `pairwise_kappa` (two-order verdict, inconsistent = "
         "tie), `human_agreement` (pooled over wordings; per wording in `tables/budget_pairwise.csv`), "
-        "`win_rate` (every wording x system; here their means, the lowest member's coverage beside).",
+        "`win_rate` and `bradley_terry` (every wording x system; here their means, the lowest member's coverage "
+        "beside), `bt_kendall_tau` / `bt_flip_share` / `bt_rank_change_share` (the rank changes between the "
+        "wordings' Bradley-Terry rankings, each plan's and resample's strengths refitted with 1 / P(both "
+        "orders) weights; ours, docs/sparse.md).",
         "",
         f"![budget]({figure.relative_to(out)})"
         if figure

@@ -11,7 +11,11 @@ headlines with their sparse estimators (inverse-probability weighted, docs/spars
 * ``pairwise_kappa``: Fleiss' kappa across wordings of the two-order verdict (inconsistent = tie);
 * ``human_agreement`` (pooled over wordings) and ``human_agreement/<wording>``: the two-order
   verdict equals the human preference, human ties left out (the section's ``human_agreement``);
-* ``win_rate/<wording>/<system>``: the system's win rate under the wording, ties half.
+* ``win_rate/<wording>/<system>``: the system's win rate under the wording, ties half;
+* ``bradley_terry/<wording>/<system>``: the system's Bradley-Terry strength under the wording, and
+  ``bt_kendall_tau``, ``bt_flip_share``, ``bt_rank_change_share``: the rank changes between the
+  wordings' Bradley-Terry rankings (:mod:`promptlottery.metrics.sparse_bt`: the fit maximises the
+  Horvitz-Thompson estimate of the full grid's log-likelihood; every resample refitted).
 
 Each row compares the estimates with the full grid's value and its 95% interval as
 :func:`promptlottery.analysis.budget.simulate_budgets` does, in the same loop
@@ -40,17 +44,21 @@ from promptlottery.analysis.budget import (
     simulate_adaptive,
     simulate_designs,
 )
+from promptlottery.analysis.sections.pairwise.ranks import RANK_MEASURES as BT_RANK_MEASURES
+from promptlottery.analysis.sections.pairwise.ranks import fixed_baseline
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
 from promptlottery.metrics.cluster_bootstrap import cluster_codes, cluster_weights
+from promptlottery.metrics.sparse_bt import bt_batch, bt_parts, bt_rank_changes
 from promptlottery.metrics.sparse_shares import share_batch, win_rate_batch, win_rate_parts
 
-__all__ = ["PAIRWISE_STATISTICS", "pair_weights", "pairwise_cells", "pairwise_estimates",
+__all__ = ["PAIRWISE_STATISTICS", "bt_estimates", "pair_weights", "pairwise_cells", "pairwise_estimates",
            "simulate_pairwise_adaptive", "simulate_pairwise_budgets"]  # fmt: skip
 
 #: the headline families (a family's members carry ``/<wording>`` and ``/<system>``)
 PAIRWISE_STATISTICS = (
     "position_consistency", "first_position_rate", "pairwise_kappa", "human_agreement", "win_rate",
+    "bradley_terry", "bt_kendall_tau", "bt_flip_share", "bt_rank_change_share",
 )  # fmt: skip
 _CODES = {"1": 0.0, "2": 1.0, "tie": 2.0}
 
@@ -95,7 +103,8 @@ def pairwise_estimates(first, second, human, system_1, system_2, plan, wordings,
             out["human_agreement"] = share_batch(ha, r, pooled=True)
             per = share_batch(ha, r)
             out |= {f"human_agreement/{w}": per[:, j] for j, w in enumerate(wordings)}
-        parts = win_rate_parts(spp.game_points(first, second), both, system_1, system_2)
+        points = spp.game_points(first, second)
+        parts = win_rate_parts(points, both, system_1, system_2)
         if parts[2]:
             wr = win_rate_batch(parts, r)
             out |= {
@@ -103,6 +112,27 @@ def pairwise_estimates(first, second, human, system_1, system_2, plan, wordings,
                 for j, w in enumerate(wordings)
                 for si, s in enumerate(parts[2])
             }
+            out |= bt_estimates(points, both, system_1, system_2, wordings, r)
+    return out
+
+
+def bt_estimates(points, both, system_1, system_2, wordings, r) -> dict[str, np.ndarray]:
+    """``bradley_terry/<wording>/<system>`` (each wording's strengths, refitted under every row of pair
+    weights ``r``: :mod:`promptlottery.metrics.sparse_bt`) and the rank changes between the wordings'
+    strengths, ``bt_kendall_tau``, ``bt_flip_share``, ``bt_rank_change_share``, over the ranked systems
+    (a fixed baseline in every game plays but is not ranked, as the pairwise section's rank flips)."""
+    parts = bt_parts(points, both, system_1, system_2)
+    names = parts[1]
+    if len(names) < 2:
+        return {}
+    games = [(a, b) for a, b in zip(system_1, system_2) if a is not None and b is not None]
+    baseline = fixed_baseline(*zip(*games))
+    ranked = [k for k, name in enumerate(names) if name != baseline]
+    x = bt_batch(parts, r)
+    out = {f"bradley_terry/{w}/{names[k]}": x[:, k, j] for j, w in enumerate(wordings) for k in ranked}
+    if len(ranked) >= 2 and len(wordings) >= 2:
+        changes = bt_rank_changes(x, ranked)
+        out |= {f"bt_{m}": changes[:, c] for c, m in enumerate(BT_RANK_MEASURES)}
     return out
 
 

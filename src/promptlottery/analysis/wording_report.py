@@ -29,11 +29,24 @@ from promptlottery.tracking.tables import markdown_table
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["wording_model_rows", "wording_model_section", "wording_model_sparse", "wording_sparse_lines"]
+__all__ = [
+    "covariates_of",
+    "group_of_rows",
+    "model_full_rows",
+    "model_sparse_summaries",
+    "wording_model_rows",
+    "wording_model_section",
+    "wording_model_sparse",
+    "wording_sparse_lines",
+]
 
 
 def _group_of(config):
-    rows = config.paraphrases
+    return group_of_rows(config.paraphrases)
+
+
+def group_of_rows(rows: pd.DataFrame):
+    """The prompt group a configuration's judgment rows were judged with (its file where one was given)."""
     file = rows["group_file"].dropna().unique() if "group_file" in rows else []
     file = [f for f in file if f]
     return load_group_file(file[0]) if file else load_group(str(rows["prompt_group"].iloc[0]))
@@ -58,11 +71,15 @@ def _outcome(config, labels: pd.DataFrame, codes: np.ndarray, human_range) -> tu
 
 
 def _covariates(config, variants, opts):
-    group = _group_of(config)
+    return covariates_of(config.config_id, _group_of(config), variants, opts)
+
+
+def covariates_of(config_id: str, group, variants, opts):
+    """The wordings' covariates (tags, embedding) from their prompt group, and what they are."""
     texts = variant_texts(group)
     missing = [v for v in variants if v not in group.variants]
     if missing:
-        raise AnalysisError(f"{config.config_id}: wordings {missing} are not in prompt group {group.id}")
+        raise AnalysisError(f"{config_id}: wordings {missing} are not in prompt group {group.id}")
     return wording_covariates(
         [texts[v] for v in variants],
         [group.variants[v].tags for v in variants],
@@ -80,6 +97,13 @@ def wording_model_sparse(config, labels: pd.DataFrame, codes: np.ndarray, opts) 
     agree = np.where(np.isfinite(codes), agree, np.nan)  # an unjudged cell is unknown, not a miss
     variants = list(labels.columns)
     x, what = _covariates(config, variants, opts)
+    calls = (int(np.isfinite(codes).sum()), float(np.isfinite(codes).mean()))
+    return model_sparse_summaries(config.config_id, agree, variants, x, what, outcome, calls, opts)
+
+
+def model_sparse_summaries(config_id, agree, variants, x, what, outcome, calls, opts) -> list[dict[str, Any]]:
+    """:func:`wording_model_sparse` on an items x wordings 0/1 outcome (NaN: not judged); ``calls``:
+    the grid's judged calls and their share of the full grid's."""
     val, rep = split_items(len(agree), opts.model_validation_share, opts.seed)
     out = []
     with np.errstate(invalid="ignore"):
@@ -91,8 +115,8 @@ def wording_model_sparse(config, labels: pd.DataFrame, codes: np.ndarray, opts) 
             lam=pen["lam"], lam_rank=pen["lam_rank"],
         )  # fmt: skip
         out.append({
-            "config_id": config.config_id, "outcome": outcome, "covariates": what, "rank": int(rank),
-            "calls": int(np.isfinite(codes).sum()), "calls_share": float(np.isfinite(codes).mean()),
+            "config_id": config_id, "outcome": outcome, "covariates": what, "rank": int(rank),
+            "calls": calls[0], "calls_share": calls[1],
             "n_reported": len(rep), "n_validation": len(val), "lam": pen["lam"], "lam_rank": pen["lam_rank"],
             "tuned": pen["tuned"], "judged_per_wording": dict(zip(variants, np.isfinite(agree[rep]).sum(0).tolist())),
             "per_wording": dict(zip(variants, np.round(est["per_wording"], 4).tolist())),
@@ -140,11 +164,19 @@ def wording_model_rows(
     agree, outcome = _outcome(config, labels, codes, opts.human_range)
     variants = list(labels.columns)
     x, what = _covariates(config, variants, opts)
-    logger.info("wording model config=%s covariates=%s outcome=%s", config.config_id, what, outcome)
+    return model_full_rows(config.config_id, agree, list(labels.index), variants, x, what, outcome, opts)
+
+
+def model_full_rows(
+    config_id, agree, items, variants, x, what, outcome, opts, mask_of=None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`wording_model_rows` on a full items x wordings 0/1 outcome; ``mask_of(budget, seed)``:
+    a plan's observed cells and its share of the calls (default: random cells of the grid)."""
+    logger.info("wording model config=%s covariates=%s outcome=%s", config_id, what, outcome)
     table = simulate_wording_model(
-        agree, x, items=labels.index, variants=variants, budgets=[float(b) for b in opts.budgets],
+        agree, x, items=items, variants=variants, budgets=[float(b) for b in opts.budgets],
         ranks=tuple(opts.model_ranks), n_sim=opts.model_n_sim, n_resamples=opts.model_resamples,
-        level=opts.level, seed=opts.seed, validation_share=opts.model_validation_share,
+        level=opts.level, seed=opts.seed, validation_share=opts.model_validation_share, mask_of=mask_of,
     )  # fmt: skip
     # the full grid's own figures: penalties tuned on the validation items, reported on the others
     val, rep = split_items(len(agree), opts.model_validation_share, opts.seed)
@@ -154,13 +186,13 @@ def wording_model_rows(
         lam=pen["lam"], lam_rank=pen["lam_rank"],
     )  # fmt: skip
     summary = {
-        "config_id": config.config_id,
+        "config_id": config_id,
         "outcome": outcome,
         "covariates": what,
         "items": "reported",
         "n_reported": len(rep),
         "n_validation": len(val),
-        "validation_items": [str(labels.index[i]) for i in val],
+        "validation_items": [str(items[i]) for i in val],
         "lam": pen["lam"],
         "tuned": pen["tuned"],
         "per_wording": dict(zip(variants, np.round(full["per_wording"], 4).tolist())),
@@ -168,7 +200,7 @@ def wording_model_rows(
         "lo": full["lo"].tolist(),
         "hi": full["hi"].tolist(),
     }
-    return table.assign(config_id=config.config_id, n_items=len(labels)), summary
+    return table.assign(config_id=config_id, n_items=len(items)), summary
 
 
 def wording_model_section(table: pd.DataFrame, summaries: list[dict[str, Any]]) -> list[str]:

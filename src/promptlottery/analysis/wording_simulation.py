@@ -86,6 +86,7 @@ def simulate_wording_model(
     level: float = 0.95,
     seed: int = 0,
     validation_share: float = 0.3,
+    mask_of=None,
 ):
     """On a full 0/1 grid: mask it to ``n_sim`` random-cell plans per budget, tune the penalties on the
     validation items' judged cells, estimate on the reported items the quantiles over wordings of
@@ -97,6 +98,9 @@ def simulate_wording_model(
     ``coverage`` (the share of plans whose bootstrap interval, items resampled and refitted, holds
     the full value; the no-model rows have none), ``items`` (the split: ``reported``), ``n_reported``,
     ``n_validation`` and the penalties chosen (``lam``, ``lam_rank``: the most frequent over plans).
+    ``mask_of(budget, seed)``: a plan's observed cells (items x wordings) and its share of the calls;
+    default: :func:`~promptlottery.metrics.sparse_plans.sparse_plan`'s random cells of this grid (a
+    pairwise grid passes its plans over (wording, order) cells, a cell observed when both orders are).
     """
     import pandas as pd
 
@@ -114,8 +118,12 @@ def simulate_wording_model(
         est = {m: [] for m in [*(f"rank {r}" for r in ranks), "observed"]}
         chosen = {m: [] for m in est}
         for s in range(n_sim):
-            plan = sparse_plan(items, variants, budget=float(budget), seed=seed + 1000 * s + 1)
-            y = np.where(plan.mask, agree, np.nan)
+            if mask_of is None:
+                plan = sparse_plan(items, variants, budget=float(budget), seed=seed + 1000 * s + 1)
+                mask, share = plan.mask, plan.share
+            else:
+                mask, share = mask_of(float(budget), seed + 1000 * s + 1)
+            y = np.where(mask, agree, np.nan)
             for r in ranks:
                 pen = tune_penalties(y[val], covariates, rank=r, seed=s)
                 chosen[f"rank {r}"].append((pen["lam"], pen["lam_rank"] if r else np.nan))
@@ -123,15 +131,13 @@ def simulate_wording_model(
                     y[rep], covariates, rank=r, n_resamples=n_resamples, level=level, seed=s,
                     lam=pen["lam"], lam_rank=pen["lam_rank"],
                 )  # fmt: skip
-                est[f"rank {r}"].append(
-                    (out["quantiles"], out["lo"], out["hi"], out["per_wording"], plan.share)
-                )
+                est[f"rank {r}"].append((out["quantiles"], out["lo"], out["hi"], out["per_wording"], share))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a wording with no judged cell
                 per = np.nanmean(y[rep], axis=0)
             per = np.where(np.isfinite(per), per, np.nanmean(y[rep]))
             nan = np.full(len(QUANTILES), np.nan)
-            est["observed"].append((np.quantile(per, QUANTILES), nan, nan, per, plan.share))
+            est["observed"].append((np.quantile(per, QUANTILES), nan, nan, per, share))
             chosen["observed"].append((np.nan, np.nan))
         for method, recs in est.items():
             rows += _method_rows(method, recs, budget, full_q, full_per, names, chosen[method])

@@ -1,7 +1,12 @@
 """The 1.5B judge on this CPU: where its bf16 time goes, and raw prefill speed per dtype.
 
-    .venv/bin/python benchmarks/bench_fastcpu.py [--only profile|raw|fidelity] [--raw-items 16] [--reps 2]
+    .venv/bin/python benchmarks/bench_fastcpu.py [--only ceiling|profile|raw|fidelity] [--raw-items 16] [--reps 2]
         [--items 120] [--variants P1,P2,P3,P4,P5]
+
+``ceiling``: what this machine's matrix units give, measured rather than taken from the data sheet: one
+matrix product of the 1.5B's MLP shape (512 tokens x 1,536 -> 8,960) through torch's oneDNN kernels in
+float32 and in bfloat16 on all threads, its TFLOPS, and their ratio: the most a bf16 judge can gain over
+the float32 one from the arithmetic (a judge also gains by computing fewer tokens: the kept prefixes).
 
 ``profile``: one bf16 forward pass of a judge-like batch (8 STS-B prompts, last-position logits only,
 no cache) timed by module with forward hooks (exclusive times: linear layers, attention without its
@@ -77,6 +82,39 @@ def cpu_limit() -> tuple[str, float]:
     unit = cpu_matrix_unit()
     flops = (os.cpu_count() or 1) * cpu_ghz() * 1e9 * BF16_FLOP_PER_CYCLE[unit]
     return unit, flops / (2 * NON_EMBEDDING_PARAMS)
+
+
+def part_ceiling(reps: int = 8, rows: int = 512) -> dict[str, float]:
+    """TFLOPS of one ``rows`` x 1,536 -> 8,960 product (the 1.5B's gate / up projection) per dtype, the
+    best of ``reps`` after two warm-up products, on all of torch's threads; and the bf16 / float32 ratio."""
+    import torch
+
+    torch.manual_seed(0)
+    flop = 2 * rows * 1536 * 8960
+    got = {}
+    for dtype in ("float32", "bfloat16"):
+        x = torch.randn(rows, 1536).to(getattr(torch, dtype))
+        w = torch.randn(8960, 1536).to(getattr(torch, dtype))
+        best = float("inf")
+        with torch.inference_mode():
+            for k in range(reps + 2):
+                t0 = time.perf_counter()
+                torch.nn.functional.linear(x, w)
+                if k >= 2:
+                    best = min(best, time.perf_counter() - t0)
+        got[dtype] = flop / best / 1e12
+    unit, own = cpu_limit()
+    peak = own * 2 * NON_EMBEDDING_PARAMS / 1e12
+    print(
+        f"bench=fastcpu part=ceiling threads={torch.get_num_threads()} rows={rows} {limits_line()} load={load()}"
+    )
+    print(
+        f"ceiling_tflops float32={got['float32']:.3f} bfloat16={got['bfloat16']:.3f} "
+        f"bf16_over_float32={got['bfloat16'] / got['float32']:.2f} "
+        f"bf16_fraction_of_cpu_bf16_peak={got['bfloat16'] / peak:.3f} cpu_bf16_unit={unit}",
+        flush=True,
+    )
+    return got
 
 
 def limits_line() -> str:
@@ -389,7 +427,7 @@ def fidelity_figures(a: list, f: list, seconds: dict[str, float], computed: int 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["profile", "raw", "fidelity"])
+    ap.add_argument("--only", choices=["ceiling", "profile", "raw", "fidelity"])
     ap.add_argument("--items", type=int, default=120, help="STS-B items of the fidelity part")
     ap.add_argument("--variants", default="P1,P2,P3,P4,P5", help="G12 wordings of the fidelity part")
     ap.add_argument(
@@ -409,6 +447,7 @@ def main() -> int:
         print(f"bench=fastcpu skipped: {missing}")
         return 0
     parts = {
+        "ceiling": lambda: part_ceiling(),
         "profile": lambda: part_profile(8),
         "raw": lambda: part_raw(args.raw_items, args.reps),
         "fidelity": lambda: part_fidelity(

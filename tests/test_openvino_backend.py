@@ -174,6 +174,22 @@ def test_shared_prefix_run_once_gives_the_answers_of_whole_rows(pair):
     assert runs.count(True) == 1  # the pass over the prefix alone ran once, for the first batch
 
 
+def test_the_next_job_reuses_the_compiled_model_with_the_same_settings():
+    """A sweep's jobs build a backend each: the second with the same IR and compile settings takes the
+    compiled model of the first (compiling the 1.5B took 3-5 s a job); other settings compile anew, and
+    only one compiled model is held."""
+    from promptlottery.backends import openvino_local
+
+    first = _openvino(precision="f32", weights="f32").compiled
+    again = _openvino(precision="f32", weights="f32", min_shared_prefix=0)  # not a compile setting
+    assert again.compiled is first
+    other = _openvino(precision="f32", weights="f32", num_threads=1)  # INFERENCE_NUM_THREADS: compiled anew
+    assert other.compiled is not first and len(openvino_local._COMPILED) == 1
+    reqs = [_request("a", LIKERT), _request("b", LIKERT, filler=2)]
+    for g, w in zip(again.generate(reqs, Decoding()), other.generate(reqs, Decoding()), strict=True):
+        assert max(abs(g.label_probs[k] - w.label_probs[k]) for k in w.label_probs) < 1e-5
+
+
 @pytest.mark.parametrize(
     ("flags", "unit", "backbone"),
     [

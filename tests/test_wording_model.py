@@ -148,6 +148,33 @@ def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
     assert np.allclose(table["rmse"], 0.0)
 
 
+def test_a_plan_that_judges_no_reported_cell_is_counted_not_fitted():
+    """A pairwise plan at a low budget can judge both orders of no (pair, wording) among the reported
+    pairs: it gives no estimate (counted in ``n_plans_without_cells``), the other plans still do. Found on
+    the fast 1.5B's 60 LLMBar Natural pairs, where one such plan stopped the whole budget analysis."""
+    from promptlottery.analysis.wording_simulation import simulate_wording_model, split_items
+
+    y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
+    val, rep = split_items(8, 0.5, 0)
+    grid = np.zeros((8, 3))
+    grid[rep] = y
+    grid[val] = 1.0
+
+    def mask_of(budget, seed):  # budget 0.1: nothing judged; 1.0: every cell in plan 0 (seed 1), none in plan 1
+        return np.full(grid.shape, budget == 1.0 and seed == 1), budget
+
+    table = simulate_wording_model(
+        grid, None, items=list("abcdefgh"), variants=["P1", "P2", "P3"], budgets=[0.1, 1.0], ranks=(0,),
+        n_sim=2, n_resamples=2, validation_share=0.5, mask_of=mask_of,
+    )  # fmt: skip
+    low, high = table[table["budget"] == 0.1], table[table["budget"] == 1.0]
+    assert (low["n_plans_without_cells"] == 2).all() and low["mean_estimate"].isna().all()
+    # plan 0 judges every cell -> the empirical quantiles; plan 1 judges none and is left out, not averaged in
+    assert (high["n_plans_without_cells"] == 1).all()
+    q05 = high[high["statistic"] == "q05"]
+    assert np.allclose(q05["mean_estimate"], 0.275) and np.allclose(high["rmse"], 0.0)
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [

@@ -124,6 +124,13 @@ def simulate_wording_model(
             else:
                 mask, share = mask_of(float(budget), seed + 1000 * s + 1)
             y = np.where(mask, agree, np.nan)
+            if not np.isfinite(y[rep]).any():  # no reported cell judged (a pairwise plan at a low budget
+                # rarely judges both orders of a (pair, wording)): the plan gives no estimate, counted
+                empty = (np.full(len(QUANTILES), np.nan),) * 3 + (np.full(agree.shape[1], np.nan), share)
+                for m in est:
+                    est[m].append(empty)
+                    chosen[m].append((np.nan, np.nan))
+                continue
             for r in ranks:
                 pen = tune_penalties(y[val], covariates, rank=r, seed=s)
                 chosen[f"rank {r}"].append((pen["lam"], pen["lam_rank"] if r else np.nan))
@@ -146,17 +153,24 @@ def simulate_wording_model(
 
 
 def _method_rows(method, recs, budget, full_q, full_per, names, chosen) -> list[dict]:
+    share = float(np.mean([r[4] for r in recs]))
+    n_empty = sum(not np.isfinite(r[3]).any() for r in recs)
+    recs = [r for r in recs if np.isfinite(r[3]).any()]  # plans that judged no reported cell left out
+    if not recs:
+        nan = np.full((1, len(names)), np.nan)
+        recs = [(nan[0], nan[0], nan[0], np.full(len(full_per), np.nan), share)]
     q = np.array([r[0] for r in recs])
     lo, hi = np.array([r[1] for r in recs]), np.array([r[2] for r in recs])
     per = np.array([r[3] for r in recs])
-    share = float(np.mean([r[4] for r in recs]))
     label = (
         f"ours: PromptEval-style model, {method}"
         if method != "observed"
         else "observed cells' means (no model)"
     )
+    chosen = [c for c in chosen if np.isfinite(c[0]) or method == "observed"]
     lam, lam_rank = max(set(chosen), key=chosen.count) if chosen else (np.nan, np.nan)
-    base = {"method": label, "budget": float(budget), "calls_share": share, "lam": lam, "lam_rank": lam_rank}
+    base = {"method": label, "budget": float(budget), "calls_share": share, "lam": lam, "lam_rank": lam_rank,
+            "n_plans_without_cells": n_empty}  # fmt: skip
     rows = []
     for j, name in enumerate(names):
         covered = (lo[:, j] <= full_q[j]) & (full_q[j] <= hi[:, j])

@@ -160,7 +160,9 @@ def test_a_plan_that_judges_no_reported_cell_is_counted_not_fitted():
     grid[rep] = y
     grid[val] = 1.0
 
-    def mask_of(budget, seed):  # budget 0.1: nothing judged; 1.0: every cell in plan 0 (seed 1), none in plan 1
+    def mask_of(
+        budget, seed
+    ):  # budget 0.1: nothing judged; 1.0: every cell in plan 0 (seed 1), none in plan 1
         return np.full(grid.shape, budget == 1.0 and seed == 1), budget
 
     table = simulate_wording_model(

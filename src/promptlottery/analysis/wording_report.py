@@ -214,7 +214,9 @@ def wording_model_section(table: pd.DataFrame, summaries: list[dict[str, Any]]) 
         "ones predicted), and the quantiles 5/25/50/75/95% of that agreement over the wordings. Plans: "
         "random cells at each budget (no anchor, no fully judged items); `coverage`: the share of plans "
         "whose interval (items resampled, model refitted) holds the full grid's empirical quantile. "
-        "`observed cells' means (no model)`: each wording's mean over its judged cells, the baseline.",
+        "`observed cells' means (no model)`: each wording's mean over its judged cells, the baseline. "
+        "`n_plans_without_cells`: plans that judged no cell of the reported items (no estimate; the "
+        "figures are over the other plans, n/a when none is left).",
         "",
     ]
     for s in summaries:
@@ -228,6 +230,7 @@ def wording_model_section(table: pd.DataFrame, summaries: list[dict[str, Any]]) 
             f"tuned on the {s['n_validation']} validation items) [95% item bootstrap]: {qs}.",
         ]
     cols = ("config_id", "items", "n_reported", "n_validation", "method", "budget", "calls_share", "lam",
-            "lam_rank", "statistic", "full", "mean_estimate", "rmse", "coverage")  # fmt: skip
+            "lam_rank", "statistic", "full", "mean_estimate", "rmse", "coverage",
+            "n_plans_without_cells")  # fmt: skip
     lines += ["", markdown_table(table, {c: c for c in cols})]
     return lines

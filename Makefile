@@ -77,7 +77,8 @@ serve-smollm2: setup setup-vllm
 # the prompt lottery on a CPU with a judge that judges: the CPU panel's Qwen2.5-Coder-1.5B x five wordings of
 # one judge prompt x 24 answers (examples/own_judge), then the finding, the headline rows and the report's path
 # (outputs/demo_panel/lottery/report.md). `make setup-panel` (1.6 GB), a one-time GGUF conversion (about 1.5 min),
-# then 120 judgments (about 1 s each on a quiet 2-core machine): 6 min 22 s from an empty clone, measured.
+# then 120 judgments (about 1 s each on a quiet 2-core machine): 6 min 22 s from an empty clone, measured; 5 min 9 s
+# with the fast judge on a CPU with AMX (docs/benchmarks.md).
 # The judge is chosen by the CPU: the fast OpenVINO bf16 1.5B (backbone=qwen25_coder_15b_fast, `make setup-fast`,
 # outputs/demo_panel_fast/) where /proc/cpuinfo lists amx_bf16, the float32 one (outputs/demo_panel/) elsewhere: without
 # AMX, bf16 measured slower than float32 (docs/benchmarks.md). DEMO_BACKBONE=... picks one by hand.

@@ -128,8 +128,7 @@ def simulate_wording_model(
                 # rarely judges both orders of a (pair, wording)): the plan gives no estimate, counted
                 empty = (np.full(len(QUANTILES), np.nan),) * 3 + (np.full(agree.shape[1], np.nan), share)
                 for m in est:
-                    est[m].append(empty)
-                    chosen[m].append((np.nan, np.nan))
+                    est[m].append(empty)  # no penalty chosen: the plan is not in ``chosen``
                 continue
             for r in ranks:
                 pen = tune_penalties(y[val], covariates, rank=r, seed=s)
@@ -167,7 +166,6 @@ def _method_rows(method, recs, budget, full_q, full_per, names, chosen) -> list[
         if method != "observed"
         else "observed cells' means (no model)"
     )
-    chosen = [c for c in chosen if np.isfinite(c[0]) or method == "observed"]
     lam, lam_rank = max(set(chosen), key=chosen.count) if chosen else (np.nan, np.nan)
     base = {"method": label, "budget": float(budget), "calls_share": share, "lam": lam, "lam_rank": lam_rank,
             "n_plans_without_cells": n_empty}  # fmt: skip

@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# The CPU study (issue 15): the four-backbone CPU judge panel (SmolLM2-135M, gemma-3-270m base,
+# The CPU study (issue 15; sizes of issue 34): the four-backbone CPU judge panel (SmolLM2-135M, gemma-3-270m base,
 # Qwen2.5-Coder-0.5B and -1.5B Instruct) x the five prompt variants P1-P5 on one configuration of each
 # judge family, plus the configurations with systems for the rank rows, the fixed-prompt baseline, and
 # the analysis (which never calls a judge model):
 #
-#   family / purpose                 experiment            sample (default)
-#   Likert, objective                stsb_alignment        STSB=24 pairs
-#   binary, subjective               tc_usr_engaging       TC=12 responses
-#   binary, objective + ranks        squad_v2              SQUAD=4 questions x 4 candidate systems
-#   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=1 article x 16 systems (RANK_BACKBONES)
-#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=1 question x 6 models (RANK_BACKBONES)
+#   family / purpose                 experiment            sample (default: >= 100 items a configuration)
+#   Likert, objective                stsb_alignment        STSB=100 pairs
+#   binary, subjective               tc_usr_engaging       TC=100 responses
+#   binary, objective + ranks        squad_v2              SQUAD=20 questions x 5 candidate systems
+#   Likert, subjective + ranks       summeval_coherence    SUMMEVAL=7 articles x 16 systems (RANK_BACKBONES)
+#   Likert 1-10, subjective + ranks  mt_bench_quality      MTBENCH=17 questions x 6 models (RANK_BACKBONES)
 #   fixed-prompt baseline            stsb_alignment P1 sampled 5 times at T = 0.7 (FIXED_BACKBONES=qwen25_coder_05b)
 #                                    and repeated 5 times at T = 1e-5, each repeat in its own batch composition
-#                                    (repeat_source=batch, GREEDY_BACKBONES=qwen25_coder_05b,qwen25_coder_15b)
+#                                    (repeat_source=batch, GREEDY_BACKBONES=qwen25_coder_05b and the 1.5B)
 #
 #   make setup-panel && bash experiments/cpu_study.sh            # the study (wall time: experiments/README.md)
-#   BACKBONES=fake OUT=/tmp/study bash experiments/cpu_study.sh  # rehearsal: 149 s, most of it the SQuAD v2 systems
+#   STSB=24 TC=12 SQUAD=4 SUMMEVAL=1 MTBENCH=1 bash experiments/cpu_study.sh     # the first look (2026-12-01 sizes)
+#   BACKBONES=fake OUT=/tmp/study STSB=24 TC=12 SQUAD=4 SUMMEVAL=1 MTBENCH=1 bash experiments/cpu_study.sh  # rehearsal
 #
-# Cost grows linearly with every size above (and with the number of backbones); the 1.5B judge is
-# about 60% of it. Every call is cached: re-running resumes where it stopped. Environment: the sizes
-# above, BACKBONES (comma list, default the panel), OUT (default outputs/cpu_study), LOGGER (none |
-# wandb, default none), FIXED_BACKBONES and GREEDY_BACKBONES (the backbones of the sampled and the greedy
-# fixed-prompt baselines), RANK_BACKBONES and
-# MT_SYSTEMS (the two rank configurations), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
+# Each backbone runs as its own multirun into $OUT/grid/<experiment>/<kind>_<backbone> (kind: paraphrases,
+# fixed_t07, fixed_greedy_batch). Where /proc/cpuinfo lists amx_bf16 the 1.5B is the fast OpenVINO bf16 judge
+# and the 0.5B runs in torch bfloat16 (Q05_EXTRA): both are other judges than the float32 ones, and the
+# report names each backbone's dtype. Cost grows linearly with every size above (and with the number of
+# backbones). Every call is cached: re-running resumes where it stopped. Environment: the sizes above,
+# BACKBONES (comma list, default the panel), OUT (default outputs/cpu_study), LOGGER (none | wandb, default
+# none), FIXED_BACKBONES and GREEDY_BACKBONES (the backbones of the sampled and the greedy fixed-prompt
+# baselines), RANK_BACKBONES and MT_SYSTEMS (the two rank configurations), Q05_EXTRA (Hydra overrides of the
+# 0.5B's jobs), EXTRA (more Hydra overrides for every judging job), PY (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,11 +37,13 @@ GIVEN=${BACKBONES:-}  # a BACKBONES given (e.g. fake for the rehearsal) is the d
 QWEN15=${QWEN15:-$($PY -c "from promptlottery.backends.transformers_local import fast_judge_backbone as f; print(f())")}
 echo "cpu_study: the 1.5B judge is backbone=$QWEN15"
 BACKBONES=${BACKBONES:-smollm2,gemma3_270m,qwen25_coder_05b,$QWEN15}
-STSB=${STSB:-24}
-TC=${TC:-12}
-SQUAD=${SQUAD:-4}
-SUMMEVAL=${SUMMEVAL:-1}
-MTBENCH=${MTBENCH:-1}
+STSB=${STSB:-100}
+TC=${TC:-100}
+SQUAD=${SQUAD:-20}
+SUMMEVAL=${SUMMEVAL:-7}
+MTBENCH=${MTBENCH:-17}
+# the 0.5B in torch bfloat16 where the CPU has AMX (about 3x its float32 speed there), float32 elsewhere
+Q05_EXTRA=${Q05_EXTRA-$(grep -qw amx_bf16 /proc/cpuinfo 2>/dev/null && echo backbone.backend.dtype=bfloat16 || true)}
 OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}
@@ -49,11 +55,16 @@ RANK_BACKBONES=${RANK_BACKBONES:-${GIVEN:-smollm2,qwen25_coder_05b,$QWEN15}}
 MT_SYSTEMS=${MT_SYSTEMS:-[alpaca-13b,claude-v1,gpt-3.5-turbo,gpt-4,llama-13b,vicuna-13b-v1.3]}
 start=$(date +%s)
 
-sweep() {  # sweep <name> <hydra overrides...>: one multirun of the judging stage into $OUT/grid/<name>
+sweep() {  # sweep <experiment>/<kind> <hydra overrides...>: a multirun per backbone into $OUT/grid/<experiment>/<kind>_<backbone>
   local name=$1; shift
-  echo "== $name ($(( $(date +%s) - start )) s)"
-  # shellcheck disable=SC2086
-  $PY -m run -m backbone="$BACKBONES" logger="$LOGGER" "$@" $EXTRA hydra.sweep.dir="$OUT/grid/$name"
+  local b
+  for b in ${BACKBONES//,/ }; do
+    local own=""
+    [ "$b" = qwen25_coder_05b ] && own=$Q05_EXTRA
+    echo "== ${name}_$b ($(( $(date +%s) - start )) s)"
+    # shellcheck disable=SC2086
+    $PY -m run -m backbone="$b" $own logger="$LOGGER" "$@" $EXTRA hydra.sweep.dir="$OUT/grid/${name}_$b"
+  done
 }
 
 sweep stsb_alignment/paraphrases +experiment=stsb_alignment dataset.limit="$STSB"

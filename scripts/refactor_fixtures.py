@@ -249,8 +249,10 @@ def paraphrase(out: Path) -> None:
     run_stage(compose(over, tmp_path=val), val / "job")
 
 
-#: experiments/cpu_study.sh's sweeps on the fake backbone (its rehearsal), less SQuAD v2, whose candidate
-#: answers are predicted by SmolLM2 and gemma-3-270m (their weights are not needed by any other sweep)
+#: experiments/cpu_study.sh's sweeps on the fake backbone at its first-look sizes (STSB=24 TC=12 SUMMEVAL=1
+#: MTBENCH=1; the script's defaults are now the >= 100-item sizes, and it names a sweep <kind>_<backbone>: the
+#: fixture keeps its own names so that manifests stay comparable), less SQuAD v2, whose candidate answers are
+#: predicted by SmolLM2 and gemma-3-270m (their weights are not needed by any other sweep)
 CPU_SWEEPS = {
     "stsb_alignment/paraphrases": ["+experiment=stsb_alignment", "dataset.limit=24"],
     "tc_usr_engaging/paraphrases": ["+experiment=tc_usr_engaging", "dataset.limit=12"],

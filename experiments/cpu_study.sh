@@ -42,8 +42,8 @@ TC=${TC:-100}
 SQUAD=${SQUAD:-20}
 SUMMEVAL=${SUMMEVAL:-7}
 MTBENCH=${MTBENCH:-17}
-# the 0.5B in torch bfloat16 where the CPU has AMX (about 3x its float32 speed there), float32 elsewhere
-Q05_EXTRA=${Q05_EXTRA-$(grep -qw amx_bf16 /proc/cpuinfo 2>/dev/null && echo backbone.backend.dtype=bfloat16 || true)}
+# the 0.5B in torch bfloat16 where the fast 1.5B is chosen (fast_judge_backbone's AMX rule), float32 elsewhere
+Q05_EXTRA=${Q05_EXTRA-$([ "$QWEN15" = qwen25_coder_15b_fast ] && echo backbone.backend.dtype=bfloat16 || true)}
 OUT=${OUT:-outputs/cpu_study}
 LOGGER=${LOGGER:-none}
 EXTRA=${EXTRA:-}

@@ -139,6 +139,19 @@ class Backend(ABC):
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         """Answer ``requests`` in order, each once. Raises BackendError for the batch on failure."""
 
+    #: requests are answered one by one, each independently of the others (an HTTP server): the call
+    #: loop keeps up to ``max_concurrency`` of them in flight on the backend's event loop
+    #: (:meth:`acall` through :meth:`submit`) instead of computing fixed batches
+    streams: bool = False
+
+    async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
+        """Answer one request (a backend with ``streams``); raises BackendError."""
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
+
+    def submit(self, coro):
+        """Run ``coro`` on the backend's one event loop; a ``concurrent.futures.Future`` (``streams``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Whether ``exc`` is transient (429 / 5xx / timeout) and the call may be retried.
 

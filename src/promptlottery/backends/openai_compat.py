@@ -1,7 +1,9 @@
 """The OpenAI-compatible backends: `vllm serve`, llama.cpp's server, OpenAI, ... over HTTP.
 
-Requests go out concurrently (at most ``max_concurrency`` in flight) through an async httpx
-client, each sent once per :meth:`~OpenAICompatBackend.generate`. A transient failure (429, 5xx,
+Requests go out concurrently (at most ``max_concurrency`` in flight) through one aiohttp session
+on one event loop for the backend's life (:mod:`~promptlottery.backends.http_client`): the call
+loop streams them through a sliding window (:meth:`~OpenAICompatBackend.acall`), and
+:meth:`~OpenAICompatBackend.generate` sends a batch, each request once. A transient failure (429, 5xx,
 timeouts, refused connections) fails the batch as :class:`TransientBackendError` (with the
 server's ``Retry-After``), which ``is_retryable`` lets the one retry layer,
 :func:`promptlottery.calls.loop.run_calls`, retry; the requests of a failed batch that were
@@ -19,17 +21,23 @@ is never stored on the object, in ``identity()``, in errors or in logs.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import os
-import threading
 import time
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_wire import TransientBackendError, classify_http_error, parse_response
+from promptlottery.backends.http_client import LoopClient
+from promptlottery.backends.openai_wire import (
+    TransientBackendError,
+    classify_http_error,
+    parse_response,
+    rate_headroom,
+)
 from promptlottery.backends.tokens import label_token_ids, single_token_stop_ids
 
 __all__ = [
@@ -259,49 +267,67 @@ class OpenAICompatBackend(Backend):
         )
 
     # -- calls --------------------------------------------------------------------------------
-    async def _one(
-        self, client, sem: asyncio.Semaphore, request: JudgeRequest, decoding: Decoding
-    ) -> JudgeResponse:
-        import httpx
+    #: each request is answered on its own: the call loop keeps a window of them in flight
+    streams = True
+    #: the share of the server's rate-limit budget left, from the last answer's headers (None: not said)
+    rate_headroom: float | None = None
+
+    @property
+    def _client(self) -> LoopClient:
+        """The one event loop and HTTP session of this backend (built on first use)."""
+        client = self.__dict__.get("_loop_client")
+        if client is None:
+            client = self._loop_client = LoopClient(
+                max_connections=self.max_concurrency, timeout_s=self.timeout_s, connect_timeout_s=self.connect_timeout_s
+            )
+        return client
+
+    def submit(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._client.loop)
+
+    def close(self) -> None:
+        """Close the HTTP session and stop its loop (also done when the backend is collected)."""
+        client = self.__dict__.pop("_loop_client", None)
+        if client is not None:
+            client.close()
+
+    def __getstate__(self) -> dict[str, Any]:  # a thread and a session do not pickle
+        return {k: v for k, v in self.__dict__.items() if k != "_loop_client"}
+
+    async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
+        """Send ``request`` once; a transient failure is a :class:`TransientBackendError` (with the
+        server's ``Retry-After`` and HTTP ``status``)."""
+        import aiohttp
 
         path, body = self._payload(request, decoding)
-        async with sem:
-            t0 = time.perf_counter()
+        session = await self._client.session()
+        t0 = time.perf_counter()
+        try:
+            async with session.post(self.base_url + path, json=body, headers=self._headers()) as resp:
+                status, raw, headers = resp.status, await resp.read(), resp.headers
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise TransientBackendError(
+                f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
+            ) from None
+        self.rate_headroom = rate_headroom(headers)
+        if status == 200:
             try:
-                resp = await client.post(self.base_url + path, json=body, headers=self._headers())
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                raise TransientBackendError(
-                    f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
-                ) from None
-            if resp.status_code == 200:
-                try:
-                    data = resp.json()
-                except ValueError as exc:
-                    raise BackendError(f"{self.name}: response is not JSON: {resp.text[:200]}") from exc
-                return self._parse(data, request, decoding, time.perf_counter() - t0)
-            err = self._classify(resp.status_code, resp.text, request)
-            if isinstance(err, TransientBackendError):
-                err.retry_after = _seconds(resp.headers.get("retry-after"))
-            raise err
+                data = json.loads(raw)
+            except ValueError as exc:
+                text = raw[:200].decode("utf-8", "replace")
+                raise BackendError(f"{self.name}: response is not JSON: {text}") from exc
+            return self._parse(data, request, decoding, time.perf_counter() - t0)
+        err = self._classify(status, raw.decode("utf-8", "replace"), request)
+        if isinstance(err, TransientBackendError):
+            err.retry_after = _seconds(headers.get("retry-after"))
+            err.status = status
+        raise err
 
     async def agenerate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         """Send every request not answered before, once; the batch fails with its first error (a
         permanent one before a transient one), keeping the answers it got for the retry."""
-        import httpx
-
         todo = [r for r in requests if (r.key, decoding) not in self._answered]
-        sem = asyncio.Semaphore(max(1, int(self.max_concurrency)))
-        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
-        limits = httpx.Limits(max_connections=max(1, int(self.max_concurrency)))
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
-            tasks = [asyncio.ensure_future(self._one(client, sem, r, decoding)) for r in todo]
-            try:
-                got = await asyncio.gather(*tasks, return_exceptions=True)
-            except BaseException:  # cancelled (Ctrl-C): stop every request in flight
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+        got = await asyncio.gather(*(self.acall(r, decoding) for r in todo), return_exceptions=True)
         errors = [g for g in got if isinstance(g, BaseException)]
         answered = {**self._answered}
         answered.update({(r.key, decoding): g for r, g in zip(todo, got) if not isinstance(g, BaseException)})
@@ -312,27 +338,11 @@ class OpenAICompatBackend(Backend):
         return [answered[(r.key, decoding)] for r in requests]
 
     def generate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
+        """One batch, on the backend's own loop (so also from inside a notebook's running loop); at
+        most ``max_concurrency`` requests in flight (the session's connection limit)."""
         if not requests:
             return []
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.agenerate(requests, decoding))
-        # called from inside an event loop (a notebook): run ours on a worker thread
-        box: dict[str, Any] = {}
-
-        def work():
-            try:
-                box["out"] = asyncio.run(self.agenerate(requests, decoding))
-            except BaseException as exc:  # noqa: BLE001 - re-raised below
-                box["exc"] = exc
-
-        th = threading.Thread(target=work, daemon=True)
-        th.start()
-        th.join()
-        if "exc" in box:
-            raise box["exc"]
-        return box["out"]
+        return self._client.run(self.agenerate(requests, decoding))
 
 
 class VLLMServerBackend(OpenAICompatBackend):

@@ -163,3 +163,36 @@ def parse_response(
             "served_model": data.get("model"),
         },
     )
+
+
+#: (remaining, limit) header pairs of the providers' rate limits: OpenAI's (and vLLM-fronting
+#: gateways'), Anthropic's
+RATE_LIMIT_HEADERS = (
+    ("x-ratelimit-remaining-requests", "x-ratelimit-limit-requests"),
+    ("x-ratelimit-remaining-tokens", "x-ratelimit-limit-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-limit"),
+    ("anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-limit"),
+)
+
+
+def rate_headroom(headers: Any) -> float | None:
+    """The smallest share of a rate-limit budget left that the answer's headers state (0 to 1), or
+    None where they state none (the adaptive window, :mod:`promptlottery.calls.window`, reads it).
+
+    >>> rate_headroom({"x-ratelimit-remaining-requests": "3", "x-ratelimit-limit-requests": "100"})
+    0.03
+    >>> rate_headroom({}) is None
+    True
+    """
+    shares = []
+    for remaining, limit in RATE_LIMIT_HEADERS:
+        r, lim = headers.get(remaining), headers.get(limit)
+        if r is None or lim is None:
+            continue
+        try:
+            r_, lim_ = float(r), float(lim)
+        except ValueError:
+            continue
+        if lim_ > 0 and math.isfinite(r_) and math.isfinite(lim_):
+            shares.append(min(1.0, max(0.0, r_ / lim_)))
+    return min(shares) if shares else None

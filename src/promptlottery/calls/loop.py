@@ -1,4 +1,6 @@
-"""Answering judge requests: every call from the cache where possible, misses in fixed batches.
+"""Answering judge requests: every call from the cache where possible, misses in fixed batches, or,
+for a backend whose calls are independent (``Backend.streams``: an HTTP server), through a sliding
+window of calls in flight (:func:`_stream`, the window's size adaptive: :mod:`promptlottery.calls.window`).
 
 Used by the grid runner (:mod:`promptlottery.judging.runner`) and by stages that make their own
 calls (the gate's LLM baseline, the rubric study, prediction generation).
@@ -6,9 +8,12 @@ calls (the gate's LLM baseline, the rubric study, prediction generation).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import queue
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +23,8 @@ from tqdm.auto import tqdm
 
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.calls.cache import CacheError, CallCache
+from promptlottery.calls.spend import SpendCap
+from promptlottery.calls.window import Window
 from promptlottery.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -76,6 +83,10 @@ class JudgingError(UserError, RuntimeError):
     """The runner stopped; every judgment computed before the failure is in the cache."""
 
 
+class SpendCapReached(JudgingError):
+    """The run reached its spend cap (:mod:`promptlottery.calls.spend`); every answer is cached."""
+
+
 #: the longest wait before a retry that a server's ``Retry-After`` may ask for
 MAX_RETRY_AFTER_S = 60.0
 
@@ -119,6 +130,7 @@ def run_calls(
     desc: str = "judging",
     max_consecutive_failures: int = 3,
     plan: BatchPlan | None = None,
+    spend: SpendCap | None = None,
 ) -> dict[str, JudgeResponse]:
     """Answer every request, from the cache where possible.
 
@@ -128,6 +140,10 @@ def run_calls(
     ``plan`` changes the order and the batch size (:class:`BatchPlan`; default: length order, the
     backend's ``max_concurrency``). A batch that fails with an error the backend calls transient is
     retried up to ``max_retries`` times after ``backoff_s * 2**attempt`` seconds (:func:`_call`).
+    A backend that ``streams`` (its answers do not depend on neighbours) gets the misses alone, in
+    the same order, through a sliding window (:func:`_stream`). ``spend``: the run's cap
+    (:class:`~promptlottery.calls.spend.SpendCap`); at the cap the loop stops with
+    :class:`SpendCapReached`, every answer kept.
     """
     plan = plan or BatchPlan()
     unique = list({r.key: r for r in requests}.values())
@@ -147,9 +163,60 @@ def run_calls(
             f"call cache dir {Path(cache.location).parent} is read-only and {misses} calls are not cached; make it "
             "writable or set paths.cache_dir to a writable directory"
         )
+    spend = spend if spend is not None and spend.active else None
+    if spend is not None and spend.reached and todo:
+        raise _cap_reached(desc, spend, 0)
+    if todo and backend.streams:
+        failures = _stream(
+            [r for r in order if r.key not in cached], backend, cache, decoding, answers,
+            max_retries=max_retries, backoff_s=backoff_s, desc=desc,
+            max_consecutive_failures=max_consecutive_failures, spend=spend,
+        )  # fmt: skip
+        kind = "call(s)"
+    else:
+        failures = _batches(todo, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
+                            max_consecutive_failures, spend)  # fmt: skip
+        kind = "batch(es)"
+    if spend is not None and spend.reached and len(answers) < len(unique):
+        raise _cap_reached(desc, spend, len(answers) - len(cached))
+    if failures:
+        stats.errors.extend(failures)
+        raise JudgingError(
+            f"{desc}: {len(failures)} {kind} failed, {len(answers) - len(cached)} new calls cached "
+            f"(re-run to complete); first error: {failures[0]}"
+        )
+    stats.cache_misses += misses
+    stats.cache_hits += len(requests) - misses
+    return answers
+
+
+def _cap_reached(desc: str, spend: SpendCap, new: int) -> SpendCapReached:
+    return SpendCapReached(
+        f"{desc}: spend cap reached ({spend.describe()}) after {spend.calls} paid calls; {new} new answers "
+        "of this step are cached, none lost: re-run the same command to resume (cached calls are not paid "
+        "again; each run spends up to its cap), or raise max_cost_usd / max_tokens"
+    )
+
+
+def _batches(
+    todo,
+    backend,
+    cache,
+    decoding,
+    answers,
+    cached,
+    max_retries,
+    backoff_s,
+    desc,
+    max_consecutive_failures,
+    spend,
+) -> list[str]:
+    """The fixed batches of :func:`run_calls`; the failures' messages."""
     failures: list[str] = []
     consecutive = 0
     for batch in tqdm(todo, desc=desc, unit="batch", disable=not todo):
+        if spend is not None and spend.reached:
+            break
         try:
             responses = _call(backend, batch, decoding, max_retries, backoff_s)
         except BackendError as exc:
@@ -168,12 +235,141 @@ def run_calls(
         ]
         cache.put_many(fresh)
         answers.update({k: resp for k, resp, _ in fresh})
-    if failures:
-        stats.errors.extend(failures)
-        raise JudgingError(
-            f"{desc}: {len(failures)} batch(es) failed, {len(answers) - len(cached)} new calls cached "
-            f"(re-run to complete); first error: {failures[0]}"
-        )
-    stats.cache_misses += misses
-    stats.cache_hits += len(requests) - misses
-    return answers
+        for _, resp, _ in fresh if spend is not None else ():
+            spend.add(resp)
+    return failures
+
+
+#: the sliding window writes its answers to the cache in chunks of this many, or after this long
+FLUSH_EVERY = 256
+FLUSH_S = 1.0
+
+
+def _stream(
+    misses: list[JudgeRequest], backend: Backend, cache: CallCache, decoding: Decoding,
+    answers: dict[str, JudgeResponse], *, max_retries: int, backoff_s: float, desc: str,
+    max_consecutive_failures: int, spend: SpendCap | None, window: Window | None = None,
+) -> list[str]:  # fmt: skip
+    """Answer ``misses`` with up to ``window.size`` calls in flight on the backend's event loop, each
+    retried on its own (:func:`_acall`); every answer is written to the cache (in chunks of
+    :data:`FLUSH_EVERY` or every :data:`FLUSH_S`, from this thread: the cache is not shared with the
+    loop's), and what arrived is written even when the run is interrupted. A call that fails for good
+    is a failure (returned) and the others go on; :data:`max_consecutive_failures` in a row (server
+    down), or the spend cap, stop sending: the calls in flight are awaited and kept."""
+    window = window or Window(backend.max_concurrency)
+    out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    fut = backend.submit(_window(backend, misses, decoding, window, out, stop, max_retries, backoff_s))
+    failures: list[str] = []
+    consecutive = 0
+    buffer: list[tuple[str, JudgeResponse, dict]] = []
+    last = time.monotonic()
+    bar = tqdm(total=len(misses), desc=desc, unit="call", disable=not misses)
+    try:
+        while True:
+            try:
+                got = out.get(timeout=FLUSH_S)
+            except queue.Empty:
+                got = []
+            if got is None:
+                break
+            for r, a in got:
+                if isinstance(a, BackendError):
+                    failures.append(str(a))
+                    consecutive += 1
+                    if consecutive >= max_consecutive_failures:
+                        stop.set()
+                    continue
+                if isinstance(a, BaseException):
+                    raise a
+                consecutive = 0
+                answers[r.key] = a
+                buffer.append((r.key, a, {"messages": r.messages, "prompt": r.prompt}))
+                if spend is not None:
+                    spend.add(a)
+                    if spend.reached:
+                        stop.set()
+            bar.update(len(got))
+            if buffer and (len(buffer) >= FLUSH_EVERY or time.monotonic() - last >= FLUSH_S):
+                cache.put_many(buffer)
+                buffer, last = [], time.monotonic()
+        fut.result()  # the window's own error, if any
+    except BaseException:
+        stop.set()
+        fut.cancel()
+        raise
+    finally:
+        if buffer:  # every answer that arrived is kept, even on the way out
+            cache.put_many(buffer)
+        bar.close()
+    if window.throttles:
+        logger.info("adaptive concurrency desc=%s throttles=%d window=%d max=%d", desc, window.throttles,
+                    window.size, window.ceiling)  # fmt: skip
+    return failures
+
+
+async def _window(backend, misses, decoding, window: Window, out: queue.Queue, stop: threading.Event,
+                  max_retries: int, backoff_s: float) -> None:  # fmt: skip
+    """On the backend's loop: keep ``window.size`` calls in flight, hand each answer (or its final
+    error) to the caller's thread in the order they arrive; ``None`` at the end."""
+    finished: list[tuple[JudgeRequest, object]] = []
+    wake = asyncio.Event()
+    pending: set[asyncio.Task] = set()
+
+    def done(task: asyncio.Task, r: JudgeRequest) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            exc = task.exception()
+            finished.append((r, exc if exc is not None else task.result()))
+        wake.set()
+
+    it = iter(misses)
+    more = True
+    try:
+        while True:
+            while more and not stop.is_set() and len(pending) < window.size:
+                r = next(it, None)
+                if r is None:
+                    more = False
+                    break
+                t = asyncio.ensure_future(_acall(backend, r, decoding, window, max_retries, backoff_s))
+                pending.add(t)
+                t.add_done_callback(lambda task, r=r: done(task, r))
+            if not pending:
+                break
+            await wake.wait()
+            wake.clear()
+            if finished:
+                out.put(finished)
+                finished = []
+    finally:
+        for t in list(pending):
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if finished:
+            out.put(finished)
+        out.put(None)
+
+
+async def _acall(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
+                 max_retries: int, backoff_s: float) -> JudgeResponse:  # fmt: skip
+    """:func:`_call` for one streamed request: retried while ``backend.is_retryable``, waiting
+    :func:`retry_delay` (at least the server's Retry-After); a 429 or nearly spent rate-limit
+    headers shrink the window (:class:`~promptlottery.calls.window.Window`)."""
+    for attempt in range(max_retries + 1):
+        epoch = window.epoch
+        try:
+            answer = await backend.acall(request, decoding)
+        except Exception as exc:  # noqa: BLE001 - the predicate decides
+            if getattr(exc, "status", None) == 429:
+                window.on_throttle(epoch)
+            if attempt < max_retries and backend.is_retryable(exc):
+                delay = retry_delay(attempt, backoff_s, exc)
+                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt + 1, delay, exc)
+                await asyncio.sleep(delay)
+                continue
+            raise
+        window.on_answer(epoch, getattr(backend, "rate_headroom", None))
+        return answer
+    raise AssertionError("unreachable")

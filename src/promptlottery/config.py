@@ -158,6 +158,10 @@ class RunConfig:
     dry_run: bool = False
     max_retries: int = 4
     backoff_s: float = 1.0
+    #: a spend cap on each job's new calls (calls.spend): USD at the backbone's prices, and tokens
+    #: (prompt + answer, as the server counts them); null: none
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
     tags: list[str] = field(default_factory=list)
     paths: PathsConfig = field(default_factory=PathsConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
@@ -300,6 +304,10 @@ def check_config(cfg: DictConfig) -> None:
     backoff = OmegaConf.select(cfg, "backoff_s")
     if backoff is None or backoff < 0:
         raise fail("backoff_s", backoff, ">= 0 seconds")
+    for cap in ("max_cost_usd", "max_tokens"):
+        value = OmegaConf.select(cfg, cap)
+        if value is not None and not value > 0:
+            raise fail(cap, value, "> 0 (null: no cap)")
     check_target_arguments(OmegaConf.select(cfg, "backbone.backend"), "backbone.backend")
     if OmegaConf.select(cfg, "decoding") is not None:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 
 from promptlottery.backends.base import Backend, Decoding
 from promptlottery.calls.cache import CallCache, open_cache
+from promptlottery.calls.spend import SpendCap
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,14 @@ def build_judge_runtime(cfg: Any, *, backend: Backend | None = None) -> JudgeRun
     backend = build_backend(cfg.backbone.backend, backend)
     cache, decoding = build_calls(cfg)
     return JudgeRuntime(backend, cache, decoding)
+
+
+def build_spend(cfg: Any) -> SpendCap:
+    """The run's spend cap (``max_cost_usd``, ``max_tokens``) priced at the backbone's prices."""
+    backbone = cfg.get("backbone") or {}
+    return SpendCap(
+        max_cost_usd=cfg.get("max_cost_usd"),
+        max_tokens=cfg.get("max_tokens"),
+        price_in=backbone.get("price_per_mtok_input"),
+        price_out=backbone.get("price_per_mtok_output"),
+    )

@@ -15,6 +15,7 @@ from promptlottery.calls.cache import CallCache, make_request
 
 # the call loop lives in calls.loop (the gate and the rubric study use it without the grid)
 from promptlottery.calls.loop import BatchPlan, CallStats, run_calls
+from promptlottery.calls.spend import SpendCap
 from promptlottery.config import REPEAT_SOURCES
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
@@ -255,6 +256,7 @@ def judge(
     repeat_source: str = "none",
     human_range: tuple[float, float] | None = None,
     orders_of: dict[str, tuple[str, ...]] | None = None,
+    spend: SpendCap | None = None,
 ) -> tuple[pd.DataFrame, CallStats]:
     """Judge ``items`` under ``condition``; returns the judgments table and call counts.
 
@@ -265,7 +267,9 @@ def judge(
         logger.warning("no item has human label criterion=%s condition=%s", condition.criterion, condition.id)
     stats = CallStats()
     plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
-    calls = dict(max_retries=max_retries, backoff_s=backoff_s, repeat_source=repeat_source, plans=plans)
+    calls = dict(
+        max_retries=max_retries, backoff_s=backoff_s, repeat_source=repeat_source, plans=plans, spend=spend
+    )
     request_options = dict(n_samples=n_samples, examples=examples, repeat_source=repeat_source)
     request_options.update(human_range=human_range, orders_of=orders_of)
     n_rounds = get_mode(condition.judge_mode).rounds(group, items)
@@ -306,7 +310,7 @@ def judge(
 def _judged(
     pairs: list[tuple[Item, JudgeRequest]], condition: Condition, group: PromptGroup, backend: Backend,
     cache: CallCache, decoding: Decoding, stats: CallStats, *, max_retries: int, backoff_s: float,
-    repeat_source: str, plans: dict[int, BatchPlan] | None, desc: str = "",
+    repeat_source: str, plans: dict[int, BatchPlan] | None, desc: str = "", spend: SpendCap | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """``pairs`` answered (the cache first; a request too long for the context never sent) and
     tabulated, the calls counted into ``stats``."""
@@ -325,7 +329,7 @@ def _judged(
         where = (condition.id if k is None else f"{condition.id} sample {k}") + desc
         answers.update(
             run_calls(reqs, backend, cache, decoding, stats=stats, max_retries=max_retries, backoff_s=backoff_s,
-                      desc=where, plan=None if k is None else plans[k])
+                      desc=where, plan=None if k is None else plans[k], spend=spend)
         )  # fmt: skip
     table = judgments_table(
         pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source, skipped

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from promptlottery.atomic import atomic_write
 from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
-from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
+from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
 from promptlottery.data.schema import Item
@@ -187,6 +187,10 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
+    spend = build_spend(cfg)
+    if spend.active:  # the dry run's count against the cap, before the first call
+        pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
+        check_spend(spend, backend, cache, decoding, condition, pairs)
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
     def judge_cells(cells: list[Item], cond: Condition, orders_of=orders_of):
@@ -194,7 +198,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
             max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,
             human_range=tuple(cfg.dataset.human_range),
-            orders_of=orders_of,
+            orders_of=orders_of, spend=spend,
         )  # fmt: skip
 
     walk_summary = {}
@@ -360,6 +364,18 @@ def _lost_by_manifest(cfg: DictConfig, cache: CallCache, keys) -> str | None:
         f"{len(cache)} now; {again} of this job's {len(wanted)} calls will be made again (remove "
         f"{manifest_path(cache.location)} if the loss is meant)"
     )
+
+
+def check_spend(spend, backend, cache: CallCache, decoding, condition: Condition, pairs: list) -> None:
+    """Refuse in one line a job whose uncached calls (the dry run's count) are priced over the cap."""
+    cached = cache.get_many([r.key for _, r in pairs])
+    todo = {r.key: r for _, r in pairs if r.key not in cached}
+    if not todo:
+        return
+    spend.check_estimate(
+        calls=len(todo), prompt_tokens=sum(backend.count_tokens(r) for r in todo.values()), max_new_tokens=decoding.max_new_tokens,
+        where=f"condition {condition.id}",
+    )  # fmt: skip
 
 
 def dry_run(

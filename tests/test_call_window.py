@@ -1,0 +1,249 @@
+"""The call loop's sliding window over an OpenAI-compatible server (calls.loop._stream), against a
+stdlib stub on 127.0.0.1: C calls in flight, each answer stored once, per-call retries with
+Retry-After, exact resume after SIGKILL, the adaptive window (AIMD) under a server that admits L calls
+at a time, and the spend cap (before the first call and during the run)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from promptlottery.backends.base import Decoding, JudgeRequest
+from promptlottery.backends.openai_compat import VLLMServerBackend
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.loop import CallStats, JudgingError, SpendCapReached, run_calls
+from promptlottery.calls.spend import SpendCap
+from promptlottery.errors import ConfigError
+
+LABELS = ("1", "2", "3", "4", "5")
+USAGE = {"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}
+
+
+class Server:
+    """Answers chat/completions after ``delay_s``; above ``limit`` calls in flight answers 429
+    (``Retry-After: 0``); ``script`` statuses are answered first; counts what it saw."""
+
+    def __init__(self):
+        self.delay_s, self.limit, self.script = 0.0, None, []
+        self.seen: list[str] = []
+        self.in_flight = self.max_in_flight = self.throttled = 0
+        self.lock = threading.Lock()
+
+    def handler(self):
+        server = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as a real server
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    over = server.limit is not None and server.in_flight > server.limit
+                    scripted = server.script.pop(0) if server.script and not over else None
+                    if over:
+                        server.throttled += 1
+                    else:
+                        server.seen.append(body["messages"][0]["content"])
+                try:
+                    if over:
+                        status, payload, headers = 429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"}
+                    elif scripted:
+                        status, payload, headers = scripted
+                    else:
+                        time.sleep(server.delay_s)
+                        status, headers = 200, {}
+                        payload = {
+                            "model": body.get("model"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": "4"},
+                                    "finish_reason": "stop",
+                                    "logprobs": {
+                                        "content": [
+                                            {
+                                                "token": "4",
+                                                "logprob": math.log(0.6),
+                                                "top_logprobs": [
+                                                    {"token": "4", "logprob": math.log(0.6)},
+                                                    {"token": "5", "logprob": math.log(0.3)},
+                                                ],
+                                            }
+                                        ]
+                                    },
+                                }
+                            ],
+                            "usage": USAGE,
+                        }
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return H
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), s.handler())
+    httpd.daemon_threads = True
+    th = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    th.start()
+    s.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield s
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _reqs(n: int) -> list[JudgeRequest]:
+    return [
+        JudgeRequest(key=f"key{i:04d}", labels=LABELS, messages=[{"role": "user", "content": f"rate {i}"}])
+        for i in range(n)
+    ]
+
+
+def _backend(url: str, c: int) -> VLLMServerBackend:
+    return VLLMServerBackend("judge-model", base_url=url, api_key_env="", max_concurrency=c)
+
+
+def test_the_window_keeps_c_calls_in_flight_and_stores_every_answer_once(server, tmp_path):
+    server.delay_s = 0.05
+    cache = CallCache(tmp_path / "c.sqlite")
+    stats = CallStats()
+    out = run_calls(_reqs(48), _backend(server.url, 8), cache, Decoding(), stats=stats)
+    assert len(out) == 48 and len(cache) == 48 and stats.cache_misses == 48
+    assert sorted(server.seen) == sorted(f"rate {i}" for i in range(48))  # each sent once
+    assert server.max_in_flight == 8  # a window, not batches that drain: 8 at a time (48 / 8 = 6 rounds)
+    assert out["key0007"].label_probs["4"] == pytest.approx(0.6) and out["key0007"].label_probs["5"] == pytest.approx(0.3)
+    again = run_calls(_reqs(48), _backend(server.url, 8), cache, Decoding(), stats=CallStats())
+    assert len(server.seen) == 48 and again["key0001"].raw_text == "4"  # all from the cache
+
+
+def test_a_throttled_call_is_retried_alone_after_retry_after(server, tmp_path):
+    server.script = [(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.2"})]
+    t0 = time.perf_counter()
+    out = run_calls(_reqs(3), _backend(server.url, 1), CallCache(tmp_path / "c.sqlite"), Decoding(),
+                    stats=CallStats(), backoff_s=0.0)  # fmt: skip
+    assert len(out) == 3 and len(server.seen) == 4  # 3 requests, one of them twice
+    assert time.perf_counter() - t0 >= 0.2  # the server's Retry-After was waited
+
+
+def test_a_request_that_keeps_failing_fails_alone_and_the_rest_is_cached(server, tmp_path):
+    server.script = [(400, {"error": {"message": "bad request"}}, {})]
+    cache = CallCache(tmp_path / "c.sqlite")
+    with pytest.raises(JudgingError, match=r"1 call\(s\) failed, 4 new calls cached"):
+        run_calls(_reqs(5), _backend(server.url, 1), cache, Decoding(), stats=CallStats(), backoff_s=0.0)
+    assert len(cache) == 4
+    run_calls(_reqs(5), _backend(server.url, 1), cache, Decoding(), stats=CallStats())
+    assert len(server.seen) == 6 and len(cache) == 5  # the re-run sent only the failed one
+
+
+RUN = textwrap.dedent(
+    """
+    import sys
+    from promptlottery.backends.base import Decoding, JudgeRequest
+    from promptlottery.backends.openai_compat import VLLMServerBackend
+    from promptlottery.calls.cache import CallCache
+    from promptlottery.calls.loop import CallStats, run_calls
+    import promptlottery.calls.loop as loop
+    loop.FLUSH_EVERY = 4
+    reqs = [JudgeRequest(key=f"key{i:04d}", labels=tuple("12345"), messages=[{"role": "user", "content": f"rate {i}"}])
+            for i in range(int(sys.argv[3]))]
+    b = VLLMServerBackend("judge-model", base_url=sys.argv[1], api_key_env="", max_concurrency=4)
+    run_calls(reqs, b, CallCache(sys.argv[2]), Decoding(), stats=CallStats())
+    """
+)
+
+
+def test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls(server, tmp_path):
+    server.delay_s = 0.02
+    db, n = tmp_path / "c.sqlite", 400
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", RUN, server.url, str(db), str(n)], env=env)
+    deadline = time.monotonic() + 60
+    while len(server.seen) < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    sent_before = len(server.seen)
+    assert 60 <= sent_before < n  # killed mid-run
+    cache = CallCache(db)
+    kept = len(cache)
+    assert kept >= sent_before - 4 - 8  # at most the calls in flight and one unwritten chunk are lost
+    out = run_calls(_reqs(n), _backend(server.url, 4), cache, Decoding(), stats=(stats := CallStats()))
+    assert stats.cache_misses == n - kept and len(server.seen) - sent_before == n - kept  # exactly the missing
+    assert len(out) == n and len(cache) == n
+    assert {r.raw_text for r in out.values()} == {"4"}
+
+
+def test_the_adaptive_window_settles_near_the_servers_limit_without_failing_calls(server, tmp_path):
+    server.delay_s, server.limit = 0.02, 6
+    cache = CallCache(tmp_path / "c.sqlite")
+    from promptlottery.calls import loop
+
+    window = loop.Window(32)
+    real = loop.Window
+    loop.Window = lambda ceiling: window  # this run's window, to read where it settled
+    try:
+        out = run_calls(_reqs(600), _backend(server.url, 32), cache, Decoding(), stats=CallStats(),
+                        backoff_s=0.01)  # fmt: skip
+    finally:
+        loop.Window = real
+    seen_windows = window.history
+    assert len(out) == 600 and len(cache) == 600  # no call failed
+    assert server.throttled > 0 and window.throttles > 0  # the server did say no
+    late = seen_windows[len(seen_windows) // 2 :]  # after the first decreases
+    assert 3 <= min(late) and max(late) <= 8  # a sawtooth between about 0.7 L and L + 1 (L = 6)
+    assert server.throttled < 120  # a few 429s per episode, not one per call
+    assert server.max_in_flight <= 33
+
+
+def test_the_spend_cap_stops_the_run_keeps_every_answer_and_says_how_to_resume(server, tmp_path):
+    server.delay_s = 0.01
+    cache = CallCache(tmp_path / "c.sqlite")
+    cap = SpendCap(max_tokens=42 * 20)  # 20 calls' worth
+    with pytest.raises(SpendCapReached, match="re-run the same command to resume") as ei:
+        run_calls(_reqs(100), _backend(server.url, 4), cache, Decoding(), stats=CallStats(), spend=cap)
+    assert "840 tokens of max_tokens=840" in str(ei.value) or "tokens of max_tokens=840" in str(ei.value)
+    sent = len(server.seen)
+    assert 20 <= sent <= 20 + 4 and len(cache) == sent == cap.calls  # the calls in flight kept, none lost
+    assert cap.tokens == 42 * sent
+    out = run_calls(_reqs(100), _backend(server.url, 4), cache, Decoding(), stats=CallStats(),
+                    spend=SpendCap(max_tokens=42 * 200))  # fmt: skip
+    assert len(out) == 100 and len(server.seen) == 100  # the resume paid only for the rest
+
+
+def test_the_cost_cap_is_checked_against_the_estimate_before_any_call():
+    cap = SpendCap(max_cost_usd=0.01, price_in=2.5, price_out=10.0)
+    cap.check_estimate(calls=10, prompt_tokens=300, max_new_tokens=8, where="condition x")  # $0.00155: passes
+    # 30,000 prompt tokens at $2.5/M + 1000 x 8 answer tokens at $10/M = $0.155
+    with pytest.raises(ConfigError, match=r"condition y: the 1000 uncached calls are estimated at \$0\.1550"):
+        cap.check_estimate(calls=1000, prompt_tokens=30000, max_new_tokens=8, where="condition y")
+    with pytest.raises(ConfigError, match="needs one"):
+        SpendCap(max_cost_usd=1.0)  # no price: no cost cap
+    with pytest.raises(ConfigError, match="max_tokens=0"):
+        SpendCap(max_tokens=0)

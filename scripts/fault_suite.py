@@ -20,7 +20,12 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_faults.py", "tests/test_user_errors.py"]
+TESTS = [
+    "tests/test_faults.py",
+    "tests/test_user_errors.py",
+    "tests/test_spend_faults.py",
+    "tests/test_call_window.py",
+]
 #: test function -> the fault it plants (tests not named here are the hostile inputs of the second file)
 FAULTS = {
     "test_sigkill_mid_sweep_then_rerun_makes_exactly_the_missing_calls": "SIGKILL in a sweep (seeded call count)",
@@ -29,6 +34,8 @@ FAULTS = {
     "test_an_emptied_or_renamed_cache_says_how_many_calls_are_paid_again": "cache: 0 bytes or renamed",
     "test_a_full_disk_leaves_no_half_file_and_a_rerun_completes": "full disk (2 MB tmpfs)",
     "test_two_sweeps_on_one_cache_end_as_a_clean_run": "two sweeps writing one cache",
+    "test_a_spend_cap_reached_mid_sweep_keeps_every_answer_and_a_raised_cap_resumes": "spend cap reached mid-sweep",
+    "test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls": "SIGKILL mid-window (HTTP server stub)",
 }
 HOSTILE = "hostile input (one line, rc 2, or warned)"
 

@@ -62,7 +62,11 @@ class Server:
                         server.seen.append(body["messages"][0]["content"])
                 try:
                     if over:
-                        status, payload, headers = 429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"}
+                        status, payload, headers = (
+                            429,
+                            {"error": {"message": "rate limited"}},
+                            {"Retry-After": "0"},
+                        )
                     elif scripted:
                         status, payload, headers = scripted
                     else:
@@ -138,7 +142,9 @@ def test_the_window_keeps_c_calls_in_flight_and_stores_every_answer_once(server,
     assert len(out) == 48 and len(cache) == 48 and stats.cache_misses == 48
     assert sorted(server.seen) == sorted(f"rate {i}" for i in range(48))  # each sent once
     assert server.max_in_flight == 8  # a window, not batches that drain: 8 at a time (48 / 8 = 6 rounds)
-    assert out["key0007"].label_probs["4"] == pytest.approx(0.6) and out["key0007"].label_probs["5"] == pytest.approx(0.3)
+    assert out["key0007"].label_probs["4"] == pytest.approx(0.6) and out["key0007"].label_probs[
+        "5"
+    ] == pytest.approx(0.3)
     again = run_calls(_reqs(48), _backend(server.url, 8), cache, Decoding(), stats=CallStats())
     assert len(server.seen) == 48 and again["key0001"].raw_text == "4"  # all from the cache
 
@@ -179,6 +185,8 @@ RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.faults
+@pytest.mark.fault_subset
 def test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls(server, tmp_path):
     server.delay_s = 0.02
     db, n = tmp_path / "c.sqlite", 400
@@ -195,7 +203,9 @@ def test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls(server, 
     kept = len(cache)
     assert kept >= sent_before - 4 - 8  # at most the calls in flight and one unwritten chunk are lost
     out = run_calls(_reqs(n), _backend(server.url, 4), cache, Decoding(), stats=(stats := CallStats()))
-    assert stats.cache_misses == n - kept and len(server.seen) - sent_before == n - kept  # exactly the missing
+    assert (
+        stats.cache_misses == n - kept and len(server.seen) - sent_before == n - kept
+    )  # exactly the missing
     assert len(out) == n and len(cache) == n
     assert {r.raw_text for r in out.values()} == {"4"}
 
@@ -247,3 +257,12 @@ def test_the_cost_cap_is_checked_against_the_estimate_before_any_call():
         SpendCap(max_cost_usd=1.0)  # no price: no cost cap
     with pytest.raises(ConfigError, match="max_tokens=0"):
         SpendCap(max_tokens=0)
+
+
+def test_a_spend_cap_is_out_of_the_job_hash_so_a_capped_sweep_resumes_in_its_dir():
+    from promptlottery.tracking.jobdir import config_hash
+
+    job = {"task_name": "judge", "max_retries": 4, "judge": {"variant": "P1"}}
+    assert config_hash({**job, "max_cost_usd": None, "max_tokens": None}) == config_hash(job)
+    assert config_hash({**job, "max_cost_usd": 5.0, "max_tokens": 10**6}) == config_hash(job)
+    assert config_hash({**job, "max_retries": 5}) != config_hash(job)

@@ -6,6 +6,7 @@ them from here, so a new ``paths`` or ``decoding`` option reaches all of them at
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from promptlottery.backends.base import Backend, Decoding
@@ -55,12 +56,14 @@ def build_judge_runtime(cfg: Any, *, backend: Backend | None = None) -> JudgeRun
     return JudgeRuntime(backend, cache, decoding)
 
 
-def build_spend(cfg: Any) -> SpendCap:
-    """The run's spend cap (``max_cost_usd``, ``max_tokens``) priced at the backbone's prices."""
+def build_spend(cfg: Any, *, ledger: Path | None = None) -> SpendCap:
+    """The run's spend cap (``max_cost_usd``, ``max_tokens``) priced at the backbone's prices, from
+    what ``ledger`` says was spent already (:meth:`SpendCap.load`)."""
     backbone = cfg.get("backbone") or {}
     return SpendCap(
         max_cost_usd=cfg.get("max_cost_usd"),
         max_tokens=cfg.get("max_tokens"),
         price_in=backbone.get("price_per_mtok_input"),
         price_out=backbone.get("price_per_mtok_output"),
-    )
+        ledger=ledger,
+    ).load()

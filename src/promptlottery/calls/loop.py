@@ -166,17 +166,12 @@ def run_calls(
     spend = spend if spend is not None and spend.active else None
     if spend is not None and spend.reached and todo:
         raise _cap_reached(desc, spend, 0)
-    if todo and backend.streams:
-        failures = _stream(
-            [r for r in order if r.key not in cached], backend, cache, decoding, answers,
-            max_retries=max_retries, backoff_s=backoff_s, desc=desc,
-            max_consecutive_failures=max_consecutive_failures, spend=spend,
-        )  # fmt: skip
-        kind = "call(s)"
-    else:
-        failures = _batches(todo, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
-                            max_consecutive_failures, spend)  # fmt: skip
-        kind = "batch(es)"
+    try:
+        failures, kind = _answer(todo, order, backend, cache, decoding, answers, cached, max_retries,
+                                 backoff_s, desc, max_consecutive_failures, spend)  # fmt: skip
+    finally:
+        if spend is not None:
+            spend.save()
     if spend is not None and spend.reached and len(answers) < len(unique):
         raise _cap_reached(desc, spend, len(answers) - len(cached))
     if failures:
@@ -190,11 +185,29 @@ def run_calls(
     return answers
 
 
+def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
+            max_consecutive_failures, spend) -> tuple[list[str], str]:  # fmt: skip
+    """The misses answered by the window (a backend that ``streams``) or in batches; the failures."""
+    if todo and backend.streams:
+        failures = _stream(
+            [r for r in order if r.key not in cached], backend, cache, decoding, answers,
+            max_retries=max_retries, backoff_s=backoff_s, desc=desc,
+            max_consecutive_failures=max_consecutive_failures, spend=spend,
+        )  # fmt: skip
+        kind = "call(s)"
+    else:
+        failures = _batches(todo, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
+                            max_consecutive_failures, spend)  # fmt: skip
+        kind = "batch(es)"
+    return failures, kind
+
+
 def _cap_reached(desc: str, spend: SpendCap, new: int) -> SpendCapReached:
     return SpendCapReached(
         f"{desc}: spend cap reached ({spend.describe()}) after {spend.calls} paid calls; {new} new answers "
-        "of this step are cached, none lost: re-run the same command to resume (cached calls are not paid "
-        "again; each run spends up to its cap), or raise max_cost_usd / max_tokens"
+        "of this step are cached, none lost: raise max_cost_usd / max_tokens and re-run the same command to "
+        "resume (cached calls are not paid again)"
+        + (f"; the spend so far is in {spend.ledger}" if spend.ledger else "")
     )
 
 

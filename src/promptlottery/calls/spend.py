@@ -5,13 +5,19 @@ a run whose uncached calls are priced over the cap is refused in one line), and 
 total of the answers' token usage during the run (:meth:`SpendCap.add`): at the cap the call loop
 sends nothing more, keeps every answer it got (calls in flight are paid for, so they are awaited and
 stored) and stops with :class:`~promptlottery.calls.loop.SpendCapReached`, which says how to resume.
-The cap is per run (per job of a sweep): a re-run pays only for the calls not cached yet, again up to
-the cap.
+The cap is the sweep's: with a ``ledger`` (``spend.json`` in the sweep dir; a single job's own dir)
+every job adds what it spent, under a file lock, when its calls end, and a job starts from what the
+jobs before it spent, so the sweep as a whole stops at the cap (jobs running in parallel see each
+other's spend when each ends: they may pass it by what they spend at once). A re-run of the same
+command into the same dir resumes once the cap is raised; cached calls are not paid again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from promptlottery.backends.base import JudgeResponse
 from promptlottery.errors import ConfigError
@@ -24,9 +30,13 @@ class SpendCap:
     #: the backbone's prices in USD per million tokens (``backbone.price_per_mtok_input`` / ``_output``)
     price_in: float | None = None
     price_out: float | None = None
+    #: the spend shared by a sweep's jobs (``spend.json``); None: this object's own count only
+    ledger: Path | None = None
+    #: spent so far (with a ledger: by every job of the sweep that ended, and this one)
     tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    _saved: tuple[int, float, int] = field(default=(0, 0.0, 0), repr=False)
 
     def __post_init__(self) -> None:
         for name in ("max_cost_usd", "max_tokens"):
@@ -38,6 +48,43 @@ class SpendCap:
                 f"max_cost_usd={self.max_cost_usd} but the backbone has no price "
                 "(backbone.price_per_mtok_input): a cost cap needs one; use max_tokens for a token cap"
             )
+
+    def load(self) -> SpendCap:
+        """Start from the ledger's totals (what the sweep spent before this job)."""
+        if self.ledger is not None and self.active:
+            self._sync()
+        return self
+
+    def save(self) -> None:
+        """Add what this job spent since the last save to the ledger (and read the others' spend)."""
+        if (
+            self.ledger is not None
+            and self.active
+            and (self.tokens, self.cost_usd, self.calls) != self._saved
+        ):
+            self._sync()
+
+    def _sync(self) -> None:
+        import fcntl
+
+        self.ledger.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.ledger.with_name(self.ledger.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                had = json.loads(self.ledger.read_text())
+            except (OSError, ValueError):
+                had = {}
+            t0, c0, n0 = self._saved
+            total = (
+                int(had.get("tokens", 0)) + self.tokens - t0,
+                float(had.get("cost_usd", 0.0)) + self.cost_usd - c0,
+                int(had.get("calls", 0)) + self.calls - n0,
+            )
+            tmp = self.ledger.with_name(self.ledger.name + ".tmp")
+            tmp.write_text(json.dumps({"tokens": total[0], "cost_usd": total[1], "calls": total[2]}))
+            os.replace(tmp, self.ledger)
+        self.tokens, self.cost_usd, self.calls = total
+        self._saved = total
 
     @property
     def active(self) -> bool:
@@ -66,18 +113,23 @@ class SpendCap:
         return ", ".join(parts)
 
     def check_estimate(self, *, calls: int, prompt_tokens: int, max_new_tokens: int, where: str) -> None:
-        """Refuse (one line, before any call) a run whose uncached calls the dry run's count prices
-        over the cap: prompt tokens plus ``max_new_tokens`` per call (the most each may answer)."""
+        """Refuse (one line, before any call) a job whose uncached calls the dry run's count prices over
+        what is left of the cap: prompt tokens plus ``max_new_tokens`` per call (the most each may
+        answer), plus what the sweep spent already."""
         tokens = prompt_tokens + calls * max(1, max_new_tokens)
         cost = self.price(prompt_tokens, calls * max(1, max_new_tokens))
         over = []
-        if self.max_cost_usd is not None and cost > self.max_cost_usd:
-            over.append(f"${cost:.4f} > max_cost_usd={self.max_cost_usd}")
-        if self.max_tokens is not None and tokens > self.max_tokens:
-            over.append(f"{tokens} tokens > max_tokens={self.max_tokens}")
+        if self.max_cost_usd is not None and self.cost_usd + cost > self.max_cost_usd:
+            over.append(f"${cost:.4f}" + (f" + ${self.cost_usd:.4f} spent" if self.cost_usd else "")
+                        + f" > max_cost_usd={self.max_cost_usd}")  # fmt: skip
+        if self.max_tokens is not None and self.tokens + tokens > self.max_tokens:
+            over.append(f"{tokens} tokens" + (f" + {self.tokens} spent" if self.tokens else "")
+                        + f" > max_tokens={self.max_tokens}")  # fmt: skip
         if over:
+            spent = f" (spent so far: {self.ledger})" if self.ledger is not None and self.calls else ""
             raise ConfigError(
-                f"{where}: the {calls} uncached calls are estimated at {' and '.join(over)} "
+                f"{where}: the {calls} uncached calls are estimated at {' and '.join(over)}{spent} "
                 f"({prompt_tokens} prompt tokens + {max(1, max_new_tokens)} answer tokens a call, the dry "
-                "run's count); raise the cap, or judge fewer items (dataset.limit) and re-run for the rest"
+                "run's count); raise the cap to resume (cached calls are not paid again), or judge fewer "
+                "items (dataset.limit)"
             )

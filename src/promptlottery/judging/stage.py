@@ -187,7 +187,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     )
     if cfg.dry_run:
         return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
-    spend = build_spend(cfg)
+    # a sweep's jobs share one budget (Hydra writes multirun.yaml in the sweep dir); a single job its own
+    sweep = output_dir.parent if (output_dir.parent / "multirun.yaml").exists() else output_dir
+    spend = build_spend(cfg, ledger=sweep / "spend.json")
     if spend.active:  # the dry run's count against the cap, before the first call
         pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
         check_spend(spend, backend, cache, decoding, condition, pairs)

@@ -133,6 +133,9 @@ DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
 HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
+#: top-level options that never change an answer, out of the hash: a spend cap says how many calls a run
+#: may pay for, so a sweep stopped at its cap resumes in its dir with the cap raised (calls.spend)
+RUN_HANDLING = ("max_cost_usd", "max_tokens")
 
 
 def config_hash(config: dict) -> str:
@@ -156,7 +159,8 @@ def config_hash(config: dict) -> str:
                 else v
             )
             for k, v in config.items()
-            if k not in ("hydra", "logger") and not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])
+            if k not in ("hydra", "logger", *RUN_HANDLING)
+            and not (k in NEUTRAL_DEFAULTS and v == NEUTRAL_DEFAULTS[k])
         }
     )
     blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))

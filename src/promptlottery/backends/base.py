@@ -143,6 +143,8 @@ class Backend(ABC):
     #: loop keeps up to ``max_concurrency`` of them in flight on the backend's event loop
     #: (:meth:`acall` through :meth:`submit`) instead of computing fixed batches
     streams: bool = False
+    #: calls go out through a provider's batch API (:mod:`promptlottery.backends.provider_batch`)
+    batch_api: bool = False
 
     async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
         """Answer one request (a backend with ``streams``); raises BackendError."""

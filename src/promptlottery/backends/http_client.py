@@ -38,7 +38,14 @@ class LoopClient:
     async def session(self):
         """The one session (built on first use, on the loop's thread)."""
         if self._session is None:
-            import aiohttp
+            try:
+                import aiohttp
+            except ImportError:
+                from promptlottery.backends.base import BackendError
+
+                raise BackendError(
+                    "the OpenAI-compatible backends need aiohttp: pip install 'promptlottery[openai]'"
+                ) from None
 
             connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0, ttl_dns_cache=None)
             timeout = aiohttp.ClientTimeout(total=self.timeout_s, sock_connect=self.connect_timeout_s)

@@ -188,6 +188,11 @@ def run_calls(
 def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
             max_consecutive_failures, spend) -> tuple[list[str], str]:  # fmt: skip
     """The misses answered by the window (a backend that ``streams``) or in batches; the failures."""
+    if todo and backend.batch_api:
+        from promptlottery.calls.provider_batch import run_provider_batches
+
+        misses = [r for r in order if r.key not in cached]
+        return run_provider_batches(misses, backend, cache, decoding, answers, desc=desc), "call(s)"
     if todo and backend.streams:
         failures = _stream(
             [r for r in order if r.key not in cached], backend, cache, decoding, answers,

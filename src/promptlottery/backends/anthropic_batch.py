@@ -1,0 +1,120 @@
+"""Anthropic's Message Batches: ``POST /v1/messages/batches`` with ``{"requests": [{"custom_id",
+"params"}]}`` (at most 100,000 requests and 256 MB a batch), polled (``GET
+/v1/messages/batches/{id}``, ``processing_status`` in_progress, canceling, ended), its results read
+from ``results_url`` (JSONL: ``result.type`` succeeded, errored, canceled or expired). Claude gives
+no logprobs: every answer is scored from its text (``scoring: parsed_label``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.backends.openai_wire import TransientBackendError
+from promptlottery.backends.provider_batch import RESUBMIT, BatchAPIBackend, BatchStatus
+
+API_VERSION = "2023-06-01"
+
+
+class AnthropicBatchBackend(BatchAPIBackend):
+    backend_name = "anthropic"
+    default_base_url = "https://api.anthropic.com/v1"
+    default_api_key_env = "ANTHROPIC_API_KEY"
+    max_batch_requests = 100_000
+    max_batch_bytes = 256_000_000
+
+    def __init__(self, model: str, **kw: Any):
+        kw.setdefault("logprobs", False)
+        super().__init__(model, **kw)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION}
+        if self.api_key_env:
+            key = super()._headers()["Authorization"].removeprefix("Bearer ")
+            headers["x-api-key"] = key
+        return headers
+
+    def batch_line(self, request: JudgeRequest, decoding: Decoding) -> dict[str, Any]:
+        if request.messages is None:
+            raise BackendError(
+                f"{self.name}: the Messages API takes chat requests only (prompt_format: chat)"
+            )
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max(1, decoding.max_new_tokens),
+            "temperature": 0.0 if decoding.greedy else min(1.0, decoding.temperature),
+            "messages": [m for m in request.messages if m["role"] != "system"],
+            **({"system": system} if system else {}),
+            **self.extra_body,
+        }
+        return {"custom_id": request.key, "params": params}
+
+    async def _http(self, method: str, url: str, **kw) -> bytes:
+        import aiohttp
+
+        session = await self._client.session()
+        try:
+            async with session.request(method, url, headers=self._headers(), **kw) as resp:
+                status, raw = resp.status, await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransientBackendError(f"{self.name} at {url}: {type(exc).__name__}: {exc}") from None
+        if status != 200:
+            raise self._classify(status, raw.decode("utf-8", "replace"), JudgeRequest(key=url, labels=()))
+        return raw
+
+    async def submit_batch(self, lines: list[dict[str, Any]], tag: str) -> str:
+        # the Message Batches API keeps no metadata: a batch whose id was not recorded is sent again
+        return json.loads(
+            await self._http("POST", self.base_url + "/messages/batches", json={"requests": lines})
+        )["id"]
+
+    async def batch_status(self, batch_id: str) -> BatchStatus:
+        b = json.loads(await self._http("GET", f"{self.base_url}/messages/batches/{batch_id}"))
+        c = b.get("request_counts") or {}
+        done = sum(int(c.get(k) or 0) for k in ("succeeded", "errored", "canceled", "expired"))
+        total = done + int(c.get("processing") or 0)
+        return BatchStatus(b["processing_status"], done, total, b["processing_status"] == "ended")
+
+    async def batch_results(
+        self, batch_id: str, requests: dict[str, JudgeRequest], decoding: Decoding
+    ) -> dict[str, Any]:
+        b = json.loads(await self._http("GET", f"{self.base_url}/messages/batches/{batch_id}"))
+        out: dict[str, Any] = {}
+        if b.get("results_url"):
+            for line in (await self._http("GET", b["results_url"])).decode().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    if row.get("custom_id") in requests:
+                        out[row["custom_id"]] = self._result(
+                            row.get("result") or {}, requests[row["custom_id"]]
+                        )
+        return {k: out.get(k, RESUBMIT) for k in requests}
+
+    def _result(self, result: dict[str, Any], request: JudgeRequest) -> Any:
+        kind = result.get("type")
+        if kind in ("canceled", "expired"):
+            return RESUBMIT
+        if kind == "errored":
+            err = (result.get("error") or {}).get("error") or result.get("error") or {}
+            if err.get("type") in ("rate_limit_error", "overloaded_error", "api_error"):
+                return RESUBMIT
+            return BackendError(
+                f"{self.name} batch: request {request.key[:12]} failed: {json.dumps(err)[:300]}"
+            )
+        msg = result.get("message") or {}
+        text = "".join(c.get("text", "") for c in msg.get("content") or [] if c.get("type") == "text")
+        usage = msg.get("usage") or {}
+        return JudgeResponse(
+            raw_text=text,
+            label_probs=None,
+            prompt_tokens=int(usage.get("input_tokens") or 0),
+            completion_tokens=int(usage.get("output_tokens") or 0),
+            latency_s=0.0,
+            extra={
+                "scoring": "parsed_label",
+                "finish_reason": msg.get("stop_reason"),
+                "served_model": msg.get("model"),
+            },
+        )

@@ -25,6 +25,7 @@ TESTS = [
     "tests/test_user_errors.py",
     "tests/test_spend_faults.py",
     "tests/test_call_window.py",
+    "tests/test_provider_batches.py",
 ]
 #: test function -> the fault it plants (tests not named here are the hostile inputs of the second file)
 FAULTS = {
@@ -36,6 +37,8 @@ FAULTS = {
     "test_two_sweeps_on_one_cache_end_as_a_clean_run": "two sweeps writing one cache",
     "test_a_spend_cap_reached_mid_sweep_keeps_every_answer_and_a_raised_cap_resumes": "spend cap reached mid-sweep",
     "test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls": "SIGKILL mid-window (HTTP server stub)",
+    "test_a_run_killed_mid_batch_resumes_polling_it_and_submits_nothing_twice": "SIGKILL mid-batch (batch API stub)",
+    "test_an_expired_batch_sends_its_unanswered_requests_again": "a provider batch that expires",
 }
 HOSTILE = "hostile input (one line, rc 2, or warned)"
 

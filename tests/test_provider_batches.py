@@ -67,6 +67,8 @@ def test_openai_batches_split_at_the_limit_and_answer_with_label_probabilities(s
     assert stub.creates == 3  # all cached: nothing submitted
 
 
+@pytest.mark.faults
+@pytest.mark.fault_subset
 def test_an_expired_batch_sends_its_unanswered_requests_again(stub, tmp_path):
     stub.expire_first = True
     cache = CallCache(tmp_path / "calls.sqlite")

@@ -192,14 +192,15 @@ def table(results, theirs, cs, ds, has_inspect: bool, inspect_python) -> str:
     med = {k: {f: statistics.median(r[f] for r in v) for f in fields} for k, v in results.items()}
 
     def cpu_limit(c: int, d: float) -> float:
-        """calls/s with the client never idle: 1 / (CPU + run-queue wait per call), from the D = 0 run
-        at the same C (the client's own limit on this machine, at this load)."""
+        """The client's own CPU limit: 1 / (its CPU seconds per call), from the D = 0 run at the same C
+        (calls/s on one core of its own; on a shared machine the last column says how long its threads
+        waited for a CPU instead)."""
         m = med.get((c, 0.0), med[(c, d)])
-        return 1000 / (m["cpu_per_call_ms"] + m["wait_per_call_ms"])
+        return 1000 / m["cpu_per_call_ms"]
 
     rows = [
         "| engine | D | C | calls/s | bound: min(C/D, client CPU limit) | ratio to bound | client CPU per call "
-        "| waiting for a CPU per call |",
+        "| its threads waiting for a CPU, per call |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for d in ds:

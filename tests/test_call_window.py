@@ -185,7 +185,7 @@ RUN = textwrap.dedent(
     from promptlottery.backends.openai_compat import VLLMServerBackend
     from promptlottery.calls.cache import CallCache
     from promptlottery.calls.loop import CallStats, run_calls
-    import promptlottery.calls.loop as loop
+    import promptlottery.calls.stream as loop
     loop.FLUSH_EVERY = 4
     reqs = [JudgeRequest(key=f"key{i:04d}", labels=tuple("12345"), messages=[{"role": "user", "content": f"rate {i}"}])
             for i in range(int(sys.argv[3]))]
@@ -223,7 +223,7 @@ def test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls(server, 
 def test_the_adaptive_window_settles_near_the_servers_limit_without_failing_calls(server, tmp_path):
     server.delay_s, server.limit = 0.02, 6
     cache = CallCache(tmp_path / "c.sqlite")
-    from promptlottery.calls import loop
+    from promptlottery.calls import stream as loop
 
     window = loop.Window(32)
     real = loop.Window

@@ -112,6 +112,17 @@ class SpendCap:
             parts.append(f"{self.tokens} tokens of max_tokens={self.max_tokens}")
         return ", ".join(parts)
 
+    def check_pending(self, requests: list, backend, cache, decoding, *, where: str) -> None:
+        """:meth:`check_estimate` for the ``requests`` the cache lacks, counted by the backend (the dry
+        run's count)."""
+        cached = cache.get_many([r.key for r in requests])
+        todo = {r.key: r for r in requests if r.key not in cached}
+        if todo:
+            self.check_estimate(
+                calls=len(todo), prompt_tokens=sum(backend.count_tokens(r) for r in todo.values()),
+                max_new_tokens=decoding.max_new_tokens, where=where,
+            )  # fmt: skip
+
     def check_estimate(self, *, calls: int, prompt_tokens: int, max_new_tokens: int, where: str) -> None:
         """Refuse (one line, before any call) a job whose uncached calls the dry run's count prices over
         what is left of the cap: prompt tokens plus ``max_new_tokens`` per call (the most each may

@@ -192,7 +192,9 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     spend = build_spend(cfg, ledger=sweep / "spend.json")
     if spend.active:  # the dry run's count against the cap, before the first call
         pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
-        check_spend(spend, backend, cache, decoding, condition, pairs)
+        spend.check_pending(
+            [r for _, r in pairs], backend, cache, decoding, where=f"condition {condition.id}"
+        )
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
     def judge_cells(cells: list[Item], cond: Condition, orders_of=orders_of):
@@ -366,18 +368,6 @@ def _lost_by_manifest(cfg: DictConfig, cache: CallCache, keys) -> str | None:
         f"{len(cache)} now; {again} of this job's {len(wanted)} calls will be made again (remove "
         f"{manifest_path(cache.location)} if the loss is meant)"
     )
-
-
-def check_spend(spend, backend, cache: CallCache, decoding, condition: Condition, pairs: list) -> None:
-    """Refuse in one line a job whose uncached calls (the dry run's count) are priced over the cap."""
-    cached = cache.get_many([r.key for _, r in pairs])
-    todo = {r.key: r for _, r in pairs if r.key not in cached}
-    if not todo:
-        return
-    spend.check_estimate(
-        calls=len(todo), prompt_tokens=sum(backend.count_tokens(r) for r in todo.values()), max_new_tokens=decoding.max_new_tokens,
-        where=f"condition {condition.id}",
-    )  # fmt: skip
 
 
 def dry_run(

@@ -1,0 +1,185 @@
+"""The sliding window of calls in flight for a backend whose calls are independent (``Backend.streams``:
+an HTTP server), and the retry wait of the one retry layer (:mod:`promptlottery.calls.loop`).
+
+Up to ``window.size`` calls run on the backend's own event loop (:meth:`Backend.submit`); a finished
+call starts the next one, so a slow answer holds one slot, not a batch. Each call is retried on its
+own; answers are handed to the caller's thread in lists and written to the cache there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import random
+import threading
+import time
+
+from tqdm.auto import tqdm
+
+from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.calls.cache import CallCache
+from promptlottery.calls.spend import SpendCap
+from promptlottery.calls.window import Window
+
+logger = logging.getLogger(__name__)
+
+#: the longest wait before a retry that a server's ``Retry-After`` may ask for
+MAX_RETRY_AFTER_S = 60.0
+
+
+def retry_delay(attempt: int, backoff_s: float, exc: BaseException) -> float:
+    """Seconds before retry ``attempt + 1``: ``backoff_s * 2**attempt`` times a jitter in [0.5, 1)
+    (parallel jobs do not retry in step), at least the server's ``Retry-After`` (up to
+    :data:`MAX_RETRY_AFTER_S`)."""
+    delay = backoff_s * 2**attempt * (0.5 + random.random() / 2)
+    after = exc.retry_after if isinstance(exc, BackendError) else None
+    return max(delay, min(after, MAX_RETRY_AFTER_S)) if after else delay
+
+
+#: the sliding window writes its answers to the cache in chunks of this many, or after this long
+FLUSH_EVERY = 256
+FLUSH_S = 1.0
+
+
+def stream_calls(
+    misses: list[JudgeRequest], backend: Backend, cache: CallCache, decoding: Decoding,
+    answers: dict[str, JudgeResponse], *, max_retries: int, backoff_s: float, desc: str,
+    max_consecutive_failures: int, spend: SpendCap | None, window: Window | None = None,
+) -> list[str]:  # fmt: skip
+    """Answer ``misses`` with up to ``window.size`` calls in flight on the backend's event loop, each
+    retried on its own (:func:`_acall`); every answer is written to the cache (in chunks of
+    :data:`FLUSH_EVERY` or every :data:`FLUSH_S`, from this thread: the cache is not shared with the
+    loop's), and what arrived is written even when the run is interrupted. A call that fails for good
+    is a failure (returned) and the others go on; :data:`max_consecutive_failures` in a row (server
+    down), or the spend cap, stop sending: the calls in flight are awaited and kept."""
+    window = window or Window(backend.max_concurrency)
+    out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    fut = backend.submit(_window(backend, misses, decoding, window, out, stop, max_retries, backoff_s))
+    failures: list[str] = []
+    consecutive = 0
+    buffer: list[tuple[str, JudgeResponse, dict]] = []
+    last = time.monotonic()
+    bar = tqdm(total=len(misses), desc=desc, unit="call", disable=not misses)
+    try:
+        while True:
+            try:
+                got = out.get(timeout=FLUSH_S)
+            except queue.Empty:
+                got = []
+            if got is None:
+                break
+            for r, a in got:
+                if isinstance(a, BackendError):
+                    failures.append(str(a))
+                    consecutive += 1
+                    if consecutive >= max_consecutive_failures:
+                        stop.set()
+                    continue
+                if isinstance(a, BaseException):
+                    raise a
+                consecutive = 0
+                answers[r.key] = a
+                buffer.append((r.key, a, {"messages": r.messages, "prompt": r.prompt}))
+                if spend is not None:
+                    spend.add(a)
+                    if spend.reached:
+                        stop.set()
+            bar.update(len(got))
+            if buffer and (len(buffer) >= FLUSH_EVERY or time.monotonic() - last >= FLUSH_S):
+                cache.put_many(buffer)
+                buffer, last = [], time.monotonic()
+        fut.result()  # the window's own error, if any
+    except BaseException:
+        stop.set()
+        fut.cancel()
+        raise
+    finally:
+        if buffer:  # every answer that arrived is kept, even on the way out
+            cache.put_many(buffer)
+        bar.close()
+    if window.throttles:
+        logger.info("adaptive concurrency desc=%s throttles=%d window=%d max=%d", desc, window.throttles,
+                    window.size, window.ceiling)  # fmt: skip
+    return failures
+
+
+async def _window(backend, misses, decoding, window: Window, out: queue.Queue, stop: threading.Event,
+                  max_retries: int, backoff_s: float) -> None:  # fmt: skip
+    """On the backend's loop: keep ``window.size`` calls in flight, hand each answer (or its final
+    error) to the caller's thread in the order they arrive; ``None`` at the end."""
+    finished: list[tuple[JudgeRequest, object]] = []
+    wake = asyncio.Event()
+    pending: set[asyncio.Task] = set()
+
+    def done(task: asyncio.Task, r: JudgeRequest) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            exc = task.exception()
+            finished.append((r, exc if exc is not None else task.result()))
+        wake.set()
+
+    it = iter(misses)
+    more = True
+    try:
+        while True:
+            while more and not stop.is_set() and len(pending) < window.size:
+                r = next(it, None)
+                if r is None:
+                    more = False
+                    break
+                t = asyncio.ensure_future(_acall(backend, r, decoding, window, max_retries, backoff_s))
+                pending.add(t)
+                t.add_done_callback(lambda task, r=r: done(task, r))
+            if not pending:
+                break
+            await wake.wait()
+            wake.clear()
+            if finished:
+                out.put(finished)
+                finished = []
+    finally:
+        for t in list(pending):
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if finished:
+            out.put(finished)
+        out.put(None)
+
+
+#: a call throttled (HTTP 429) under the adaptive window is retried this many times before its
+#: throttles count against ``max_retries``: the window shrinks until the server admits it
+MAX_THROTTLED_RETRIES = 32
+
+
+async def _acall(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
+                 max_retries: int, backoff_s: float) -> JudgeResponse:  # fmt: skip
+    """:func:`_call` for one streamed request: retried while ``backend.is_retryable``, waiting
+    :func:`retry_delay` (at least the server's Retry-After); a 429 or nearly spent rate-limit
+    headers shrink the window (:class:`~promptlottery.calls.window.Window`), and a 429 is retried
+    up to :data:`MAX_THROTTLED_RETRIES` times before it counts as a failed attempt (it says "later",
+    not "no")."""
+    attempt = throttled = 0
+    while True:
+        epoch = window.epoch
+        try:
+            answer = await backend.acall(request, decoding)
+        except Exception as exc:  # noqa: BLE001 - the predicate decides
+            retryable = backend.is_retryable(exc)
+            if retryable and getattr(exc, "status", None) == 429:
+                window.on_throttle(epoch)
+                if throttled < MAX_THROTTLED_RETRIES:
+                    throttled += 1
+                    await asyncio.sleep(retry_delay(min(throttled - 1, 5), backoff_s, exc))
+                    continue
+            if attempt < max_retries and retryable:
+                delay = retry_delay(attempt, backoff_s, exc)
+                attempt += 1
+                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt, delay, exc)
+                await asyncio.sleep(delay)
+                continue
+            raise
+        window.on_answer(epoch, getattr(backend, "rate_headroom", None))
+        return answer

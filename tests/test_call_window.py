@@ -276,3 +276,30 @@ def test_a_spend_cap_is_out_of_the_job_hash_so_a_capped_sweep_resumes_in_its_dir
     assert config_hash({**job, "max_cost_usd": None, "max_tokens": None}) == config_hash(job)
     assert config_hash({**job, "max_cost_usd": 5.0, "max_tokens": 10**6}) == config_hash(job)
     assert config_hash({**job, "max_retries": 5}) != config_hash(job)
+
+
+def test_nearly_spent_rate_limit_headers_shrink_the_window_once_per_episode():
+    from promptlottery.backends.openai_wire import rate_headroom
+    from promptlottery.calls.window import Window
+
+    low = rate_headroom({"x-ratelimit-remaining-requests": "2", "x-ratelimit-limit-requests": "100",
+                         "x-ratelimit-remaining-tokens": "90000", "x-ratelimit-limit-tokens": "100000"})  # fmt: skip
+    assert low == pytest.approx(0.02)
+    assert (
+        rate_headroom(
+            {"anthropic-ratelimit-requests-remaining": "50", "anthropic-ratelimit-requests-limit": "100"}
+        )
+        == 0.5
+    )
+    w = Window(20)
+    sent = w.epoch
+    w.on_answer(sent, low)  # 2% of the budget left: a throttle signal, no 429 needed
+    assert w.size == 14 and w.throttles == 1
+    w.on_answer(sent, low)  # sent before that decrease: the same episode
+    assert w.size == 14
+    for _ in range(15):  # about one window of answers with room left grows it by one
+        w.on_answer(w.epoch, 0.5)
+    assert w.size == 15
+    for _ in range(200):
+        w.on_answer(w.epoch, None)
+    assert w.size == 20  # never above max_concurrency

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from promptlottery.analysis import plots_verdict
 from promptlottery.analysis.verdict import finding, show
@@ -137,3 +138,33 @@ def test_show_folds_rows_without_a_value(tmp_path):
         "Not measured on this run (1 rows, see report.md): no fixed-prompt baseline (run P1 with n_samples=5)."
         in text
     )
+
+
+def test_constant_judge_metrics_log_one_line_instead_of_warnings(caplog, recwarn):
+    # a judge that gives every item the same label (SmolLM2 on the demo): the correlations with the
+    # humans are undefined; None and one logged line per verdict, no UndefinedMetricWarning on screen
+    import logging
+
+    from promptlottery.judging.runner import condition_metrics
+
+    n = 6
+    df = pd.DataFrame(
+        {
+            "score": [1.0] * n,
+            "parsed_label": ["1"] * n,
+            "label_mass": [0.9] * n,
+            "scoring_mode": ["logprob_weighted"] * n,
+            "argmax_label": ["1"] * n,
+            "human": [1.0, 2.0, 3.0, 4.0, 5.0, 2.0],
+            "weighted_score": [1.1, 1.5, 2.0, 2.2, 3.0, 1.4],
+            "argmax_score": [1.0] * n,
+            "parsed_score": [1.0] * n,
+        }
+    )
+    with caplog.at_level(logging.INFO, logger="promptlottery.judging.runner"):
+        m = condition_metrics(df)
+    assert m["pearson_argmax"] is None and m["kendall_tau_b_parsed"] is None
+    assert m["pearson_weighted"] == pytest.approx(np.corrcoef(df["weighted_score"], df["human"])[0, 1])
+    assert not [w for w in recwarn if "undefined" in str(w.message)]
+    lines = [r.getMessage() for r in caplog.records if "undefined" in r.getMessage()]
+    assert len(lines) == 2 and "verdict=argmax" in lines[0] and "no variance" in lines[0]

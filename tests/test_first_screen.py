@@ -78,15 +78,19 @@ def _written(tmp_path, *, flip=0.25, rank_change=1 / 3, kappa=0.2):
     ).to_csv(tmp_path / "tables" / "variant_human_correlation.csv", index=False)
     pd.DataFrame(
         {
-            "key": ["a", "b"],
-            "finding": ["Fleiss across paraphrases", "fixed prompt"],
-            "paper": ["0.24", "0.89"],
-            "ours": [0.2, np.nan],
-            "ours_lo": [0.1, np.nan],
-            "ours_hi": [0.3, np.nan],
-            "n": [1, 0],
-            "pct": [False, False],
-            "note": ["", "n/a: no fixed-prompt baseline (run P1 with n_samples=5)"],
+            "key": ["paraphrase_kappa", "fixed_kappa", "paraphrase_kappa_cohen"],
+            "finding": ["Fleiss across paraphrases", "fixed prompt", "mean Cohen (ours)"],
+            "paper": ["0.24", "0.89", "not reported"],
+            "ours": [0.2, np.nan, 0.5],
+            "ours_lo": [0.1, np.nan, 0.4],
+            "ours_hi": [0.3, np.nan, 0.6],
+            "n": [1, 0, 1],
+            "pct": [False, False, False],
+            "note": [
+                "second interval [0.0, 0.4]",
+                "n/a: no fixed-prompt baseline (run P1 with n_samples=5)",
+                "",
+            ],
         }
     ).to_csv(tmp_path / "tables" / "headlines.csv", index=False)
     # the record a finished analysis writes last: show() reads only files it vouches for
@@ -132,8 +136,11 @@ def test_rank_change_through_ties_is_not_called_a_flip(tmp_path):
 def test_show_folds_rows_without_a_value(tmp_path):
     text = show(_written(tmp_path))
     assert text.startswith("The finding:")
-    table = text.split("Headlines")[1].split("Not measured")[0]
-    assert "Fleiss across paraphrases" in table and "fixed prompt" not in table
+    table = text.split("The paper's measures vs ours")[1].split("Not measured")[0]
+    assert "| Fleiss across paraphrases | 0.24 | 0.200 [0.100, 0.300] | 1 |" in table
+    assert "fixed prompt" not in table  # no value: folded into one line
+    # one interval a row: the notes (our variants' intervals) and our own rows stay in report.md
+    assert "second interval" not in table and "mean Cohen (ours)" not in table
     assert (
         "Not measured on this run (1 rows, see report.md): no fixed-prompt baseline (run P1 with n_samples=5)."
         in text
@@ -168,3 +175,33 @@ def test_constant_judge_metrics_log_one_line_instead_of_warnings(caplog, recwarn
     assert not [w for w in recwarn if "undefined" in str(w.message)]
     lines = [r.getMessage() for r in caplog.records if "undefined" in r.getMessage()]
     assert len(lines) == 2 and "verdict=argmax" in lines[0] and "no variance" in lines[0]
+
+
+def test_first_screen_shows_at_most_ten_of_the_papers_rows(tmp_path):
+    from promptlottery.analysis.headlines import paper_keys
+
+    d = _written(tmp_path)
+    keys = paper_keys()
+    assert len(keys) > 10
+    hl = pd.DataFrame(
+        {
+            "key": keys,
+            "finding": [f"row {k}" for k in keys],
+            "paper": ["x"] * len(keys),
+            "ours": [0.5] * len(keys),
+            "ours_lo": [0.4] * len(keys),
+            "ours_hi": [0.6] * len(keys),
+            "n": [3] * len(keys),
+            "pct": [False] * len(keys),
+            "note": [""] * len(keys),
+        }
+    )
+    hl.to_csv(d / "tables" / "headlines.csv", index=False)
+    (d / "results.json").unlink()
+    record = {"status": "ok", "stage": "lottery", "outputs": digests(d)}
+    (d / "results.json").write_text(json.dumps(record), encoding="utf-8")
+    text = show(d)
+    table = text.split("The paper's measures vs ours")[1]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| row ")]
+    assert [r.split(" | ")[0] for r in rows] == [f"| row {k}" for k in keys[:10]]
+    assert f"({len(keys) - 10} more measured rows in report.md)" in table

@@ -205,3 +205,44 @@ def test_first_screen_shows_at_most_ten_of_the_papers_rows(tmp_path):
     rows = [ln for ln in table.splitlines() if ln.startswith("| row ")]
     assert [r.split(" | ")[0] for r in rows] == [f"| row {k}" for k in keys[:10]]
     assert f"({len(keys) - 10} more measured rows in report.md)" in table
+
+
+def test_one_configuration_has_one_fleiss_interval_everywhere(tmp_path):
+    # the demo's shape: one configuration; its Fleiss' kappa across the wordings is printed in the
+    # verdict, the headline row, section 1 and section 2: with one interval, section 1's (studentized)
+    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
+    from promptlottery.tracking import tables
+    from tests.test_analysis_fixtures import default_judgments, write_sweep
+
+    df = default_judgments()
+    sweep = write_sweep(tmp_path / "grid", df[(df["dataset"] == "stsb") & (df["backbone"] == "bb1")])
+    opts = {
+        "runs": str(sweep / "*"),
+        "n_resamples": 60,
+        "n_permutations": 20,
+        "embeddings": "none",
+        "plots": False,
+    }
+    out = tmp_path / "out"
+    run_lottery(LotteryOptions.from_dict(opts), out)
+    col = pd.read_csv(out / "tables" / "agreement_collapse.csv")
+    para = col[col["setting"] == "paraphrases"].iloc[0]
+    est, lo, hi = para["fleiss_kappa_all"], para["fleiss_kappa_all_lo"], para["fleiss_kappa_all_hi"]
+    assert np.isfinite([est, lo, hi]).all() and lo <= est <= hi
+    hl = pd.read_csv(out / "tables" / "headlines.csv").set_index("key").loc["paraphrase_kappa"]
+    assert (hl["ours"], hl["ours_lo"], hl["ours_hi"]) == pytest.approx((est, lo, hi), abs=1e-4)
+    by = pd.read_csv(out / "tables" / "agreement_by_task_type.csv")
+    assert by["fleiss_kappa_all_lo"].to_numpy() == pytest.approx([lo] * len(by), abs=1e-4)
+    assert by["fleiss_kappa_all_hi"].to_numpy() == pytest.approx([hi] * len(by), abs=1e-4)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    ci = tables.ci(est, lo, hi)
+    row = next(
+        ln for ln in report.splitlines() if ln.startswith("| Fleiss' kappa across the five paraphrases |")
+    )
+    assert f"| {ci} |" in row
+    section2 = report.split("## 2.")[1].split("\n## ")[0]
+    assert section2.count(f"| {ci} |") >= len(by)  # Fleiss (no collapse filter) in every grouping row
+    # the verdict section gives the paper's measure, right after the verdict sentences
+    verdict = report.split("## Verdict")[1].split("\n## ")[0]
+    assert "Fleiss' kappa across the wordings (§3.2, §C.3" in verdict and tables.ci(est, lo, hi) in verdict

@@ -140,3 +140,21 @@ def test_a_gate_cost_curve_is_a_native_line_plot(tmp_path):
     }  # the row without a y is left out
     assert not [k for k in summary if k.startswith("cost_curve/none")]  # an empty curve is not logged
     assert summary["gate/learned_gate/calls_saved"] == pytest.approx(0.4)
+
+
+def test_a_judge_run_is_one_condition_with_a_resolved_config(tmp_path):
+    cfg = compose(
+        [
+            "+experiment=demo", "backbone=fake", "judge.variant=P2", "logger=wandb", "logger.mode=offline",
+            f"logger.dir={tmp_path / 'wb'}",
+        ],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    rec = run_stage(cfg, tmp_path / "job")
+    _, config, summary = _read_back(tmp_path / "wb")
+    assert config["condition"] == "table/answer_correctness/demo_correctness/P2/fake"
+    assert config["wording"] == "P2" and config["judge"]["variant"] == "P2"
+    assert config["backbone"]["name"] == "fake" and config["stage"] == "judge"
+    assert "${" not in json.dumps({k: v for k, v in config.items() if not k.startswith("_wandb")})
+    assert summary["metrics/n_judgments"] == rec["metrics"]["n_judgments"] == 24
+    assert summary["metrics/pearson_weighted"] == pytest.approx(rec["metrics"]["pearson_weighted"])

@@ -82,12 +82,14 @@ def test_fake_demo_and_its_lottery_say_fake_in_every_report_and_table(tmp_path):
         "wording_dimensions", "wording_dimensions_cross_model",
     ]  # fmt: skip
     assert len(list((lottery / "tables").glob("*.csv"))) - len(silent) >= 15
-    # the first screen names the fake judge in its first line
+    # the first screen says so in its first line, above the finding
     shown = subprocess.run(
         [sys.executable, "-m", "promptlottery.analysis.verdict", str(lottery)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert shown.returncode == 0 and "/fake:" in shown.stdout.splitlines()[1]
+    first = shown.stdout.splitlines()
+    assert shown.returncode == 0 and first[0].startswith("Fake judge (backbone fake): the fake backend's")
+    assert first[1] == "The finding:" and first[2].endswith("/fake:")
 
 
 @pytest.mark.parametrize("name", ["fake", "fake-smollm2"])

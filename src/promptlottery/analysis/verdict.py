@@ -378,7 +378,10 @@ def show(lottery_dir: str | Path) -> str:
         tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
         for e, lo, hi, p in zip(measured["ours"], measured["ours_lo"], measured["ours_hi"], measured["pct"])
     ]
-    lines = ["The finding:", *finding(d), ""]
+    report = d / "report.md"
+    head = report.read_text(encoding="utf-8").splitlines()[:4] if report.is_file() else []
+    fake = [ln.replace("**", "") for ln in head if ln.startswith("**Fake judge**")]  # render.fake_judge_line
+    lines = [*fake, "The finding:", *finding(d), ""]
     shown = measured.head(FIRST_SCREEN_ROWS)
     lines += ["The paper's measures vs ours", rp.markdown_table(shown, HEADLINE_COLUMNS)]
     if len(measured) > len(shown):

@@ -24,11 +24,13 @@ def _read_back(wandb_dir: Path) -> tuple[Path, dict, dict]:
     """The one offline run under ``wandb_dir``: its folder, config and summary (from its log)."""
     (run,) = sorted(wandb_dir.glob("wandb/offline-run-*"))
     log = next(run.glob("run-*.wandb"))
+    seen = None
     for _ in range(100):  # wandb-core may still be flushing the log when finish() returns
         config, summary = _read_wandb_log(log)
-        if config and summary:
-            break
-        time.sleep(0.1)
+        if config and summary and seen == (len(config), len(summary)):
+            break  # read twice alike: written out
+        seen = (len(config), len(summary))
+        time.sleep(0.2)
     return run, config, summary
 
 
@@ -158,3 +160,35 @@ def test_a_judge_run_is_one_condition_with_a_resolved_config(tmp_path):
     assert "${" not in json.dumps({k: v for k, v in config.items() if not k.startswith("_wandb")})
     assert summary["metrics/n_judgments"] == rec["metrics"]["n_judgments"] == 24
     assert summary["metrics/pearson_weighted"] == pytest.approx(rec["metrics"]["pearson_weighted"])
+
+
+def test_the_gate_stage_logs_its_cost_curves_as_line_plots(tmp_path):
+    # the gate stage end to end (tests/test_gate_stage.py's small fake grid), logged to an offline run
+    for v in ("P1", "P2", "P3", "P4", "P5"):
+        cfg = compose(["backbone=fake", "dataset.limit=20", f"judge.variant={v}"], tmp_path=tmp_path)
+        run_stage(cfg, tmp_path / "grid" / f"stsb_{v}")
+    cfg = compose(
+        [
+            "+gate=selective", f"gate.runs={tmp_path / 'grid'}/*", "gate/classifier=deberta_tiny",
+            "backbone=fake", "gate.llm_baseline.n_shot=1", "gate.embedding_baseline.enabled=false",
+            "logger=wandb", "logger.mode=offline", f"logger.dir={tmp_path / 'wb'}",
+        ],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run_stage(cfg, tmp_path / "gate")["status"] == "ok"
+    run, config, summary = _read_back(tmp_path / "wb")
+    written = pd.read_csv(tmp_path / "gate" / "cost_curve.csv")
+    for name, suffix in (("all", ""), ("no-consensus", "_nc")):
+        got = _line_table(run, summary, f"cost_curves/{name}")
+        want = written[[f"calls_saved{suffix}", f"recovered{suffix}", "policy"]].dropna()
+        assert len(got) == len(want) > 0
+        assert got[f"recovered{suffix}"].to_numpy() == pytest.approx(want[f"recovered{suffix}"].to_numpy())
+        panel = config[f"_wandb.visualize.cost_curves/{name}"]["panel_config"]
+        assert panel["fieldSettings"] == {
+            "x": f"calls_saved{suffix}",
+            "y": f"recovered{suffix}",
+            "stroke": "policy",
+        }
+    assert summary["gate/learned_gate/calls_saved"] == pytest.approx(
+        json.loads((tmp_path / "gate" / "results.json").read_text())["metrics"]["learned_gate"]["calls_saved"]
+    )

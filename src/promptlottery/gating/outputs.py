@@ -259,7 +259,7 @@ def log_and_print(tracker, g: GateConfig, metrics, tables, transfer, summary, si
     tracker.log_image("cost_curve", str(out / "cost_curve.png"))
     for suffix, items in (("", "all test items"), ("_nc", "no-consensus test items")):  # native W&B charts
         tracker.log_line(
-            f"cost_curve/{items.split()[0]}", tables["cost_curve"], x=f"calls_saved{suffix}",
+            f"cost_curves/{items.split()[0]}", tables["cost_curve"], x=f"calls_saved{suffix}",
             y=f"recovered{suffix}", stroke="policy", title=f"calls saved vs decisions recovered, {items}",
         )  # fmt: skip
     clf, split = metrics["paper_gate_classifier_p1"], summary["split"]

@@ -360,8 +360,10 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
 
 
 def show(lottery_dir: str | Path) -> str:
-    """The finding in plain words, the headline rows that have a value (the others folded into one
-    line saying what would measure them), and the report's path of a written analysis.
+    """The first screen of a written analysis: a fake judge's warning (if any), the finding in plain
+    words, the paper's headline rows that have a value (at most :data:`FIRST_SCREEN_ROWS`, one interval
+    each; the others folded into one line saying what would measure them; our variants and the notes
+    stay in report.md), and the report's path.
 
     Only a finished analysis is shown: :class:`~promptlottery.tracking.staging.OutputsError` when
     its results.json is missing, not ``ok`` or does not vouch for the files (their sha256)."""

@@ -34,7 +34,9 @@ SETS = {
 }  # fmt: skip
 HOLISTIC = ("Full", "3ex")
 ANALYTIC = ("Sep.", "Bat.", "Edited")
-B1, B2 = "smollm2", "gemma3_270m"
+#: the rubric.backbones keys the fake judges stand in for, and the names the tables give them
+K1, K2 = "smollm2", "gemma3_270m"
+B1, B2 = f"fake-{K1}", f"fake-{K2}"
 
 
 # --------------------------------------------------------------------------- the definitions, by hand
@@ -72,7 +74,7 @@ class Run:
     def __init__(self, name: str, b1: str, b2: str, root: Path, extra: tuple[str, ...] = ()):
         self.name = name
         over = [f"+experiment={name}", f"dataset.limit={LIMIT}", f"rubric.stats.n_resamples={N_RESAMPLES}"]
-        for bb, behaviour in ((B1, b1), (B2, b2)):
+        for bb, behaviour in ((K1, b1), (K2, b2)):
             over += [
                 f"backbone@rubric.backbones.{bb}=fake",
                 f"rubric.backbones.{bb}.backend.behaviour={behaviour}",

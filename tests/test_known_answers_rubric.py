@@ -36,6 +36,8 @@ from tests.rubric_known import (
     B2,
     EXPERIMENTS,
     HOLISTIC,
+    K1,
+    K2,
     LIMIT,
     MIN_ITEMS,
     N_RESAMPLES,
@@ -190,7 +192,7 @@ def test_an_inverted_holistic_condition_gets_the_dagger(run):
     """The inverted judge mirrors the 3ex holistic answers (set 6: 0-4, s -> 4 - s): its Full tau is 1,
     its 3ex tau -1, the one holistic test differs by 2 on every defined resample (no Bonferroni: two
     conditions), so Full carries the paper's dagger; the analytic answers are the oracle's."""
-    extra = (f"rubric.backbones.{B2}.backend.inverted_variant=holistic_three",)
+    extra = (f"rubric.backbones.{K2}.backend.inverted_variant=holistic_three",)
     r = run("rubric_asap_set6", "oracle", "inverted", extra)
     assert r.error is None, r.error
     hu = Humans(r)
@@ -322,7 +324,7 @@ def test_infobench_yes_rate_of_constant_judges(run):
     extra = (
         "~rubric.conditions.holistic_none",
         "~rubric.conditions.holistic_three",
-        f"rubric.backbones.{B1}.backend.label=yes",
+        f"rubric.backbones.{K1}.backend.label=yes",
     )
     r = run("rubric_infobench", "constant", "always_first", extra)
     assert r.error is None, r.error

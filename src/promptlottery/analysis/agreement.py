@@ -225,6 +225,13 @@ def agreement_by_task_type(
                     rec[m] = rec[f"{m}_lo"] = rec[f"{m}_hi"] = np.nan
                     continue
                 rec[m] = float(ok[m].mean())
+                if len(ok) == 1 and {f"{m}_lo", f"{m}_hi"} <= set(ok.columns):
+                    # one configuration: its own interval (Fleiss' studentized one), as in section 1
+                    rec[f"{m}_lo"], rec[f"{m}_hi"] = (
+                        float(ok[f"{m}_lo"].iloc[0]),
+                        float(ok[f"{m}_hi"].iloc[0]),
+                    )
+                    continue
                 reps = [distributions.get((cid, setting, m)) for cid in ok["config_id"]]
                 reps = [r for r in reps if r is not None]
                 if reps and len({len(r) for r in reps}) == 1:

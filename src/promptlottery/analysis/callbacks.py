@@ -53,7 +53,7 @@ class LotteryAnalysis(Callback):
         opts = LotteryOptions.from_dict({**OmegaConf.to_container(a, resolve=True), "runs": str(sweep_dir)})
         cfg = OmegaConf.to_container(config, resolve=False)
         cfg.pop("hydra", None)
-        tracker = make_analysis_tracker(config.logger, cfg, opts)
+        tracker = make_analysis_tracker(config.logger, opts)
         try:  # run_lottery records the failure and finishes the tracker
             res = run_lottery(opts, out, tracker=tracker, config=cfg, root=config.paths.root_dir)
         except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.report import CSV_FLOAT, markdown_table
 
 #: config keys that differ between any two runs without meaning anything
-IGNORED_PREFIXES = ("_wandb", "hydra", "paths.")
+IGNORED_PREFIXES = ("_wandb", "hydra", "paths.", "logger.")
 
 
 @dataclass
@@ -235,21 +236,65 @@ def config_diff(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", *[r.name for r in runs]])
 
 
+def metric_order(keys) -> list[str]:
+    """The estimates among ``keys`` (``x`` of every ``x`` / ``x_lo`` / ``x_hi``; an interval bound
+    without its estimate is a metric of its own), the paper's headline rows first in report order
+    (:func:`~promptlottery.analysis.headlines.paper_keys`; a key matches with or without a
+    ``<prefix>/``), then our other headline rows, then the rest alphabetically."""
+    from promptlottery.analysis.headlines import HEADLINES, paper_keys
+
+    keys = set(keys)
+    estimates = {k for k in keys if not (k.endswith(("_lo", "_hi")) and k[:-3] in keys)}
+    paper, ours = paper_keys(), [h.key for h in HEADLINES]
+
+    def rank(k: str) -> tuple:
+        bare = k.rsplit("/", 1)[-1]
+        if bare in paper:
+            return (0, paper.index(bare), k)
+        if bare in ours:
+            return (1, ours.index(bare), k)
+        return (2, 0, k)
+
+    return sorted(estimates, key=rank)
+
+
 def metric_deltas(runs: list[Run]) -> pd.DataFrame:
-    """Every numeric metric of any run, each run's value and its delta to the first run."""
-    keys = sorted({k for r in runs for k in r.metrics})
+    """Every numeric metric of any run (:func:`metric_order`): each run's estimate, its interval
+    (``<run> lo`` / ``<run> hi``, when the run has ``x_lo`` / ``x_hi``) and the estimate's delta to
+    the first run, one row per estimate."""
+    nan = float("nan")
+    keys = metric_order(k for r in runs for k in r.metrics)
     base = runs[0]
     rows = []
     for k in keys:
         row: dict[str, Any] = {"metric": k}
         for r in runs:
-            row[r.name] = r.metrics.get(k, float("nan"))
+            row[r.name] = r.metrics.get(k, nan)
+            row[f"{r.name} lo"], row[f"{r.name} hi"] = (
+                r.metrics.get(f"{k}_lo", nan),
+                r.metrics.get(f"{k}_hi", nan),
+            )
         for r in runs[1:]:
             a, b = base.metrics.get(k), r.metrics.get(k)
-            row[f"delta {r.name}"] = (b - a) if a is not None and b is not None else float("nan")
+            row[f"delta {r.name}"] = (b - a) if a is not None and b is not None else nan
         rows.append(row)
-    cols = ["metric", *[r.name for r in runs], *[f"delta {r.name}" for r in runs[1:]]]
-    return pd.DataFrame(rows, columns=cols)
+    cols = ["metric", *[c for r in runs for c in (r.name, f"{r.name} lo", f"{r.name} hi")]]
+    return pd.DataFrame(rows, columns=[*cols, *[f"delta {r.name}" for r in runs[1:]]])
+
+
+def _shown(deltas: pd.DataFrame, runs: list[Run]) -> pd.DataFrame:
+    """The metrics table as compare.md prints it: each run's estimate with its interval in one cell."""
+    from promptlottery.tracking import tables
+
+    out = deltas[["metric"]].copy()
+    for r in runs:
+        out[r.name] = [
+            tables.ci(e, lo, hi) if np.isfinite(lo) or np.isfinite(hi) else tables.fmt(e)
+            for e, lo, hi in zip(deltas[r.name], deltas[f"{r.name} lo"], deltas[f"{r.name} hi"])
+        ]
+    for r in runs[1:]:
+        out[f"delta {r.name}"] = deltas[f"delta {r.name}"]
+    return out
 
 
 def compare(paths: list[str], out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -266,7 +311,9 @@ def compare(paths: list[str], out_dir: str | Path | None = None) -> dict[str, An
         "",
         f"## Metrics (delta = run - {runs[0].name})",
         "",
-        markdown_table(deltas) if not deltas.empty else "n/a: no numeric metric in any run",
+        "The paper's headline rows first; each estimate with its interval [lo, hi] where the run has one.",
+        "",
+        markdown_table(_shown(deltas, runs)) if not deltas.empty else "n/a: no numeric metric in any run",
         "",
     ]
     text = "\n".join(lines)

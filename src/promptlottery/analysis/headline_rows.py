@@ -99,6 +99,11 @@ def _stratified_mean(collapse: pd.DataFrame, dists: dict, mask: pd.Series, measu
     ok = sub[np.isfinite(sub[measure].astype(float))]
     if ok.empty:
         return np.nan, np.nan, np.nan, 0, len(sub)
+    if len(ok) == 1 and {f"{measure}_lo", f"{measure}_hi"} <= set(ok.columns):
+        # one configuration: its own interval (section 1's, e.g. Fleiss' studentized one), so the
+        # report gives one number one interval
+        r = ok.iloc[0]
+        return float(r[measure]), float(r[f"{measure}_lo"]), float(r[f"{measure}_hi"]), 1, len(sub)
     reps = [dists.get((c, s, measure)) for c, s in zip(ok["config_id"], ok["setting"])]
     lo, hi = _replicate_ci([r for r in reps if r is not None], level)
     return float(ok[measure].mean()), lo, hi, len(ok), len(sub)
@@ -124,6 +129,8 @@ def _n_note(n: int, total: int, measure: str = "") -> str:
         return f"n/a: kappa undefined in all {total} configurations ({why})"
     if n < total:
         return f"mean over {n} of {total} configurations (kappa undefined in the others: {why})"
+    if n == 1:
+        return "1 configuration; its CI as in section 1"
     return f"mean over {n} of {total} configurations; CI: items resampled within each"
 
 

@@ -250,6 +250,14 @@ HEADLINES: tuple[Headline, ...] = (
 )
 
 
+def paper_keys() -> list[str]:
+    """The keys of the headline rows that carry a figure of the paper (not ours, not "not reported"),
+    in report order: the rows the paper's reader compares first."""
+    return [
+        h.key for h in HEADLINES if h.paper and not h.paper.startswith("(ours") and h.paper != "not reported"
+    ]
+
+
 def headlines(
     tables: dict[str, pd.DataFrame], dists: dict[str, dict], opts: Any, rank_dists: dict | None = None
 ) -> pd.DataFrame:

@@ -24,7 +24,8 @@ def write_outputs(
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = result["tables"]
     tdir = out_dir / opts.tables_dir
-    written = {name: rp.write_table(t, name, tdir) for name, t in tables.items()}
+    note = fake_judge_line(grid)
+    written = {name: rp.write_table(t, name, tdir, note=note) for name, t in tables.items()}
     tables[lt.UNSTABLE_ITEMS].to_csv(
         out_dir / f"{lt.UNSTABLE_ITEMS}.csv", index=False, float_format=rp.CSV_FLOAT
     )
@@ -45,6 +46,8 @@ def render_report(
     order, then the files written."""
     ctx = ReportContext(result, grid, opts, Path(out_dir), figures, files)
     R = rp.Report("Prompt lottery report")
+    if fake := fake_judge_line(grid):
+        R.p(fake)
     for section in registry.SECTIONS:
         section.render(R, ctx)
     if result.get("budget_link"):
@@ -64,3 +67,22 @@ def render_report(
         ]
     )
     return R.text()
+
+
+def fake_backbones(grid: JudgmentGrid) -> list[str]:
+    """The grid's backbones that are the fake judge (``backbone=fake``, or a ``fake-<name>`` stand-in)."""
+    names = {
+        str(b) for f in (grid.judgments, *grid.pairwise.values()) if "backbone" in f for b in f["backbone"]
+    }
+    return sorted(b for b in names if b == "fake" or b.startswith("fake-"))
+
+
+def fake_judge_line(grid: JudgmentGrid) -> str | None:
+    """The warning every report and table of a fake judge's run opens with; None for a real judge."""
+    fake = fake_backbones(grid)
+    if not fake:
+        return None
+    return (
+        f"**Fake judge** (backbone {', '.join(fake)}): the fake backend's made-up labels, not a model's; "
+        "these numbers check the pipeline and say nothing about any judge."
+    )

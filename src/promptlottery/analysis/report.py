@@ -60,12 +60,18 @@ OURS_ALL_SCALES = "(ours: all scales pooled; the paper's figure is for non-binar
 
 
 def write_table(
-    df: pd.DataFrame, name: str, tables_dir: str | Path, *, columns: dict[str, str] | None = None
+    df: pd.DataFrame,
+    name: str,
+    tables_dir: str | Path,
+    *,
+    columns: dict[str, str] | None = None,
+    note: str | None = None,
 ) -> dict:
-    """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all), in the
-    lottery's conventions: CSV floats ``%.4f`` (:data:`CSV_SIGNIFICANT` columns 4 significant digits)."""
+    """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all; ``note``
+    a line above the table), in the lottery's conventions: CSV floats ``%.4f``
+    (:data:`CSV_SIGNIFICANT` columns 4 significant digits)."""
     small = {c: _csv_small for c in CSV_SIGNIFICANT}
-    markdown = markdown_table(df, columns) + "\n"
+    markdown = (f"{note}\n\n" if note else "") + markdown_table(df, columns) + "\n"
     return tables.write_table(
         df, tables_dir, name, markdown=markdown, float_format=CSV_FLOAT, csv_formats=small
     )

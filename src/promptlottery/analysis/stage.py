@@ -24,8 +24,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.analyse import analyse
 from promptlottery.analysis.budget_link import find_budget
 from promptlottery.analysis.options import LotteryOptions
@@ -79,6 +81,7 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     # no results.json saying ok until every new file is in place (tracking.staging)
     (output_dir / "results.json").unlink(missing_ok=True)
     grid = load_grid(opts)
+    job.tracker.update_config(grid_config(grid))  # W&B: what was analysed, not the default composition
     designs = {
         str(d)
         for f in (grid.judgments, *grid.pairwise.values())
@@ -120,6 +123,8 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     tracker.log_metrics({"metrics": metrics})  # the same keys as results.json: compare can mix the two
     for name, table in result["tables"].items():
         tracker.log_table(f"lottery/table/{name}", table)
+    for name, (curve, x, y, stroke, title) in lottery_curves(result["tables"]).items():
+        tracker.log_line(f"lottery/curve/{name}", curve, x=x, y=y, stroke=stroke, title=title)
     for name, path in written["figures"].items():
         tracker.log_image(f"lottery/figure/{name}", str(path))
     record = job.ok(
@@ -155,19 +160,78 @@ def load_grid(opts: LotteryOptions) -> JudgmentGrid:
     )
 
 
-def make_analysis_tracker(logger_cfg, config: dict, opts: LotteryOptions):
-    """The W&B (or no-op) tracker of one lottery analysis, from the ``logger`` config group."""
+def make_analysis_tracker(logger_cfg, opts: LotteryOptions):
+    """The W&B (or no-op) tracker of one lottery analysis, from the ``logger`` config group. Its W&B
+    config is the analysis' own options (resolved), then the analysed grid's datasets, backbones and
+    wordings (:func:`grid_config`, added once the grid is loaded), never the composition's defaults
+    (a standalone analysis composes ``backbone=smollm2 dataset=stsb``; an after-sweep one, the
+    judge stage's config)."""
     from omegaconf import OmegaConf
 
     from promptlottery.tracking.wandb_logger import make_tracker
 
     return make_tracker(
         OmegaConf.to_container(logger_cfg, resolve=True),
-        config=config,
+        config={"stage": "lottery", "analysis": asdict(opts)},
         name=opts.name,
         group="analysis",
         job_type="analysis",
     )
+
+
+#: the judgment columns that say what a grid is, as W&B config keys (one value: a scalar W&B sorts
+#: and groups by; several: their sorted list, comma-joined)
+GRID_KEYS = {
+    "dataset": "dataset",
+    "backbone": "backbone",
+    "variant": "wording",
+    "judge_family": "judge_family",
+    "prompt_group": "prompt_group",
+    "criterion": "criterion",
+    "judge_mode": "judge_mode",
+}
+
+
+def grid_config(grid: JudgmentGrid) -> dict[str, Any]:
+    """What an analysis ran on, for its W&B config: each of :data:`GRID_KEYS`, the configurations
+    and the number of judgments."""
+    frames = [f for f in (grid.judgments, *grid.pairwise.values()) if not f.empty]
+    out: dict[str, Any] = {}
+    for col, key in GRID_KEYS.items():
+        values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna()})
+        if values:
+            out[key] = values[0] if len(values) == 1 else ", ".join(values)
+    configs = [c.config_id for c in grid]
+    out.update(n_configurations=len(configs), config_ids=configs, n_judgments=int(grid.n_judgments))
+    return out
+
+
+def lottery_curves(tables: dict[str, pd.DataFrame]) -> dict[str, tuple]:
+    """The lottery's curves for W&B line plots, ``{name: (table, x, y, stroke, title)}``:
+    ``settled_by_k``, the share of a configuration's items whose strict majority is settled by the
+    k-th wording (the verdict's ``k_needed``); ``rank_trajectories``, each system's rank under the
+    wordings in their order (x: the wording's position, 1 = the reference)."""
+    out: dict[str, tuple] = {}
+    items = tables.get(lt.UNSTABLE_ITEMS)
+    if items is not None and not items.empty and "k_needed" in items.columns:
+        rows = []
+        for cid, g in items.groupby("config_id", sort=True):
+            k_needed = g["k_needed"].fillna(np.inf).to_numpy(float)  # never settled: never counted
+            for k in range(1, int(g["n_variants"].max()) + 1):
+                rows.append({"config_id": cid, "wordings": k, "settled_share": float((k_needed <= k).mean())})
+        out["settled_by_k"] = (
+            pd.DataFrame(rows), "wordings", "settled_share", "config_id",
+            "items whose majority is settled by the k-th wording",
+        )  # fmt: skip
+    traj = tables.get(lt.RANK_TRAJECTORIES)
+    if traj is not None and not traj.empty and {"variant", "rank", "system"} <= set(traj.columns):
+        t = traj.copy()
+        t["wording_position"] = t.groupby("config_id")["variant"].transform(
+            lambda v: v.map({w: i + 1 for i, w in enumerate(dict.fromkeys(v))})
+        )
+        t["line"] = t["config_id"].astype(str) + " | " + t["system"].astype(str)
+        out["rank_trajectories"] = (t, "wording_position", "rank", "line", "system rank under each wording")
+    return out
 
 
 def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
@@ -187,7 +251,7 @@ def lottery(cfg, job: StageJob) -> dict[str, Any]:
     job.label = "lottery analysis"
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     opts = LotteryOptions.from_dict(a)
-    job.track(make_analysis_tracker(cfg.logger, job.config, opts))
+    job.track(make_analysis_tracker(cfg.logger, opts))
     res = _lottery(opts, job)
     return {k: v for k, v in res.items() if k not in ("files", "written")}
 

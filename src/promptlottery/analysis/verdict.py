@@ -27,6 +27,7 @@ import pandas as pd
 
 from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis import report as rp
+from promptlottery.analysis.headlines import paper_keys
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics.aggregate import cluster_threshold, majority
 from promptlottery.metrics.bootstrap import bootstrap_ci
@@ -140,6 +141,11 @@ def verdict_summary(items: pd.DataFrame, tables: dict[str, pd.DataFrame], opts) 
             float(k.get(c, np.nan)) for c in ("mean_kappa", "mean_kappa_lo", "mean_kappa_hi")
         )
         rec["kappa_note"] = str(k.get("notes", "") or "") if len(para) else "no agreement row"
+        # the paper's measure beside ours: Fleiss' kappa across the wordings, its interval as in section 1
+        rec["fleiss"], rec["fleiss_lo"], rec["fleiss_hi"] = (
+            float(k.get(c, np.nan))
+            for c in ("fleiss_kappa_all", "fleiss_kappa_all_lo", "fleiss_kappa_all_hi")
+        )
         rec["band"] = agreement_band(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"], opts.thresholds)
         for name in ("changed", "majority_differs"):
             rec[name], rec[f"{name}_lo"], rec[f"{name}_hi"], rec[f"{name}_n"] = _share(g[name], **boot)
@@ -208,6 +214,16 @@ def sentence(rec: dict, opts) -> str:
     return "; ".join(parts) + "."
 
 
+#: the prompt-lottery paper's measure of agreement across wordings. §3.2: "Fixed-prompt repeated runs
+#: established Cohen's κ = 0.86 and Fleiss' κ = 0.89, while the paper set κ = 0.80 as the human
+#: robustness baseline and κ > 0.61 as the usability threshold"; §C.3: "Agreement falls from κ = 0.89
+#: with a fixed prompt to κ = 0.24 across paraphrastic variants"
+PAPER_MEASURE = (
+    "The paper's measure, Fleiss' kappa across the wordings (§3.2, §C.3: 0.89 for a fixed prompt, 0.24 "
+    "across paraphrases; >= 0.80 robust, > 0.61 usable)"
+)
+
+
 def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
     """The opening section of report.md."""
     R.h("Verdict: would a rewording of the prompt change the results?")
@@ -215,6 +231,15 @@ def render_verdict(R: rp.Report, summary: pd.DataFrame) -> None:
         R.p(rp.na_paragraph("no configuration with paraphrase verdicts"))
         return
     R.bullets(summary["sentence"].tolist())
+    if "fleiss" in summary.columns and np.isfinite(pd.to_numeric(summary["fleiss"], errors="coerce")).any():
+        R.p(f"{PAPER_MEASURE}:")
+        R.bullets(
+            [
+                f"{r.config_id}: {tables.ci(r.fleiss, r.fleiss_lo, r.fleiss_hi)} across {int(r.n_variants)} wordings"
+                for r in summary.itertuples()
+                if np.isfinite(float(r.fleiss))
+            ]
+        )
     example = _majority_example(summary.get("n_variants", pd.Series(dtype=float)).dropna())
     R.p(
         f"Majority = a label given by >= ceil((J+1)/2) of the J variants ({example}); items without one "
@@ -335,8 +360,10 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
 
 
 def show(lottery_dir: str | Path) -> str:
-    """The finding in plain words, the headline rows that have a value (the others folded into one
-    line saying what would measure them), and the report's path of a written analysis.
+    """The first screen of a written analysis: a fake judge's warning (if any), the finding in plain
+    words, the paper's headline rows that have a value (at most :data:`FIRST_SCREEN_ROWS`, one interval
+    each; the others folded into one line saying what would measure them; our variants and the notes
+    stay in report.md), and the report's path.
 
     Only a finished analysis is shown: :class:`~promptlottery.tracking.staging.OutputsError` when
     its results.json is missing, not ``ok`` or does not vouch for the files (their sha256)."""
@@ -346,14 +373,21 @@ def show(lottery_dir: str | Path) -> str:
     check_outputs(d, reader="verdict")
     hl = pd.read_csv(d / "tables" / f"{lt.HEADLINES}.csv")
     hl["note"] = hl["note"].fillna("")
+    hl = hl[hl["key"].isin(paper_keys())]  # the paper's measures; our variants stay in report.md
     measured = hl[pd.to_numeric(hl["ours"], errors="coerce").notna()].copy()
     missing = hl[pd.to_numeric(hl["ours"], errors="coerce").isna()]
     measured["ours"] = [
         tables.pct_ci(e, lo, hi) if p else tables.ci(e, lo, hi)
         for e, lo, hi, p in zip(measured["ours"], measured["ours_lo"], measured["ours_hi"], measured["pct"])
     ]
-    lines = ["The finding:", *finding(d), ""]
-    lines += ["Headlines: the prompt-lottery paper vs ours", rp.markdown_table(measured, HEADLINE_COLUMNS)]
+    report = d / "report.md"
+    head = report.read_text(encoding="utf-8").splitlines()[:4] if report.is_file() else []
+    fake = [ln.replace("**", "") for ln in head if ln.startswith("**Fake judge**")]  # render.fake_judge_line
+    lines = [*fake, "The finding:", *finding(d), ""]
+    shown = measured.head(FIRST_SCREEN_ROWS)
+    lines += ["The paper's measures vs ours", rp.markdown_table(shown, HEADLINE_COLUMNS)]
+    if len(measured) > len(shown):
+        lines.append(f"({len(measured) - len(shown)} more measured rows in report.md)")
     if len(missing):
         hints = list(dict.fromkeys(n.removeprefix("n/a: ") for n in missing["note"] if n))
         lines.append(
@@ -364,7 +398,9 @@ def show(lottery_dir: str | Path) -> str:
     return "\n".join(lines)
 
 
-HEADLINE_COLUMNS = {"finding": "finding", "paper": "paper", "ours": "ours [95% CI]", "n": "n", "note": "note"}
+#: the first screen's table: one interval per row (the notes, with our variants' intervals, are in report.md)
+HEADLINE_COLUMNS = {"finding": "finding", "paper": "paper", "ours": "ours [95% CI]", "n": "n"}
+FIRST_SCREEN_ROWS = 10
 
 
 if __name__ == "__main__":

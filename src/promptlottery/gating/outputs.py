@@ -257,6 +257,11 @@ def log_and_print(tracker, g: GateConfig, metrics, tables, transfer, summary, si
     if transfer["evaluated"]:
         tracker.log_table("transfer_operating_points", transfer["operating"])
     tracker.log_image("cost_curve", str(out / "cost_curve.png"))
+    for suffix, items in (("", "all test items"), ("_nc", "no-consensus test items")):  # native W&B charts
+        tracker.log_line(
+            f"cost_curves/{items.split()[0]}", tables["cost_curve"], x=f"calls_saved{suffix}",
+            y=f"recovered{suffix}", stroke="policy", title=f"calls saved vs decisions recovered, {items}",
+        )  # fmt: skip
     clf, split = metrics["paper_gate_classifier_p1"], summary["split"]
     print(
         f"gate classifier={g.classifier.name} train_items={split['train']} validation_items={split['validation']} "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -362,7 +363,7 @@ def condition_metrics(df: pd.DataFrame) -> dict[str, Any]:
     Every correlation names the verdict it uses: ``weighted`` is the logprob-weighted score,
     ``argmax`` the most probable scale label.
     """
-    from promptlottery.metrics import kendall_tau, pearson, spearman
+    from promptlottery.metrics import UndefinedMetricWarning, kendall_tau, pearson, spearman
 
     n = len(df)
     out: dict[str, Any] = {
@@ -386,9 +387,23 @@ def condition_metrics(df: pd.DataFrame) -> dict[str, Any]:
             ("parsed", "parsed_score"),
         ):
             x = df.loc[has_human, col].to_numpy(float)
-            out[f"pearson_{verdict}"] = _nan_to_none(pearson(x, h))
-            out[f"spearman_{verdict}"] = _nan_to_none(spearman(x, h))
-            out[f"kendall_tau_b_{verdict}"] = _nan_to_none(kendall_tau(x, h))
+            # undefined (e.g. a judge that gives one label to every item): None and one logged line,
+            # not three warnings above the finding of every job
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UndefinedMetricWarning)
+                out[f"pearson_{verdict}"] = _nan_to_none(pearson(x, h))
+                out[f"spearman_{verdict}"] = _nan_to_none(spearman(x, h))
+                out[f"kendall_tau_b_{verdict}"] = _nan_to_none(kendall_tau(x, h))
+            undefined = [w for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+            for w in caught:
+                if w not in undefined:  # any other warning goes on as it came
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            if undefined:
+                logger.info(
+                    "human correlation undefined verdict=%s metrics=pearson,spearman,kendall_tau_b reason=%r",
+                    verdict,
+                    str(undefined[0].message).split(": ", 1)[-1],
+                )
     return out
 
 

@@ -276,6 +276,10 @@ def _write(job: StageJob, df, stats, backend, walk_summary: dict) -> dict[str, A
         calls=calls,
         **({"adaptive": walk_summary} if walk_summary else {}),
     )
+    if len(df):  # W&B's run table sorts and groups by these: one run per condition
+        job.tracker.update_config(
+            {"condition": str(df["condition"].iloc[0]), "wording": str(df["variant"].iloc[0])}
+        )
     job.tracker.log_metrics({"metrics": metrics, "calls": calls})
     job.tracker.log_table("judgments", df.drop(columns=["cache_key", "query"]))
     job.note(

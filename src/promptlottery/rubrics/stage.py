@@ -44,9 +44,10 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
     job.track(name=f"rubric/{cfg.dataset.name}", group=f"rubric/{cfg.dataset.name}", job_type="rubric")
     study = load_study(cfg, job)
     rc = job.config["rubric"]
-    backbones = rc.get("backbones") or {}
-    if not backbones:
+    if not rc.get("backbones"):
         raise ValueError("rubric study: rubric.backbones is empty; compose conf/backbone/*.yaml into it")
+    rc = {**rc, "backbones": study_backbones(job.config.get("backbone") or {}, rc["backbones"])}
+    backbones = rc["backbones"]
     cache, decoding = build_calls(cfg)
     logger.info(
         "rubric study dataset=%s n=%d conditions=%s backbones=%s",
@@ -89,6 +90,32 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
     data.scores.to_parquet(job.output_dir / "scores.parquet", index=False)
     summary = write_study_tables(cfg, study, rc, job.output_dir, tables, tests, list(backbones))
     return _record(job, study, data, tables, tests, summary, calls, identities, seconds)
+
+
+def study_backbones(backbone: dict, backbones: dict[str, dict]) -> dict[str, dict]:
+    """The study's judges by the names its tables print. ``backbone=fake`` (the run's own backbone)
+    puts the fake judge in every backbone's place, ``fake-<name>`` its model so that two hash judges
+    differ; a judge whose backend is the fake one is named ``fake-<name>`` (never ``smollm2``)."""
+    if backbone.get("name") == "fake":
+        logger.info(
+            "rubric study backbone=fake: the fake judge replaces %s; no model is loaded", list(backbones)
+        )
+        fake = backbone.get("backend") or {}
+        # each stand-in keeps its backbone's prompt format; in a chat turn it reads the answer prefix
+        backbones = {
+            name: {
+                **backbone,
+                "prompt_format": b.get("prompt_format", "chat"),
+                "backend": {**fake, "model": f"fake-{name}", "honour_prefix": True},
+            }
+            for name, b in backbones.items()
+        }
+    out = {}
+    for name, bcfg in backbones.items():
+        target = str((bcfg.get("backend") or {}).get("_target_", ""))
+        is_fake = target.endswith(".FakeBackend") and not name.startswith("fake")
+        out[f"fake-{name}" if is_fake else name] = bcfg
+    return out
 
 
 def _estimate(study: Study, cond, dataset: str, backbone: str, fmt: str, runtime) -> dict[str, int]:

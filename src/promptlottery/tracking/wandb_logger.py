@@ -13,7 +13,11 @@ logger = logging.getLogger(__name__)
 class NullTracker:
     def log_metrics(self, metrics: dict[str, Any]) -> None: ...
     def log_table(self, name: str, df: pd.DataFrame) -> None: ...
+    def log_line(
+        self, name: str, df: pd.DataFrame, *, x: str, y: str, stroke: str | None = None, title: str = ""
+    ) -> None: ...
     def log_image(self, name: str, path: str) -> None: ...
+    def update_config(self, config: dict[str, Any]) -> None: ...
     def finish(self, exit_code: int = 0) -> None: ...
 
 
@@ -62,8 +66,32 @@ class WandbTracker(NullTracker):
             {name: self._wandb.Table(dataframe=df.head(self.max_rows).astype(object).where(df.notna(), None))}
         )
 
+    def log_line(
+        self, name: str, df: pd.DataFrame, *, x: str, y: str, stroke: str | None = None, title: str = ""
+    ) -> None:
+        """A native W&B line plot (``wandb.plot.line`` over a table of ``x``, ``y`` and one line per
+        ``stroke`` value); rows without ``x`` or ``y`` are left out, an empty curve is not logged."""
+        cols = [c for c in (x, y, stroke) if c]
+        if df is None or df.empty or any(c not in df.columns for c in cols):
+            return
+        data = df[cols].copy()
+        data[x], data[y] = pd.to_numeric(data[x], errors="coerce"), pd.to_numeric(data[y], errors="coerce")
+        data = data.dropna(subset=[x, y]).head(self.max_rows)
+        if data.empty:
+            return
+        if stroke:
+            data[stroke] = data[stroke].astype(str)
+        table = self._wandb.Table(dataframe=data.reset_index(drop=True))
+        self.run.log({name: self._wandb.plot.line(table, x, y, stroke=stroke, title=title or name)})
+
     def log_image(self, name: str, path: str) -> None:
         self.run.log({name: self._wandb.Image(path)})
+
+    def update_config(self, config: dict[str, Any]) -> None:
+        """Add keys to the run's config (a stage that learns what it ran on after the run started)."""
+        from promptlottery.tracking.secrets import redact
+
+        self.run.config.update(redact(config), allow_val_change=True)
 
     def finish(self, exit_code: int = 0) -> None:
         self.run.finish(exit_code=exit_code)

@@ -75,11 +75,13 @@ def test_benjamini_yekutieli_by_hand():
     assert benjamini_yekutieli([0.0095, 0.5, float("nan")], q=0.05).tolist() == [False, False, False]
 
 
+@pytest.mark.filterwarnings("ignore::promptlottery.metrics._validation.UndefinedMetricWarning")
 def test_sparse_annotators_and_items_are_left_out():
     f, h = _hand_case()
     h[:, 1] = np.nan  # annotator B labels nothing
     h[0, 2] = np.nan  # item 0 keeps one label only and is dropped
-    r = alt_test(f, h, epsilon=0.2)
+    assert alt_test(f, h, epsilon=0.2).n_annotators == 0  # 29 items each < 30 (warns)
+    r = alt_test(f, h, epsilon=0.2, min_items_per_human=29)
     assert r.n_annotators == 2 and r.n_items == 29 and 1 not in r.per_annotator
     with pytest.warns(UndefinedMetricWarning, match="no annotator"):
         r = alt_test(f[:10], h[:10])

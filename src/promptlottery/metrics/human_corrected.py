@@ -150,7 +150,7 @@ def rogan_gladen(
     for name, a in (("y", y), ("yhat", f), ("yhat_unlabelled", fu)):
         bad = ~np.isin(a, (0.0, 1.0))
         if bad.any():
-            raise ValueError(f"{name} must be 0/1 verdicts; found {a[bad][0]!r}")
+            raise ValueError(f"{name} must be 0/1 verdicts; found {float(a[bad][0])!r}")
     n, big_n = y.size, fu.size
     nan = float("nan")
     pos, neg = y == 1, y == 0

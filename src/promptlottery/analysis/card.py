@@ -135,7 +135,11 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         card["position"] = {"missing": "pointwise: one response per prompt, no position to favour"}
         card["length"] = cs.length_pointwise(para, wordings, texts, texts_note, opts)
         card["controls"] = cs.controls_section(para, ctrl, wordings, controls, (lo, hi), opts)
-        to_human = cs.scale_mapper((lo, hi), human_range)
+        # the raters' observed range where they exist (a dataset config's human_range can be another
+        # criterion's: USR's is 1-5 for 'overall' while 'engaging' is 1-3), else the configured one
+        observed = cs.observed_range(para)
+        card["human_scale"] = list(observed or human_range)
+        to_human = cs.scale_mapper((lo, hi), observed or human_range)
         card["alt_test"] = cs.alt_test_pointwise(para, wordings, key["dataset"], to_human, opts)
         card["corrected"] = cs.corrected_section(para, wordings, to_human, opts)
     card["verdict_text"] = cs.verdict_paragraph(card)

@@ -79,6 +79,17 @@ def scale_mapper(scale: tuple[float, float], human_range: tuple[float, float]):
     return lambda v: hlo + (np.asarray(v, float) - lo) / (hi - lo) * (hhi - hlo)
 
 
+def observed_range(para: pd.DataFrame) -> tuple[float, float] | None:
+    """The lowest and highest label the raters gave (``human_raters``), or None without raters."""
+    r = _raters(para)
+    vals = (
+        pd.to_numeric(pd.Series(r.to_numpy().ravel()), errors="coerce").dropna()
+        if not r.empty
+        else pd.Series(dtype=float)
+    )
+    return (float(vals.min()), float(vals.max())) if len(vals) and vals.max() > vals.min() else None
+
+
 def _matrix(para: pd.DataFrame, wordings: list[str], column: str = "value") -> pd.DataFrame:
     return para.pivot_table(index="item_id", columns="variant", values=column, aggfunc="first").reindex(
         columns=wordings
@@ -528,7 +539,7 @@ def corrected_section(para, wordings, to_human, opts) -> dict:
         "level": opts.ppi_level,
         "all_human_mean": float(y.mean()),
         "n_items": int(y.size),
-        "unit": "the humans' scale (judge scores mapped linearly onto it)",
+        "unit": "the humans' scale (judge scores mapped linearly onto the card's human_scale)",
         "source": SOURCES["corrected"],
     }
     systems = first["system"].to_numpy(object)[keep] if "system" in first.columns else None

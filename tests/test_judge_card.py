@@ -22,13 +22,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from promptlottery.analysis import card as card_mod
 from promptlottery.stages import run_stage
 from tests.conftest import compose
 
 LIMIT = 36
+ANALYSIS = {"embeddings": "none", "plots": False, "n_resamples": 100, "n_permutations": 10}
 PARAPHRASES = ["P1", "P2", "P3", "P4", "P5"]
 CONTROLS = ["P1_stricter", "P1_more_lenient", "P1_reversed", "P1_criterion_dropped"]
 
@@ -49,6 +50,15 @@ def _judge(tmp, behaviour: str):
             cfg.judge.variant = v
             cfg.judge.controls = True
         run_stage(cfg, tmp / "controls" / v)
+    if behaviour == "meaning_following":  # the lottery beside the card: verdict prints the card's headline
+        with open_dict(cfg):
+            cfg.analysis = {
+                **(OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") else {}),
+                **ANALYSIS,
+                "runs": str(tmp / "grid"),
+            }
+            cfg.stage = "lottery"
+        run_stage(cfg, tmp / "lottery")
     out = tmp / "card"
     rc = card_mod.main(
         [
@@ -94,6 +104,14 @@ def test_meaning_following_oracle_follows(judged):
     text = page.read_text()
     assert "FAKE" in text and "follows" in text and card["fake"]
     assert (page.parent / "card.png").stat().st_size > 10_000
+
+
+def test_verdict_prints_the_card_headline(judged):
+    from promptlottery.analysis.verdict import show
+
+    card, page, _ = judged["meaning_following"]
+    text = show(page.parent.parent.parent / "lottery")
+    assert "Judge cards:" in text and card["headline"] in text and "controls: follows" in text
 
 
 def test_constant_judge_is_deaf_and_stable(judged):

@@ -1,0 +1,46 @@
+"""The judge card's corrected-estimate pieces on hand cases: the coverage simulation, the rank study."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from promptlottery.analysis.card_sections import _discordant, coverage, rank_changes, scale_mapper
+from promptlottery.analysis.ppi_coverage import simulated_judges
+
+
+def test_discordant_pairs_by_hand():
+    a = pd.Series({"s1": 1.0, "s2": 2.0, "s3": 3.0})
+    b = pd.Series({"s1": 1.0, "s2": 3.0, "s3": 2.0})  # only (s2, s3) swaps: 1 of 3 pairs
+    assert _discordant(a, b) == pytest.approx(1 / 3)
+    assert _discordant(a, a) == 0.0
+
+
+def test_coverage_of_a_biased_judge():
+    rng = np.random.default_rng(0)
+    y = rng.integers(1, 6, 1000).astype(float)
+    f = y + 10.0  # a judge off by 10 points: its own interval never covers the human mean
+    r = coverage(y, f, 100, n_draws=200, level=0.9, seed=1)
+    assert r["judge_covers"] == 0.0 and r["judge_mean"] == pytest.approx(y.mean() + 10)
+    # f is y shifted: Y - lambda f has the variance of (1 - lambda) y, so PPI++ is narrower than human-only
+    assert r["ppi_width"] < r["human_width"]
+    assert 0.8 <= r["ppi_coverage"] <= 1.0 and 0.8 <= r["human_coverage"] <= 1.0
+    assert (r["n"], r["N"], r["draws"]) == (100, 1000, 200)
+
+
+def test_rank_changes_vanish_for_judges_equal_to_the_humans():
+    rng = np.random.default_rng(0)
+    systems = np.repeat(np.array(["a", "b", "c", "d"], dtype=object), 20)
+    y = rng.normal(0, 1, 80) + np.repeat([0.0, 1.0, 2.0, 3.0], 20)
+    r = rank_changes(y, {"P1": y, "P2": y}, systems, share=0.25, n_draws=5, level=0.9, seed=0)
+    assert r["between_wordings_before"] == 0.0 and r["between_wordings_after"] == 0.0
+    assert r["vs_humans_before"] == 0.0 and r["n_systems"] == 4
+
+
+def test_simulated_judges_and_scale_mapping():
+    y = np.array([1.0, 3.0, 5.0, 2.0])
+    js = simulated_judges(
+        y, np.array(["a", "a", "b", "b"], dtype=object), scale=(1, 5), noise_sd=0.0, system_sd=0.0
+    )
+    assert js["P3"].tolist() == y.tolist()  # bias 0, no noise: the human labels themselves
+    assert js["P5"].tolist() == [2.0, 4.0, 5.0, 3.0]  # bias +0.9 rounded, clipped at 5
+    assert scale_mapper((0, 1), (1, 3))(np.array([0.0, 1.0])).tolist() == [1.0, 3.0]

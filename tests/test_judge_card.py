@@ -143,3 +143,27 @@ def test_controls_are_refused_unless_asked(tmp_path):
 def test_card_cli_bad_dir(tmp_path, capsys):
     assert card_mod.main([str(tmp_path / "nope")]) == 2
     assert "no sweep directory" in capsys.readouterr().err
+
+
+def test_pairwise_card_always_first(tmp_path):
+    """PandaLM (three annotators a pair), ``always_first``: it answers A in both orders, so every pair
+    is judged inconsistently (1.0) and the first-shown answer always wins (1.0); averaged over the two
+    orders each pair is a tie (0.5), so the raw and length-controlled win rates are 0.5 and phi 0."""
+    cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp_path)
+    with open_dict(cfg):
+        cfg.backbone.backend.behaviour = "always_first"
+    for v in ("P1", "P2"):
+        with open_dict(cfg):
+            cfg.judge.variant = v
+        run_stage(cfg, tmp_path / "grid" / v)
+    cards = card_mod.build_cards([str(tmp_path / "grid")], card_mod.CardOptions(n_resamples=100, n_draws=10))
+    (card,) = cards
+    pos = card["position"]["per_wording"]["P1"]
+    assert pos["inconsistent"] == 1.0 and pos["first_rate"] == 1.0 and pos["n"] == 30
+    ln = card["length"]["per_wording"]["P1"]
+    assert (
+        ln["win_rate_1"] == 0.5
+        and ln["lc_win_rate_1"] == pytest.approx(0.5)
+        and ln["phi"] == pytest.approx(0.0, abs=1e-9)
+    )
+    assert card["alt_test"]["per_wording"]["P1"]["n_annotators"] == 3 and "missing" in card["corrected"]

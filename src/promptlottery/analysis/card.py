@@ -83,7 +83,9 @@ def _run_config(rows: pd.DataFrame) -> dict:
 
 def is_fake(rows: pd.DataFrame) -> bool:
     ident = " ".join(str(x) for x in rows.get("backend_identity", pd.Series(dtype=str)).dropna().unique())
-    return '"backend": "fake"' in ident or "'backend': 'fake'" in ident or (rows["backbone"] == "fake").any()
+    return bool(
+        '"backend": "fake"' in ident or "'backend': 'fake'" in ident or (rows["backbone"] == "fake").any()
+    )
 
 
 def card_id(key: dict) -> str:
@@ -148,12 +150,16 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
 
 
 def build_cards(runs, opts: CardOptions = CardOptions()) -> list[dict]:
-    df = add_verdicts(load_judgments(runs, allow_partial=True), opts.verdict)
+    problems: list = []
+    df = add_verdicts(load_judgments(runs, allow_partial=True, problems=problems), opts.verdict)
+    notes = {k: v for p in problems for k, v in p.items()}  # config id -> what a partial grid lacks
     cards = []
     for _, rows in df.groupby(list(CARD_KEYS), sort=True, dropna=False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            cards.append(build_card(rows, opts))
+            card = build_card(rows, opts)
+        card["partial"] = [f"{k}: {v}" for k, v in notes.items() if k in set(rows["config_id"])]
+        cards.append(card)
     return cards
 
 
@@ -178,7 +184,7 @@ def write_cards(cards: list[dict], out: Path) -> list[Path]:
 
 
 def _json(x):
-    if isinstance(x, (np.floating, np.integer)):
+    if isinstance(x, np.generic):  # numpy floats, ints and bools
         return x.item()
     if isinstance(x, np.ndarray):
         return x.tolist()

@@ -42,6 +42,11 @@ def markdown(card: dict) -> str:
         "",
         f"**{card['headline']}**",
         "",
+        *(
+            [f"Partial grid (analysed anyway): {'; '.join(card['partial'])}", ""]
+            if card.get("partial")
+            else []
+        ),
         card["verdict_text"],
         "",
         f"Verdict kind: `{card['verdict']}` (argmax: the most probable label's score; weighted: the logprob-weighted "

@@ -43,6 +43,10 @@ SOURCES = {
 }
 
 
+#: the judged text whose length is measured, the first an item has (STS-B judges a `prediction`)
+RESPONSE_FIELDS = ("response", "prediction")
+
+
 def _ci(r) -> list[float]:
     return [float(r.low), float(r.high)]
 
@@ -233,11 +237,10 @@ def length_pointwise(para, wordings, texts, note, opts) -> dict:
     per = {}
     for w in wordings:
         rows = para[para["variant"] == w]
-        length = np.array(
-            [len(texts.get(i, {}).get("response", "")) or np.nan for i in rows["item_id"]], float
-        )
-        if np.isnan(length).all():
-            return {"missing": "the items have no `response` text"}
+        field = next((f for f in RESPONSE_FIELDS if any(f in t for t in texts.values())), None)
+        if field is None:
+            return {"missing": f"the items have none of the texts {', '.join(RESPONSE_FIELDS)}"}
+        length = np.array([len(texts.get(i, {}).get(field, "")) or np.nan for i in rows["item_id"]], float)
         r = length_slope(
             rows["cont"].to_numpy(float),
             length,
@@ -249,7 +252,7 @@ def length_pointwise(para, wordings, texts, note, opts) -> dict:
         per[w] = {"slope": r.estimate, "ci": _ci(r), "n": r.n, "sd_length_chars": r.extra["sd_length"]}
     return {
         "per_wording": per,
-        "unit": "judge score points per sd of response length (logprob-weighted score `cont`)",
+        "unit": f"judge score points per sd of the `{field}` text's length in characters (logprob-weighted score `cont`)",
         "source": SOURCES["length_pointwise"],
     }
 

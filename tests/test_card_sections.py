@@ -44,3 +44,27 @@ def test_simulated_judges_and_scale_mapping():
     assert js["P3"].tolist() == y.tolist()  # bias 0, no noise: the human labels themselves
     assert js["P5"].tolist() == [2.0, 4.0, 5.0, 3.0]  # bias +0.9 rounded, clipped at 5
     assert scale_mapper((0, 1), (1, 3))(np.array([0.0, 1.0])).tolist() == [1.0, 3.0]
+
+
+def test_rogan_gladen_section_and_per_system_estimates():
+    from types import SimpleNamespace
+
+    from promptlottery.analysis.card_sections import per_system, rogan_gladen_section
+
+    opts = SimpleNamespace(slices=(25, 50), n_draws=100, seed=0, ppi_level=0.9)
+    y = np.array([1.0, 3.0] * 40)  # binary human labels at the ends of a 1-3 scale, share of 3s = 0.5
+    r = rogan_gladen_section(
+        y, {"P1": y.copy()}, opts
+    )  # a perfect judge: Se = Sp = 1, the estimate is the share
+    assert r["human_share"] == 0.5 and r["per_wording"]["P1"]["mean_estimate"] == pytest.approx(0.5)
+    assert r["per_wording"]["P1"]["coverage"] == 1.0 and r["per_wording"]["P1"]["n"] == 25
+    assert "missing" in rogan_gladen_section(np.arange(80.0), {"P1": np.arange(80.0)}, opts)
+    systems = np.repeat(np.array(["a", "b"], dtype=object), 40)
+    ps = per_system(y, {"P1": y + 1.0}, systems, share=0.25, level=0.9, seed=0)
+    row = ps["per_wording"]["P1"]["a"]
+    assert (
+        row["judge_only"] == pytest.approx(3.0)
+        and row["human"] == pytest.approx(2.0)
+        and row["n_labelled"] == 10
+    )
+    assert row["ci"][0] <= 2.0 <= row["ci"][1]  # PPI++ removes the judge's +1 bias

@@ -200,6 +200,48 @@ def markdown(card: dict) -> str:
             )
         else:
             body += f"\n\nRank changes: missing ({rk.get('missing', '')})."
+        ps = cor.get("per_system", {})
+        if "per_wording" in ps:
+            rows = [
+                [
+                    w,
+                    s,
+                    _f(v["judge_only"], 3),
+                    _f(v["ppi"], 3),
+                    _ci(v["ci"], 3),
+                    f"{v['n_labelled']}/{v['n']}",
+                    _f(v["human"], 3),
+                ]
+                for w, sys_rows in ps["per_wording"].items()
+                for s, v in sys_rows.items()
+            ]
+            body += (
+                f"\n\nPer system ({int(100 * ps['share_labelled'])}% of each system's items human-labelled, one seeded slice, "
+                f"{int(100 * cor['level'])}% CLT intervals, which are not to be trusted below about 10 labels a system):\n\n"
+                + _table(
+                    ["wording", "system", "judge-only mean", "PPI++", "CI", "labelled", "all-human mean"],
+                    rows,
+                )
+            )
+        rg = cor.get("rogan_gladen", {})
+        if "per_wording" in rg:
+            body += (
+                f"\n\nRogan-Gladen (binary verdicts; {rg['source']}): all-human share {_f(rg['human_share'], 3)}.\n\n"
+                + _table(
+                    ["wording", "n labelled", "coverage", "mean estimate", "judge share", "defined draws"],
+                    [
+                        [
+                            w,
+                            str(v["n"]),
+                            _f(v["coverage"]),
+                            _f(v["mean_estimate"], 3),
+                            _f(v["judge_share"], 3),
+                            f"{v['defined_draws']}/{rg['draws']}",
+                        ]
+                        for w, v in rg["per_wording"].items()
+                    ],
+                )
+            )
     else:
         body = ""
     lines.append(_section("The human-corrected estimate", cor, body))

@@ -4,6 +4,7 @@ interval, its n and its source definition, or ``{"missing": reason}``."""
 from __future__ import annotations
 
 import json
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -13,7 +14,7 @@ from promptlottery.metrics.alt_test import EPSILON, alt_test
 from promptlottery.metrics.bootstrap import bootstrap_ci
 from promptlottery.metrics.controls import control_sensitivity
 from promptlottery.metrics.correlation import spearman
-from promptlottery.metrics.human_corrected import human_only_mean, judge_only_mean, ppi_mean
+from promptlottery.metrics.human_corrected import human_only_mean, judge_only_mean, ppi_mean, rogan_gladen
 from promptlottery.metrics.length_bias import length_controlled_win_rate, length_slope
 
 #: the alt-test's epsilon per dataset and why (Calderon et al. 2025, FAQ: experts 0.2, skilled 0.15,
@@ -556,9 +557,89 @@ def corrected_section(para, wordings, to_human, opts) -> dict:
             level=opts.ppi_level,
             seed=opts.seed,
         )
+        out["per_system"] = per_system(
+            y, f_by_w, systems, share=opts.rank_share, level=opts.ppi_level, seed=opts.seed
+        )
     else:
         out["ranks"] = {"missing": "the items carry no system (or one): no ranking to change"}
+    out["rogan_gladen"] = rogan_gladen_section(y, f_by_w, opts)
     return out
+
+
+def per_system(y, f_by_w: dict, systems: np.ndarray, *, share: float, level: float, seed: int) -> dict:
+    """Per wording and system: the judge-only mean, the PPI++ estimate and interval from one seeded
+    slice (``share`` of each system's items human-labelled, the same slice for every wording) and the
+    all-human mean."""
+    rng = np.random.default_rng(seed)
+    labelled = np.zeros(y.size, bool)
+    for s in pd.unique(systems):
+        idx = np.flatnonzero(systems == s)
+        k = max(2, int(round(share * idx.size)))
+        if idx.size - k < 2:
+            return {
+                "missing": f"system {s} has too few items ({idx.size}) for a labelled slice and a judge-only rest"
+            }
+        labelled[rng.choice(idx, k, replace=False)] = True
+    out = {}
+    for w, f in f_by_w.items():
+        rows = {}
+        for s in pd.unique(systems):
+            m = systems == s
+            r = ppi_mean(y[m & labelled], f[m & labelled], f[m & ~labelled], level=level)
+            rows[str(s)] = {
+                "judge_only": float(f[m].mean()),
+                "ppi": r.estimate,
+                "ci": [r.low, r.high],
+                "n_labelled": r.n_labelled,
+                "n": int(m.sum()),
+                "human": float(y[m].mean()),
+            }
+        out[w] = rows
+    return {"per_wording": out, "share_labelled": share}
+
+
+def rogan_gladen_section(y, f_by_w: dict, opts) -> dict:
+    """Rogan-Gladen corrected share of the top label, where judge and human labels are both binary
+    (the two ends of the human scale); coverage of the all-human share over ``n_draws // 5`` slices."""
+    ends = np.unique(y)
+    if ends.size != 2 or any(np.unique(f).size > 2 or not np.isin(f, ends).all() for f in f_by_w.values()):
+        return {"missing": "not a binary verdict against binary human labels (PPI++ above covers any scale)"}
+    yb = (y == ends[1]).astype(float)
+    n = min(opts.slices[0], yb.size // 2)
+    rng = np.random.default_rng(opts.seed)
+    draws = max(20, opts.n_draws // 5)
+    per = {}
+    for w, f in f_by_w.items():
+        fb = (f == ends[1]).astype(float)
+        cov, est = [], []
+        for _ in range(draws):
+            idx = rng.permutation(yb.size)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = rogan_gladen(
+                    yb[idx[:n]],
+                    fb[idx[:n]],
+                    fb[idx[n:]],
+                    level=opts.ppi_level,
+                    n_resamples=200,
+                    seed=opts.seed,
+                )
+            if np.isfinite(r.estimate):
+                cov.append(float(r.low <= yb.mean() <= r.high))
+                est.append(r.estimate)
+        per[w] = {
+            "n": n,
+            "defined_draws": len(cov),
+            "coverage": float(np.mean(cov)) if cov else float("nan"),
+            "mean_estimate": float(np.mean(est)) if est else float("nan"),
+            "judge_share": float(fb.mean()),
+        }
+    return {
+        "per_wording": per,
+        "human_share": float(yb.mean()),
+        "draws": draws,
+        "source": "Rogan & Gladen (1978): (p + Sp - 1) / (Se + Sp - 1), Se and Sp from the labelled slice",
+    }
 
 
 # ----------------------------------------------------------------------------- words

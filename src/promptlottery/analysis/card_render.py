@@ -135,14 +135,25 @@ def markdown(card: dict) -> str:
     alt = card["alt_test"]
     if "per_wording" in alt:
         body = (
-            f"epsilon = {alt['epsilon']} ({alt['epsilon_reason']}); alignment: {alt['scoring']}.\n\n"
+            f"epsilon = {alt['epsilon']} ({alt['epsilon_reason']}); alignment: {alt['scoring']}."
+            + (f" Note: {alt['note']}." if alt.get("note") else "")
+            + " The rho interval resamples items (ours; the paper gives none).\n\n"
             + _table(
-                ["wording", "winning rate omega", "advantage prob. rho", "passed", "items", "annotators"],
+                [
+                    "wording",
+                    "winning rate omega",
+                    "advantage prob. rho",
+                    "rho 95% CI",
+                    "passed",
+                    "items",
+                    "annotators",
+                ],
                 [
                     [
                         w,
                         _f(v["winning_rate"]),
                         _f(v["advantage_probability"]),
+                        _ci(v.get("rho_ci", [float("nan")] * 2)),
                         "yes" if v["passed"] else "no",
                         str(v["n_items"]),
                         str(v["n_annotators"]),

@@ -368,21 +368,52 @@ def alt_test_pointwise(para, wordings, dataset, to_human, opts) -> dict:
             scoring="neg_rmse",
             min_items_per_human=min(30, len(raters)),
         )
+        f = to_human(m[w].to_numpy(float))
         per[w] = {
             "winning_rate": r.winning_rate,
             "advantage_probability": r.advantage_probability,
+            "rho_ci": _rho_ci(f, raters.to_numpy(float), eps, "neg_rmse", opts),
             "passed": r.passed,
             "n_items": r.n_items,
             "n_annotators": r.n_annotators,
             "p_values": [v["p_value"] for v in r.per_annotator.values()],
         }
     return {
+        **_few_items_note(len(raters)),
         "per_wording": per,
         "epsilon": eps,
         "epsilon_reason": why,
         "scoring": "neg_rmse (judge mapped onto the humans' range)",
         "source": SOURCES["alt_test"],
     }
+
+
+def _few_items_note(n: int) -> dict:
+    if n >= 30:
+        return {}
+    return {
+        "note": f"{n} items < the paper's 30 a annotator: each annotator is tested on all {n}, and the t-test's normality is doubtful"
+    }
+
+
+def _rho_ci(
+    f: np.ndarray, h: np.ndarray, eps: float, scoring: str, opts, n_resamples: int = 200
+) -> list[float]:
+    """Percentile bootstrap interval of the advantage probability rho, resampling items."""
+    rng = np.random.default_rng(opts.seed)
+    vals = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(n_resamples):
+            idx = rng.integers(0, f.size, f.size)
+            r = alt_test(f[idx], h[idx], epsilon=eps, scoring=scoring, min_items_per_human=min(30, f.size))
+            vals.append(r.advantage_probability)
+    vals = np.asarray(vals, float)
+    vals = vals[np.isfinite(vals)]
+    if not vals.size:
+        return [float("nan"), float("nan")]
+    lo, hi = np.percentile(vals, [50 * (1 - opts.level), 50 * (1 + opts.level)])
+    return [float(lo), float(hi)]
 
 
 def alt_test_pairwise(para, wordings, dataset, opts) -> dict:
@@ -410,11 +441,13 @@ def alt_test_pairwise(para, wordings, dataset, opts) -> dict:
         per[w] = {
             "winning_rate": r.winning_rate,
             "advantage_probability": r.advantage_probability,
+            "rho_ci": _rho_ci(f.to_numpy(float), h.to_numpy(float), eps, "accuracy", opts),
             "passed": r.passed,
             "n_items": r.n_items,
             "n_annotators": r.n_annotators,
         }
     return {
+        **_few_items_note(len(h)),
         "per_wording": per,
         "epsilon": eps,
         "epsilon_reason": why,

@@ -561,15 +561,11 @@ def corrected_section(para, wordings, to_human, opts) -> dict:
         }
     y = y_all[keep]
     f_by_w = {w: to_human(m[w].to_numpy(float)[keep]) for w in wordings}
+    # slices of at most half the items (the rest judge-only); with fewer than 50 items: a quarter and a half
+    sizes = [n for n in opts.slices if n <= y.size // 2] or sorted({max(5, y.size // 4), y.size // 2})
     per = {}
     for w, f in f_by_w.items():
-        rows = [
-            coverage(y, f, n, n_draws=opts.n_draws, level=opts.ppi_level, seed=opts.seed)
-            for n in opts.slices
-            if n <= y.size - 2
-        ]
-        if not rows:  # fewer items than the smallest slice: half of them
-            rows = [coverage(y, f, y.size // 2, n_draws=opts.n_draws, level=opts.ppi_level, seed=opts.seed)]
+        rows = [coverage(y, f, n, n_draws=opts.n_draws, level=opts.ppi_level, seed=opts.seed) for n in sizes]
         per[w] = rows
     out = {
         "per_wording": per,

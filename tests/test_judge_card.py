@@ -148,7 +148,8 @@ def test_card_cli_bad_dir(tmp_path, capsys):
 def test_pairwise_card_always_first(tmp_path):
     """PandaLM (three annotators a pair), ``always_first``: it answers A in both orders, so every pair
     is judged inconsistently (1.0) and the first-shown answer always wins (1.0); averaged over the two
-    orders each pair is a tie (0.5), so the raw and length-controlled win rates are 0.5 and phi 0."""
+    orders each pair is a tie (0.5), so the raw and length-controlled win rates are 0.5 and phi 0, and
+    the corrected win rate is the human-only one (the power-tuning lambda of a constant judge is 0)."""
     cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp_path)
     with open_dict(cfg):
         cfg.backbone.backend.behaviour = "always_first"
@@ -166,4 +167,8 @@ def test_pairwise_card_always_first(tmp_path):
         and ln["lc_win_rate_1"] == pytest.approx(0.5)
         and ln["phi"] == pytest.approx(0.0, abs=1e-9)
     )
-    assert card["alt_test"]["per_wording"]["P1"]["n_annotators"] == 3 and "missing" in card["corrected"]
+    assert card["alt_test"]["per_wording"]["P1"]["n_annotators"] == 3
+    # a constant judge (0.5 on every pair) carries no information: lambda* = 0, PPI++ is the human-only interval
+    row = card["corrected"]["per_wording"]["P1"][0]
+    assert row["judge_mean"] == 0.5 and row["ppi_width"] == pytest.approx(row["human_width"])
+    assert row["ppi_coverage"] == row["human_coverage"]

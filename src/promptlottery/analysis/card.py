@@ -128,9 +128,7 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
             "missing": "controls are defined for pointwise groups only (no pairwise group carries one)"
         }
         card["alt_test"] = cs.alt_test_pairwise(para, wordings, key["dataset"], opts)
-        card["corrected"] = {
-            "missing": "the corrected estimate is computed for pointwise scores here; pairwise win rates: not yet"
-        }
+        card["corrected"] = cs.corrected_pairwise(para, wordings, opts)
     else:
         lo, hi = min(scale.scores), max(scale.scores)
         card["lottery"] = cs.lottery_pointwise(para, wordings, (lo, hi), opts)

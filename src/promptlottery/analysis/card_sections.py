@@ -595,6 +595,41 @@ def corrected_section(para, wordings, to_human, opts) -> dict:
     return out
 
 
+def corrected_pairwise(para, wordings, opts) -> dict:
+    """PPI++ of the share of pairs won by response 1 (ties 0.5): ``y`` the human majority, ``f`` the
+    judge's preference averaged over the two orders; coverage over random human-labelled slices."""
+    y = para.drop_duplicates("item_id").set_index("item_id")["human_preferred"].map(_pref_value)
+    f_by_w = {}
+    for w in wordings:
+        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(_pref_value))
+        f_by_w[w] = rows.groupby("item_id")["p"].mean().reindex(y.index)
+    keep = y.notna() & pd.concat(f_by_w.values(), axis=1).notna().all(axis=1)
+    if keep.sum() < 10:
+        return {
+            "missing": f"only {int(keep.sum())} pairs with a human preference and every wording's verdict (< 10)"
+        }
+    yv = y[keep].to_numpy(float)
+    sizes = [n for n in opts.slices if n <= yv.size // 2] or sorted({max(5, yv.size // 4), yv.size // 2})
+    per = {
+        w: [
+            coverage(
+                yv, f[keep].to_numpy(float), n, n_draws=opts.n_draws, level=opts.ppi_level, seed=opts.seed
+            )
+            for n in sizes
+        ]
+        for w, f in f_by_w.items()
+    }
+    return {
+        "per_wording": per,
+        "level": opts.ppi_level,
+        "all_human_mean": float(yv.mean()),
+        "n_items": int(yv.size),
+        "unit": "the share of pairs won by response 1 (ties 0.5; the judge's two orders averaged)",
+        "source": SOURCES["corrected"],
+        "ranks": {"missing": "pairwise system rankings (Bradley-Terry) are not corrected here"},
+    }
+
+
 def per_system(y, f_by_w: dict, systems: np.ndarray, *, share: float, level: float, seed: int) -> dict:
     """Per wording and system: the judge-only mean, the PPI++ estimate and interval from one seeded
     slice (``share`` of each system's items human-labelled, the same slice for every wording) and the

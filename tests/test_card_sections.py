@@ -68,3 +68,13 @@ def test_rogan_gladen_section_and_per_system_estimates():
         and row["n_labelled"] == 10
     )
     assert row["ci"][0] <= 2.0 <= row["ci"][1]  # PPI++ removes the judge's +1 bias
+
+
+def test_ppi_coverage_cli_refuses_in_one_line(capsys):
+    from promptlottery.analysis.ppi_coverage import main
+    from tests.conftest import DATA_DIR
+
+    assert main(["--dataset", "summeval", "--criterion", "nope", "--data-dir", str(DATA_DIR)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: summeval/nope has 0 labelled items") and err.count("\n") == 1
+    assert main(["--dataset", "summeval", "--criterion", "coherence", "--scale", "1-5"]) == 2

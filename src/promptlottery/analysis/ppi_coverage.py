@@ -66,8 +66,10 @@ def run(
     rows = [(it.human_score(criterion), it.system) for it in items]
     rows = [(h, s) for h, s in rows if h is not None]
     if len(rows) < 2 * max(slices):
-        raise SystemExit(
-            f"error: {dataset}/{criterion} has {len(rows)} labelled items; need {2 * max(slices)}"
+        from promptlottery.errors import UserError
+
+        raise UserError(
+            f"{dataset}/{criterion} has {len(rows)} labelled items; need {2 * max(slices)} (--criterion?)"
         )
     y = np.array([h for h, _ in rows], float)
     systems = np.array([s if s is not None else "all" for _, s in rows], dtype=object)

@@ -376,7 +376,7 @@ def figure(card: dict, path: Path) -> None:
             axes[1, 0],
             names,
             [v["advantage_probability"] for v in alt["per_wording"].values()],
-            [[np.nan, np.nan]] * len(names),
+            [v.get("rho_ci", [np.nan, np.nan]) for v in alt["per_wording"].values()],
             f"alt-test: rho (omega: {', '.join(_f(v['winning_rate']) for v in alt['per_wording'].values())})",
             "advantage probability",
             ref=0.5,

@@ -109,6 +109,9 @@ class JudgeConfig:
     confidence: float = 0.95
     #: pairwise: what a pair with response_a == response_b gets (IDENTICAL_PAIRS: warn | refuse)
     identical_pairs: str = "warn"
+    #: judge a prompt group's control variants (``judge.variant=<control id>``): refused unless true,
+    #: so a paraphrase sweep never judges one by accident (docs/judge_card.md)
+    controls: bool = False
 
 
 @dataclass
@@ -184,7 +187,9 @@ class RunConfig:
     human: Any = None
 
 
-def group_variants(group_file: str | None, mode: str | None = None, template: str | None = None) -> str:
+def group_variants(
+    group_file: str | None, mode: str | None = None, template: str | None = None, controls: bool = False
+) -> str:
     """``P1,P2,...``: the variant ids of a prompt-group file, for a sweep over all of them
     (``judge.variant: ${group_variants:${judge.group_file},${judge.mode},${judge.template}}`` in
     hydra.sweeper.params); one template file (``judge.template``): its one variant, ``P1``; no file in a
@@ -192,7 +197,9 @@ def group_variants(group_file: str | None, mode: str | None = None, template: st
     variants of a group are the wrong question when the mode is a typo)."""
     builtin = get_mode(mode or DEFAULT_MODE).default_group
     if group_file:
-        return ",".join(load_group_file(group_file).variants)
+        group = load_group_file(group_file)
+        # a fourth argument true (${judge.controls}): the group's control variants after its paraphrases
+        return ",".join([*group.variants, *(group.controls if str(controls).lower() == "true" else ())])
     if template:
         return "P1"  # groups.group_from_template: a template is a group of one wording
     if builtin:

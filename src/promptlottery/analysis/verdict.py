@@ -395,6 +395,11 @@ def show(lottery_dir: str | Path) -> str:
         )
     lines += ["", f"Report: {d / 'report.md'}", f"Verdict map: {d / 'figures' / 'verdict_map.png'}"]
     lines += [f"Items by instability: {d / 'unstable_items.csv'}"]
+    from promptlottery.analysis.card import headlines  # the judge cards beside the lottery, if written
+
+    cards = headlines(d.parent / "card")
+    if cards:
+        lines += ["", "Judge cards:", *(f"  - {h}" for h in cards), f"Cards: {d.parent / 'card'}"]
     return "\n".join(lines)
 
 

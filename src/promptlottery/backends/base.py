@@ -57,6 +57,8 @@ class KnownAnswer:
     #: scale; pairwise: the shown position of the gold preference (its tie label for a gold tie);
     #: None where the item has no human label (or a gold tie on a scale without a tie label)
     label: str | None = None
+    #: a control variant's direction (prompts.groups.CONTROL_DIRECTIONS); None for a paraphrase
+    control: str | None = None
 
 
 @dataclass

@@ -50,6 +50,12 @@ class FakeBackend(Backend):
     * ``inverted``: the oracle, but under variant ``inverted_variant`` (the rubric study: a condition's
       name) the label mirrored on the scale (score s -> lowest + highest - s; pairwise A and B swapped,
       the tie kept).
+    * ``meaning_following``: the oracle under every paraphrase, and under a control variant
+      (:attr:`~promptlottery.backends.base.KnownAnswer.control`) the verdict its rewrite asks for:
+      ``stricter`` the lowest-scored label, ``more_lenient`` and ``criterion_dropped`` the
+      highest-scored, ``reversed`` the oracle's label mirrored on the scale (pairwise: A and B
+      swapped). The constant judge is deaf to controls and ``inverted`` (oracle on controls, one
+      paraphrase mirrored) wording-sensitive: the judge card's three known answers.
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
     substrings that make ``generate`` raise, to test error paths; ``calls`` counts requests
@@ -233,8 +239,24 @@ def _inverted(backend: FakeBackend, r: JudgeRequest) -> str:
     label = _human(backend, known)
     if known.variant != backend.inverted_variant:
         return label
+    return _mirrored(label, r.labels, scores)
+
+
+def _mirrored(label: str, labels: tuple[str, ...], scores: dict[str, float]) -> str:
     mirrored = min(scores.values()) + max(scores.values()) - scores[label]
-    return min(r.labels, key=lambda lab: abs(scores[lab] - mirrored))
+    return min(labels, key=lambda lab: abs(scores[lab] - mirrored))
+
+
+@KNOWN_JUDGES.register("meaning_following")
+def _meaning_following(backend: FakeBackend, r: JudgeRequest) -> str:
+    known, scores = _scored(backend, r)
+    label = _human(backend, known)
+    if known.control is None:
+        return label
+    if known.control == "reversed":
+        return _mirrored(label, r.labels, scores)
+    pick = min if known.control == "stricter" else max  # more_lenient, criterion_dropped: the top
+    return pick(r.labels, key=scores.get)
 
 
 #: every ``behaviour=``, the default first

@@ -123,6 +123,7 @@ def build_requests(
                 condition.variant,
                 group.scale.scores,
                 mode.known_label(item, condition.criterion, group.scale, shown, human_range),
+                group.variant(condition.variant).control,
             )
             for k in range(n_samples):
                 req = make_request(

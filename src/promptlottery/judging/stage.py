@@ -97,6 +97,11 @@ def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
             f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
         )
     group.variant(condition.variant)  # judge.variant=P9: one line naming the group's variants
+    if condition.variant in group.controls and not cfg.judge.get("controls", False):
+        raise ConfigError(
+            f"judge.variant={condition.variant} is a control variant of prompt group {group.id} "
+            "(it must move the verdict); judge it only with judge.controls=true"
+        )
     return group, condition, from_file
 
 

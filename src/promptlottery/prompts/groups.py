@@ -52,6 +52,10 @@ class Variant:
     user: str
     system: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    #: a control variant (``controls:`` in a group file): the direction its rewrite must move the
+    #: verdict (CONTROL_DIRECTIONS) and the paraphrase it rewrites; None for a paraphrase
+    control: str | None = None
+    base: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,17 @@ class PromptGroup:
     #: the line a completion prompt's answer follows (``"Answer:"``, then the answer prefix); None:
     #: the prompt ends with the answer prefix as its own paragraph (the rubric study's layout)
     completion_answer: str | None = "Answer:"
+    #: meaning-changing control variants (docs/judge_card.md), judged only when asked
+    #: (``judge.controls=true``); never among ``variants``, so a paraphrase sweep is unchanged
+    controls: dict[str, Variant] = field(default_factory=dict)
 
     def variant(self, variant_id: str) -> Variant:
+        if variant_id in self.controls:
+            return self.controls[variant_id]
         if variant_id not in self.variants:
             raise PromptError(
                 f"prompt group {self.id}: no variant {variant_id!r}; valid: {sorted(self.variants)}"
+                + (f"; controls: {sorted(self.controls)}" if self.controls else "")
             )
         return self.variants[variant_id]
 
@@ -128,9 +138,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def check_distinct(group: PromptGroup, *, where: str) -> None:
-    """Refuse two variants with the same text: a lottery over identical wordings measures nothing."""
+    """Refuse two variants with the same text: a lottery over identical wordings measures nothing
+    (nor does a control with a paraphrase's text)."""
     texts: dict[tuple[str, str], str] = {}
-    for vid, v in group.variants.items():
+    for vid, v in {**group.variants, **group.controls}.items():
         first = texts.setdefault(((v.system or "").strip(), v.user.strip()), vid)
         if first != vid:
             raise PromptError(f"{where}: variants {first} and {vid} have the same text")
@@ -203,6 +214,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
         }
         from_item = raw.get("criteria") == FROM_ITEM
         criteria, info = parse_criteria(None if from_item else raw.get("criteria"))
+        controls = parse_controls(raw.get("controls"), variants)
         group = PromptGroup(
             id=str(raw["id"]),
             judge_family=raw["judge_family"],
@@ -218,12 +230,13 @@ def load_group_file(path: str | Path) -> PromptGroup:
             criteria_call=_criteria_call(raw.get("criteria_call"), criteria, from_item),
             criteria_from_item=from_item,
             completion_answer=raw.get("completion_answer", "Answer:"),
+            controls=controls,
         )
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {what})") from None
     try:  # ids name job dirs and files: none may leave its directory
-        for vid in (group.id, *variants):
+        for vid in (group.id, *variants, *controls):
             check_path_id(
                 vid, "prompt group id" if vid == group.id else f"prompt group {group.id}: variant id"
             )
@@ -231,7 +244,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
         raise PromptError(f"{path}: {e}") from None
     if group.family_type not in (*FAMILY_TYPES, "other"):
         raise PromptError(f"{path}: family_type={group.family_type!r}; valid: {', '.join(FAMILY_TYPES)}")
-    for v in variants.values():
+    for v in (*variants.values(), *controls.values()):
         for t in (v.user, v.system or ""):
             try:
                 _ENV.parse(t)
@@ -239,6 +252,43 @@ def load_group_file(path: str | Path) -> PromptGroup:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
     check_distinct(group, where=str(path))
     return group
+
+
+#: the directions a control variant must move the verdict (metrics.controls.DIRECTIONS)
+CONTROL_DIRECTIONS = ("stricter", "more_lenient", "reversed", "criterion_dropped")
+
+
+def parse_controls(raw, variants: dict[str, Variant]) -> dict[str, Variant]:
+    """A group file's ``controls:`` mapping: ``id: {base: P1, direction: stricter, user: ...,
+    system: ...}``, each a rewrite of paraphrase ``base`` that must move the verdict ``direction``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"controls must be a mapping of control id to its entry, got {type(raw).__name__}")
+    out = {}
+    for cid, c in raw.items():
+        cid = str(cid)
+        if cid in variants:
+            raise ValueError(f"control {cid} has the id of a paraphrase variant")
+        if not isinstance(c, dict) or "user" not in c:
+            raise ValueError(f"control {cid} needs a mapping with base, direction and user")
+        if c.get("direction") not in CONTROL_DIRECTIONS:
+            raise ValueError(
+                f"control {cid}: direction={c.get('direction')!r}; valid: {', '.join(CONTROL_DIRECTIONS)}"
+            )
+        if c.get("base") not in variants:
+            raise ValueError(
+                f"control {cid}: base={c.get('base')!r} is not a variant ({', '.join(variants)})"
+            )
+        out[cid] = Variant(
+            id=cid,
+            user=c["user"],
+            system=c.get("system"),
+            tags=dict(c.get("tags") or {}),
+            control=c["direction"],
+            base=str(c["base"]),
+        )
+    return out
 
 
 @cache
@@ -310,10 +360,23 @@ def dump_group(group: PromptGroup, path: str | Path, variant_extra: dict | None 
         **({"completion_answer": group.completion_answer} if group.completion_answer != "Answer:" else {}),
         **extra,
         "variants": variants,
+        **({"controls": _dump_controls(group)} if group.controls else {}),
     }
     path = Path(path)
     path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
     return path
+
+
+def _dump_controls(group: PromptGroup) -> dict:
+    return {
+        cid: {
+            "base": v.base,
+            "direction": v.control,
+            **({"system": v.system} if v.system else {}),
+            "user": v.user,
+        }
+        for cid, v in group.controls.items()
+    }
 
 
 def _dump_criteria(group: PromptGroup) -> dict:
@@ -330,7 +393,7 @@ def text_variables(template: str) -> set[str]:
 def template_variables(group: PromptGroup, variant_id: str | None = None) -> set[str]:
     """The variables the group's templates (or one variant's) reference."""
     names: set[str] = set()
-    for vid, v in group.variants.items():
+    for vid, v in {**group.variants, **group.controls}.items():
         if variant_id is None or vid == variant_id:
             for t in (v.user, v.system or ""):
                 names |= text_variables(t)
@@ -339,7 +402,7 @@ def template_variables(group: PromptGroup, variant_id: str | None = None) -> set
 
 def check_variables(group: PromptGroup, available: set[str], *, where: str) -> None:
     """Raise before any model call when a template names a variable the items do not provide."""
-    for vid in group.variants:
+    for vid in (*group.variants, *group.controls):
         if not template_variables(
             group, vid
         ):  # one identical prompt for every item (a path given as a template?)

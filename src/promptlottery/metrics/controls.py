@@ -1,0 +1,230 @@
+"""Stable, or deaf? The shift of a judge's verdicts under meaning-changing control variants of its
+prompt against the shift under meaning-preserving paraphrases.
+
+A judge that ignores its prompt is perfectly stable under paraphrases; what tells it apart from a
+faithful one is whether rubric rewrites that change the meaning move it the way they should
+(Policy Invariance, arXiv 2605.06161, §3: "meaning-preserving rewrites should leave verdicts
+unchanged, meaning-changing ones should move them"). Per item ``i`` and on a scale rescaled to
+[0, 1] (``(s - lo) / (hi - lo)``):
+
+* the **noise** ``N_i``: the mean absolute difference between the verdicts of every pair of
+  paraphrases (for a binary verdict: the share of paraphrase pairs that disagree);
+* the **signal** ``S_i``: the mean over controls ``c`` of the shift of ``c``'s verdict from its base
+  paraphrase ``b`` in the direction ``c`` must move it: ``stricter``: ``b - c``;
+  ``more_lenient``: ``c - b``; ``reversed`` (the scale or the question turned round): ``|c - b| -
+  |(1 - c) - b|``, positive when the reversed verdict is nearer the mirror of the base one than
+  the base one itself; ``criterion_dropped``: ``|c - b|`` (a dropped criterion must move the
+  verdict, in a direction the rubric does not fix).
+
+The measures are the item means ``S`` and ``N``, the margin ``S - N`` and the ratio ``S / N``
+(``+-inf`` when ``N = 0`` and ``S != 0``), each with a (cluster) bootstrap percentile interval over items. The
+judge **follows** its controls when the margin's interval lies above 0; otherwise it is **deaf**
+(it does not follow its controls, whatever its stability), called ``deaf: stable`` when the
+paraphrase noise's upper bound is below ``stable_below`` and ``deaf: wording-sensitive``
+otherwise.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_positive_int, to_numeric_2d, warn_undefined
+from .bootstrap import Seed, check_level, check_seed
+from .cluster_bootstrap import cluster_weights
+
+__all__ = ["DIRECTIONS", "ControlSensitivity", "control_sensitivity", "control_shift"]
+
+DIRECTIONS = ("stricter", "more_lenient", "reversed", "criterion_dropped")
+
+
+@dataclass(frozen=True)
+class ControlSensitivity:
+    signal: float
+    signal_ci: tuple[float, float]
+    noise: float
+    noise_ci: tuple[float, float]
+    margin: float  # signal - noise
+    margin_ci: tuple[float, float]
+    ratio: float  # signal / noise
+    ratio_ci: tuple[float, float]
+    follows: bool  # the margin's interval lies above 0
+    verdict: str  # "follows", "deaf: stable" or "deaf: wording-sensitive"
+    n_items: int
+    n_controls: int
+    level: float
+    per_direction: dict = field(default_factory=dict)  # direction -> mean signal over items
+
+    @property
+    def deaf(self) -> bool:
+        return not self.follows
+
+
+def control_shift(base, control, *, direction: str) -> np.ndarray:
+    """Per-item shift of ``control`` from ``base`` (both on [0, 1]) in the ``direction`` it must move.
+
+    >>> control_shift([1.0, 0.0], [0.0, 0.0], direction="stricter").tolist()
+    [1.0, 0.0]
+    >>> control_shift([1.0, 0.0], [0.0, 1.0], direction="reversed").tolist()
+    [1.0, 1.0]
+    """
+    b, c = np.asarray(base, dtype=float), np.asarray(control, dtype=float)
+    if direction == "stricter":
+        return b - c
+    if direction == "more_lenient":
+        return c - b
+    if direction == "reversed":
+        return np.abs(c - b) - np.abs((1 - c) - b)
+    if direction == "criterion_dropped":
+        return np.abs(c - b)
+    raise ValueError(f"direction={direction!r} is not valid; choose one of {list(DIRECTIONS)}")
+
+
+def _nanmean(a: np.ndarray) -> np.ndarray:
+    """Row means ignoring NaN; a row with no value is NaN (left out by the caller), silently."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=1)
+
+
+def _pair_noise(p: np.ndarray) -> np.ndarray:
+    k = p.shape[1]
+    return _nanmean(np.stack([np.abs(p[:, a] - p[:, b]) for a in range(k) for b in range(a + 1, k)], axis=1))
+
+
+def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
+    ok = dist[~np.isnan(dist)]
+    if ok.size == 0:
+        return float("nan"), float("nan")
+    method = "linear" if np.isfinite(ok).all() else "nearest"  # the ratio is inf where the noise is 0
+    lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)], method=method)
+    return float(lo), float(hi)
+
+
+def control_sensitivity(
+    paraphrases,
+    controls,
+    *,
+    directions,
+    bases=None,
+    scale: tuple[float, float] = (0.0, 1.0),
+    clusters=None,
+    stable_below: float = 0.05,
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: Seed = 0,
+) -> ControlSensitivity:
+    """Signal (control shift) against noise (paraphrase shift) of one judge on one prompt group.
+
+    ``paraphrases``: items x k verdicts under the ``k >= 2`` paraphrases; ``controls``: items x c
+    verdicts under the controls, ``directions[j]`` the direction control ``j`` must move and
+    ``bases[j]`` the column of ``paraphrases`` it rewrites (default 0). Verdicts are on ``scale =
+    (lo, hi)``; NaN is a missing verdict (left out of its item's means). Items with no paraphrase
+    pair or no control pair are left out.
+
+    Binary verdicts, twenty items (half yes, half no), three paraphrases that agree, a stricter
+    control that says no on all: signal = mean(1 - 0, 0 - 0) = 0.5, noise 0, the judge follows.
+
+    >>> r = control_sensitivity([[1, 1, 1], [0, 0, 0]] * 10, [[0], [0]] * 10, directions=["stricter"])
+    >>> r.signal, r.noise, r.ratio, r.verdict
+    (0.5, 0.0, inf, 'follows')
+    """
+    p = to_numeric_2d(paraphrases, "paraphrases")
+    c = to_numeric_2d(controls, "controls")
+    if p.shape[0] != c.shape[0]:
+        raise ValueError(f"paraphrases has {p.shape[0]} items but controls has {c.shape[0]}")
+    if p.shape[1] < 2:
+        raise ValueError(f"need at least 2 paraphrase columns, got {p.shape[1]}")
+    directions = list(directions)
+    if len(directions) != c.shape[1]:
+        raise ValueError(f"directions names {len(directions)} controls but controls has {c.shape[1]} columns")
+    for d in directions:
+        if d not in DIRECTIONS:
+            raise ValueError(f"direction {d!r} is not valid; choose one of {list(DIRECTIONS)}")
+    bases = [0] * c.shape[1] if bases is None else list(bases)
+    if len(bases) != c.shape[1] or any(not 0 <= b < p.shape[1] for b in bases):
+        raise ValueError(
+            f"bases must give one paraphrase column in [0, {p.shape[1]}) per control, got {bases}"
+        )
+    lo, hi = (float(v) for v in scale)
+    if not hi > lo:
+        raise ValueError(f"scale must be (lo, hi) with hi > lo, got {scale!r}")
+    check_level(level)
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    check_seed(seed)
+    for name, m in (("paraphrases", p), ("controls", c)):
+        bad = ~np.isnan(m) & ((m < lo) | (m > hi))
+        if bad.any():
+            i, j = (int(v[0]) for v in np.nonzero(bad))
+            raise ValueError(f"{name} row {i} column {j} holds {float(m[i, j])!r}, outside the scale {scale}")
+    p, c = (p - lo) / (hi - lo), (c - lo) / (hi - lo)
+    shifts = np.stack(
+        [
+            control_shift(p[:, b], c[:, j], direction=d)
+            for j, (d, b) in enumerate(zip(directions, bases, strict=True))
+        ],
+        axis=1,
+    )
+    s_i = _nanmean(shifts)
+    n_i = _pair_noise(p)
+    keep = ~np.isnan(s_i) & ~np.isnan(n_i)
+    s_i, n_i, shifts = s_i[keep], n_i[keep], shifts[keep]
+    n = int(keep.sum())
+    nan = float("nan")
+    if n == 0:
+        warn_undefined("control_sensitivity: no item has both a paraphrase pair and a control verdict")
+        return ControlSensitivity(
+            nan,
+            (nan, nan),
+            nan,
+            (nan, nan),
+            nan,
+            (nan, nan),
+            nan,
+            (nan, nan),
+            False,
+            "undefined",
+            0,
+            c.shape[1],
+            level,
+        )
+    cl = np.arange(n) if clusters is None else np.asarray(clusters)[keep]
+    w = cluster_weights(cl, n_resamples, seed=seed)
+    tot = w.sum(1)
+    s_dist, n_dist = (w @ s_i) / tot, (w @ n_i) / tot
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_dist = np.where(
+            n_dist > 0, s_dist / np.where(n_dist > 0, n_dist, 1), np.where(s_dist > 0, np.inf, np.nan)
+        )
+    s, nz = float(s_i.mean()), float(n_i.mean())
+    ratio = s / nz if nz > 0 else (float(np.sign(s)) * float("inf") if s != 0 else nan)
+    margin_ci = _ci(s_dist - n_dist, level)
+    noise_ci = _ci(n_dist, level)
+    follows = bool(margin_ci[0] > 0)
+    verdict = (
+        "follows"
+        if follows
+        else ("deaf: stable" if noise_ci[1] < stable_below else "deaf: wording-sensitive")
+    )
+    per_direction = {}
+    for d in dict.fromkeys(directions):
+        cols = [j for j, dj in enumerate(directions) if dj == d]
+        per_direction[d] = float(np.nanmean(shifts[:, cols]))
+    return ControlSensitivity(
+        s,
+        _ci(s_dist, level),
+        nz,
+        noise_ci,
+        s - nz,
+        margin_ci,
+        ratio,
+        _ci(r_dist, level),
+        follows,
+        verdict,
+        n,
+        c.shape[1],
+        level,
+        per_direction,
+    )

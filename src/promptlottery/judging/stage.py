@@ -19,7 +19,7 @@ from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
-from promptlottery.data.registry import sample_items
+from promptlottery.data.registry import dataset_id, sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
@@ -68,7 +68,7 @@ def few_shot_examples(
 def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condition:
     """The grid cell; a prompt group loaded from a file (judge.group_file / template) names itself."""
     return Condition(
-        dataset=cfg.dataset.name,
+        dataset=dataset_id(cfg.dataset),
         judge_family=group.judge_family if group is not None else cfg.judge.family,
         prompt_group=group.id if group is not None else cfg.judge.prompt_group,
         variant=cfg.judge.variant,
@@ -154,7 +154,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     group, condition, from_file = _group_condition(cfg)
     job.label = "condition"
     job.fields["condition"] = condition.id
-    job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
+    job.track(name=condition.id, group=condition.configuration)
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = run_decoding(cfg)
     _add_predictions(cfg, options, decoding, output_dir)

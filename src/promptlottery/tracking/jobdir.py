@@ -115,7 +115,7 @@ def unique_suffix() -> str:
 
 
 #: top-level options added after the first release, with the default that changes nothing
-NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+NEUTRAL_DEFAULTS = {"repeat_source": "none", "study": None}
 #: the same for options inside a group (``judge.design=full`` is the grid every earlier job judged)
 NEUTRAL_NESTED = {
     "judge": {
@@ -132,7 +132,13 @@ NEUTRAL_NESTED = {
 DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)}}
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
-HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
+HANDLING_OPTIONS = {
+    "paths": ("cache_on_mismatch", "allow_paid_recompute"),
+    # a label (the dataset config's id) and a planning figure (a backbone's throughput): neither
+    # changes a call, so a job dir of the study from before them is still the same job
+    "dataset": ("id",),
+    "backbone": ("throughput",),
+}
 
 
 def config_hash(config: dict) -> str:

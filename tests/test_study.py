@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from tests.conftest import REPO, compose
 
 #: six configurations of the 33 whose loaders are shared: Topical-Chat and PersonaChat (one USR loader),

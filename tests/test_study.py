@@ -106,3 +106,28 @@ def test_the_job_config_hash_ignores_the_new_labels(tmp_path, exp):
     old["dataset"] = {k: v for k, v in cfg["dataset"].items() if k != "id"}
     old["backbone"] = {k: v for k, v in cfg["backbone"].items() if k != "throughput"}
     assert config_hash(cfg) == config_hash(old)
+
+
+def test_the_background_cpu_studys_job_dirs_are_the_same_jobs(tmp_path):
+    """A squad_v2 job of the CPU study composed now hashes like the one judged before the throughput
+    fields (its candidate systems' backbones carry one too)."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.tracking.jobdir import config_hash
+
+    cfg = OmegaConf.to_container(
+        compose(["+experiment=squad_v2", "backbone=qwen25_coder_15b", "predict.limit=6"], tmp_path=tmp_path),
+        resolve=True,
+    )
+    old = {k: v for k, v in cfg.items() if k != "study"}
+    old["backbone"] = {k: v for k, v in cfg["backbone"].items() if k != "throughput"}
+    systems = old["predict"]["systems"]
+    assert any("throughput" in s["backbone"] for s in systems.values())
+    old["predict"] = {
+        **old["predict"],
+        "systems": {
+            n: {**s, "backbone": {k: v for k, v in s["backbone"].items() if k != "throughput"}}
+            for n, s in systems.items()
+        },
+    }
+    assert config_hash(cfg) == config_hash(old)

@@ -148,6 +148,7 @@ def config_hash(config: dict) -> str:
     # redacted, so a results.json's (redacted) config hashes the same as the job's own; an option added
     # later, at the default that keeps the old behaviour, leaves the hash as it was (a sweep dir of an
     # earlier version can still be resumed)
+    config = _without_planning(config)
     keep = redact(
         {
             k: (
@@ -167,6 +168,23 @@ def config_hash(config: dict) -> str:
     )
     blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _without_planning(config: dict) -> dict:
+    """``config`` without the throughput of the backbones its candidate systems answer with
+    (``predict.systems.<name>.backbone.throughput``): a planning figure, like ``backbone.throughput``."""
+    systems = (
+        (config.get("predict") or {}).get("systems") if isinstance(config.get("predict"), dict) else None
+    )
+    if not isinstance(systems, dict):
+        return config
+    trimmed = {
+        name: {**spec, "backbone": {k: v for k, v in spec["backbone"].items() if k != "throughput"}}
+        if isinstance(spec, dict) and isinstance(spec.get("backbone"), dict)
+        else spec
+        for name, spec in systems.items()
+    }
+    return {**config, "predict": {**config["predict"], "systems": trimmed}}
 
 
 def file_sha256(path: str | Path) -> str:

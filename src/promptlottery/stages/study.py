@@ -258,8 +258,12 @@ def _hours(tokens: int, tp: dict[str, Any]) -> float | None:
     return None if not tps else tokens / float(tps) / 3600
 
 
-def plan_job(cfg: DictConfig, memo: _Memo) -> dict[str, Any]:
-    """One job's estimate, as ``dry_run=true`` counts it (judging.stage.dry_run), from shared parts."""
+#: evenly spaced calls of a job looked up in the cache before all of them are: none found, none cached
+PROBE = 256
+
+
+def _requests(cfg: DictConfig, backend, memo: _Memo, items=None):
+    """The job's (item, request) pairs as the judge stage builds them (``items``: a subset)."""
     from promptlottery.calls.compose import run_decoding
     from promptlottery.judging.runner import build_requests
     from promptlottery.judging.stage import build_condition, few_shot_examples
@@ -268,24 +272,22 @@ def plan_job(cfg: DictConfig, memo: _Memo) -> dict[str, Any]:
 
     group = resolve_group(cfg.judge, default_group(cfg.judge))
     condition = build_condition(cfg, group)
-    predict = _predict_stage(cfg, memo)
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     if cfg.predict and cfg.predict.get("systems"):
         key = json.dumps(OmegaConf.to_container(cfg.predict, resolve=True), sort_keys=True, default=str)
         options["predictions"] = str(memo.predictions[key])
-    all_items, items = _items(cfg, options, memo)
+    all_items, sample = _items(cfg, options, memo)
     examples = few_shot_examples(
         all_items,
-        items,
+        sample,
         n_shot=cfg.backbone.n_shot,
         criterion=cfg.judge.criterion,
         human_range=cfg.dataset.human_range,
         scale=group.scale,
         seed=cfg.dataset.seed,
     )
-    backend = _backend(cfg.backbone.backend, str(cfg.backbone.name), memo)
     pairs = build_requests(
-        items,
+        sample if items is None else items(sample),
         condition,
         group,
         backend,
@@ -294,18 +296,51 @@ def plan_job(cfg: DictConfig, memo: _Memo) -> dict[str, Any]:
         examples=examples,
         repeat_source=cfg.repeat_source,
     )
-    keys = [r.key for _, r in pairs]
-    cached = _cache(cfg.paths, memo).get_many(keys)
-    tokens = _tokens(r for _, r in pairs)
-    uncached = _tokens(r for _, r in pairs if r.key not in cached)
+    return condition, pairs
+
+
+def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[str, Any]:
+    """One job's estimate, as ``dry_run=true`` counts it (judging.stage.dry_run), from shared parts.
+
+    ``shared`` (a job of the same configuration, wording and prompt format judged by another backbone
+    counted before): its calls and tokens are this job's (tokens are approximated alike for every
+    backbone), and this job's own requests are built only for the cache: :data:`PROBE` evenly spaced
+    calls first, all of them when any is cached."""
+    predict = _predict_stage(cfg, memo)
+    backend = _backend(cfg.backbone.backend, str(cfg.backbone.name), memo)
+    cache = _cache(cfg.paths, memo)
+    if shared is None:
+        condition, pairs = _requests(cfg, backend, memo)
+        calls, tokens = len(pairs), _tokens(r for _, r in pairs)
+        per_item = {it.id: 0 for it, _ in pairs}
+        for it, _ in pairs:
+            per_item[it.id] += 1
+        shared_out = {"calls": calls, "tokens": tokens, "items": list(per_item)}
+    else:
+        calls, tokens, pairs = shared["calls"], shared["tokens"], None
+        shared_out = shared
+    ids = shared_out["items"]
+    step = max(1, len(ids) // PROBE)
+    probe = set(ids[::step])
+    condition, probed = _requests(
+        cfg, backend, memo, items=lambda sample: [it for it in sample if it.id in probe]
+    )
+    if not cache.get_many([r.key for _, r in probed]):
+        cached: dict = {}
+        uncached = tokens
+    else:  # some are cached: look every call up
+        if pairs is None:
+            condition, pairs = _requests(cfg, backend, memo)
+        cached = cache.get_many([r.key for _, r in pairs])
+        uncached = _tokens(r for _, r in pairs if r.key not in cached)
     price = cfg.backbone.get("price_per_mtok_input")
     tp = _throughput(cfg.backbone)
-    return {
+    row = {
         "condition": condition.id,
         "configuration": condition.configuration,
         "backbone": str(cfg.backbone.name),
         "variant": condition.variant,
-        "calls": len(pairs),
+        "calls": calls,
         "cached_calls": len(cached),
         "prompt_tokens": tokens,
         "uncached_prompt_tokens": uncached,
@@ -316,6 +351,7 @@ def plan_job(cfg: DictConfig, memo: _Memo) -> dict[str, Any]:
         **({"predict": predict} if predict else {}),
         **({"calls_bound": "upper"} if cfg.judge.get("design", "full") not in ("full", None) else {}),
     }
+    return row, shared_out
 
 
 def plan_study(
@@ -325,26 +361,41 @@ def plan_study(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Every job's estimate (:func:`plan_job`) and the study's totals (:func:`summarize_plan`); a
-    progress bar over the jobs. ``compose`` is called once per job less its wording (the wordings of a
-    job differ only in ``judge.variant``, set on a copy)."""
+    progress bar over the jobs. Each experiment is composed once and each backbone once: a job is its
+    experiment's config with the job's backbone node and ``judge.variant`` set (the jobs of a study
+    differ only in those; an experiment that specialised its config by backbone would need a
+    composition per job)."""
+    import copy
+
     from tqdm import tqdm
+
+    def value(overrides, key):
+        found = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key]
+        return found[-1] if found else None
 
     jobs = [(e.name, o) for e in experiments for o in e.jobs]
     composed: dict[tuple, DictConfig] = {}
+    backbones: dict[str, Any] = {}
+    shared: dict[tuple, dict] = {}
     rows = []
     with tempfile.TemporaryDirectory(prefix="study_plan_") as tmp:
         memo = _Memo(Path(tmp))
         bar = tqdm(jobs, desc="study plan", unit="job", disable=not progress, mininterval=1.0)
         for name, overrides in bar:
-            base = tuple(o for o in overrides if not o.startswith("judge.variant="))
-            variant = [o.split("=", 1)[1] for o in overrides if o.startswith("judge.variant=")]
+            variant, backbone = value(overrides, "judge.variant"), value(overrides, "backbone")
+            base = tuple(o for o in overrides if o.split("=", 1)[0] not in ("judge.variant", "backbone"))
             if base not in composed:
-                composed[base] = compose(list(base))
-            cfg = composed[base]
+                composed[base] = compose([*base, *([f"backbone={backbone}"] if backbone else [])])
+            if backbone and backbone not in backbones:
+                backbones[backbone] = compose([*base, f"backbone={backbone}"]).backbone
+            cfg = copy.deepcopy(composed[base])
+            if backbone:
+                cfg.backbone = copy.deepcopy(backbones[backbone])
             if variant:
-                cfg = cfg.copy()
-                cfg.judge.variant = variant[-1]
-            rows.append({"experiment": name, **plan_job(cfg, memo)})
+                cfg.judge.variant = variant
+            sig = (base, variant, str(cfg.backbone.prompt_format), int(cfg.backbone.n_shot))
+            row, shared[sig] = plan_job(cfg, memo, shared.get(sig))
+            rows.append({"experiment": name, **row})
         for cache in memo.caches.values():
             cache.close()
     return summarize_plan(rows)

@@ -131,3 +131,171 @@ def test_the_background_cpu_studys_job_dirs_are_the_same_jobs(tmp_path):
         },
     }
     assert config_hash(cfg) == config_hash(old)
+
+
+# -- the study sweeper -------------------------------------------------------------------------
+
+
+def _experiments(overrides: list[str], tmp_path: Path):
+    """The study's experiments as the study sweeper expands them (``+study=...`` composed)."""
+    from omegaconf import open_dict
+
+    from promptlottery.stages.study import study_experiments
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    plain = [
+        o.input_line for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()
+    ]
+    config = compose(plain, tmp_path=tmp_path, return_hydra_config=True)  # a multirun's own config
+    with open_dict(config):
+        config.hydra.sweep.dir = str(tmp_path / "study")
+
+    def job(ov):
+        return compose(ov, tmp_path=tmp_path, return_hydra_config=True)
+
+    return study_experiments(config, list(overrides), job)
+
+
+def test_the_paper_study_on_the_gpu_grid_is_825_conditions(tmp_path):
+    """33 configurations (experiments/README.md's table) x 5 GPU backbones x P1-P5, each experiment's
+    own sweep kept; SQuAD v2 at its documented GPU size (400 questions)."""
+    import re
+
+    readme = (REPO / "experiments" / "README.md").read_text()
+    table = re.findall(r"^\| \d+ \| (\w+) \|", readme.split("## The 33 configurations")[1], flags=re.M)
+    exps = _experiments(["+study=paper", "grid=gpu"], tmp_path)
+    assert [e.name for e in exps] == table and len(table) == 33
+    assert (
+        sum(len(e.jobs) for e in exps)
+        == 825
+        == len({(e.name, tuple(sorted(j))) for e in exps for j in e.jobs})
+    )
+    backbones = {"qwen25_7b", "llama31_8b", "mistral_7b", "gemma2_9b", "gpt4o"}
+    for e in exps:
+        assert len(e.jobs) == 25
+        assert {o.split("=")[1] for j in e.jobs for o in j if o.startswith("backbone=")} == backbones
+        assert {o.split("=")[1] for j in e.jobs for o in j if o.startswith("judge.variant=")} == {
+            f"P{i}" for i in range(1, 6)
+        }
+        assert e.sweep_dir == tmp_path / "study" / e.name
+    squad = next(e for e in exps if e.name == "squad_v2")
+    assert all("predict.limit=400" in j for j in squad.jobs)
+
+
+#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides
+RUN_STUDY = {
+    **{
+        e: ["dataset.limit=30"]
+        for e in (
+            "stsb_alignment evouna_nq_correctness evouna_tq_correctness nq301_correctness tc_usr_engaging "
+            "tc_usr_understandable tc_usr_context_specific tc_usr_relevant tc_usr_practical_value "
+            "pc_usr_engaging pc_usr_understandable pc_usr_context_specific fed_engaging fed_understandable "
+            "fed_context_specific fed_relevant fed_domain begin_wow_groundedness "
+            "begin_topicalchat_groundedness begin_cmu_groundedness unieval_sfhot_overall "
+            "unieval_sfres_overall qags_cnndm_groundedness qags_xsum_groundedness"
+        ).split()
+    },
+    "hanna_coherence": ["dataset.limit=3"],
+    **{f"newsroom_{c}": ["dataset.limit=5"] for c in ("coherence", "fluency", "relevance")},
+    **{f"summeval_{c}": ["dataset.limit=2"] for c in ("coherence", "consistency", "fluency", "relevance")},
+    "squad_v2": ["predict.limit=6"],
+}
+
+
+def test_the_cpu_study_is_the_background_runs_jobs(tmp_path):
+    """+study=cpu logger=none composes exactly run_study.sh's jobs: the same overrides per job (so the
+    same requests, answered from the call cache), numbered 0-4 = P1-P5 in <root>/<experiment>/."""
+    exps = _experiments(["+study=cpu", "logger=none"], tmp_path)
+    assert {e.name for e in exps} == set(RUN_STUDY)
+    for e in exps:
+        want = [
+            sorted(
+                [
+                    f"+experiment={e.name}",
+                    "backbone=qwen25_coder_15b",
+                    *RUN_STUDY[e.name],
+                    f"judge.variant=P{k}",
+                    "logger=none",
+                ]
+            )
+            for k in range(1, 6)
+        ]
+        assert [p["overrides"] for p in e.plan()["jobs"]] == want
+        assert [p["num"] for p in e.plan()["jobs"]] == [0, 1, 2, 3, 4]
+        assert all(o[-1] == f"hydra.sweep.dir={tmp_path / 'study' / e.name}" for o in e.launch_overrides())
+
+
+def test_the_command_line_wins_over_the_study(tmp_path):
+    exps = _experiments(
+        [
+            "+study=cpu",
+            "study.experiments=[fed_domain,hanna_coherence]",
+            "backbone=fake,smollm2",
+            "dataset.limit=4",
+        ],
+        tmp_path,
+    )
+    assert [e.name for e in exps] == ["fed_domain", "hanna_coherence"]
+    for e in exps:
+        assert len(e.jobs) == 10
+        assert all("dataset.limit=4" in j and not any(o.startswith("+study") for o in j) for j in e.jobs)
+
+
+def test_a_sweep_over_experiments_is_refused_in_one_line_naming_the_study():
+    from promptlottery.errors import ConfigError
+    from promptlottery.stages.study import check_experiment_sweep
+
+    with pytest.raises(
+        ConfigError,
+        match=r"run them as a study: python -m run \+study=paper 'study.experiments=\[stsb_alignment,fed_domain\]' -m",
+    ):
+        check_experiment_sweep(["+experiment=stsb_alignment,fed_domain", "grid=gpu", "dry_run=true", "-m"])
+    check_experiment_sweep(["+experiment=stsb_alignment", "-m"])
+    check_experiment_sweep(["+study=paper", "-m"])
+
+
+def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
+    """The study plan's calls, prompt tokens and API cost of a job are those the judge stage's own dry
+    run counts for it (gpt-4o: no tokenizer, characters / 4 + 4 per message in both); PersonaChat and
+    Topical-Chat are two configurations; hours = uncached tokens / the backbone's tokens_per_s."""
+    from promptlottery.stages import run_stage
+    from promptlottery.stages.study import plan_study
+
+    over = [
+        "+study=paper",
+        "study.experiments=[pc_usr_engaging,tc_usr_engaging]",
+        "backbone=gpt4o,qwen25_7b",
+        "dataset.limit=3",
+    ]
+    exps = _experiments(over, tmp_path)
+    plan = plan_study(
+        exps, lambda ov: compose(ov, tmp_path=tmp_path, return_hydra_config=True), progress=False
+    )
+    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 60
+    assert sorted(plan["configurations"]) == [
+        "persona_chat_usr/dialogue_quality/G1/engaging",
+        "topical_chat_usr/dialogue_quality/G1/engaging",
+    ]
+    row = next(r for r in plan["jobs"] if r["condition"] == "persona_chat_usr/dialogue_quality/G1/P3/gpt4o")
+    cfg = compose(
+        [
+            "+experiment=pc_usr_engaging",
+            "backbone=gpt4o",
+            "dataset.limit=3",
+            "judge.variant=P3",
+            "dry_run=true",
+        ],
+        tmp_path=tmp_path,
+    )
+    est = run_stage(cfg, tmp_path / "dry")["estimate"]
+    assert (
+        (row["calls"], row["prompt_tokens"])
+        == (est["calls"], est["prompt_tokens"])
+        == (3, est["prompt_tokens"])
+    )
+    assert row["cost_usd"] == pytest.approx(est["cost_usd"], abs=1e-6)  # the dry run rounds to 6 places
+    qwen = plan["backbones"]["qwen25_7b"]
+    assert qwen["gpu_hours"] == pytest.approx(qwen["uncached_prompt_tokens"] / 10_000 / 3600, abs=1e-3)
+    assert plan["slurm"]["gpu"]["server_per_backbone"]["engine_loads"] == 1
+    assert plan["slurm"]["gpu"]["task_per_configuration_backbone"]["engine_loads"] == 2

@@ -153,7 +153,8 @@ class _Memo:
 
 
 def _throughput(backbone: DictConfig) -> dict[str, Any]:
-    t = OmegaConf.to_container(backbone.get("throughput") or {}, resolve=True) or {}
+    t = backbone.get("throughput") or {}
+    t = OmegaConf.to_container(t, resolve=True) if OmegaConf.is_config(t) else dict(t)
     return {
         "device": t.get("device") or "unknown",
         "tokens_per_s": t.get("tokens_per_s"),

@@ -57,7 +57,7 @@ class StudySweeper(Sweeper):
         if self.config.get("dry_run"):
             plan = st.plan_study(experiments, self._compose)
             path = st.write_study_plan(plan, root, study=name)
-            print(st.format_plan(plan, study=name))
+            print(st.format_plan(plan, study=f"study {name}"))
             print(f"plan written: {path} (and study_dry_run.md); no job started")
             return []
         st.write_plans(experiments, root, study=name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,16 @@ def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path)
         )
         return
     from promptlottery.judging.predict import ensure_predictions
+
+    if (
+        str(cfg.backbone.backend.get("_target_", "")).endswith("FakeBackend")
+        and not Path(str(cfg.predict.output)).exists()
+    ):  # a fake judge never hides real model work
+        print(
+            f"note: backbone=fake judges, but the {len(cfg.predict.systems)} candidate systems' answers it judges "
+            f"are written by real models first ({cfg.predict.output}; once, then cached)",
+            file=sys.stderr,
+        )
 
     options["predictions"] = str(
         ensure_predictions(

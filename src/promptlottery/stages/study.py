@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.errors import ConfigError
@@ -37,6 +38,11 @@ logger = logging.getLogger(__name__)
 SWEEPER = "hydra_plugins.promptlottery_study.study_sweeper.StudySweeper"
 PLAN_FILE = "study_plan.json"
 APPROX = "approx_chars_div_4"
+#: the line a fake judge's sweep gets when real models write the judged answers (SQuAD v2's systems)
+FAKE_PREDICTIONS = (
+    "note: backbone=fake judges, but the candidate answers it judges are written by real models (the "
+    "predict stage's systems, listed above), once, then cached"
+)
 
 
 def is_study(config: DictConfig) -> bool:
@@ -254,6 +260,19 @@ def _predict_stage(cfg: DictConfig, memo: _Memo) -> dict[str, Any] | None:
     }
 
 
+def _fake_with_real_predictions(cfg: DictConfig) -> bool:
+    """A fake judge whose judged answers real models write (SQuAD v2's candidate systems)."""
+    if not (cfg.predict and cfg.predict.get("systems")) or not str(
+        cfg.backbone.backend.get("_target_", "")
+    ).endswith("FakeBackend"):
+        return False
+    return any(
+        _throughput(s.backbone)["device"] in ("cpu", "gpu", "api", "unknown")
+        and not str(s.backbone.backend.get("_target_", "")).endswith(("FakeBackend", "SentenceOverlapQA"))
+        for s in cfg.predict.systems.values()
+    )
+
+
 def _hours(tokens: int, tp: dict[str, Any]) -> float | None:
     tps = tp.get("tokens_per_s")
     return None if not tps else tokens / float(tps) / 3600
@@ -350,6 +369,7 @@ def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[s
         "hours": _hours(uncached, tp),
         "throughput": tp,
         **({"predict": predict} if predict else {}),
+        **({"fake_judge_real_predictions": True} if _fake_with_real_predictions(cfg) else {}),
         **({"calls_bound": "upper"} if cfg.judge.get("design", "full") not in ("full", None) else {}),
     }
     return row, shared_out
@@ -478,31 +498,34 @@ def _num(x: Any) -> str:
 def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
     """The plan as a person reads it before any call."""
     t = plan["total"]
+    hours = ", ".join(f"{k.replace('_', '-')} {v:,.2f}" for k, v in t.items() if k.endswith("_hours"))
     lines = [
-        f"study {study} plan: {t['conditions']} conditions ({len(plan['configurations'])} configurations x "
+        f"{study} plan: {t['conditions']} conditions ({len(plan['configurations'])} configurations x "
         f"{len(plan['backbones'])} backbones x wordings), {_num(t['calls'])} calls ({_num(t['cached_calls'])} "
         f"cached), {_num(t['prompt_tokens'])} prompt tokens ({_num(t['uncached_prompt_tokens'])} uncached), "
-        f"API cost ${_num(t['cost_usd'])}, "
-        + ", ".join(f"{k.replace('_', '-')} {v:,.2f}" for k, v in t.items() if k.endswith("_hours")),
+        f"API cost ${_num(t['cost_usd'])}" + (f", {hours} of judging" if hours else ""),
         "",
-        "| backbone | device | conditions | calls | cached | prompt tokens | cost USD | hours | at tokens/s | source |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| backbone | device | conditions | calls | cached | prompt tokens | API cost USD | hours | at tokens/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    sources = {}
     for bb, b in plan["backbones"].items():
         tp = plan["throughput"][bb]
-        hours = next((v for k, v in b.items() if k.endswith("_hours")), None)
+        sources.setdefault(tp["source"], []).append(bb)
+        h = next((v for k, v in b.items() if k.endswith("_hours")), None)
         lines.append(
             f"| {bb} | {tp['device']} | {b['conditions']} | {_num(b['calls'])} | {_num(b['cached_calls'])} | "
-            f"{_num(b['prompt_tokens'])} | {_num(b['cost_usd'])} | {_num(hours)} | {_num(tp['tokens_per_s'])} | "
-            f"{tp['source']} |"
+            f"{_num(b['prompt_tokens'])} | {_num(b['cost_usd'])} | {_num(h)} | {_num(tp['tokens_per_s'])} |"
         )
+    lines += ["", "throughput sources:"] + [f"  {', '.join(bbs)}: {src}" for src, bbs in sources.items()]
     for p in plan["predict"]:
         calls = sum(s["calls"] for s in p["systems"].values())
+        h = sum(s["hours"] or 0 for s in p["systems"].values())
         lines.append("")
         lines.append(
-            f"stage {p['stage']}: {p['questions']} questions x {len(p['systems'])} candidate systems = "
-            f"{calls:,} answers before any judging ({'already written: ' if p['written'] else 'written to '}"
-            f"{p['output']})"
+            f"stage {p['stage']} (before any judging): {p['questions']} questions x {len(p['systems'])} candidate "
+            f"systems = {calls:,} answers, {h:,.2f} hours on their own backbones "
+            f"(into {p['output']}; an answer in the call cache is not asked again)"
         )
         for name, s in p["systems"].items():
             lines.append(
@@ -512,19 +535,21 @@ def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
     for device, s in plan["slurm"].items():
         lines.append("")
         lines.append(
-            f"SLURM, {device}: judging {s['judging_hours']:,.2f} {device}-hours; with engine loads: one task per job "
-            f"{s['task_per_job']['engine_loads']} loads {s['task_per_job']['hours']:,.2f} h | one task per "
+            f"SLURM, {device}: judging {s['judging_hours']:,.2f} {device}-hours; with engine loads: one task per "
+            f"job {s['task_per_job']['engine_loads']} loads {s['task_per_job']['hours']:,.2f} h | one task per "
             f"configuration x backbone {s['task_per_configuration_backbone']['engine_loads']} loads "
             f"{s['task_per_configuration_backbone']['hours']:,.2f} h | one server per backbone "
             f"{s['server_per_backbone']['engine_loads']} loads {s['server_per_backbone']['hours']:,.2f} h "
             f"-> cheaper: {s['chosen'].replace('_', ' ')}"
         )
+    if any(r.get("fake_judge_real_predictions") for r in plan["jobs"]):
+        lines += ["", FAKE_PREDICTIONS]
     lines.append("")
     lines.append(
         "note: prompt tokens are approximated for every backbone (characters / 4 + 4 per chat message: the "
         "plan loads no tokenizer; the Hub's are unavailable offline); hours are uncached prompt tokens / the "
         "backbone's declared throughput (backbone.throughput: measured here for the CPU judges, an "
-        "assumption for the GPU ones, see each source)"
+        "assumption for the GPU ones)"
     )
     return "\n".join(lines)
 
@@ -537,3 +562,34 @@ def write_study_plan(plan: dict[str, Any], root: Path, *, study: str) -> Path:
     atomic_write_text(path, json.dumps({"study": study, **plan}, indent=2, default=str) + "\n")
     atomic_write_text(root / "study_dry_run.md", format_plan(plan, study=study) + "\n")
     return path
+
+
+class SweepPlan(Callback):
+    """Hydra callback (``conf/hydra/default.yaml``): an ordinary judging sweep prints its plan (jobs,
+    calls, tokens, cost, hours, a predict stage) before its first job, e.g. ``python -m run
+    +experiment=squad_v2 -m`` before the candidate systems and the judges start. A dry run prints its
+    own totals, a study its own plan; a plan that cannot be made is a warning, never a failed sweep."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+
+        from promptlottery.tracking.callbacks import plan_jobs
+
+        if is_study(config) or config.get("dry_run") or (config.get("stage") or "judge") != "judge":
+            return
+        try:
+            jobs = plan_jobs(config)
+            if not jobs:
+                return
+            loader = GlobalHydra.instance().config_loader()
+            name = str(config.get("task_name") or "sweep")
+            exp = StudyExperiment(
+                name, Path(str(config.hydra.sweep.dir)), [list(j["overrides"]) for j in jobs]
+            )
+            plan = plan_study([exp], lambda ov: loader.load_sweep_config(config, list(ov)), progress=False)
+        except Exception as exc:  # noqa: BLE001 - the plan informs; the preflight refuses bad inputs
+            logger.warning(
+                "no plan for this sweep error=%s", str(exc).splitlines()[0][:200] if str(exc) else exc
+            )
+            return
+        print(format_plan(plan, study=f"sweep {name}"), flush=True)

@@ -228,16 +228,12 @@ def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path)
         return
     from promptlottery.judging.predict import ensure_predictions
 
-    if (
-        str(cfg.backbone.backend.get("_target_", "")).endswith("FakeBackend")
-        and not Path(str(cfg.predict.output)).exists()
-    ):  # a fake judge never hides real model work
+    if str(cfg.backbone.backend.get("_target_", "")).endswith("FakeBackend"):  # never hides real model work
         print(
             f"note: backbone=fake judges, but the {len(cfg.predict.systems)} candidate systems' answers it judges "
-            f"are written by real models first ({cfg.predict.output}; once, then cached)",
+            f"are written by real models first ({cfg.predict.output}; answers in the call cache are reused)",
             file=sys.stderr,
         )
-
     options["predictions"] = str(
         ensure_predictions(
             cfg.predict,

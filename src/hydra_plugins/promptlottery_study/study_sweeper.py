@@ -54,12 +54,13 @@ class StudySweeper(Sweeper):
             raise SystemExit(2) from None
         n = sum(len(e.jobs) for e in experiments)
         logger.info("study=%s experiments=%d jobs=%d dir=%s", name, len(experiments), n, root)
-        if self.config.get("dry_run"):
+        if self.config.get("dry_run") or self.config.study.get("plan_first", True):
             plan = st.plan_study(experiments, self._compose)
             path = st.write_study_plan(plan, root, study=name)
-            print(st.format_plan(plan, study=f"study {name}"))
-            print(f"plan written: {path} (and study_dry_run.md); no job started")
-            return []
+            print(st.format_plan(plan, study=f"study {name}"), flush=True)
+            if self.config.get("dry_run"):
+                print(f"plan written: {path} (and study_dry_run.md); no job started")
+                return []
         st.write_plans(experiments, root, study=name)
         returns = []
         for e in experiments:  # numbered from 0 in its own dir, like a sweep of that experiment alone

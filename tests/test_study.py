@@ -69,9 +69,20 @@ def test_a_fake_study_analysed_as_one_keeps_each_configuration(tmp_path):
     )
     for c in grid:
         assert c.paraphrases.groupby("variant")["item_id"].nunique().to_dict() == {"P1": 4, "P2": 4}
-    cfg = compose(["+analysis=lottery", f"analysis.runs={root}/*/*"], tmp_path=tmp_path)
+    cfg = compose(
+        ["+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none"], tmp_path=tmp_path
+    )
     out = tmp_path / "lottery"
     assert run_stage(cfg, out)["status"] == "ok"
+    family = pd.read_csv(out / "tables" / "study_by_family.csv").set_index("judge_family")
+    assert family["configurations"].to_dict() == {
+        "dialogue_quality": 2,
+        "qa_correctness": 2,
+        "qa_groundedness": 2,
+    }
+    assert family["items"].to_dict() == {"dialogue_quality": 8, "qa_correctness": 8, "qa_groundedness": 8}
+    page = (out / "study.md").read_text()
+    assert page.startswith("**FAKE JUDGE**") and "6 configurations x 1 backbones" in page
     tables = {p.stem: pd.read_csv(p) for p in out.glob("tables/*.csv")}
     keyed = [t for t in tables.values() if "config_id" in t.columns and len(t)]
     assert keyed, sorted(tables)
@@ -138,11 +149,10 @@ def test_the_background_cpu_studys_job_dirs_are_the_same_jobs(tmp_path):
 
 def _experiments(overrides: list[str], tmp_path: Path):
     """The study's experiments as the study sweeper expands them (``+study=...`` composed)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import open_dict
 
     from promptlottery.stages.study import study_experiments
-
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     plain = [
         o.input_line for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()
@@ -299,3 +309,41 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     assert qwen["gpu_hours"] == pytest.approx(qwen["uncached_prompt_tokens"] / 10_000 / 3600, abs=1e-3)
     assert plan["slurm"]["gpu"]["server_per_backbone"]["engine_loads"] == 1
     assert plan["slurm"]["gpu"]["task_per_configuration_backbone"]["engine_loads"] == 2
+
+
+def test_the_study_breakdown_is_the_median_and_the_bands():
+    """Per backbone: the median kappa of its configurations and their count per band (hand-computed:
+    judge a's kappas 0.9, 0.5, 0.7 -> median 0.7, one robust, one usable, one below)."""
+    import pandas as pd
+
+    from promptlottery.analysis.study_report import breakdown
+
+    verdict = pd.DataFrame(
+        {
+            "config_id": ["x/a", "y/a", "z/a", "x/b"],
+            "n_items": [10, 20, 30, 10],
+            "kappa": [0.9, 0.5, 0.7, float("nan")],
+            "band": ["robust", "below usable", "usable", None],
+            "changed": [0.1, 0.5, 0.3, 0.2],
+        }
+    )
+    configs = pd.DataFrame(
+        {
+            "config_id": ["x/a", "y/a", "z/a", "x/b"],
+            "backbone": ["a", "a", "a", "b"],
+            "judge_family": ["f"] * 4,
+        }
+    )
+    out = breakdown(verdict, configs, "backbone").set_index("backbone")
+    assert out.loc["a", ["configurations", "items", "robust", "usable", "below usable", "n/a"]].tolist() == [
+        3,
+        60,
+        1,
+        1,
+        1,
+        0,
+    ]
+    assert out.loc["a", "kappa_median"] == pytest.approx(0.7) and out.loc[
+        "a", "changed_median"
+    ] == pytest.approx(0.3)
+    assert out.loc["b", "n/a"] == 1 and pd.isna(out.loc["b", "kappa_median"])

@@ -593,3 +593,23 @@ class SweepPlan(Callback):
             )
             return
         print(format_plan(plan, study=f"sweep {name}"), flush=True)
+
+
+def study_analysis(cfg: DictConfig, job) -> dict[str, Any]:
+    """Stage ``study`` (``+analysis=study``): the lottery analysis of every configuration of a study dir
+    (each kept separate), then the study page ``study.md`` with the paper's rows and the breakdowns
+    per backbone and per judge family (:mod:`promptlottery.analysis.study_report`)."""
+    import pandas as pd
+
+    from promptlottery.analysis.stage import lottery
+    from promptlottery.analysis.study_report import write_study_page
+
+    record = lottery(cfg, job)
+    configs = pd.read_csv(Path(job.output_dir) / "tables" / "configurations.csv")
+    fake = bool(
+        (configs["backbone"].astype(str) == "fake").any()
+        or (configs["model"].astype(str) == "fake-judge").any()
+    )
+    page = write_study_page(job.output_dir, fake=fake)
+    print(f"study page: {page}" + (" (FAKE judge)" if fake else ""))
+    return record

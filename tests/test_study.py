@@ -347,3 +347,52 @@ def test_the_study_breakdown_is_the_median_and_the_bands():
         "a", "changed_median"
     ] == pytest.approx(0.3)
     assert out.loc["b", "n/a"] == 1 and pd.isna(out.loc["b", "kappa_median"])
+
+
+def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cache(tmp_path):
+    """`python -m run +study=cpu ... -m` with the fake judge: the plan printed before the first job, each
+    experiment's five jobs in <root>/<experiment>/ numbered 0-4 with its sweep plan and summary; run
+    again, the plan finds every call cached and no call is made."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import DATA_DIR, subprocess_env
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "run",
+        "+study=cpu",
+        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
+        "backbone=fake",
+        "dataset.limit=3",
+        "logger=none",
+        f"paths.data_dir={DATA_DIR}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.output_dir={tmp_path / 'out'}",
+        "-m",
+    ]
+    runs = [
+        subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=subprocess_env(tmp_path)
+        )
+        for _ in range(2)
+    ]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    first, second = (r.stdout + r.stderr for r in runs)
+    assert first.index("study cpu plan: 10 conditions (2 configurations") < first.index("Launching 5 jobs")
+    assert "30 calls (0 cached)" in first and "30 calls (30 cached)" in second
+    root = tmp_path / "out" / "study_cpu"
+    assert json.loads((root / "study_plan.json").read_text())["experiments"] == {
+        "pc_usr_engaging": 5,
+        "evouna_nq_correctness": 5,
+    }
+    for exp in ("pc_usr_engaging", "evouna_nq_correctness"):
+        summary = json.loads((root / exp / "sweep_summary.json").read_text())
+        assert summary["status_counts"] == {"ok": 5} and summary["n_planned"] == 5
+        assert sorted(p.name.split("_")[0] for p in (root / exp).glob("[0-9]_*")) == ["0", "1", "2", "3", "4"]
+        for job in (root / exp).glob("[0-9]_*"):
+            calls = json.loads((job / "results.json").read_text())["calls"]
+            assert calls["cache_misses"] == 0  # the second run's record: every call from the cache

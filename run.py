@@ -39,9 +39,11 @@ if __name__ == "__main__":
     ]
     from promptlottery.errors import UserError
     from promptlottery.stages import check_composition
+    from promptlottery.stages.study import check_experiment_sweep
 
     try:  # before Hydra, which copies every override into .hydra/ and its logs
         check_command_line(sys.argv[1:])
+        check_experiment_sweep(sys.argv[1:])  # `+experiment=a,b -m` would drop their own sweeps
         # a wrong type or an unknown config group: one line, not Hydra's report
         check_composition(sys.argv[1:], config_dir=Path(__file__).parent / "conf")
     except (SecretOnCommandLine, UserError) as exc:

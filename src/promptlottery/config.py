@@ -62,6 +62,10 @@ class FieldMap:
 @dataclass
 class DatasetConfig:
     name: str = MISSING
+    #: what the configuration is called in judgments, condition ids and W&B (null: ``name``). A config
+    #: that shares its loader with another (persona_chat_usr and topical_chat_usr, evouna_nq and _tq)
+    #: names itself, so the two are never pooled (tests/test_study.py checks no two configs share one)
+    id: str | None = None
     limit: int | None = None
     seed: int = 0
     #: "item": ``limit`` items; "group": ``limit`` articles / questions with every system's response
@@ -122,6 +126,10 @@ class BackboneConfig:
     backend: Any = MISSING  # a `_target_` node built with hydra.utils.instantiate
     price_per_mtok_input: float | None = None
     price_per_mtok_output: float | None = None
+    #: the study plan's time estimate (promptlottery.stages.study): ``tokens_per_s`` (prompt tokens a
+    #: second), ``device`` (gpu | cpu | api), ``engine_load_s`` and ``source`` (measured where, or the
+    #: assumption). A planning figure, not part of the job: out of the job's config hash
+    throughput: Any = None
 
 
 @dataclass
@@ -185,6 +193,8 @@ class RunConfig:
     paraphrase: Any = None
     #: the human-baseline stages (conf/human/): checked by promptlottery.stages.human.HumanOptions
     human: Any = None
+    #: a study (conf/study/: its experiments and their overrides), read by the study sweeper
+    study: Any = None
 
 
 def group_variants(

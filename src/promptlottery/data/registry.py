@@ -24,6 +24,12 @@ def _import_all() -> None:
     LOADERS.names()  # imports the modules that register the built-in loaders
 
 
+def dataset_id(dataset) -> str:
+    """The dataset config's own name (``dataset.id``), else its loader's (``dataset.name``): two
+    configs of one loader (``persona_chat_usr`` and ``topical_chat_usr``) are two configurations."""
+    return str(dataset.get("id") or dataset.get("name") or "")
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
     """``data_dir`` if given, else ``$PROMPTLOTTERY_DATA_DIR``, else ``../shared/data``."""
     if data_dir:

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from promptlottery.data.registry import dataset_id
+
 logger = logging.getLogger(__name__)
 
 JUDGMENTS = "judgments.parquet"
@@ -90,7 +92,7 @@ def config_parts(cfg: dict, *, cwd: str | Path | None = None) -> dict[str, str] 
             return None
         family, group = resolved.judge_family, resolved.id
     return {
-        "dataset": str(ds.get("name", "")),
+        "dataset": dataset_id(ds),
         "judge_family": str(family),
         "prompt_group": str(group),
         "criterion": str(judge.get("criterion", "") or ""),
@@ -177,14 +179,19 @@ def check_job(job_dir: Path) -> tuple[pd.DataFrame | None, dict, str | None]:
     df = pd.read_parquet(parquet)
     judge, bb, ds = (cfg.get(k) or {} for k in ("judge", "backbone", "dataset"))
     parts = {"variant": str(judge.get("variant", "")), "backbone": str(bb.get("name", ""))}
-    parts["dataset"] = str(ds.get("name", ""))
+    parts["dataset"] = dataset_id(ds)
+    # a job of a config that shares its loader, judged before dataset.id: its rows say the loader's name
+    named = {parts["dataset"], str(ds.get("name", ""))}
     for col in ("variant", "backbone", "dataset"):
-        if col in df.columns and parts[col] and set(df[col].astype(str)) != {parts[col]}:
+        seen = set(df[col].astype(str)) if col in df.columns else set()
+        if seen and parts[col] and not (seen == {parts[col]} or (col == "dataset" and seen <= named)):
             return (
                 None,
                 cfg,
                 f"judgments.parquet's {col} {sorted(set(df[col].astype(str)))} != results.json's {parts[col]!r}",
             )
+    if "dataset" in df.columns and parts["dataset"]:
+        df["dataset"] = parts["dataset"]  # the configuration the job judged, never just its loader
     ident = _identity(rec)
     df["run_dir"] = str(job_dir)
     df["model"] = ident.get("model") or ident.get("name") or None

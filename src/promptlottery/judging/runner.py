@@ -49,6 +49,13 @@ class Condition:
     def id(self) -> str:
         return "/".join([self.dataset, self.judge_family, self.prompt_group, self.variant, self.backbone])
 
+    @property
+    def configuration(self) -> str:
+        """What is judged, by whichever backbone and wording: dataset config x judge family x prompt
+        group x criterion (x rubric); the id the analysis, the study plan and W&B's group share."""
+        parts = [self.dataset, self.judge_family, self.prompt_group, self.criterion, self.rubric or ""]
+        return "/".join(p for p in parts if p)
+
 
 def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict[int, BatchPlan] | None:
     """``{sample_index: BatchPlan}`` under ``repeat_source=source``, or ``None`` for ``none``.

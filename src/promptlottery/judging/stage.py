@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
 from promptlottery.data import load_items
-from promptlottery.data.registry import sample_items
+from promptlottery.data.registry import dataset_id, sample_items
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
@@ -68,7 +69,7 @@ def few_shot_examples(
 def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condition:
     """The grid cell; a prompt group loaded from a file (judge.group_file / template) names itself."""
     return Condition(
-        dataset=cfg.dataset.name,
+        dataset=dataset_id(cfg.dataset),
         judge_family=group.judge_family if group is not None else cfg.judge.family,
         prompt_group=group.id if group is not None else cfg.judge.prompt_group,
         variant=cfg.judge.variant,
@@ -159,7 +160,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     group, condition, from_file = _group_condition(cfg)
     job.label = "condition"
     job.fields["condition"] = condition.id
-    job.track(name=condition.id, group=f"{cfg.dataset.name}/{cfg.judge.family}")
+    job.track(name=condition.id, group=condition.configuration)
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = run_decoding(cfg)
     _add_predictions(cfg, options, decoding, output_dir)
@@ -240,6 +241,12 @@ def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path)
         return
     from promptlottery.judging.predict import ensure_predictions
 
+    if str(cfg.backbone.backend.get("_target_", "")).endswith("FakeBackend"):  # never hides real model work
+        print(
+            f"note: backbone=fake judges, but the {len(cfg.predict.systems)} candidate systems' answers it judges "
+            f"are written by real models first ({cfg.predict.output}; answers in the call cache are reused)",
+            file=sys.stderr,
+        )
     options["predictions"] = str(
         ensure_predictions(
             cfg.predict,

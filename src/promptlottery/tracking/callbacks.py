@@ -157,6 +157,16 @@ def format_dry_run_total(total: dict[str, Any]) -> str:
     return line
 
 
+def study_dirs(root: Path) -> list[Path]:
+    """The experiments' sweep dirs of a study at ``root`` (its ``study_plan.json``, written by the
+    study sweeper before any job); empty for an ordinary sweep."""
+    try:
+        names = json.loads((root / "study_plan.json").read_text())["experiments"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [root / n for n in names]
+
+
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = summarize_sweep(sweep_dir)
     atomic_write_text(sweep_dir / "sweep_summary.json", json.dumps(summary, indent=2) + "\n")
@@ -202,14 +212,20 @@ class SweepSummary(Callback):
         if not sweep_dir.exists():
             return
         redact_yaml_files([sweep_dir / "multirun.yaml"])
-        summary = write_summary(sweep_dir)
-        failed = [j for j in summary["jobs"] if j["status"] != "ok" and j["status"] != "dry_run"]
-        logger.info(
-            "sweep finished dir=%s jobs=%d status=%s", sweep_dir, summary["n_jobs"], summary["status_counts"]
-        )
+        # a study (promptlottery.stages.study): one sweep dir per experiment, listed in its plan
+        dirs = study_dirs(sweep_dir)
+        failed = []
+        for d in dirs or [sweep_dir]:
+            if not d.exists():
+                continue
+            summary = write_summary(d)
+            failed += [j for j in summary["jobs"] if j["status"] != "ok" and j["status"] != "dry_run"]
+            logger.info(
+                "sweep finished dir=%s jobs=%d status=%s", d, summary["n_jobs"], summary["status_counts"]
+            )
+            if "dry_run_total" in summary:
+                print(format_dry_run_total(summary["dry_run_total"]))
         for j in failed:
             logger.error("job failed job=%s error=%s", j["job"], j.get("error"))
-        if "dry_run_total" in summary:
-            print(format_dry_run_total(summary["dry_run_total"]))
         if failed:  # each failed job printed its own error line; the others' outputs stay
             raise SystemExit(2)

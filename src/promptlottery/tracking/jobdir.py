@@ -115,7 +115,7 @@ def unique_suffix() -> str:
 
 
 #: top-level options added after the first release, with the default that changes nothing
-NEUTRAL_DEFAULTS = {"repeat_source": "none"}
+NEUTRAL_DEFAULTS = {"repeat_source": "none", "study": None}
 #: the same for options inside a group (``judge.design=full`` is the grid every earlier job judged)
 NEUTRAL_NESTED = {
     "judge": {
@@ -132,7 +132,13 @@ NEUTRAL_NESTED = {
 DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)}}
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
-HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
+HANDLING_OPTIONS = {
+    "paths": ("cache_on_mismatch", "allow_paid_recompute"),
+    # a label (the dataset config's id) and a planning figure (a backbone's throughput): neither
+    # changes a call, so a job dir of the study from before them is still the same job
+    "dataset": ("id",),
+    "backbone": ("throughput",),
+}
 #: top-level options that never change an answer, out of the hash: a spend cap says how many calls a run
 #: may pay for, so a sweep stopped at its cap resumes in its dir with the cap raised (calls.spend)
 RUN_HANDLING = ("max_cost_usd", "max_tokens")
@@ -145,6 +151,7 @@ def config_hash(config: dict) -> str:
     # redacted, so a results.json's (redacted) config hashes the same as the job's own; an option added
     # later, at the default that keeps the old behaviour, leaves the hash as it was (a sweep dir of an
     # earlier version can still be resumed)
+    config = _without_planning(config)
     keep = redact(
         {
             k: (
@@ -165,6 +172,23 @@ def config_hash(config: dict) -> str:
     )
     blob = json.dumps(keep, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _without_planning(config: dict) -> dict:
+    """``config`` without the throughput of the backbones its candidate systems answer with
+    (``predict.systems.<name>.backbone.throughput``): a planning figure, like ``backbone.throughput``."""
+    systems = (
+        (config.get("predict") or {}).get("systems") if isinstance(config.get("predict"), dict) else None
+    )
+    if not isinstance(systems, dict):
+        return config
+    trimmed = {
+        name: {**spec, "backbone": {k: v for k, v in spec["backbone"].items() if k != "throughput"}}
+        if isinstance(spec, dict) and isinstance(spec.get("backbone"), dict)
+        else spec
+        for name, spec in systems.items()
+    }
+    return {**config, "predict": {**config["predict"], "systems": trimmed}}
 
 
 def file_sha256(path: str | Path) -> str:

@@ -1,0 +1,124 @@
+"""The study page: one report across every configuration of a study, from the lottery tables.
+
+``study.md`` (+ ``tables/study_by_backbone.csv``, ``tables/study_by_family.csv``) is written beside the
+lottery report of a whole study dir (``+analysis=study``). It reads the tables the lottery analysis
+wrote (``headlines.csv``: the paper's rows with ours, interval, n and definition; ``verdict.csv``:
+each configuration's verdict; ``configurations.csv``: what each configuration is) and adds the
+breakdowns per backbone and per judge family: configurations, the median of their agreement across
+wordings (the verdict table's ``kappa``, its definition in verdict.csv's sentence) and how many fall
+in each band (robust >= ``analysis.thresholds.robust``, usable >= ``.usable``, below). A fake judge's
+study says so in its first line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+BANDS = ("robust", "usable", "below usable")
+
+
+def _band_counts(bands: pd.Series) -> dict[str, int]:
+    b = bands.fillna("n/a").astype(str)
+    return {band: int((b == band).sum()) for band in BANDS} | {"n/a": int((~b.isin(BANDS)).sum())}
+
+
+def breakdown(verdict: pd.DataFrame, configurations: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per value of ``by`` (``backbone`` or ``judge_family``): configurations, judged items, the
+    median agreement across wordings (``kappa``) with its range, the median share of items whose
+    verdict a paraphrase changes, and the configurations in each band."""
+    df = verdict.merge(configurations[["config_id", "backbone", "judge_family"]], on="config_id", how="left")
+    rows = []
+    for key, g in df.groupby(by, sort=True):
+        kappa = pd.to_numeric(g["kappa"], errors="coerce")
+        changed = pd.to_numeric(g.get("changed"), errors="coerce")
+        rows.append(
+            {
+                by: key,
+                "configurations": len(g),
+                "items": int(pd.to_numeric(g["n_items"], errors="coerce").fillna(0).sum()),
+                "kappa_median": float(np.nanmedian(kappa)) if kappa.notna().any() else np.nan,
+                "kappa_min": float(kappa.min()) if kappa.notna().any() else np.nan,
+                "kappa_max": float(kappa.max()) if kappa.notna().any() else np.nan,
+                "changed_median": float(np.nanmedian(changed)) if changed.notna().any() else np.nan,
+                **_band_counts(g.get("band", pd.Series(dtype=str))),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _fmt(x, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _md(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in df.itertuples(index=False, name=None)]
+    return "\n".join(lines)
+
+
+def write_study_page(lottery_dir: str | Path, *, fake: bool = False) -> Path:
+    """``study.md`` and the two breakdown tables, from the lottery tables in ``lottery_dir``."""
+    out = Path(lottery_dir)
+    tables = out / "tables"
+    verdict = pd.read_csv(tables / "verdict.csv")
+    configs = pd.read_csv(tables / "configurations.csv")
+    heads = pd.read_csv(tables / "headlines.csv") if (tables / "headlines.csv").exists() else pd.DataFrame()
+    by_backbone = breakdown(verdict, configs, "backbone")
+    by_family = breakdown(verdict, configs, "judge_family")
+    by_backbone.to_csv(tables / "study_by_backbone.csv", index=False)
+    by_family.to_csv(tables / "study_by_family.csv", index=False)
+    n_cfg = configs["config_id"].map(lambda c: c.rsplit("/", 1)[0]).nunique()
+    lines = []
+    if fake:
+        lines += ["**FAKE JUDGE**: every verdict below comes from `backbone=fake`, not a model.", ""]
+    lines += [
+        "# The study",
+        "",
+        f"{n_cfg} configurations x {configs['backbone'].nunique()} backbones: {len(configs)} analysed "
+        f"(configuration x backbone), {int(configs['n_judgments'].sum()):,} judgments. Each configuration "
+        "is kept separate (dataset config x judge family x prompt group x criterion; docs/study.md).",
+        "",
+        "## The paper's rows",
+        "",
+    ]
+    if len(heads):
+        rows = pd.DataFrame(
+            {
+                "finding": heads["finding"],
+                "paper": heads["paper"],
+                "ours": [
+                    "n/a" if pd.isna(o) else f"{float(o):.3f} [{_fmt(lo)}, {_fmt(hi)}]"
+                    for o, lo, hi in zip(heads["ours"], heads["ours_lo"], heads["ours_hi"])
+                ],
+                "n": heads["n"],
+                "definition": heads["definition"],
+            }
+        )
+        lines.append(_md(rows))
+    else:
+        lines.append("(no headlines table)")
+    lines += ["", "## Per backbone", "", _md(by_backbone), "", "## Per judge family", "", _md(by_family)]
+    lines += ["", "## Per configuration", ""]
+    keep = [
+        c
+        for c in ("config_id", "n_items", "kappa", "kappa_lo", "kappa_hi", "band", "changed")
+        if c in verdict
+    ]
+    lines.append(_md(verdict[keep]))
+    lines += [
+        "",
+        "kappa: the verdict table's agreement across the wordings (mean pairwise Cohen's kappa, "
+        "verdict.csv's sentence); changed: the share of items whose verdict at least one paraphrase "
+        "changes. The full lottery report of the same study is report.md beside this page.",
+    ]
+    path = out / "study.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

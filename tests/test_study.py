@@ -1,0 +1,398 @@
+"""The study: configurations identified by what they are, and the study sweeper's jobs and plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, compose
+
+#: six configurations of the 33 whose loaders are shared: Topical-Chat and PersonaChat (one USR loader),
+#: EVOUNA NQ and TQ, BEGIN WoW and CMU-DoG
+SIX = (
+    "tc_usr_engaging",
+    "pc_usr_engaging",
+    "evouna_nq_correctness",
+    "evouna_tq_correctness",
+    "begin_wow_groundedness",
+    "begin_cmu_groundedness",
+)
+
+
+def test_no_two_dataset_configs_are_one_configuration():
+    """Every conf/dataset/*.yaml names one configuration (``id``, else its loader ``name``): a new
+    config that shares a loader without its own id fails here, before it is pooled with the other."""
+    ids: dict[str, str] = {}
+    for path in sorted((REPO / "conf" / "dataset").glob("*.yaml")):
+        ds = yaml.safe_load(path.read_text())
+        own = ds.get("id") or ds["name"]
+        assert own not in ids, f"{path.name} and {ids[own]} are both configuration {own!r}"
+        ids[own] = path.name
+
+
+def _fake_study(tmp_path: Path, experiments=SIX, variants=("P1", "P2")) -> Path:
+    from promptlottery.stages import run_stage
+
+    root = tmp_path / "study"
+    for exp in experiments:
+        for n, v in enumerate(variants):
+            cfg = compose(
+                [f"+experiment={exp}", "backbone=fake", "dataset.limit=4", f"judge.variant={v}"],
+                tmp_path=tmp_path,
+            )
+            assert run_stage(cfg, root / exp / f"{n}_{v}")["status"] == "ok"
+    return root
+
+
+def test_a_fake_study_analysed_as_one_keeps_each_configuration(tmp_path):
+    """Six configurations judged by the fake judge and read back as one grid are six configurations
+    (on main, the shared loader names pooled them into three: Topical-Chat with PersonaChat, NQ with
+    TQ, WoW with CMU-DoG), each with its own 4 items x 2 wordings, and the lottery report lists six."""
+    import pandas as pd
+
+    from promptlottery.judging.grid import JudgmentGrid
+    from promptlottery.stages import run_stage
+
+    root = _fake_study(tmp_path)
+    grid = JudgmentGrid.load(f"{root}/*/*")
+    assert [c.config_id for c in grid] == sorted(
+        [
+            "begin_cmu/qa_groundedness/G11/attributable/fake",
+            "begin_wow/qa_groundedness/G11/attributable/fake",
+            "evouna_nq/qa_correctness/G10/correct/fake",
+            "evouna_tq/qa_correctness/G10/correct/fake",
+            "persona_chat_usr/dialogue_quality/G1/engaging/fake",
+            "topical_chat_usr/dialogue_quality/G1/engaging/fake",
+        ]
+    )
+    for c in grid:
+        assert c.paraphrases.groupby("variant")["item_id"].nunique().to_dict() == {"P1": 4, "P2": 4}
+    cfg = compose(
+        ["+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none"], tmp_path=tmp_path
+    )
+    out = tmp_path / "lottery"
+    assert run_stage(cfg, out)["status"] == "ok"
+    family = pd.read_csv(out / "tables" / "study_by_family.csv").set_index("judge_family")
+    assert family["configurations"].to_dict() == {
+        "dialogue_quality": 2,
+        "qa_correctness": 2,
+        "qa_groundedness": 2,
+    }
+    assert family["items"].to_dict() == {"dialogue_quality": 8, "qa_correctness": 8, "qa_groundedness": 8}
+    page = (out / "study.md").read_text()
+    assert page.startswith("**FAKE JUDGE**") and "6 configurations x 1 backbones" in page
+    tables = {p.stem: pd.read_csv(p) for p in out.glob("tables/*.csv")}
+    keyed = [t for t in tables.values() if "config_id" in t.columns and len(t)]
+    assert keyed, sorted(tables)
+    for t in keyed:  # every per-configuration table: the six, none pooled
+        ids = {c.config_id for c in grid}  # with the backbone, or the configuration across backbones
+        assert set(t["config_id"].dropna()) <= ids | {i.rsplit("/", 1)[0] for i in ids}
+    assert max(t["config_id"].nunique() for t in keyed) == 6
+
+
+def test_the_wandb_group_and_condition_id_name_the_configuration(tmp_path):
+    from promptlottery.judging.stage import build_condition
+
+    pc = build_condition(compose(["+experiment=pc_usr_engaging", "backbone=fake"], tmp_path=tmp_path))
+    tc = build_condition(compose(["+experiment=tc_usr_engaging", "backbone=fake"], tmp_path=tmp_path))
+    assert pc.id == "persona_chat_usr/dialogue_quality/G1/P1/fake"
+    assert (pc.configuration, tc.configuration) == (
+        "persona_chat_usr/dialogue_quality/G1/engaging",
+        "topical_chat_usr/dialogue_quality/G1/engaging",
+    )
+
+
+@pytest.mark.parametrize("exp", ["pc_usr_engaging", "evouna_tq_correctness"])
+def test_the_job_config_hash_ignores_the_new_labels(tmp_path, exp):
+    """dataset.id and backbone.throughput are labels: a job dir judged before them is the same job
+    (the CPU study judged in the background resumes into its own dirs)."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.tracking.jobdir import config_hash
+
+    cfg = OmegaConf.to_container(compose([f"+experiment={exp}"], tmp_path=tmp_path), resolve=True)
+    old = {k: v for k, v in cfg.items() if k != "study"}
+    old["dataset"] = {k: v for k, v in cfg["dataset"].items() if k != "id"}
+    old["backbone"] = {k: v for k, v in cfg["backbone"].items() if k != "throughput"}
+    assert config_hash(cfg) == config_hash(old)
+
+
+def test_the_background_cpu_studys_job_dirs_are_the_same_jobs(tmp_path):
+    """A squad_v2 job of the CPU study composed now hashes like the one judged before the throughput
+    fields (its candidate systems' backbones carry one too)."""
+    from omegaconf import OmegaConf
+
+    from promptlottery.tracking.jobdir import config_hash
+
+    cfg = OmegaConf.to_container(
+        compose(["+experiment=squad_v2", "backbone=qwen25_coder_15b", "predict.limit=6"], tmp_path=tmp_path),
+        resolve=True,
+    )
+    old = {k: v for k, v in cfg.items() if k != "study"}
+    old["backbone"] = {k: v for k, v in cfg["backbone"].items() if k != "throughput"}
+    systems = old["predict"]["systems"]
+    assert any("throughput" in s["backbone"] for s in systems.values())
+    old["predict"] = {
+        **old["predict"],
+        "systems": {
+            n: {**s, "backbone": {k: v for k, v in s["backbone"].items() if k != "throughput"}}
+            for n, s in systems.items()
+        },
+    }
+    assert config_hash(cfg) == config_hash(old)
+
+
+# -- the study sweeper -------------------------------------------------------------------------
+
+
+def _experiments(overrides: list[str], tmp_path: Path):
+    """The study's experiments as the study sweeper expands them (``+study=...`` composed)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import open_dict
+
+    from promptlottery.stages.study import study_experiments
+
+    plain = [
+        o.input_line for o in OverridesParser.create().parse_overrides(overrides) if not o.is_sweep_override()
+    ]
+    config = compose(plain, tmp_path=tmp_path, return_hydra_config=True)  # a multirun's own config
+    with open_dict(config):
+        config.hydra.sweep.dir = str(tmp_path / "study")
+
+    def job(ov):
+        return compose(ov, tmp_path=tmp_path, return_hydra_config=True)
+
+    return study_experiments(config, list(overrides), job)
+
+
+def test_the_paper_study_on_the_gpu_grid_is_825_conditions(tmp_path):
+    """33 configurations (experiments/README.md's table) x 5 GPU backbones x P1-P5, each experiment's
+    own sweep kept; SQuAD v2 at its documented GPU size (400 questions)."""
+    import re
+
+    readme = (REPO / "experiments" / "README.md").read_text()
+    table = re.findall(r"^\| \d+ \| (\w+) \|", readme.split("## The 33 configurations")[1], flags=re.M)
+    exps = _experiments(["+study=paper", "grid=gpu"], tmp_path)
+    assert [e.name for e in exps] == table and len(table) == 33
+    assert (
+        sum(len(e.jobs) for e in exps)
+        == 825
+        == len({(e.name, tuple(sorted(j))) for e in exps for j in e.jobs})
+    )
+    backbones = {"qwen25_7b", "llama31_8b", "mistral_7b", "gemma2_9b", "gpt4o"}
+    for e in exps:
+        assert len(e.jobs) == 25
+        assert {o.split("=")[1] for j in e.jobs for o in j if o.startswith("backbone=")} == backbones
+        assert {o.split("=")[1] for j in e.jobs for o in j if o.startswith("judge.variant=")} == {
+            f"P{i}" for i in range(1, 6)
+        }
+        assert e.sweep_dir == tmp_path / "study" / e.name
+    squad = next(e for e in exps if e.name == "squad_v2")
+    assert all("predict.limit=400" in j for j in squad.jobs)
+
+
+#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides
+RUN_STUDY = {
+    **{
+        e: ["dataset.limit=30"]
+        for e in (
+            "stsb_alignment evouna_nq_correctness evouna_tq_correctness nq301_correctness tc_usr_engaging "
+            "tc_usr_understandable tc_usr_context_specific tc_usr_relevant tc_usr_practical_value "
+            "pc_usr_engaging pc_usr_understandable pc_usr_context_specific fed_engaging fed_understandable "
+            "fed_context_specific fed_relevant fed_domain begin_wow_groundedness "
+            "begin_topicalchat_groundedness begin_cmu_groundedness unieval_sfhot_overall "
+            "unieval_sfres_overall qags_cnndm_groundedness qags_xsum_groundedness"
+        ).split()
+    },
+    "hanna_coherence": ["dataset.limit=3"],
+    **{f"newsroom_{c}": ["dataset.limit=5"] for c in ("coherence", "fluency", "relevance")},
+    **{f"summeval_{c}": ["dataset.limit=2"] for c in ("coherence", "consistency", "fluency", "relevance")},
+    "squad_v2": ["predict.limit=6"],
+}
+
+
+def test_the_cpu_study_is_the_background_runs_jobs(tmp_path):
+    """+study=cpu logger=none composes exactly run_study.sh's jobs: the same overrides per job (so the
+    same requests, answered from the call cache), numbered 0-4 = P1-P5 in <root>/<experiment>/."""
+    exps = _experiments(["+study=cpu", "logger=none"], tmp_path)
+    assert {e.name for e in exps} == set(RUN_STUDY)
+    for e in exps:
+        want = [
+            sorted(
+                [
+                    f"+experiment={e.name}",
+                    "backbone=qwen25_coder_15b",
+                    *RUN_STUDY[e.name],
+                    f"judge.variant=P{k}",
+                    "logger=none",
+                ]
+            )
+            for k in range(1, 6)
+        ]
+        assert [p["overrides"] for p in e.plan()["jobs"]] == want
+        assert [p["num"] for p in e.plan()["jobs"]] == [0, 1, 2, 3, 4]
+        assert all(o[-1] == f"hydra.sweep.dir={tmp_path / 'study' / e.name}" for o in e.launch_overrides())
+
+
+def test_the_command_line_wins_over_the_study(tmp_path):
+    exps = _experiments(
+        [
+            "+study=cpu",
+            "study.experiments=[fed_domain,hanna_coherence]",
+            "backbone=fake,smollm2",
+            "dataset.limit=4",
+        ],
+        tmp_path,
+    )
+    assert [e.name for e in exps] == ["fed_domain", "hanna_coherence"]
+    for e in exps:
+        assert len(e.jobs) == 10
+        assert all("dataset.limit=4" in j and not any(o.startswith("+study") for o in j) for j in e.jobs)
+
+
+def test_a_sweep_over_experiments_is_refused_in_one_line_naming_the_study():
+    from promptlottery.errors import ConfigError
+    from promptlottery.stages.study import check_experiment_sweep
+
+    with pytest.raises(
+        ConfigError,
+        match=r"run them as a study: python -m run \+study=paper 'study.experiments=\[stsb_alignment,fed_domain\]' -m",
+    ):
+        check_experiment_sweep(["+experiment=stsb_alignment,fed_domain", "grid=gpu", "dry_run=true", "-m"])
+    check_experiment_sweep(["+experiment=stsb_alignment", "-m"])
+    check_experiment_sweep(["+study=paper", "-m"])
+
+
+def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
+    """The study plan's calls, prompt tokens and API cost of a job are those the judge stage's own dry
+    run counts for it (gpt-4o: no tokenizer, characters / 4 + 4 per message in both); PersonaChat and
+    Topical-Chat are two configurations; hours = uncached tokens / the backbone's tokens_per_s."""
+    from promptlottery.stages import run_stage
+    from promptlottery.stages.study import plan_study
+
+    over = [
+        "+study=paper",
+        "study.experiments=[pc_usr_engaging,tc_usr_engaging]",
+        "backbone=gpt4o,qwen25_7b",
+        "dataset.limit=3",
+    ]
+    exps = _experiments(over, tmp_path)
+    plan = plan_study(
+        exps, lambda ov: compose(ov, tmp_path=tmp_path, return_hydra_config=True), progress=False
+    )
+    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 60
+    assert sorted(plan["configurations"]) == [
+        "persona_chat_usr/dialogue_quality/G1/engaging",
+        "topical_chat_usr/dialogue_quality/G1/engaging",
+    ]
+    row = next(r for r in plan["jobs"] if r["condition"] == "persona_chat_usr/dialogue_quality/G1/P3/gpt4o")
+    cfg = compose(
+        [
+            "+experiment=pc_usr_engaging",
+            "backbone=gpt4o",
+            "dataset.limit=3",
+            "judge.variant=P3",
+            "dry_run=true",
+        ],
+        tmp_path=tmp_path,
+    )
+    est = run_stage(cfg, tmp_path / "dry")["estimate"]
+    assert (
+        (row["calls"], row["prompt_tokens"])
+        == (est["calls"], est["prompt_tokens"])
+        == (3, est["prompt_tokens"])
+    )
+    assert row["cost_usd"] == pytest.approx(est["cost_usd"], abs=1e-6)  # the dry run rounds to 6 places
+    qwen = plan["backbones"]["qwen25_7b"]
+    assert qwen["gpu_hours"] == pytest.approx(qwen["uncached_prompt_tokens"] / 10_000 / 3600, abs=1e-3)
+    assert plan["slurm"]["gpu"]["server_per_backbone"]["engine_loads"] == 1
+    assert plan["slurm"]["gpu"]["task_per_configuration_backbone"]["engine_loads"] == 2
+
+
+def test_the_study_breakdown_is_the_median_and_the_bands():
+    """Per backbone: the median kappa of its configurations and their count per band (hand-computed:
+    judge a's kappas 0.9, 0.5, 0.7 -> median 0.7, one robust, one usable, one below)."""
+    import pandas as pd
+
+    from promptlottery.analysis.study_report import breakdown
+
+    verdict = pd.DataFrame(
+        {
+            "config_id": ["x/a", "y/a", "z/a", "x/b"],
+            "n_items": [10, 20, 30, 10],
+            "kappa": [0.9, 0.5, 0.7, float("nan")],
+            "band": ["robust", "below usable", "usable", None],
+            "changed": [0.1, 0.5, 0.3, 0.2],
+        }
+    )
+    configs = pd.DataFrame(
+        {
+            "config_id": ["x/a", "y/a", "z/a", "x/b"],
+            "backbone": ["a", "a", "a", "b"],
+            "judge_family": ["f"] * 4,
+        }
+    )
+    out = breakdown(verdict, configs, "backbone").set_index("backbone")
+    assert out.loc["a", ["configurations", "items", "robust", "usable", "below usable", "n/a"]].tolist() == [
+        3,
+        60,
+        1,
+        1,
+        1,
+        0,
+    ]
+    assert out.loc["a", "kappa_median"] == pytest.approx(0.7) and out.loc[
+        "a", "changed_median"
+    ] == pytest.approx(0.3)
+    assert out.loc["b", "n/a"] == 1 and pd.isna(out.loc["b", "kappa_median"])
+
+
+def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cache(tmp_path):
+    """`python -m run +study=cpu ... -m` with the fake judge: the plan printed before the first job, each
+    experiment's five jobs in <root>/<experiment>/ numbered 0-4 with its sweep plan and summary; run
+    again, the plan finds every call cached and no call is made."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import DATA_DIR, subprocess_env
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "run",
+        "+study=cpu",
+        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
+        "backbone=fake",
+        "dataset.limit=3",
+        "logger=none",
+        f"paths.data_dir={DATA_DIR}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.output_dir={tmp_path / 'out'}",
+        "-m",
+    ]
+    runs = [
+        subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=subprocess_env(tmp_path)
+        )
+        for _ in range(2)
+    ]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    first, second = (r.stdout + r.stderr for r in runs)
+    assert first.index("study cpu plan: 10 conditions (2 configurations") < first.index("Launching 5 jobs")
+    assert "30 calls (0 cached)" in first and "30 calls (30 cached)" in second
+    root = tmp_path / "out" / "study_cpu"
+    assert json.loads((root / "study_plan.json").read_text())["experiments"] == {
+        "pc_usr_engaging": 5,
+        "evouna_nq_correctness": 5,
+    }
+    for exp in ("pc_usr_engaging", "evouna_nq_correctness"):
+        summary = json.loads((root / exp / "sweep_summary.json").read_text())
+        assert summary["status_counts"] == {"ok": 5} and summary["n_planned"] == 5
+        assert sorted(p.name.split("_")[0] for p in (root / exp).glob("[0-9]_*")) == ["0", "1", "2", "3", "4"]
+        for job in (root / exp).glob("[0-9]_*"):
+            calls = json.loads((job / "results.json").read_text())["calls"]
+            assert calls["cache_misses"] == 0  # the second run's record: every call from the cache

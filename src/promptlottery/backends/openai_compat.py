@@ -278,7 +278,9 @@ class OpenAICompatBackend(Backend):
         client = self.__dict__.get("_loop_client")
         if client is None:
             client = self._loop_client = LoopClient(
-                max_connections=self.max_concurrency, timeout_s=self.timeout_s, connect_timeout_s=self.connect_timeout_s
+                max_connections=self.max_concurrency,
+                timeout_s=self.timeout_s,
+                connect_timeout_s=self.connect_timeout_s,
             )
         return client
 

@@ -99,6 +99,7 @@ def _module_class():
             self.register_buffer("weights", torch.tensor(weights, dtype=torch.float32) if weights else None)
             self.val_metrics, self.val_stats = _validation_metrics()
             self.history: list[dict[str, float]] = []
+            self.train_examples_per_s = float("nan")  # set by the throughput callback
             self._val_losses: list[tuple[float, int]] = []
 
         def forward(self, batch):
@@ -132,7 +133,12 @@ def _module_class():
             self.log_dict(values)
             if not self.trainer.sanity_checking:
                 self.history.append(
-                    {"epoch": int(self.current_epoch), "step": int(self.global_step), **values}
+                    {
+                        "epoch": int(self.current_epoch),
+                        "step": int(self.global_step),
+                        **values,
+                        "train/examples_per_s": float(self.train_examples_per_s),
+                    }
                 )
                 logger.info(
                     "gate validation epoch=%d step=%d %s",
@@ -248,6 +254,66 @@ def make_module(cfg: ClassifierConfig, tokenizer, train_labels: np.ndarray):
     )
 
 
+def free_cores() -> int:
+    """The CPU threads to train with when ``num_threads`` is null: the cores this process may use
+    minus the 1-minute load average (at least 1). Ours: on a CPU shared with other jobs, one torch
+    thread per core made the gate's step 3x slower than one thread (1,140 ms against 3,391 ms per
+    16 examples of 64 tokens on 2 cores at load 8; the matmul rate 60.6 against 14.8 GFLOP/s)."""
+    import os
+
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(n, int(n - busy + 0.5)))
+
+
+def on_cpu(cfg: ClassifierConfig) -> bool:
+    """Whether the classifier trains on the CPU (``accelerator`` cpu, or auto without a GPU)."""
+    if cfg.accelerator == "cpu":
+        return True
+    if cfg.accelerator != "auto":
+        return False
+    import torch
+
+    return not (torch.cuda.is_available() or torch.backends.mps.is_available())
+
+
+def _throughput_callback(show: bool):
+    """A progress bar per training epoch in examples (tqdm shows examples/s), and the epoch's
+    examples/s (training steps only, validation excluded) logged and kept in the history."""
+    from tqdm.auto import tqdm
+
+    L = _lightning()
+
+    class Throughput(L.Callback):
+        def on_train_epoch_start(self, trainer, pl_module):
+            loader = trainer.train_dataloader
+            total = len(loader.dataset) if hasattr(loader, "dataset") else None
+            self.n, self.t0, self.t_last = 0, time.perf_counter(), time.perf_counter()
+            self.bar = tqdm(
+                total=total, unit="ex", desc=f"gate epoch {trainer.current_epoch}", disable=not show
+            )
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            k = len(batch["labels"])
+            self.n += k
+            self.t_last = time.perf_counter()
+            self.bar.update(k)
+            pl_module.train_examples_per_s = self.n / max(self.t_last - self.t0, 1e-9)
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            self.bar.close()
+            seconds = self.t_last - self.t0
+            logger.info(
+                "gate train epoch=%d examples=%d seconds=%.1f examples_per_s=%.2f",
+                trainer.current_epoch,
+                self.n,
+                seconds,
+                self.n / max(seconds, 1e-9),
+            )
+
+    return Throughput()
+
+
 @dataclass
 class TrainResult:
     module: Any
@@ -278,8 +344,8 @@ def train_classifier(
     t0 = time.perf_counter()
     # Lightning's per-fit banners (accelerator, tips) would repeat for every trial of a search
     logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
-    if cfg.num_threads:
-        torch.set_num_threads(int(cfg.num_threads))
+    if on_cpu(cfg):
+        torch.set_num_threads(int(cfg.num_threads or free_cores()))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
     module = make_module(cfg, tokenizer, train_df["in_cluster"].to_numpy())
@@ -302,6 +368,7 @@ def train_classifier(
         tokenizer, frame_encode(tokenizer, val_df, cfg), batch_size=cfg.eval_batch_size, shuffle=False
     )
     keep = _best_state_callback(cfg.monitor, cfg.monitor_mode)
+    rate = _throughput_callback(show=not cfg.progress_bar)
     module.train()  # from_pretrained returns the model in eval mode (dropout off)
     trainer = L.Trainer(
         max_epochs=cfg.max_epochs,
@@ -311,7 +378,7 @@ def train_classifier(
         accelerator=cfg.accelerator,
         devices=cfg.devices,
         logger=False,
-        callbacks=[keep, *(callbacks or [])],
+        callbacks=[keep, rate, *(callbacks or [])],
         enable_checkpointing=False,
         enable_progress_bar=cfg.progress_bar,
         enable_model_summary=False,

@@ -121,7 +121,8 @@ def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
     base = run_baselines(cfg, g, data)
     sim = simulate_gate(g, data, base)
     transfer = evaluate_transfer(g, data, base, sim, job.output_dir)
-    return write_outputs(g, data, res, base, sim, transfer, job)
+    fr = evaluate_frontier(g, data, job.output_dir)
+    return write_outputs(g, data, res, base, sim, transfer, job, fr)
 
 
 def selection_config(g: GateConfig):
@@ -138,7 +139,7 @@ def train_gate(g: GateConfig, data: GateData, out: Path):
     from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
 
     res = train_classifier(selection_config(g), data.train, data.val, default_root_dir=str(out))
-    for part in ("val", "test", "transfer"):
+    for part in ("val", "test", "transfer", "config_transfer"):
         df = getattr(data, part).copy()
         if len(df):
             df["p_gate"] = predict_proba(res, df)
@@ -280,8 +281,94 @@ def evaluate_transfer(
     }
 
 
+def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any]:
+    """Every policy on the test items (and on the left-out configurations' unseen items), at the
+    thresholds and confidences chosen on the validation items, with item-cluster intervals
+    (:mod:`~promptlottery.gating.frontier`); the learned gate's test MCC with its interval."""
+    from promptlottery.gating import frontier as fr
+
+    boot = {"n_resamples": g.n_bootstrap, "level": g.bootstrap_level, "seed": g.seed}
+    parts = {"val": data.val, "test": data.test}
+    if len(data.config_transfer):
+        parts["config_transfer"] = data.config_transfer
+    for part, p in fr.stacked_gate(data.val, parts, seed=g.seed).items():
+        parts[part]["p_stack"] = p
+    val_block = item_block(data.val, data.variants)
+    params = fr.choose_parameters(val_block, data.val, g.target_recovery, seed=g.seed)
+    kw = {"first_k": tuple(g.first_k), "target": g.target_recovery, **boot}
+    test = fr.frontier(item_block(data.test, data.variants), data.test, params, label="test", **kw)
+    mccs = pd.DataFrame(
+        [
+            {"part": part, "classifier": name, **fr.mcc_interval(
+                df["in_cluster"].to_numpy(), df[col].to_numpy(), df["item_key"].to_numpy(), **boot)}
+            for part, df in (("test", data.test), ("config_transfer", data.config_transfer))
+            if len(df)
+            for name, col in (("learned_gate", "p_gate"), ("stacked_gate", "p_stack"),
+                              ("confidence", "confidence"))
+        ]
+    )  # fmt: skip
+    result = {"test": test, "mcc": mccs, "configs": None, "transfer_configs": data.transfer_configs}
+    rep.write_table(test.table, out, "frontier")
+    rep.write_table(test.headline, out, "frontier_headline")
+    rep.write_table(mccs, out, "classifier_intervals")
+    if len(data.config_transfer):
+        result["configs"] = fr.frontier(
+            item_block(data.config_transfer, data.variants), data.config_transfer, params,
+            label="unseen configurations", **kw,
+        )  # fmt: skip
+        rep.write_table(result["configs"].table, out, "frontier_unseen_configs")
+    return result
+
+
+def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:
+    """The report's frontier section: the tables, the paper's row beside ours, the recommendation."""
+    test = fr_out["test"]
+    cols = ["policy", "parameter", "calls", "calls_lo", "calls_hi", "recovered", "recovered_lo",
+            "recovered_hi", "human_agreement", "human_agreement_lo", "human_agreement_hi"]  # fmt: skip
+    n_items, n_cfg = int(test.table["n_items"].iloc[0]), int(test.table["n_configs"].iloc[0])
+    lines = [
+        "## Cost-robustness frontier (every policy, the same test items)",
+        "",
+        f"{n_items} test items in {n_cfg} configuration(s); {g.bootstrap_level:.0%} item-cluster bootstrap "
+        f"intervals ({g.n_bootstrap} resamples, clusters = item_key); thresholds and stopping confidences "
+        f"chosen on the validation items for {g.target_recovery:.0%} recovered.",
+        "",
+        rep.to_markdown(test.table[cols].round(3)),
+        "",
+        "The paper's headline row beside ours (calls saved at 86% recovered):",
+        "",
+        rep.to_markdown(test.headline.round(3)),
+        "",
+        f"**{test.recommendation}**",
+        "",
+        "The learned gate's MCC (cut 0.5) with its interval:",
+        "",
+        rep.to_markdown(fr_out["mcc"].round(3)),
+        "",
+    ]
+    if fr_out["configs"] is not None:
+        t = fr_out["configs"].table
+        lines += [
+            f"### Transfer to unseen configurations ({', '.join(fr_out['transfer_configs'])}: "
+            f"{int(t['n_items'].iloc[0])} items no training row holds)",
+            "",
+            rep.to_markdown(t[cols].round(3)),
+            "",
+        ]
+    elif fr_out["transfer_configs"]:
+        lines += ["No item of the left-out configurations is free of training rows: no transfer figure.", ""]
+    return "\n".join(lines)
+
+
 def write_outputs(
-    g: GateConfig, data: GateData, res, base: Baselines, sim: Simulation, transfer: dict, job: StageJob
+    g: GateConfig,
+    data: GateData,
+    res,
+    base: Baselines,
+    sim: Simulation,
+    transfer: dict,
+    job: StageJob,
+    fr_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Tables, figure, report.md, the W&B log and the result record."""
     from promptlottery.gating.outputs import (
@@ -327,8 +414,23 @@ def write_outputs(
         transfer=transfer,
         notes=base.notes + gate_notes(g, sim, test),
     )
+    frontier_record = {}
+    if fr_out is not None:
+        with (out / "report.md").open("a") as fh:
+            fh.write("\n" + frontier_section(fr_out, g) + "\n")
+        frontier_record = {
+            "frontier": fr_out["test"].table.to_dict("records"),
+            "frontier_parameters": fr_out["test"].parameters,
+            "recommendation": fr_out["test"].recommendation,
+            "classifier_intervals": fr_out["mcc"].to_dict("records"),
+            "frontier_unseen_configs": None
+            if fr_out["configs"] is None
+            else fr_out["configs"].table.to_dict("records"),
+            "transfer_configs": fr_out["transfer_configs"],
+        }
     metrics = gate_metrics(res, base, sim, transfer)
     record = job.ok(
+        **frontier_record,
         metrics=metrics,
         calls=base.llm_stats.counts(),
         summary=summary,
@@ -337,4 +439,31 @@ def write_outputs(
         transfer_note=transfer["note"],
     )
     log_and_print(job.tracker, g, metrics, tables, transfer, summary, sim, out)
+    if fr_out is not None:
+        log_frontier(job.tracker, fr_out)
     return record
+
+
+def log_frontier(tracker, fr_out: dict[str, Any]) -> None:
+    """The frontier's rows to stdout and to the tracker (a table and a calls-vs-recovered line)."""
+    test = fr_out["test"]
+    for r in test.table.itertuples(index=False):
+        print(
+            f"gate frontier policy={r.policy} calls={r.calls:.2f} [{r.calls_lo:.2f}, {r.calls_hi:.2f}] "
+            f"recovered={r.recovered:.3f} [{r.recovered_lo:.3f}, {r.recovered_hi:.3f}] "
+            f"human_agreement={r.human_agreement:.3f} [{r.human_agreement_lo:.3f}, {r.human_agreement_hi:.3f}] "
+            f"items={r.n_items} configs={r.n_configs}"
+        )
+    for r in fr_out["mcc"].itertuples(index=False):
+        print(
+            f"gate mcc part={r.part} classifier={r.classifier} mcc={r.mcc:.3f} [{r.mcc_lo:.3f}, {r.mcc_hi:.3f}]"
+        )
+    print(f"gate recommendation: {test.recommendation}")
+    tracker.log_table("frontier", test.table)
+    tracker.log_line(
+        "frontier_line",
+        test.table[["policy", "calls", "recovered"]],
+        x="calls",
+        y="recovered",
+        title="calls per item vs decisions recovered (test items)",
+    )

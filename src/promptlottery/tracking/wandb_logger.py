@@ -14,6 +14,7 @@ class NullTracker:
     def log_metrics(self, metrics: dict[str, Any]) -> None: ...
     def log_table(self, name: str, df: pd.DataFrame) -> None: ...
     def log_image(self, name: str, path: str) -> None: ...
+    def log_line(self, name: str, df: pd.DataFrame, *, x: str, y: str, title: str = "") -> None: ...
     def finish(self, exit_code: int = 0) -> None: ...
 
 
@@ -64,6 +65,11 @@ class WandbTracker(NullTracker):
 
     def log_image(self, name: str, path: str) -> None:
         self.run.log({name: self._wandb.Image(path)})
+
+    def log_line(self, name: str, df: pd.DataFrame, *, x: str, y: str, title: str = "") -> None:
+        """A native W&B line plot of ``df`` (sorted by ``x``), its table logged with it."""
+        table = self._wandb.Table(dataframe=df.sort_values(x).astype(object).where(df.notna(), None))
+        self.run.log({name: self._wandb.plot.line(table, x, y, title=title)})
 
     def finish(self, exit_code: int = 0) -> None:
         self.run.finish(exit_code=exit_code)

@@ -1,0 +1,87 @@
+"""Judgment grids for the gate's known answers: fake-backend sweeps whose verdicts and answer texts are
+rewritten to a design with a known plurality cluster.
+
+:func:`marker_grid` judges ``n_items`` STS-B items under the five wordings of G12 with the fake
+backend (so every schema column is the judging runner's own), then, per item (seeded): a cluster
+label ``c`` (uniform over 1..5) and 0, 1 or 2 dissenting wordings (uniform), each answering a label
+other than ``c``. So every item has a cluster (>= 3 of 5 agree on ``c``) and a verdict is in it
+exactly when its wording did not dissent. Each answer's raw text carries a marker: ``stable`` for a
+verdict in the cluster, ``shaky`` for one outside it (``marker="label"``: the text says the answer);
+``marker="shuffled"`` permutes the markers over all rows (the text says nothing about the label).
+The label probabilities put 0.8 on the verdict (the judge's confidence says nothing either).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from promptlottery.stages import run_stage
+from promptlottery.tracking.jobdir import file_sha256
+from tests.conftest import compose
+
+VARIANTS = ["P1", "P2", "P3", "P4", "P5"]
+LABELS = ["1", "2", "3", "4", "5"]
+
+
+def judge_fake(tmp: Path, n_items: int, *, dataset: str = "stsb", name: str = "stsb") -> Path:
+    """The fake backend's five-wording sweep of ``n_items`` items: ``tmp/grid/<name>_<variant>``."""
+    for v in VARIANTS:
+        cfg = compose(
+            ["backbone=fake", f"dataset={dataset}", f"dataset.limit={n_items}", f"judge.variant={v}"],
+            tmp_path=tmp,
+        )
+        run_stage(cfg, tmp / "grid" / f"{name}_{v}")
+    return tmp / "grid"
+
+
+def design(item_ids: list[str], seed: int) -> dict[tuple[str, str], tuple[str, int]]:
+    """(item, variant) -> (label, in_cluster) of the design in the module docstring."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for item in sorted(item_ids):
+        c = LABELS[rng.integers(5)]
+        dissent = set(rng.choice(5, size=rng.integers(3), replace=False).tolist())
+        for j, v in enumerate(VARIANTS):
+            if j in dissent:
+                out[item, v] = (str(rng.choice([x for x in LABELS if x != c])), 0)
+            else:
+                out[item, v] = (c, 1)
+    return out
+
+
+def rewrite(grid: Path, marker: str, seed: int = 0) -> dict[tuple[str, str], tuple[str, int]]:
+    """Rewrite every ``judgments.parquet`` under ``grid`` to the design; returns the design."""
+    paths = sorted(grid.glob("*/judgments.parquet"))
+    items = sorted(set(pd.read_parquet(paths[0])["item_id"]))
+    d = design(items, seed)
+    keys = [(i, v) for i in items for v in VARIANTS]
+    words = np.array(["stable" if d[k][1] else "shaky" for k in keys], dtype=object)
+    if marker == "shuffled":
+        words = np.random.default_rng(seed + 1).permutation(words)
+    elif marker != "label":
+        raise ValueError(f"marker must be 'label' or 'shuffled', got {marker!r}")
+    word = dict(zip(keys, words))
+    for p in paths:
+        df = pd.read_parquet(p)
+        lab = [d[i, v][0] for i, v in zip(df["item_id"], df["variant"])]
+        df["argmax_label"] = df["parsed_label"] = lab
+        df["argmax_score"] = df["parsed_score"] = df["score"] = df["weighted_score"] = [float(x) for x in lab]
+        df["raw_output"] = [f"{x} {word[i, v]}" for x, i, v in zip(lab, df["item_id"], df["variant"])]
+        df["label_probs"] = [json.dumps({y: (0.8 if y == x else 0.05) for y in LABELS}) for x in lab]
+        df.to_parquet(p, index=False)
+        # the job's record vouches for its parquet by hash (judging.jobs): vouch for the rewritten one
+        rec_path = p.parent / "results.json"
+        rec = json.loads(rec_path.read_text())
+        rec["judgments"]["sha256"] = file_sha256(p)
+        rec_path.write_text(json.dumps(rec, indent=2))
+    return d
+
+
+def marker_grid(tmp: Path, n_items: int, marker: str, seed: int = 0) -> Path:
+    grid = judge_fake(tmp, n_items)
+    rewrite(grid, marker, seed)
+    return grid

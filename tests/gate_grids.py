@@ -85,3 +85,53 @@ def marker_grid(tmp: Path, n_items: int, marker: str, seed: int = 0) -> Path:
     grid = judge_fake(tmp, n_items)
     rewrite(grid, marker, seed)
     return grid
+
+
+def tiny_deberta_v3(path: Path, texts: list[str], *, vocab_size: int = 400) -> Path:
+    """A random-weight DeBERTa-v2/v3 checkpoint laid out as ``microsoft/deberta-v3-large`` is on the
+    Hub (config.json, model weights, ``spm.model`` and a tokenizer_config.json naming no class), with
+    a sentencepiece unigram tokenizer trained here on ``texts``: the paper's gate's code path, offline.
+    The special pieces are DeBERTa-v3's ([PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3, [MASK])."""
+    import io
+
+    import sentencepiece as spm
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    path.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        bos_id=1,
+        eos_id=2,
+        unk_id=3,
+        pad_piece="[PAD]",
+        bos_piece="[CLS]",
+        eos_piece="[SEP]",
+        unk_piece="[UNK]",
+        user_defined_symbols=["[MASK]"],
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    (path / "spm.model").write_bytes(buf.getvalue())
+    (path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False, "vocab_type": "spm"}))
+    n_pieces = spm.SentencePieceProcessor(model_proto=buf.getvalue()).get_piece_size()
+    config = DebertaV2Config(
+        vocab_size=n_pieces,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        relative_attention=True,
+        position_buckets=64,
+        pos_att_type=["p2c", "c2p"],
+        type_vocab_size=0,
+        pooler_hidden_size=32,
+        pad_token_id=0,
+    )
+    DebertaV2Model(config).save_pretrained(path)
+    return path

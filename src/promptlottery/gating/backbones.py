@@ -153,7 +153,23 @@ def build_model(cfg: ClassifierConfig, tokenizer):
         target_modules=list(targets),
         modules_to_save=list(cfg.lora.modules_to_save) or None,
     )
-    return get_peft_model(model, lcfg)
+    peft_model = get_peft_model(model, lcfg)
+    if not cfg.backbone_dropout:
+        drop_backbone_dropout(peft_model)
+    return peft_model
+
+
+def drop_backbone_dropout(model) -> int:
+    """Set every dropout of ``model`` but LoRA's to p = 0 (``gate.classifier.backbone_dropout=false``);
+    returns how many were set."""
+    import torch
+
+    n = 0
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Dropout) and "lora_dropout" not in name:
+            m.p = 0.0
+            n += 1
+    return n
 
 
 def count_parameters(model) -> tuple[int, int]:

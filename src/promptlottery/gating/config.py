@@ -132,6 +132,10 @@ class ClassifierConfig:
     accelerator: str = "auto"
     devices: int = 1
     num_threads: int | None = None
+    #: the frozen backbone's own dropout (hidden and attention) while training; false: off (LoRA's
+    #: dropout stays). Ours, for the CPU: dropout took 10% of a MiniLM step and attention dropout
+    #: keeps scaled-dot-product attention off its fast path
+    backbone_dropout: bool = True
     seed: int = 0
     monitor: str = "val/mcc"
     monitor_mode: MonitorMode = MonitorMode.max

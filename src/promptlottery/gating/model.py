@@ -34,6 +34,7 @@ from promptlottery.gating.objective import PAPER_OBJECTIVE, mcc_plus_balanced_ac
 
 __all__ = [
     "METRICS",
+    "lightning_wandb_logger",
     "QKV_MODULES",
     "ClassifierConfig",
     "LoraSettings",
@@ -254,6 +255,39 @@ def make_module(cfg: ClassifierConfig, tokenizer, train_labels: np.ndarray):
     )
 
 
+def lightning_wandb_logger(
+    logger_cfg: dict,
+    *,
+    run=None,
+    name: str | None = None,
+    group: str | None = None,
+    job_type: str = "gate_train",
+    config: dict | None = None,
+):
+    """Lightning's WandbLogger for the ``logger`` config (None when ``logger=none``): on ``run`` (an
+    open W&B run, the stage's) or a new run ``name`` in ``group`` (one per Optuna trial)."""
+    if (logger_cfg or {}).get("name", "none") != "wandb":
+        return None
+    from lightning.pytorch.loggers import WandbLogger
+
+    if run is not None:
+        return WandbLogger(experiment=run)
+    save_dir = logger_cfg.get("dir") or "."
+    from pathlib import Path
+
+    Path(save_dir).mkdir(parents=True, exist_ok=True)
+    return WandbLogger(
+        name=name,
+        project=logger_cfg.get("project", "promptlottery"),
+        save_dir=str(save_dir),
+        offline=logger_cfg.get("mode", "offline") == "offline",
+        group=group,
+        job_type=job_type,
+        config=config or {},
+        reinit="finish_previous",
+    )
+
+
 def free_cores() -> int:
     """The CPU threads to train with when ``num_threads`` is null: the cores this process may use
     minus the 1-minute load average (at least 1). Ours: on a CPU shared with other jobs, one torch
@@ -303,6 +337,7 @@ def _throughput_callback(show: bool):
         def on_train_epoch_end(self, trainer, pl_module):
             self.bar.close()
             seconds = self.t_last - self.t0
+            pl_module.log("train/examples_per_s", self.n / max(seconds, 1e-9))
             logger.info(
                 "gate train epoch=%d examples=%d seconds=%.1f examples_per_s=%.2f",
                 trainer.current_epoch,
@@ -336,6 +371,7 @@ def train_classifier(
     callbacks: list | None = None,
     default_root_dir: str | None = None,
     tokenizer=None,
+    loggers: list | None = None,
 ) -> TrainResult:
     """Fine-tune the LoRA gate on ``train_df`` (columns answer, query, in_cluster), validate on ``val_df``."""
     import torch
@@ -377,7 +413,8 @@ def train_classifier(
         precision=cfg.precision,
         accelerator=cfg.accelerator,
         devices=cfg.devices,
-        logger=False,
+        # per-epoch (and per-step) metrics to e.g. Lightning's WandbLogger; none by default
+        logger=list(loggers) if loggers else False,
         callbacks=[keep, rate, *(callbacks or [])],
         enable_checkpointing=False,
         enable_progress_bar=cfg.progress_bar,

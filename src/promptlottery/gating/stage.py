@@ -117,7 +117,7 @@ def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
     g = GateConfig.from_dict(job.config.get("gate"))
     job.track(name=f"gate/{g.classifier.name}", group="gate", job_type="gate")
     data = prepare(g)
-    res = train_gate(g, data, job.output_dir)
+    res = train_gate(g, data, job.output_dir, tracker=job.tracker)
     base = run_baselines(cfg, g, data)
     sim = simulate_gate(g, data, base)
     transfer = evaluate_transfer(g, data, base, sim, job.output_dir)
@@ -134,11 +134,21 @@ def selection_config(g: GateConfig):
     return replace(g.classifier, monitor="val/tpr", monitor_mode="max")
 
 
-def train_gate(g: GateConfig, data: GateData, out: Path):
-    """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer."""
-    from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
+def train_gate(g: GateConfig, data: GateData, out: Path, tracker=None):
+    """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer.
+    With a W&B tracker, Lightning's per-epoch metrics go to its run as curves."""
+    from promptlottery.gating.model import (
+        lightning_wandb_logger,
+        predict_proba,
+        save_adapter,
+        train_classifier,
+    )
 
-    res = train_classifier(selection_config(g), data.train, data.val, default_root_dir=str(out))
+    run = getattr(tracker, "run", None)
+    lw = lightning_wandb_logger({"name": "wandb"}, run=run) if run is not None else None
+    res = train_classifier(
+        selection_config(g), data.train, data.val, default_root_dir=str(out), loggers=[lw] if lw else None
+    )
     for part in ("val", "test", "transfer", "config_transfer"):
         df = getattr(data, part).copy()
         if len(df):

@@ -148,7 +148,12 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     import optuna
     from omegaconf import OmegaConf
 
-    from promptlottery.gating.model import ClassifierConfig, load_tokenizer, train_classifier
+    from promptlottery.gating.model import (
+        ClassifierConfig,
+        lightning_wandb_logger,
+        load_tokenizer,
+        train_classifier,
+    )
     from promptlottery.gating.split import prepare
     from promptlottery.tracking.wandb_logger import make_tracker
 
@@ -183,9 +188,26 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         ccfg = ClassifierConfig.from_dict(OmegaConf.to_container(tcfg.gate.classifier, resolve=True))
         trial.set_user_attr("overrides", trial_overrides)
         trial.set_user_attr("worker", worker)  # which process ran it, when many share the study
-        res = train_classifier(
-            ccfg, data.train, data.val, callbacks=[pruning_callback(trial, metric)], tokenizer=tokenizer
+        # one W&B run per trial (offline by default), grouped by the study: Lightning's curves
+        lw = lightning_wandb_logger(
+            config["logger"],
+            name=f"{study_name}/trial-{trial.number}",
+            group=f"tune_gate/{study_name}",
+            job_type="tune_trial",
+            config={"trial": trial.number, **by_path},
         )
+        try:
+            res = train_classifier(
+                ccfg,
+                data.train,
+                data.val,
+                callbacks=[pruning_callback(trial, metric)],
+                tokenizer=tokenizer,
+                loggers=[lw] if lw else None,
+            )
+        finally:
+            if lw is not None:
+                lw.experiment.finish()
         for k, v in res.best.items():
             trial.set_user_attr(k.replace("/", "_"), v)
         trial.set_user_attr("seconds", res.seconds)

@@ -10,7 +10,7 @@ import pytest
 
 from promptlottery.stages import run_stage
 from tests.conftest import compose
-from tests.gate_grids import marker_grid, wandb_group, wandb_history
+from tests.gate_grids import marker_grid, wandb_group, wandb_history, wandb_records
 
 pytest.importorskip("wandb")
 
@@ -59,9 +59,17 @@ def test_stage_run_holds_epoch_curves_and_the_frontier_line(grid, tmp_path, monk
     assert len(_history(runs[0], "train/examples_per_s")) == 2
     assert all(r["train/examples_per_s"] > 0 for r in _history(runs[0], "train/examples_per_s"))
     # the frontier as a native line plot (wandb.plot.line: a custom chart over a logged table)
-    line = _history(runs[0], "frontier_line_table")
-    assert line and line[0]["frontier_line_table"]["_type"] == "table-file"
-    assert _history(runs[0], "frontier")
+    line = _history(runs[0], "frontier_line_table/_type")
+    assert line and line[0]["frontier_line_table/_type"] == "table-file"
+    assert line[0]["frontier_line_table/nrows"] == len(rec["frontier"]) >= 9
+    charts = [
+        u.value_json
+        for r in wandb_records(runs[0])
+        if r.WhichOneof("record_type") == "config"
+        for u in r.config.update
+    ]
+    assert any("wandb/line/v0" in v and "frontier_line_table" in v for v in charts)
+    assert _history(runs[0], "frontier/_type")
 
 
 def test_tune_writes_one_grouped_run_per_trial(grid, tmp_path, monkeypatch):

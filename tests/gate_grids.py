@@ -182,3 +182,24 @@ def wandb_group(run_dir: Path) -> str | None:
         if r.WhichOneof("record_type") == "run":
             return r.run.run_group
     return None
+
+
+def relabel_backbone(grid: Path, dest: Path, backbone: str) -> Path:
+    """A copy of ``grid`` whose jobs say they were judged by ``backbone``: a second configuration with
+    the same items (the configuration-transfer tests)."""
+    import shutil
+
+    shutil.copytree(grid, dest)
+    for p in sorted(dest.glob("*/judgments.parquet")):
+        df = pd.read_parquet(p)
+        df["condition"] = df["condition"].str.replace(
+            f"/{df['backbone'].iloc[0]}", f"/{backbone}", regex=False
+        )
+        df["backbone"] = backbone
+        df.to_parquet(p, index=False)
+        rec_path = p.parent / "results.json"
+        rec = json.loads(rec_path.read_text())
+        rec["config"]["backbone"]["name"] = backbone
+        rec["judgments"]["sha256"] = file_sha256(p)
+        rec_path.write_text(json.dumps(rec, indent=2))
+    return dest

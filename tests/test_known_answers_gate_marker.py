@@ -20,7 +20,7 @@ import pytest
 
 from promptlottery.stages import run_stage
 from tests.conftest import compose
-from tests.gate_grids import VARIANTS, marker_grid
+from tests.gate_grids import VARIANTS, marker_grid, relabel_backbone
 
 N_ITEMS = 60
 FAST = [
@@ -48,7 +48,7 @@ def gated(tmp_path_factory):
             grid = marker_grid(tmp, N_ITEMS, marker)
             out = tmp / "gate"
             rec = run_stage(compose([*FAST, f"gate.runs={grid}/*"], tmp_path=tmp), out)
-            made[marker] = (rec, out)
+            made[marker] = (rec, out, grid)
         return made[marker]
 
     return get
@@ -61,7 +61,7 @@ def _mcc(rec, classifier: str) -> dict:
 
 
 def test_marker_in_the_text_is_learned(gated):
-    rec, out = gated("label")
+    rec, out, _ = gated("label")
     assert rec["status"] == "ok"
     pred = pd.read_parquet(out / "heldout_predictions.parquet")
     # the labels are the design's: 0-2 dissenters per item, so every item has a cluster
@@ -71,15 +71,15 @@ def test_marker_in_the_text_is_learned(gated):
     assert m["mcc"] >= 0.9 and m["mcc_lo"] >= 0.75, m
     # the judge's own confidence is the same on every verdict: it knows nothing
     assert _mcc(rec, "confidence")["mcc"] == 0
-    # the gate asked about P1 recovers every decision when it trusts only in-cluster verdicts
+    # the stacked gate (text + the judge's confidence) reads the same marker
+    assert _mcc(rec, "stacked_gate")["mcc"] >= 0.9
     fr = pd.DataFrame(rec["frontier"]).set_index("policy")
-    assert fr.loc["learned_gate", "recovered"] >= 0.95
     assert fr.loc["full_aggregation", "calls"] == 5 and fr.loc["P1_only", "calls"] == 1
     assert "fake" in (out / "report.md").read_text()
 
 
 def test_shuffled_markers_leave_the_gate_at_chance(gated):
-    rec, out = gated("shuffled")
+    rec, out, _ = gated("shuffled")
     m = _mcc(rec, "learned_gate")
     assert m["mcc_lo"] <= 0 <= m["mcc_hi"], m
     assert abs(m["mcc"]) < 0.3, m
@@ -88,7 +88,7 @@ def test_shuffled_markers_leave_the_gate_at_chance(gated):
 
 
 def test_frontier_intervals_hold_their_estimates(gated):
-    rec, _ = gated("label")
+    rec, _, _ = gated("label")
     fr = pd.DataFrame(rec["frontier"])
     for axis in ("calls", "recovered"):
         assert (fr[f"{axis}_lo"] <= fr[axis] + 1e-12).all() and (fr[axis] <= fr[f"{axis}_hi"] + 1e-12).all()
@@ -96,3 +96,29 @@ def test_frontier_intervals_hold_their_estimates(gated):
     fixed = fr[fr["policy"].isin(["P1_only", "full_aggregation"])]
     assert np.allclose(fixed["calls_lo"], fixed["calls_hi"])
     assert fr["n_items"].nunique() == 1 and 9 <= fr["n_items"].iloc[0] <= 15
+
+
+def test_transfer_to_an_unseen_configuration(gated, tmp_path):
+    """Two configurations (the marker grid and a copy judged by 'another backbone'); one is left out
+    of training and validation: the gate learned the marker, so it holds on the unseen configuration."""
+    _, _, grid = gated("label")
+    other = relabel_backbone(grid, tmp_path / "grid_b", "fake_b")
+    out = tmp_path / "gate"
+    cfg = compose(
+        [*FAST, f"gate.runs=[{grid}/*,{other}/*]", "gate.transfer_config_share=0.5"], tmp_path=tmp_path
+    )
+    rec = run_stage(cfg, out)
+    assert len(rec["transfer_configs"]) == 1
+    unseen = pd.DataFrame(rec["frontier_unseen_configs"])
+    assert set(unseen["n_configs"]) == {1} and (unseen["n_items"] > 0).all()
+    test = pd.DataFrame(rec["frontier"])
+    assert set(test["n_configs"]) == {
+        1
+    }  # the left-out configuration is in no training, validation or test row
+    m = [
+        r
+        for r in rec["classifier_intervals"]
+        if r["part"] == "config_transfer" and r["classifier"] == "learned_gate"
+    ]
+    assert len(m) == 1 and m[0]["mcc"] >= 0.9, m
+    assert "Transfer to unseen configurations" in (out / "report.md").read_text()

@@ -290,7 +290,13 @@ def frontier(
         row["calls_saved"] = 1 - row["calls"] / j
         row["calls_saved_lo"], row["calls_saved_hi"] = 1 - row["calls_hi"] / j, 1 - row["calls_lo"] / j
         row.update(
-            {"n_items": len(block.items), "n_configs": block.items["config_id"].nunique(), "part": label}
+            {
+                "n_items": len(block.items),
+                # the items whose human label is a value of the scale: the human-agreement axis's items
+                "n_items_human": int((~np.isnan(o["human_agreement"])).sum()),
+                "n_configs": block.items["config_id"].nunique(),
+                "part": label,
+            }
         )
         rows.append(row)
     table = pd.DataFrame(rows)

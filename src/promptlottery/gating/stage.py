@@ -334,7 +334,7 @@ def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:
     """The report's frontier section: the tables, the paper's row beside ours, the recommendation."""
     test = fr_out["test"]
     cols = ["policy", "parameter", "calls", "calls_lo", "calls_hi", "recovered", "recovered_lo",
-            "recovered_hi", "human_agreement", "human_agreement_lo", "human_agreement_hi"]  # fmt: skip
+            "recovered_hi", "human_agreement", "human_agreement_lo", "human_agreement_hi", "n_items_human"]  # fmt: skip
     n_items, n_cfg = int(test.table["n_items"].iloc[0]), int(test.table["n_configs"].iloc[0])
     lines = [
         "## Cost-robustness frontier (every policy, the same test items)",
@@ -462,7 +462,7 @@ def log_frontier(tracker, fr_out: dict[str, Any]) -> None:
             f"gate frontier policy={r.policy} calls={r.calls:.2f} [{r.calls_lo:.2f}, {r.calls_hi:.2f}] "
             f"recovered={r.recovered:.3f} [{r.recovered_lo:.3f}, {r.recovered_hi:.3f}] "
             f"human_agreement={r.human_agreement:.3f} [{r.human_agreement_lo:.3f}, {r.human_agreement_hi:.3f}] "
-            f"items={r.n_items} configs={r.n_configs}"
+            f"(on {r.n_items_human} items) items={r.n_items} configs={r.n_configs}"
         )
     for r in fr_out["mcc"].itertuples(index=False):
         print(

@@ -122,3 +122,13 @@ def test_left_out_configs_is_seeded_and_leaves_training_configs():
     assert len(a) == 3 and a == left_out_configs(list(reversed(cfgs)), 0.3, seed=0)
     assert left_out_configs(["c0", "c1"], 0.9, seed=0) in (["c0"], ["c1"])  # at most n - 1
     assert left_out_configs(["c0"], 0.5, seed=0) == [] and left_out_configs(cfgs, None, seed=0) == []
+
+
+def test_by_configuration_splits_the_items():
+    b = block(ROWS, [3.0, 4.0, 5.0, 2.5])
+    b.items["config_id"] = ["a", "a", "b", "b"]
+    t = fr.by_configuration(b, pd.DataFrame(), {}, n_resamples=100)
+    p1 = t[t["policy"] == "P1_only"].set_index("config_id")
+    # config a: P1 says 3 (plurality 3) and 2 (plurality 4); config b: 5 (5) and 1 (1)
+    assert p1.loc["a", "recovered"] == 0.5 and p1.loc["b", "recovered"] == 1.0
+    assert set(t["n_items"]) == {2} and set(t["n_configs"]) == {1}

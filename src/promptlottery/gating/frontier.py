@@ -321,6 +321,18 @@ def frontier(
     )
 
 
+def by_configuration(block: ItemBlock, df: pd.DataFrame, params: dict[str, float], **kw) -> pd.DataFrame:
+    """The frontier of each configuration's items (``config_id`` a column), at the same parameters."""
+    tables = []
+    for cid in sorted(block.items["config_id"].unique()):
+        keep = (block.items["config_id"] == cid).to_numpy()
+        sub = ItemBlock(
+            items=block.items[keep].reset_index(drop=True), labels=block.labels[keep], variants=block.variants
+        )
+        tables.append(frontier(sub, df, params, **kw).table.assign(config_id=cid))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
 def recommendation(table: pd.DataFrame, target: float) -> str:
     """One plain sentence: the policy with the fewest calls per item among those that recover at
     least ``target`` of the five-judge decisions (ties: the higher human agreement)."""

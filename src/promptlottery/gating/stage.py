@@ -317,10 +317,22 @@ def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any
                               ("confidence", "confidence"))
         ]
     )  # fmt: skip
-    result = {"test": test, "mcc": mccs, "configs": None, "transfer_configs": data.transfer_configs}
+    # which judges these are, in every table (a fake backend's run says "fake" in each)
+    backbones = ",".join(sorted(set(data.test["backbone"].astype(str))))
+    test.table["backbones"], mccs["backbones"] = backbones, backbones
+    result = {
+        "test": test,
+        "mcc": mccs,
+        "configs": None,
+        "transfer_configs": data.transfer_configs,
+        "backbones": backbones,
+    }
     rep.write_table(test.table, out, "frontier")
     rep.write_table(test.headline, out, "frontier_headline")
     rep.write_table(mccs, out, "classifier_intervals")
+    # the configuration as a column: each configuration's test items on their own
+    result["by_config"] = fr.by_configuration(item_block(data.test, data.variants), data.test, params, **kw)
+    rep.write_table(result["by_config"], out, "frontier_by_config")
     if len(data.config_transfer):
         result["configs"] = fr.frontier(
             item_block(data.config_transfer, data.variants), data.config_transfer, params,
@@ -339,6 +351,7 @@ def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:
     lines = [
         "## Cost-robustness frontier (every policy, the same test items)",
         "",
+        f"Judgments of backbone(s) {fr_out['backbones']}. "
         f"{n_items} test items in {n_cfg} configuration(s); {g.bootstrap_level:.0%} item-cluster bootstrap "
         f"intervals ({g.n_bootstrap} resamples, clusters = item_key); thresholds and stopping confidences "
         f"chosen on the validation items for {g.target_recovery:.0%} recovered.",
@@ -356,6 +369,23 @@ def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:
         rep.to_markdown(fr_out["mcc"].round(3)),
         "",
     ]
+    by = fr_out.get("by_config")
+    if by is not None and len(by) and by["config_id"].nunique() > 1:
+        cell = by.assign(
+            cell=[f"{c:.2f} / {r:.0%} [{lo:.0%}, {hi:.0%}]" for c, r, lo, hi in
+                  zip(by["calls"], by["recovered"], by["recovered_lo"], by["recovered_hi"])]
+        )  # fmt: skip
+        pivot = cell.pivot(index="config_id", columns="policy", values="cell")
+        pivot = pivot[[p for p in test.table["policy"] if p in pivot.columns]].reset_index()
+        pivot.insert(
+            1, "test items", by.groupby("config_id")["n_items"].first().reindex(pivot["config_id"]).to_numpy()
+        )
+        lines += [
+            "### Per configuration (calls per item / recovered [interval], the test items of each)",
+            "",
+            rep.to_markdown(pivot),
+            "",
+        ]
     if fr_out["configs"] is not None:
         t = fr_out["configs"].table
         lines += [
@@ -433,6 +463,7 @@ def write_outputs(
             "frontier_parameters": fr_out["test"].parameters,
             "recommendation": fr_out["test"].recommendation,
             "classifier_intervals": fr_out["mcc"].to_dict("records"),
+            "frontier_by_config": fr_out["by_config"].to_dict("records"),
             "frontier_unseen_configs": None
             if fr_out["configs"] is None
             else fr_out["configs"].table.to_dict("records"),

@@ -161,6 +161,10 @@ test-human: setup setup-labelstudio
 bench: setup setup-vllm
 	$(PY) benchmarks/run_all.py
 
+# the CPU gate's training examples/s against this CPU's matmul-rate limit (also part of `make bench`)
+bench-gate: setup
+	$(PY) benchmarks/bench_gate.py
+
 # ruff, then the import layers of pyproject.toml's [tool.importlinter] (this checkout's src/ first)
 lint: setup
 	$(PY) -m ruff check src tests benchmarks sweeps run.py

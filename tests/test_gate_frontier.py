@@ -132,3 +132,10 @@ def test_by_configuration_splits_the_items():
     # config a: P1 says 3 (plurality 3) and 2 (plurality 4); config b: 5 (5) and 1 (1)
     assert p1.loc["a", "recovered"] == 0.5 and p1.loc["b", "recovered"] == 1.0
     assert set(t["n_items"]) == {2} and set(t["n_configs"]) == {1}
+
+
+def test_a_binary_human_label_on_a_likert_scale_has_no_agreement():
+    # EvoUNA: the human says correct (1) / wrong (0), the judge rates 1-5: 1 = "correct" is not the scale's 1
+    b = block(ROWS, [1.0, 0.0, 1.0, 1.0])
+    t = fr.frontier(b, pd.DataFrame(), {}, n_resamples=50).table
+    assert t["human_agreement"].isna().all() and set(t["n_items_human"]) == {0}

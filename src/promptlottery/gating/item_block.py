@@ -118,7 +118,8 @@ def human_agreement(decisions: np.ndarray, block: ItemBlock, mask: np.ndarray | 
 
 def human_agreement_items(decisions: np.ndarray, block: ItemBlock) -> np.ndarray:
     """Per item: 1.0 when the decision's scale value equals the human label, 0.0 when not, NaN when
-    the human label is not one of the scale's values (what :func:`human_agreement` averages)."""
+    the human label is not one of the scale's values, or is a 0 / 1 verdict (every human label of its
+    configuration is 0 or 1) on a scale of more than two labels (what :func:`human_agreement` averages)."""
     from promptlottery.prompts.scales import get_scale
 
     items = block.items
@@ -131,6 +132,13 @@ def human_agreement_items(decisions: np.ndarray, block: ItemBlock) -> np.ndarray
         ],
         dtype=bool,
     )
+    # a configuration whose human labels are all 0 / 1 (a correctness verdict, e.g. EvoUNA) judged on a
+    # scale of more than two labels: its 1 is "correct", not the scale's 1, so agreement is undefined
+    binary = items.groupby("config_id")["human"].transform(
+        lambda h: bool(h.notna().any() and h.dropna().isin([0, 1]).all())
+    )
+    wider = np.array([len(get_scale(s).labels) > 2 for s in items["scale"]], dtype=bool)
+    on_scale &= ~(binary.to_numpy(dtype=bool) & wider)
     same = (np.abs(np.nan_to_num(vals, nan=np.inf) - human) < 1e-9).astype(float)
     return np.where(on_scale, same, np.nan)
 

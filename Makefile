@@ -172,6 +172,10 @@ setup-inspect:
 	test -x $(INSPECT_VENV)/bin/python || python3 -m venv $(INSPECT_VENV)
 	$(INSPECT_VENV)/bin/python -m pip install -q inspect_ai openai
 
+# the CPU gate's training examples/s against this CPU's matmul-rate limit (also part of `make bench`)
+bench-gate: setup
+	$(PY) benchmarks/bench_gate.py
+
 # ruff, then the import layers of pyproject.toml's [tool.importlinter] (this checkout's src/ first)
 lint: setup
 	$(PY) -m ruff check src tests benchmarks sweeps run.py

@@ -153,7 +153,29 @@ def build_model(cfg: ClassifierConfig, tokenizer):
         target_modules=list(targets),
         modules_to_save=list(cfg.lora.modules_to_save) or None,
     )
-    return get_peft_model(model, lcfg)
+    peft_model = get_peft_model(model, lcfg)
+    if not cfg.backbone_dropout:
+        drop_backbone_dropout(peft_model)
+    return peft_model
+
+
+def drop_backbone_dropout(model) -> int:
+    """Turn every dropout of ``model`` but LoRA's into the identity (``gate.classifier.backbone_dropout
+    =false``): p = 0 (attention reads it) and a forward that returns its input (a p = 0 dropout in
+    train mode still cost as much as p = 0.1 on the CPU). Returns how many were turned off."""
+    import torch
+
+    n = 0
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Dropout) and "lora_dropout" not in name:
+            m.p = 0.0
+            m.forward = _identity
+            n += 1
+    return n
+
+
+def _identity(x):
+    return x
 
 
 def count_parameters(model) -> tuple[int, int]:

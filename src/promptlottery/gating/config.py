@@ -132,6 +132,10 @@ class ClassifierConfig:
     accelerator: str = "auto"
     devices: int = 1
     num_threads: int | None = None
+    #: the frozen backbone's own dropout (hidden and attention) while training; false: off (LoRA's
+    #: dropout stays). Ours, for the CPU: dropout took 10% of a MiniLM step and attention dropout
+    #: keeps scaled-dot-product attention off its fast path
+    backbone_dropout: bool = True
     seed: int = 0
     monitor: str = "val/mcc"
     monitor_mode: MonitorMode = MonitorMode.max
@@ -214,6 +218,13 @@ class GateConfig:
     #: the report also gives each threshold policy's largest saving at these recovery levels
     recovery_targets: list[float] = field(default_factory=lambda: [0.86, 0.95, 1.0])
     first_k: list[int] = field(default_factory=lambda: [2, 3])
+    #: the frontier's item-cluster bootstrap (gating.frontier): resamples and interval level
+    n_bootstrap: int = 1000
+    bootstrap_level: float = 0.95
+    #: transfer by configuration: this share of the configurations (seeded; at least one, at most all
+    #: but one) is left out of training and validation; the frontier is also computed on their items
+    #: that no training row holds. null: none
+    transfer_config_share: float | None = None
     #: the best epoch: ``paper_tnr`` = the paper's TNR on validation (its positive class is "needs
     #: aggregation", so our val/tpr); ``classifier`` = ``gate.classifier.monitor``
     select_for: SelectFor = SelectFor.paper_tnr
@@ -241,6 +252,10 @@ class GateConfig:
             )
         check_open("gate.holdout_size", self.holdout_size, 0, 1)
         check_int("gate.min_judges", self.min_judges, lo=2)
+        check_int("gate.n_bootstrap", self.n_bootstrap, lo=1)
+        check_open("gate.bootstrap_level", self.bootstrap_level, 0, 1)
+        if self.transfer_config_share is not None:
+            check_open("gate.transfer_config_share", self.transfer_config_share, 0, 1)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | DictConfig | None) -> GateConfig:

@@ -21,6 +21,7 @@ __all__ = [
     "ItemBlock",
     "item_block",
     "human_agreement",
+    "human_agreement_items",
     "human_correlation",
     "policy_metrics",
     "full_reference",
@@ -107,10 +108,21 @@ def human_agreement(decisions: np.ndarray, block: ItemBlock, mask: np.ndarray | 
     """Share of items whose decision's scale value equals the human label, over the items whose human
     label is one of the scale's values (binary tasks, integer Likert labels); NaN when there is none.
     The paper's no-consensus comparison: 65% for the gate against 79% for full aggregation."""
+    per_item = human_agreement_items(decisions, block)
+    mask = np.ones(len(per_item), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    sel = mask & ~np.isnan(per_item)
+    if not sel.any():
+        return float("nan")
+    return float(np.mean(per_item[sel]))
+
+
+def human_agreement_items(decisions: np.ndarray, block: ItemBlock) -> np.ndarray:
+    """Per item: 1.0 when the decision's scale value equals the human label, 0.0 when not, NaN when
+    the human label is not one of the scale's values, or is a 0 / 1 verdict (every human label of its
+    configuration is 0 or 1) on a scale of more than two labels (what :func:`human_agreement` averages)."""
     from promptlottery.prompts.scales import get_scale
 
     items = block.items
-    mask = np.ones(len(items), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     vals = _values(decisions, items["scale"].to_numpy())
     human = items["human"].to_numpy(dtype=float)
     on_scale = np.array(
@@ -120,10 +132,15 @@ def human_agreement(decisions: np.ndarray, block: ItemBlock, mask: np.ndarray | 
         ],
         dtype=bool,
     )
-    sel = mask & on_scale
-    if not sel.any():
-        return float("nan")
-    return float(np.mean(np.abs(np.nan_to_num(vals[sel], nan=np.inf) - human[sel]) < 1e-9))
+    # a configuration whose human labels are all 0 / 1 (a correctness verdict, e.g. EvoUNA) judged on a
+    # scale of more than two labels: its 1 is "correct", not the scale's 1, so agreement is undefined
+    binary = items.groupby("config_id")["human"].transform(
+        lambda h: bool(h.notna().any() and h.dropna().isin([0, 1]).all())
+    )
+    wider = np.array([len(get_scale(s).labels) > 2 for s in items["scale"]], dtype=bool)
+    on_scale &= ~(binary.to_numpy(dtype=bool) & wider)
+    same = (np.abs(np.nan_to_num(vals, nan=np.inf) - human) < 1e-9).astype(float)
+    return np.where(on_scale, same, np.nan)
 
 
 def _values(decisions: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -31,9 +31,11 @@ from promptlottery.gating.backbones import QKV_MODULES, build_model, count_param
 from promptlottery.gating.config import ClassifierConfig, LoraSettings
 from promptlottery.gating.encoding import Collate, encode, frame_encode, make_loader
 from promptlottery.gating.objective import PAPER_OBJECTIVE, mcc_plus_balanced_accuracy
+from promptlottery.gating.throughput import free_cores, lightning_wandb_logger, on_cpu, throughput_callback
 
 __all__ = [
     "METRICS",
+    "lightning_wandb_logger",
     "QKV_MODULES",
     "ClassifierConfig",
     "LoraSettings",
@@ -99,6 +101,7 @@ def _module_class():
             self.register_buffer("weights", torch.tensor(weights, dtype=torch.float32) if weights else None)
             self.val_metrics, self.val_stats = _validation_metrics()
             self.history: list[dict[str, float]] = []
+            self.train_examples_per_s = float("nan")  # set by the throughput callback
             self._val_losses: list[tuple[float, int]] = []
 
         def forward(self, batch):
@@ -131,9 +134,8 @@ def _module_class():
             self._val_losses = []
             self.log_dict(values)
             if not self.trainer.sanity_checking:
-                self.history.append(
-                    {"epoch": int(self.current_epoch), "step": int(self.global_step), **values}
-                )
+                row = {"epoch": int(self.current_epoch), "step": int(self.global_step), **values}
+                self.history.append({**row, "train/examples_per_s": float(self.train_examples_per_s)})
                 logger.info(
                     "gate validation epoch=%d step=%d %s",
                     self.current_epoch,
@@ -270,6 +272,7 @@ def train_classifier(
     callbacks: list | None = None,
     default_root_dir: str | None = None,
     tokenizer=None,
+    loggers: list | None = None,
 ) -> TrainResult:
     """Fine-tune the LoRA gate on ``train_df`` (columns answer, query, in_cluster), validate on ``val_df``."""
     import torch
@@ -278,8 +281,8 @@ def train_classifier(
     t0 = time.perf_counter()
     # Lightning's per-fit banners (accelerator, tips) would repeat for every trial of a search
     logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
-    if cfg.num_threads:
-        torch.set_num_threads(int(cfg.num_threads))
+    if on_cpu(cfg):
+        torch.set_num_threads(int(cfg.num_threads or free_cores()))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
     module = make_module(cfg, tokenizer, train_df["in_cluster"].to_numpy())
@@ -302,6 +305,7 @@ def train_classifier(
         tokenizer, frame_encode(tokenizer, val_df, cfg), batch_size=cfg.eval_batch_size, shuffle=False
     )
     keep = _best_state_callback(cfg.monitor, cfg.monitor_mode)
+    rate = throughput_callback(show=not cfg.progress_bar)
     module.train()  # from_pretrained returns the model in eval mode (dropout off)
     trainer = L.Trainer(
         max_epochs=cfg.max_epochs,
@@ -310,8 +314,9 @@ def train_classifier(
         precision=cfg.precision,
         accelerator=cfg.accelerator,
         devices=cfg.devices,
-        logger=False,
-        callbacks=[keep, *(callbacks or [])],
+        # per-epoch (and per-step) metrics to e.g. Lightning's WandbLogger; none by default
+        logger=list(loggers) if loggers else False,
+        callbacks=[keep, rate, *(callbacks or [])],
         enable_checkpointing=False,
         enable_progress_bar=cfg.progress_bar,
         enable_model_summary=False,

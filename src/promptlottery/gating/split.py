@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -35,6 +35,20 @@ class GateData:
     variants: list[str]
     #: ``gate.split``: "three_way" (test untouched) or "holdout" (the paper's: test = the holdout)
     split: str = "three_way"
+    #: ``gate.transfer_config_share``: the left-out configurations' rows of items no training row
+    #: holds (may be empty), and those configurations
+    config_transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+    transfer_configs: list[str] = field(default_factory=list)
+
+
+def left_out_configs(configs, share: float | None, seed: int) -> list[str]:
+    """``round(share * n)`` of the configurations (at least 1, at most n - 1), seeded; none if ``share``
+    is null or there is a single configuration."""
+    configs = sorted(set(configs))
+    if share is None or len(configs) < 2:
+        return []
+    k = min(len(configs) - 1, max(1, round(share * len(configs))))
+    return sorted(random.Random(seed).sample(configs, k))
 
 
 def _load(runs, g: GateConfig) -> pd.DataFrame:
@@ -87,6 +101,12 @@ def prepare(g: GateConfig) -> GateData:
         raise GateDataError(f"every judgment is from a held-out prompt group {held}: nothing to train on")
     ex = attach_texts(ex, allow_missing=g.allow_missing_query)
     main = ex[~is_held].reset_index(drop=True)
+    left_out = left_out_configs(main["config_id"], g.transfer_config_share, g.seed)
+    if left_out and g.transfer_config_share is not None:
+        config_rows = main[main["config_id"].isin(left_out)].reset_index(drop=True)
+        main = main[~main["config_id"].isin(left_out)].reset_index(drop=True)
+    else:
+        config_rows = main.iloc[:0]
     transfer = ex[is_held].reset_index(drop=True)
     if (why := one_class_message(main, f"gate.runs={g.runs}")) is not None:
         raise GateDataError(why)
@@ -110,12 +130,15 @@ def prepare(g: GateConfig) -> GateData:
         else:
             transfer = transfer[~seen].reset_index(drop=True)
     note = _transfer_note(g, held, transfer, seen)
+    # unseen configuration AND unseen item: rows of items a training row holds are dropped
+    config_transfer = config_rows[~config_rows["item_key"].isin(train_items)].reset_index(drop=True)
     logger.info(
-        "gate data: train=%d validation=%d test=%d transfer=%d examples (%.1f s)",
+        "gate data: train=%d validation=%d test=%d transfer=%d config_transfer=%d examples (%.1f s)",
         len(train),
         len(val),
         len(test),
         len(transfer),
+        len(config_transfer),
         time.perf_counter() - t0,
     )
     return GateData(
@@ -127,4 +150,6 @@ def prepare(g: GateConfig) -> GateData:
         held_out=held,
         variants=variants,
         split=str(g.split),
+        config_transfer=config_transfer,
+        transfer_configs=left_out,
     )

@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 from promptlottery.calls.loop import CallStats
 from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
+from promptlottery.gating.frontier_stage import append_frontier, evaluate_frontier, log_frontier
 from promptlottery.gating.points import (
     PAPER_POLICIES,
     choose_thresholds,
@@ -117,11 +118,12 @@ def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
     g = GateConfig.from_dict(job.config.get("gate"))
     job.track(name=f"gate/{g.classifier.name}", group="gate", job_type="gate")
     data = prepare(g)
-    res = train_gate(g, data, job.output_dir)
+    res = train_gate(g, data, job.output_dir, tracker=job.tracker)
     base = run_baselines(cfg, g, data)
     sim = simulate_gate(g, data, base)
     transfer = evaluate_transfer(g, data, base, sim, job.output_dir)
-    return write_outputs(g, data, res, base, sim, transfer, job)
+    fr = evaluate_frontier(g, data, job.output_dir)
+    return write_outputs(g, data, res, base, sim, transfer, job, fr)
 
 
 def selection_config(g: GateConfig):
@@ -133,12 +135,22 @@ def selection_config(g: GateConfig):
     return replace(g.classifier, monitor="val/tpr", monitor_mode="max")
 
 
-def train_gate(g: GateConfig, data: GateData, out: Path):
-    """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer."""
-    from promptlottery.gating.model import predict_proba, save_adapter, train_classifier
+def train_gate(g: GateConfig, data: GateData, out: Path, tracker=None):
+    """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer.
+    With a W&B tracker, Lightning's per-epoch metrics go to its run as curves."""
+    from promptlottery.gating.model import (
+        lightning_wandb_logger,
+        predict_proba,
+        save_adapter,
+        train_classifier,
+    )
 
-    res = train_classifier(selection_config(g), data.train, data.val, default_root_dir=str(out))
-    for part in ("val", "test", "transfer"):
+    run = getattr(tracker, "run", None)
+    lw = lightning_wandb_logger({"name": "wandb"}, run=run) if run is not None else None
+    res = train_classifier(
+        selection_config(g), data.train, data.val, default_root_dir=str(out), loggers=[lw] if lw else None
+    )
+    for part in ("val", "test", "transfer", "config_transfer"):
         df = getattr(data, part).copy()
         if len(df):
             df["p_gate"] = predict_proba(res, df)
@@ -281,7 +293,14 @@ def evaluate_transfer(
 
 
 def write_outputs(
-    g: GateConfig, data: GateData, res, base: Baselines, sim: Simulation, transfer: dict, job: StageJob
+    g: GateConfig,
+    data: GateData,
+    res,
+    base: Baselines,
+    sim: Simulation,
+    transfer: dict,
+    job: StageJob,
+    fr_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Tables, figure, report.md, the W&B log and the result record."""
     from promptlottery.gating.outputs import (
@@ -327,8 +346,10 @@ def write_outputs(
         transfer=transfer,
         notes=base.notes + gate_notes(g, sim, test),
     )
+    frontier_record = append_frontier(out / "report.md", fr_out, g) if fr_out is not None else {}
     metrics = gate_metrics(res, base, sim, transfer)
     record = job.ok(
+        **frontier_record,
         metrics=metrics,
         calls=base.llm_stats.counts(),
         summary=summary,
@@ -337,4 +358,6 @@ def write_outputs(
         transfer_note=transfer["note"],
     )
     log_and_print(job.tracker, g, metrics, tables, transfer, summary, sim, out)
+    if fr_out is not None:
+        log_frontier(job.tracker, fr_out)
     return record

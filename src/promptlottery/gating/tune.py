@@ -137,6 +137,32 @@ def make_storage(url: str, *, heartbeat_s: int | None, grace_s: int | None, retr
             time.sleep(1.0 + attempt)
 
 
+def train_trial(ccfg, data, trial, metric: str, tokenizer, logger_cfg: dict, study_name: str, by_path: dict):
+    """One trial's training, pruned by Optuna; with ``logger=wandb`` one W&B run per trial (offline
+    by default), grouped by the study, holding Lightning's per-epoch curves."""
+    from promptlottery.gating.model import lightning_wandb_logger, train_classifier
+
+    lw = lightning_wandb_logger(
+        logger_cfg,
+        name=f"{study_name}/trial-{trial.number}",
+        group=f"tune_gate/{study_name}",
+        job_type="tune_trial",
+        config={"trial": trial.number, **by_path},
+    )
+    try:
+        return train_classifier(
+            ccfg,
+            data.train,
+            data.val,
+            callbacks=[pruning_callback(trial, metric)],
+            tokenizer=tokenizer,
+            loggers=[lw] if lw else None,
+        )
+    finally:
+        if lw is not None:
+            lw.experiment.finish()
+
+
 def with_gate(overrides: list[str]) -> list[str]:
     """Add ``+gate=selective`` unless the overrides pick a gate preset themselves."""
     if any(o.lstrip("+~").startswith("gate=") for o in overrides):
@@ -148,7 +174,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
     import optuna
     from omegaconf import OmegaConf
 
-    from promptlottery.gating.model import ClassifierConfig, load_tokenizer, train_classifier
+    from promptlottery.gating.model import ClassifierConfig, load_tokenizer
     from promptlottery.gating.split import prepare
     from promptlottery.tracking.wandb_logger import make_tracker
 
@@ -183,9 +209,7 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         ccfg = ClassifierConfig.from_dict(OmegaConf.to_container(tcfg.gate.classifier, resolve=True))
         trial.set_user_attr("overrides", trial_overrides)
         trial.set_user_attr("worker", worker)  # which process ran it, when many share the study
-        res = train_classifier(
-            ccfg, data.train, data.val, callbacks=[pruning_callback(trial, metric)], tokenizer=tokenizer
-        )
+        res = train_trial(ccfg, data, trial, metric, tokenizer, config["logger"], study_name, by_path)
         for k, v in res.best.items():
             trial.set_user_attr(k.replace("/", "_"), v)
         trial.set_user_attr("seconds", res.seconds)

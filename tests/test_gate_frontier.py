@@ -1,0 +1,141 @@
+"""The frontier's pieces on hand-computed cases (gating/frontier.py, gating/split.left_out_configs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from promptlottery.gating import frontier as fr
+from promptlottery.gating.item_block import ItemBlock
+from promptlottery.gating.split import left_out_configs
+
+V = ["P1", "P2", "P3", "P4", "P5"]
+
+
+def block(rows: list[list[str]], human: list[float]) -> ItemBlock:
+    """Items with these five labels each; the plurality / convergence as gating.data computes them."""
+    from promptlottery.metrics.convergence import online_convergence
+
+    labels = np.array(rows, dtype=object)
+    plur = [max(set(r), key=lambda x: (r.count(x), -r.index(x))) for r in rows]
+    items = pd.DataFrame(
+        {
+            "config_id": "c",
+            "item_id": [f"i{k}" for k in range(len(rows))],
+            "item_key": [f"d/i{k}" for k in range(len(rows))],
+            "scale": "likert_1_5",
+            "plurality": plur,
+            "human": human,
+            "no_consensus": [max(r.count(x) for x in r) < 3 for r in rows],
+            "converged_at": online_convergence(labels, n_judges=5),
+        }
+    )
+    return ItemBlock(items=items, labels=labels, variants=V)
+
+
+ROWS = [
+    ["3", "3", "3", "3", "3"],  # unanimous
+    ["2", "4", "4", "4", "1"],  # P1 out of the cluster (4, 3 of 5)
+    ["5", "5", "1", "2", "5"],  # cluster 5 reached at call 5
+    ["1", "2", "3", "4", "5"],  # no consensus: plurality = P1's label (ties to the earliest)
+]
+
+
+def test_fixed_policies_by_hand():
+    b = block(ROWS, [3.0, 4.0, 5.0, 2.5])
+    t = fr.frontier(b, pd.DataFrame(), {}, n_resamples=200).table.set_index("policy")
+    # P1 alone: decisions 3, 2, 5, 1 against the pluralities 3, 4, 5, 1: 3 of 4 recovered
+    assert t.loc["P1_only", "calls"] == 1 and t.loc["P1_only", "recovered"] == pytest.approx(0.75)
+    # human agreement over the items whose human label is on the scale (2.5 is not): 3 of 3 P1 = human? 3=3, 2!=4, 5=5
+    assert t.loc["P1_only", "human_agreement"] == pytest.approx(2 / 3)
+    assert t.loc["full_aggregation", "calls"] == 5 and t.loc["full_aggregation", "recovered"] == 1
+    assert t.loc["full_aggregation", "human_agreement"] == 1
+    # first-2-agree: item 0 at call 2 (3), item 1 at call 3 (4), item 2 at call 2 (5), item 3 never
+    # (5 calls, the plurality): (2 + 3 + 2 + 5) / 4 calls
+    assert t.loc["first_2_agree", "calls"] == pytest.approx(3.0) and t.loc["first_2_agree", "recovered"] == 1
+    # the paper's adaptive full aggregation: converged at 3, 4, 5; never -> 5
+    assert t.loc["adaptive_3of5", "calls"] == pytest.approx((3 + 4 + 5 + 5) / 4)
+    for axis in ("calls", "recovered", "human_agreement"):
+        assert (t[f"{axis}_lo"] <= t[axis] + 1e-12).all() and (t[axis] <= t[f"{axis}_hi"] + 1e-12).all()
+    assert t.loc["full_aggregation", "calls_saved"] == 0 and t.loc["P1_only", "calls_saved"] == 0.8
+
+
+def test_adaptive_beta_stops_on_agreement_and_exhausts_on_none():
+    b = block([ROWS[0], ROWS[3]], [3.0, 1.0])
+    # Beta criterion: two agreeing votes give 1 - 0.5 ** 3 = 0.875 >= 0.85 (one vote: 0.75 < 0.85)
+    calls, dec = fr.adaptive_stopping(b, "beta", 0.85)
+    assert calls.tolist() == [2, 5] and dec[0] == "3"
+    calls, _ = fr.adaptive_stopping(b, "beta", 0.7)  # one vote already gives 0.75: every item stops
+    assert calls.tolist() == [1, 1]
+
+
+def test_mcc_and_its_interval():
+    y = np.array([1, 1, 0, 0])
+    assert fr.mcc(y, np.array([1, 0, 0, 0])) == pytest.approx(1 / np.sqrt(3))
+    assert fr.mcc(y, np.ones(4)) == 0.0  # a constant prediction
+    m = fr.mcc_interval(y, np.array([0.9, 0.8, 0.1, 0.2]), np.array(["a", "b", "c", "d"]), n_resamples=300)
+    assert m["mcc"] == 1 and m["mcc_hi"] == 1 and m["mcc_lo"] <= 1
+
+
+def test_cluster_mean_ci_leaves_out_undefined_items():
+    w = np.array([[1.0, 1.0, 1.0], [2.0, 0.0, 1.0], [0.0, 3.0, 0.0]])
+    est, lo, hi = fr.cluster_mean_ci(np.array([1.0, 0.0, np.nan]), w, level=0.5)
+    # resample means: 1/2, 2/2, 0/3 -> quartiles of [0.5, 1, 0]
+    assert est == 0.5 and (lo, hi) == pytest.approx(tuple(np.quantile([0.5, 1.0, 0.0], [0.25, 0.75])))
+
+
+def test_recommendation_takes_the_cheapest_policy_that_recovers_the_target():
+    t = pd.DataFrame(
+        {
+            "policy": ["P1_only", "first_2_agree", "full_aggregation"],
+            "calls": [1.0, 2.5, 5.0],
+            "calls_lo": [1.0, 2.2, 5.0],
+            "calls_hi": [1.0, 2.8, 5.0],
+            "recovered": [0.80, 0.90, 1.0],
+            "recovered_lo": [0.7, 0.85, 1.0],
+            "recovered_hi": [0.9, 0.95, 1.0],
+            "human_agreement": [0.5, 0.6, 0.6],
+        }
+    )
+    s = fr.recommendation(t, 0.86)
+    assert s.startswith("Take first_2_agree: it recovers 90% [85%, 95%]") and "2.50 [2.20, 2.80]" in s
+    assert "one call alone recovers 80% [70%, 90%]" in s
+    assert fr.recommendation(t, 0.75).startswith("Take P1_only")
+
+
+def test_stacked_gate_reads_both_inputs():
+    rng = np.random.default_rng(0)
+    n = 200
+    y = rng.integers(0, 2, n)
+    val = pd.DataFrame(
+        {"in_cluster": y, "p_gate": np.where(y, 0.7, 0.3), "confidence": 0.5, "position": np.arange(n) % 5}
+    )
+    test = val.head(10).copy()
+    p = fr.stacked_gate(val, {"test": test})["test"]
+    assert ((p > 0.5) == test["in_cluster"].astype(bool)).all()
+
+
+def test_left_out_configs_is_seeded_and_leaves_training_configs():
+    cfgs = [f"c{k}" for k in range(10)]
+    a = left_out_configs(cfgs, 0.3, seed=0)
+    assert len(a) == 3 and a == left_out_configs(list(reversed(cfgs)), 0.3, seed=0)
+    assert left_out_configs(["c0", "c1"], 0.9, seed=0) in (["c0"], ["c1"])  # at most n - 1
+    assert left_out_configs(["c0"], 0.5, seed=0) == [] and left_out_configs(cfgs, None, seed=0) == []
+
+
+def test_by_configuration_splits_the_items():
+    b = block(ROWS, [3.0, 4.0, 5.0, 2.5])
+    b.items["config_id"] = ["a", "a", "b", "b"]
+    t = fr.by_configuration(b, pd.DataFrame(), {}, n_resamples=100)
+    p1 = t[t["policy"] == "P1_only"].set_index("config_id")
+    # config a: P1 says 3 (plurality 3) and 2 (plurality 4); config b: 5 (5) and 1 (1)
+    assert p1.loc["a", "recovered"] == 0.5 and p1.loc["b", "recovered"] == 1.0
+    assert set(t["n_items"]) == {2} and set(t["n_configs"]) == {1}
+
+
+def test_a_binary_human_label_on_a_likert_scale_has_no_agreement():
+    # EvoUNA: the human says correct (1) / wrong (0), the judge rates 1-5: 1 = "correct" is not the scale's 1
+    b = block(ROWS, [1.0, 0.0, 1.0, 1.0])
+    t = fr.frontier(b, pd.DataFrame(), {}, n_resamples=50).table
+    assert t["human_agreement"].isna().all() and set(t["n_items_human"]) == {0}

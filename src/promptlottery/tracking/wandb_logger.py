@@ -76,7 +76,7 @@ class WandbTracker(NullTracker):
             return
         data = df[cols].copy()
         data[x], data[y] = pd.to_numeric(data[x], errors="coerce"), pd.to_numeric(data[y], errors="coerce")
-        data = data.dropna(subset=[x, y]).sort_values(x, kind="stable").head(self.max_rows)
+        data = data.dropna(subset=[x, y]).head(self.max_rows)
         if data.empty:
             return
         if stroke:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from promptlottery.analysis import lottery_tables as lt
 from promptlottery.analysis.analyse import analyse
@@ -68,7 +69,17 @@ def run_lottery(
         fields={"stage": "lottery"},
         label="lottery analysis",
     )
-    return run_job(job, lambda job: _lottery(opts, job, encode=encode))
+    return run_job(job, lambda job: _lottery_one_blas_thread(opts, job, encode=encode))
+
+
+def _lottery_one_blas_thread(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
+    """The analysis with BLAS on one thread. Its matrix products are many and small (one bootstrap's
+    resamples at a time: the Kendall blocks, the kappa and Pearson batches), and OpenBLAS's threads,
+    spinning for work on a shared 2-core machine, made the study analysis about 3x slower (docs/
+    benchmarks.md); ``analysis.n_jobs`` is the parallelism (joblib limits its workers' BLAS
+    threads likewise). Every table is the same, byte for byte (tested by diffing a fake study)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _lottery(opts, job, encode=encode)
 
 
 def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ setting (each variant once, at the main temperature), with ``label`` as the verd
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -55,28 +56,34 @@ def item_table(grid: JudgmentGrid) -> pd.DataFrame:
         needed = online_convergence(labs, rule="majority")
         first = para.drop_duplicates("item_id").set_index("item_id")
         texts = [c for c in para.columns if c.startswith("input_")]  # dataset=table: the item's texts
-        for i, item in enumerate(lab.index):
-            labels = lab.loc[item].tolist()
+        # per-item values as plain lists/arrays: row lookups in DataFrames cost more than the rest
+        items = lab.index
+        cols = {c: list(first[c].loc[items]) for c in [*texts, "system", "human"]}
+        vals = val.loc[items].to_numpy(dtype=float)
+        ref_col = lab.columns.get_loc(reference) if reference in lab.columns else None
+        n_order = len(order)
+        for i, item in enumerate(items):
+            labels = labs[i].tolist()
             given = [x for x in labels if not pd.isna(x)]
-            counts = pd.Series(given, dtype=object).value_counts()
+            counts = Counter(given)
             maj = None if pd.isna(majorities[i]) else majorities[i]
-            ref = lab.loc[item, reference] if reference in lab.columns else None
-            v = val.loc[item].to_numpy(dtype=float)
+            ref = labs[i, ref_col] if ref_col is not None else None
+            v = vals[i]
             out.append(
                 {
                     "config_id": cid,
                     "item_id": item,
-                    **{c.removeprefix("input_"): first.loc[item, c] for c in texts},
-                    "system": first.loc[item, "system"],
-                    "human": first.loc[item, "human"],
-                    "n_variants": len(order),
+                    **{c.removeprefix("input_"): cols[c][i] for c in texts},
+                    "system": cols["system"][i],
+                    "human": cols["human"][i],
+                    "n_variants": n_order,
                     "n_verdicts": len(given),
-                    "n_distinct": int(counts.size),
-                    "modal_share": float(counts.iloc[0] / len(order)) if len(given) else np.nan,
+                    "n_distinct": len(counts),
+                    "modal_share": float(max(counts.values()) / n_order) if len(given) else np.nan,
                     "value_range": float(np.nanmax(v) - np.nanmin(v)) if np.isfinite(v).any() else np.nan,
                     "majority": NO_CONSENSUS if maj is None else maj,
                     "reference_label": None if pd.isna(ref) else ref,
-                    "changed": bool(counts.size > 1) if len(given) >= 2 else None,
+                    "changed": bool(len(counts) > 1) if len(given) >= 2 else None,
                     "majority_differs": None if maj is None or pd.isna(ref) else bool(maj != ref),
                     "k_needed": float(needed[i]),
                     "labels": " ".join(f"{j}:{'-' if pd.isna(x) else x}" for j, x in zip(order, labels)),

@@ -35,6 +35,11 @@ HOSTILE = "hostile input (one line, rc 2, or warned)"
 #: issue 46's items (tests/test_hostile_round2.py): the test function's name starts with its key
 ROUND_TWO = {
     "test_a_prose_judge": "1. text verdicts read at the verdict (prose judge, end to end)",
+    "test_a_template_that_cannot_render": "2. a template that cannot render: one line, no job",
+    "test_a_user_template_that_is_not_a_string": "2. a template that cannot render: one line, no job",
+    "test_an_output_dir": "2. an output dir: link, source tree, read-only",
+    "test_analysis_options": "3. a judging sweep's analysis options, before any call",
+    "test_a_lone_surrogate": "8. input text with a lone surrogate, before any job",
 }
 
 

@@ -20,7 +20,7 @@ from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import sample_items
-from promptlottery.data.schema import Item
+from promptlottery.data.schema import Item, check_text
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
@@ -28,6 +28,7 @@ from promptlottery.judging.runner import Condition, build_requests, condition_me
 from promptlottery.judging.sparse_job import sparse_design
 from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
+    PromptError,
     PromptGroup,
     check_variables,
     dump_group,
@@ -103,7 +104,7 @@ def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
 def _check_items(
     cfg: DictConfig, group: PromptGroup, condition: Condition, items: list[Item], from_file: bool
 ):
-    where = f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
+    where = _dataset_where(cfg)
     check_mode(
         condition.judge_mode,
         group.scale,
@@ -131,13 +132,22 @@ def check_inputs(cfg: DictConfig) -> None:
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
     adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     _check_items(cfg, group, condition, items, from_file)
+    check_text(items, where=_dataset_where(cfg))
     mode = get_mode(condition.judge_mode)
+    src = cfg.judge.get("group_file") or cfg.judge.get("template")
     for it in items:  # a template the sandbox refuses fails here, once, not in every job
         seen = mode.presentations(it, group=group, position_swap=False)[0].item
-        if condition.prompt_format == "completion":
-            render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
-        else:
-            render_chat(group, condition.variant, seen)
+        try:
+            if condition.prompt_format == "completion":
+                render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
+            else:
+                render_chat(group, condition.variant, seen)
+        except PromptError as e:  # name the file the template is in
+            raise PromptError(f"{src}: {e}" if src and str(src) not in str(e) else str(e)) from None
+
+
+def _dataset_where(cfg: DictConfig) -> str:
+    return f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
 
 
 def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:

@@ -39,7 +39,51 @@ WORDING_DIMENSIONS = (
 #: where a group file declares none)
 FAMILY_TYPES = ("objective", "subjective")
 GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+#: the bounds of one rendering: a template is a text with placeholders, not a program (two nested
+#: loops over a range, a string multiplied by a large number: refused, not a hang or a full memory)
+RENDER_MAX_SECONDS = 2.0
+RENDER_MAX_CHARS = 1_000_000
+
+
+class _RenderBound(Exception):
+    """A rendering went past :data:`RENDER_MAX_SECONDS` or :data:`RENDER_MAX_CHARS`."""
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    """The sandbox, with ``*`` bounded in the size of what it makes (``"x" * 10**9``)."""
+
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "**" and isinstance(right, int) and abs(right) > 64:
+            raise _RenderBound(f"'**' with an exponent of {right}")
+        if operator == "*":
+            n = next((x for x in (left, right) if isinstance(x, int)), None)
+            other = right if n is left else left
+            if n is not None and hasattr(other, "__len__") and n * len(other) > RENDER_MAX_CHARS:
+                raise _RenderBound(f"'*' would make {n * len(other):,} items (at most {RENDER_MAX_CHARS:,})")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+#: the render in progress: its deadline (time.monotonic), read by the bounded ``range``
+_DEADLINE = [float("inf")]
+
+
+def _bounded_range(*args):
+    """The sandbox's ``range`` (its own size limit kept), whose loop stops past the render's deadline."""
+    import time
+
+    for k, x in enumerate(_ENV.globals["_safe_range"](*args)):
+        if k % 1000 == 0 and time.monotonic() > _DEADLINE[0]:
+            raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
+        yield x
+
+
+_ENV.globals["_safe_range"] = _ENV.globals["range"]
+_ENV.globals["range"] = _bounded_range
+#: template tags that read other templates: there is no loader, a template is one self-contained text
+_LOADING_TAGS = {"Include": "include", "Import": "import", "FromImport": "from ... import", "Extends": "extends"}
 
 
 class PromptError(UserError, ValueError):
@@ -100,14 +144,93 @@ class PromptGroup:
 
 
 def render(template: str, variables: dict[str, str], *, where: str) -> str:
+    """``template`` rendered with ``variables`` in the sandbox, bounded in time and size; any failure
+    (a missing placeholder, a syntax error, a sandbox refusal, ``{% include %}``, a recursive macro,
+    a bound) is one-line :class:`PromptError` naming ``where``."""
+    import time
+
     try:
-        return _ENV.from_string(template).render(**variables).strip()
+        check_template(template, where=where)
+        _DEADLINE[0] = time.monotonic() + RENDER_MAX_SECONDS
+        with _alarm(RENDER_MAX_SECONDS + 0.5):
+            out, size = [], 0
+            for chunk in _ENV.from_string(template).generate(**variables):
+                size += len(chunk)
+                if size > RENDER_MAX_CHARS:
+                    raise _RenderBound(f"it made more than {RENDER_MAX_CHARS:,} characters")
+                if time.monotonic() > _DEADLINE[0]:
+                    raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
+                out.append(chunk)
+        return "".join(out).strip()
+    except PromptError:
+        raise
     except UndefinedError as e:
         raise PromptError(f"{where}: template placeholder missing from the item: {e.message}") from None
     except TemplateSyntaxError as e:
         raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
     except SecurityError as e:  # the sandbox refused an attribute: an item's text is data, never code
         raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
+    except _RenderBound as e:
+        raise PromptError(f"{where}: rendering the template stopped: {e} (a template is a text "
+                          "with placeholders, not a program)") from None  # fmt: skip
+    except RecursionError:
+        raise PromptError(f"{where}: rendering the template recursed without end (a macro calling itself?)") from None
+    except Exception as e:  # noqa: BLE001 - whatever else a template raises is the template's fault
+        what = " ".join(str(e).split())[:200]
+        raise PromptError(f"{where}: rendering the template failed ({type(e).__name__}: {what})") from None
+    finally:
+        _DEADLINE[0] = float("inf")
+
+
+class _alarm:
+    """A SIGALRM after ``seconds`` raising :class:`_RenderBound` (the main thread only; elsewhere the
+    bounded ``range`` and the output check stop a long rendering). The earlier alarm is restored."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.old = None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            if signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # another alarm set: leave it alone
+
+                def _stop(signum, frame):
+                    raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
+
+                self.old = signal.signal(signal.SIGALRM, _stop)
+                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
+
+
+def check_template(template: str, *, where: str) -> None:
+    """A template is a string that parses and reads no other template (``{% include %}``,
+    ``{% import %}``, ``{% extends %}``: there is no loader); else one-line :class:`PromptError`."""
+    if not isinstance(template, str):
+        raise PromptError(f"{where}: a template must be a string, got {type(template).__name__} {template!r:.60}")
+    try:
+        tree = _ENV.parse(template)
+    except TemplateSyntaxError as e:
+        raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
+    from jinja2 import nodes
+
+    for kind, tag in _LOADING_TAGS.items():
+        node = next(iter(tree.find_all(getattr(nodes, kind))), None)
+        if node is not None:
+            raise PromptError(
+                f"{where}: line {node.lineno}: {{% {tag} %}} reads another template, and a template here is "
+                "one self-contained text (no loader): write its text in place"
+            )
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -195,12 +318,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
         if not isinstance(raw, dict) or not raw.get("variants"):
             raise KeyError("variants")
-        variants = {
-            str(vid): Variant(
-                id=str(vid), user=v["user"], system=v.get("system"), tags=dict(v.get("tags") or {})
-            )
-            for vid, v in raw["variants"].items()
-        }
+        variants = {str(vid): _variant(str(vid), v, path) for vid, v in raw["variants"].items()}
         from_item = raw.get("criteria") == FROM_ITEM
         criteria, info = parse_criteria(None if from_item else raw.get("criteria"))
         group = PromptGroup(
@@ -219,6 +337,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             criteria_from_item=from_item,
             completion_answer=raw.get("completion_answer", "Answer:"),
         )
+    except PromptError:
+        raise
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {what})") from None
@@ -237,8 +357,23 @@ def load_group_file(path: str | Path) -> PromptGroup:
                 _ENV.parse(t)
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
+            check_template(t, where=f"{path}: variant {v.id}")
     check_distinct(group, where=str(path))
     return group
+
+
+def _variant(vid: str, v, path: Path) -> Variant:
+    """One variant of a group file; ``user:`` (and ``system:``) must be strings: one line naming both."""
+    if not isinstance(v, dict) or "user" not in v:
+        raise PromptError(f"{path}: variant {vid}: needs a `user:` template (got {type(v).__name__} {v!r:.60})")
+    for key in ("user", "system"):
+        value = v.get(key)
+        if value is not None and not isinstance(value, str):
+            raise PromptError(
+                f"{path}: variant {vid}: `{key}:` must be a string (a template), got {type(value).__name__} "
+                f"{value!r:.60}; quote it or write it as a block (`{key}: |`)"
+            )
+    return Variant(id=vid, user=v["user"], system=v.get("system"), tags=dict(v.get("tags") or {}))
 
 
 @cache
@@ -270,6 +405,7 @@ def group_from_template(path: str | Path, scale: str, *, judge_family: str = "cu
     if not path.is_file():
         raise PromptError(f"judge.template: no file at {path}")
     text = path.read_text(encoding="utf-8")
+    check_template(text, where=str(path))
     try:
         _ENV.parse(text)
         sc = get_scale(scale)

@@ -66,10 +66,74 @@ def check_path_id(value: object, what: str) -> str:
     return text
 
 
+#: the source tree's folders under a checkout: no outputs there either
+SOURCE_FOLDERS = ("src", "tests", "conf")
+
+
+def link_in_path(path: str | Path) -> Path | None:
+    """The first symbolic link among ``path`` and its parents, leaving out the filesystem's top
+    level (``/data``) and the parents of the working directory and of the home directory (a system's
+    own layout); None where there is none."""
+    p = Path(path).absolute()
+    trusted = {Path("/")}
+    for base in (Path.cwd(), Path.home()):
+        trusted |= {base, *base.parents}
+    for d in (p, *p.parents):
+        if d in trusted or d.parent == Path("/"):
+            continue
+        if d.is_symlink():
+            return d
+    return None
+
+
+def check_output_root(path: str | Path, what: str, root: str | Path | None = None, *, follow_ok: bool = False) -> None:
+    """Refuse, in one line naming ``what`` (the option) and the path, an output or cache dir that
+    is or lies under a symbolic link, lies inside the package or the checkout's ``src/``, ``tests/``
+    or ``conf/``, is the repository root, or cannot be written (its nearest existing parent is
+    read-only or not writable). Checked before Hydra makes any dir (``stages.check_composition``).
+    ``follow_ok``: a dir that may lie under a link (the call cache's, often on a bigger disk: its
+    file itself is never opened through one, ``calls.cache_store``)."""
+    out = Path(path).absolute()
+    link = None if follow_ok else link_in_path(out)
+    if link is not None:
+        raise OutputDirError(
+            f"{what}={path}: {link} is a symbolic link: outputs are never written through a link; "
+            "give a real directory"
+        )
+    real = out.resolve()
+    roots = [r.resolve() for r in (Path(root) if root else None, SOURCE_ROOT) if r is not None]
+    if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
+        raise OutputDirError(f"{what}={path} is inside the promptlottery package ({PACKAGE_DIR}); write outputs elsewhere")
+    for r in roots:
+        if real == r:
+            raise OutputDirError(f"{what}={path} is the repository root; give the job its own dir")
+        for folder in SOURCE_FOLDERS:
+            if real == r / folder or (r / folder) in real.parents:
+                raise OutputDirError(
+                    f"{what}={path} is inside the source tree ({r / folder}); write outputs elsewhere "
+                    "(outputs/ is the default)"
+                )
+    existing = next(d for d in (real, *real.parents) if d.exists())
+    if not existing.is_dir():
+        raise OutputDirError(f"{what}={path}: {existing} is a file, not a directory")
+    read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    if read_only or not os.access(existing, os.W_OK | os.X_OK):
+        why = "on a read-only file system" if read_only else "not writable by this user"
+        raise OutputDirError(f"{what}={path}: {existing} is {why}; give a directory you can write")
+
+
 def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> None:
-    """Refuse a job dir inside the package, at the repository root (``root`` and the package's
-    checkout), or holding a symbolic link (in it or in its ``.hydra/``), in one line naming the path."""
+    """Refuse a job dir inside the package or the checkout's source folders, at the repository root
+    (``root`` and the package's checkout), that is or lies under a symbolic link
+    (:func:`link_in_path`), or holding a symbolic link (in it or in its ``.hydra/``), in one line
+    naming the path."""
     out = Path(output_dir).absolute()
+    link = link_in_path(out)
+    if link is not None:
+        raise OutputDirError(
+            f"output dir {out}: {link} is a symbolic link: a job's files are never opened through a link; "
+            "remove it or give a real directory"
+        )
     real = out.resolve()
     if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
         raise OutputDirError(
@@ -80,6 +144,12 @@ def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> Non
         raise OutputDirError(
             f"output dir {out} is the repository root; give the job its own dir (paths.output_dir)"
         )
+    for r in roots:
+        for folder in SOURCE_FOLDERS:
+            if real == r / folder or (r / folder) in real.parents:
+                raise OutputDirError(
+                    f"output dir {out} is inside the source tree ({r / folder}); write outputs elsewhere"
+                )
     hydra_dir = out / ".hydra"
     for d in (out, hydra_dir) if hydra_dir.is_dir() and not hydra_dir.is_symlink() else (out,):
         for entry in sorted(d.iterdir()) if d.is_dir() else ():

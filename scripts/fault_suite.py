@@ -40,6 +40,7 @@ ROUND_TWO = {
     "test_an_output_dir": "2. an output dir: link, source tree, read-only",
     "test_analysis_options": "3. a judging sweep's analysis options, before any call",
     "test_a_lone_surrogate": "8. input text with a lone surrogate, before any job",
+    "test_numbers": "9. numbers: alpha unrounded, BT ties, a constant-per-wording grid collapsed",
 }
 
 

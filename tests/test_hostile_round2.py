@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -160,3 +161,73 @@ def test_a_lone_surrogate_in_the_table_is_one_line_before_any_job(tmp_path):
     proc = run(tmp_path, *args)
     one_line(proc, str(table), "item 'b' field response", "lone surrogate")
     no_job_started(tmp_path)
+
+
+# --------------------------------------------------------------- item 9: three numeric defects
+
+
+def test_numbers_alpha_of_the_unrounded_weighted_score_is_not_rounded_first():
+    """Two judges, three items, continuous scores 1.004/1.0, 2.0/2.004, 3.0/3.0. By hand (interval
+    alpha = 1 - (n - 1) sum_o / sum_e over the n = 6 pairable values): sum_o = 2 x 0.004^2 per
+    disagreeing item = 6.4e-5; sum_e = 2 (n sum x^2 - (sum x)^2) = 2 (6 x 28.024032 - 12.008^2) =
+    47.904256; alpha = 1 - 5 x 6.4e-5 / 47.904256. Rounded to 0.01 first, every item agrees: 1."""
+    from promptlottery.analysis.agreement_measures import agreement_measures
+
+    values = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    cont = np.array([[1.004, 1.0], [2.0, 2.004], [3.0, 3.0]])
+    est = agreement_measures(values, [1, 2, 3, 4, 5], cont, n_resamples=20)["alpha_interval_cont"].estimate
+    assert est == pytest.approx(1 - 5 * 6.4e-5 / 47.904256, abs=1e-12) and est < 1
+
+
+def _games(k: int, kd: int, a_first: bool):
+    """a and b each beat c k times and lose to d kd times; d beats c; a-b: one game each way, or
+    (``a_first``) a wins both: a > b."""
+    s1, s2, v = [], [], []
+    for who in ("a", "b"):
+        s1 += [who] * (k + kd)
+        s2 += ["c"] * k + ["d"] * kd
+        v += ["1"] * k + ["2"] * kd
+    s1 += ["a", "b", "d"]
+    s2 += ["b", "a", "c"]
+    v += ["1", "2" if a_first else "1", "1"]
+    return s1, s2, v
+
+
+def test_numbers_bradley_terry_strengths_equal_to_solver_noise_tie_in_the_rank_statistics():
+    """P1: a and b have the same record (scikit-learn's fit leaves them 1.5e-7 apart); P2: a > b.
+    Both orders are d > {a, b} > c. By hand, over the 6 system pairs with a = b tied in P1: 5
+    concordant, none discordant, tau-b = 5 / sqrt((6 - 1) x 6) = 0.9129; flip share 0; rank change
+    share 1/4 (b: rank 2 in P1, 3 in P2). The sparse estimator's fit ties a and b too."""
+    from promptlottery.metrics.preference_ranks import bradley_terry, rank_flips
+    from promptlottery.metrics.sparse_bt import fit_weighted_bt
+
+    names = ["a", "b", "c", "d"]
+    p1 = bradley_terry(*_games(4, 1, a_first=False)).reindex(names)
+    p2 = bradley_terry(*_games(4, 1, a_first=True)).reindex(names)
+    assert p1["a"] == p1["b"] and p2["a"] > p2["b"]
+    got = rank_flips(np.column_stack([p1.to_numpy(), p2.to_numpy()]))
+    assert got["kendall_tau"] == pytest.approx(5 / np.sqrt(30), abs=1e-12)
+    assert got["flip_share"] == 0 and got["rank_change_share"] == pytest.approx(0.25)
+    wins = np.zeros((1, 4, 4))
+    for x, y, v in zip(*_games(4, 1, a_first=False), strict=True):
+        i, j = names.index(x), names.index(y)
+        wins[0, i, j] += v == "1"
+        wins[0, j, i] += v == "2"
+    sparse = fit_weighted_bt(wins)[0]
+    assert sparse[0] == sparse[1] and list(np.argsort(sparse)) == list(np.argsort(p1.to_numpy()))
+
+
+def test_numbers_a_grid_constant_within_each_wording_is_collapsed():
+    """Three wordings, four items: P1 says 5 to every item, P2 4, P3 3. No label has 95% of the
+    verdicts (a third each), yet nothing is measured: the grid is collapsed, and kappa is n/a."""
+    from promptlottery.analysis.agreement_measures import agreement_measures
+    from promptlottery.analysis.labels import collapse_reason
+
+    labels = ["5"] * 4 + ["4"] * 4 + ["3"] * 4
+    judges = ["P1"] * 4 + ["P2"] * 4 + ["P3"] * 4
+    why = collapse_reason(labels, 0.95, by=judges)
+    assert why and "collapsed within each judge" in why and "P1 '5', P2 '4', P3 '3'" in why
+    assert collapse_reason(labels, 0.95) is None  # the old check alone: not collapsed
+    values = np.tile([5.0, 4.0, 3.0], (4, 1))
+    out = agreement_measures(values, [1, 2, 3, 4, 5], n_resamples=20)
+    assert np.isnan(out["fleiss_kappa"].estimate) and "collapsed within each judge" in out["fleiss_kappa"].note

@@ -39,6 +39,7 @@ ROUND_TWO = {
     "test_a_user_template_that_is_not_a_string": "2. a template that cannot render: one line, no job",
     "test_an_output_dir": "2. an output dir: link, source tree, read-only",
     "test_analysis_options": "3. a judging sweep's analysis options, before any call",
+    "test_several_runs": "4. one analysis over runs of different tables or texts: refused",
     "test_a_lone_surrogate": "8. input text with a lone surrogate, before any job",
     "test_numbers": "9. numbers: alpha unrounded, BT ties, a constant-per-wording grid collapsed",
 }

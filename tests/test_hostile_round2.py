@@ -231,3 +231,33 @@ def test_numbers_a_grid_constant_within_each_wording_is_collapsed():
     values = np.tile([5.0, 4.0, 3.0], (4, 1))
     out = agreement_measures(values, [1, 2, 3, 4, 5], n_resamples=20)
     assert np.isnan(out["fleiss_kappa"].estimate) and "collapsed within each judge" in out["fleiss_kappa"].note
+
+
+# ------------------------------------------- item 4: one analysis over several runs keys what was judged
+
+
+def _sweep_into(tmp: Path, name: str, *args: str) -> Path:
+    proc = run(tmp, "-m", *TABLE, "judge.variant=P1,P2", f"hydra.sweep.dir={tmp / name}", *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tmp / name
+
+
+@pytest.mark.parametrize("differs", ["table_same_ids", "table_other_ids", "wording_text"])
+def test_several_runs_that_judged_different_tables_or_texts_are_refused_naming_them(tmp_path, differs):
+    rows = (REPO / "examples" / "own_judge" / "qa_answers.jsonl").read_text().splitlines()
+    g = yaml_group(tmp_path / "g.yaml", {"P1": "Rate {{ response }} for {{ context }}.", "P2": "Score {{ response }}."})
+    a = _sweep_into(tmp_path, "a", f"judge.group_file={g}")
+    if differs == "wording_text":  # P2 edited, its version not bumped
+        g = yaml_group(tmp_path / "g.yaml", {"P1": "Rate {{ response }} for {{ context }}.", "P2": "Grade {{ response }}."})
+        b = _sweep_into(tmp_path, "b", f"judge.group_file={g}")
+    else:
+        other = [r.replace('"answer": "', '"answer": "Surely ') for r in rows]
+        if differs == "table_other_ids":
+            other = [r.replace('"id": "', '"id": "x-') for r in other]
+        table = write(tmp_path / "other.jsonl", "\n".join(other) + "\n")
+        b = _sweep_into(tmp_path, "b", f"judge.group_file={g}", f"dataset.path={table}")
+    proc = run(tmp_path, "+analysis=lottery", f"analysis.runs=[{a},{b}]", "analysis.plots=false",
+               "analysis.embeddings=none", "analysis.n_resamples=20", "analysis.n_permutations=5")  # fmt: skip
+    what = "two different tables for dataset table" if differs != "wording_text" else "two texts of wording P2"
+    one_line(proc, what, "a/", "b/")
+    assert not list((tmp_path / "out").rglob("report.md"))

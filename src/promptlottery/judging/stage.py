@@ -217,7 +217,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
-    df = _with_job_columns(cfg, df, items, design, group if from_file else None, output_dir)
+    df = _with_job_columns(cfg, df, items, design, group, from_file, output_dir)
     return _write(job, df, stats, backend, walk_summary)
 
 
@@ -248,9 +248,10 @@ def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path)
     )
 
 
-def _with_job_columns(cfg, df, items, design, saved_group: PromptGroup | None, output_dir: Path):
+def _with_job_columns(cfg, df, items, design, group: PromptGroup, from_file: bool, output_dir: Path):
     """The judgments with what the analysis reads beside them: a table's input texts, a sparse
-    design's columns, the file of a group given as a file (``saved_group``)."""
+    design's columns, the table's and the wording's hashes, the file of a group given as a file."""
+    saved_group = group if from_file else None
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
         inputs = {it.id: it.inputs for it in items}
         for name in sorted(set().union(*inputs.values())):
@@ -258,6 +259,11 @@ def _with_job_columns(cfg, df, items, design, saved_group: PromptGroup | None, o
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
         keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
         df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
+    # what was judged, so that one analysis over several runs keeps apart (refuses) what differs:
+    # the table's content and the wording's text (judging.load.check_one_text)
+    path = cfg.dataset.get("path")
+    df["table_sha256"] = file_sha256(Path(path)) if path and Path(path).is_file() else ""
+    df["wording_sha"] = group.text_hash(cfg.judge.variant)
     if saved_group is not None:  # the analysis reads the judged texts from here (analysis 4-5)
         # through a temporary file and a rename: a link planted at the path is replaced, not followed
         saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(saved_group, tmp))

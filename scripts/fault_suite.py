@@ -40,6 +40,9 @@ ROUND_TWO = {
     "test_an_output_dir": "2. an output dir: link, source tree, read-only",
     "test_analysis_options": "3. a judging sweep's analysis options, before any call",
     "test_several_runs": "4. one analysis over runs of different tables or texts: refused",
+    "test_links": "5. links (a job's or analysis's dir, the cache) and a foreign SQLite file: refused",
+    "test_server_answers": "6. server answers: malformed logprobs or counts, a deadline, the key scrubbed",
+    "test_disk": "7. a locked cache, a full disk: one line, nothing paid twice, no debris",
     "test_a_lone_surrogate": "8. input text with a lone surrogate, before any job",
     "test_numbers": "9. numbers: alpha unrounded, BT ties, a constant-per-wording grid collapsed",
 }

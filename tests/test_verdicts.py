@@ -35,8 +35,12 @@ ABC, AB, P12 = get_scale("pairwise_abc"), get_scale("pairwise_ab"), get_scale("p
         (TEN, "Rating: 10", "10"),
         (YN, "Answer yes or no. The answer has no errors and matches the reference. Answer: yes", "yes"),
         (YN, "Should I say yes or no? The answer is wrong, so no.", "no"),
-        (ABC, 'Output "[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" '
-              "for a tie. Assistant A is vague. Assistant B is better.\n\n[[B]]", "B"),  # fmt: skip
+        (
+            ABC,
+            'Output "[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" '
+            "for a tie. Assistant A is vague. Assistant B is better.\n\n[[B]]",
+            "B",
+        ),  # fmt: skip
         (ABC, "A better answer would give the date. Both are weak; it is a tie.", "C"),
         (ABC, "Assistant A is not better than Assistant B. Final verdict: B", "B"),
         (ABC, "Comparing them, [[B]]. Not [[A]].", "B"),
@@ -84,7 +88,9 @@ def _requests(scale, order):
         yield JudgeRequest(
             key=f"{scale.name}-{order}-{k}",
             labels=scale.labels,
-            messages=[{"role": "user", "content": f"Judge this. Answer with one label of {list(scale.labels)}."}],
+            messages=[
+                {"role": "user", "content": f"Judge this. Answer with one label of {list(scale.labels)}."}
+            ],
             order=order,
         )
 

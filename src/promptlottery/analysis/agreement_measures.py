@@ -149,7 +149,9 @@ def agreement_measures(
         why = f"n/a: need >= 2 complete items and >= 2 judges, have {values.shape[0]} x {values.shape[1]}"
         return {m: _nan_estimate(why) for m in AGREEMENT_MEASURES}
     names = dict(zip((float(x) for x in scale_scores), scale_labels)) if scale_labels else {}
-    judges = np.tile(np.arange(1, values.shape[1] + 1), values.shape[0])  # the judge of each value, ravel order
+    judges = np.tile(
+        np.arange(1, values.shape[1] + 1), values.shape[0]
+    )  # the judge of each value, ravel order
     collapsed = collapse_reason(
         [names.get(v, v) for v in values.ravel()], collapse_share, by=[f"judge {j}" for j in judges]
     )

@@ -48,7 +48,10 @@ def collapse_reason(values: Iterable[Any], share: float, by: Iterable[Any] | Non
             if v is not None and not (isinstance(v, float) and np.isnan(v)):
                 per.setdefault(j, set()).add(v)
         if len(per) >= 2 and all(len(labs) == 1 for labs in per.values()):
-            each = ", ".join(f"{j} {next(iter(labs))!r}" for j, labs in sorted(per.items(), key=lambda t: natural_key(str(t[0]))))
+            each = ", ".join(
+                f"{j} {next(iter(labs))!r}"
+                for j, labs in sorted(per.items(), key=lambda t: natural_key(str(t[0])))
+            )
             return f"labels collapsed within each judge: every item gets one label per wording or sample ({each})"
     return None
 

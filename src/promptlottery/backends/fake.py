@@ -175,7 +175,9 @@ class FakeBackend(Backend):
                 reply = prose_answer(r, top)
                 out.append(JudgeResponse(reply, None, len(text.split()), len(reply.split()), 0.0))
             else:
-                out.append(JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0))
+                out.append(
+                    JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0)
+                )
         return out
 
     def count_tokens(self, request: JudgeRequest) -> int:

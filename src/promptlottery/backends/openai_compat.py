@@ -28,6 +28,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from promptlottery.backends.answer_checks import check_answer, scrub, secret_values, within_deadline
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.openai_wire import TransientBackendError, classify_http_error, parse_response
 from promptlottery.backends.tokens import label_token_ids, single_token_stop_ids
@@ -248,14 +249,19 @@ class OpenAICompatBackend(Backend):
     def _parse(
         self, data: dict[str, Any], request: JudgeRequest, decoding: Decoding, latency: float
     ) -> JudgeResponse:
-        return parse_response(
-            data,
-            request,
-            decoding,
-            latency,
-            name=self.name,
-            logprobs=self.logprobs,
-            stop_token_ids=self.supports_stop_token_ids,
+        # checked at the boundary and the key scrubbed before anything is read or stored (answer_checks)
+        check_answer(data, where=f"{self.name} at {self.base_url} (request {request.key[:12]})")
+        return scrub(
+            parse_response(
+                data,
+                request,
+                decoding,
+                latency,
+                name=self.name,
+                logprobs=self.logprobs,
+                stop_token_ids=self.supports_stop_token_ids,
+            ),
+            secret_values(self.api_key_env),
         )
 
     # -- calls --------------------------------------------------------------------------------
@@ -268,7 +274,10 @@ class OpenAICompatBackend(Backend):
         async with sem:
             t0 = time.perf_counter()
             try:
-                resp = await client.post(self.base_url + path, json=body, headers=self._headers())
+                resp = await within_deadline(
+                    client.post(self.base_url + path, json=body, headers=self._headers()),
+                    self.timeout_s, where=f"{self.name} at {self.base_url} (request {request.key[:12]})",
+                )  # fmt: skip
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 raise TransientBackendError(
                     f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"

@@ -56,6 +56,6 @@ def check_text(items: list[Item], *, where: str) -> None:
             except UnicodeEncodeError as e:
                 raise DatasetError(
                     f"{where}: item {it.id.encode('utf-8', 'backslashreplace').decode()!r} field {field_name}: "
-                    f"a lone surrogate {value[e.start:e.end]!r} at character {e.start} is not text (a JSON "
+                    f"a lone surrogate {value[e.start : e.end]!r} at character {e.start} is not text (a JSON "
                     "\\ud800-\\udfff escape must come in a pair); fix the file"
                 ) from None

@@ -41,7 +41,8 @@ FAMILY_TYPES = ("objective", "subjective")
 GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
 #: the bounds of one rendering: a template is a text with placeholders, not a program (two nested
 #: loops over a range, a string multiplied by a large number: refused, not a hang or a full memory)
-RENDER_MAX_SECONDS = 2.0
+#: (seconds of the rendering thread's own CPU time: a loaded machine does not trip it)
+RENDER_MAX_SECONDS = 3.0
 RENDER_MAX_CHARS = 1_000_000
 
 
@@ -66,7 +67,7 @@ class _BoundedSandbox(SandboxedEnvironment):
 
 
 _ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-#: the render in progress: its deadline (time.monotonic), read by the bounded ``range``
+#: the render in progress: its deadline (time.thread_time), read by the bounded ``range``
 _DEADLINE = [float("inf")]
 
 
@@ -75,7 +76,7 @@ def _bounded_range(*args):
     import time
 
     for k, x in enumerate(_ENV.globals["_safe_range"](*args)):
-        if k % 1000 == 0 and time.monotonic() > _DEADLINE[0]:
+        if k % 1000 == 0 and time.thread_time() > _DEADLINE[0]:
             raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
         yield x
 
@@ -83,7 +84,12 @@ def _bounded_range(*args):
 _ENV.globals["_safe_range"] = _ENV.globals["range"]
 _ENV.globals["range"] = _bounded_range
 #: template tags that read other templates: there is no loader, a template is one self-contained text
-_LOADING_TAGS = {"Include": "include", "Import": "import", "FromImport": "from ... import", "Extends": "extends"}
+_LOADING_TAGS = {
+    "Include": "include",
+    "Import": "import",
+    "FromImport": "from ... import",
+    "Extends": "extends",
+}
 
 
 class PromptError(UserError, ValueError):
@@ -151,14 +157,14 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
 
     try:
         check_template(template, where=where)
-        _DEADLINE[0] = time.monotonic() + RENDER_MAX_SECONDS
-        with _alarm(RENDER_MAX_SECONDS + 0.5):
+        _DEADLINE[0] = time.thread_time() + RENDER_MAX_SECONDS
+        with _alarm(RENDER_MAX_SECONDS):
             out, size = [], 0
             for chunk in _ENV.from_string(template).generate(**variables):
                 size += len(chunk)
                 if size > RENDER_MAX_CHARS:
                     raise _RenderBound(f"it made more than {RENDER_MAX_CHARS:,} characters")
-                if time.monotonic() > _DEADLINE[0]:
+                if time.thread_time() > _DEADLINE[0]:
                     raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
                 out.append(chunk)
         return "".join(out).strip()
@@ -174,7 +180,9 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         raise PromptError(f"{where}: rendering the template stopped: {e} (a template is a text "
                           "with placeholders, not a program)") from None  # fmt: skip
     except RecursionError:
-        raise PromptError(f"{where}: rendering the template recursed without end (a macro calling itself?)") from None
+        raise PromptError(
+            f"{where}: rendering the template recursed without end (a macro calling itself?)"
+        ) from None
     except Exception as e:  # noqa: BLE001 - whatever else a template raises is the template's fault
         what = " ".join(str(e).split())[:200]
         raise PromptError(f"{where}: rendering the template failed ({type(e).__name__}: {what})") from None
@@ -183,8 +191,10 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
 
 
 class _alarm:
-    """A SIGALRM after ``seconds`` raising :class:`_RenderBound` (the main thread only; elsewhere the
-    bounded ``range`` and the output check stop a long rendering). The earlier alarm is restored."""
+    """A SIGVTALRM after ``seconds`` of the process's CPU time, raising :class:`_RenderBound` once the
+    rendering thread itself has used them (re-armed while other threads used the time): it stops a
+    loop that yields nothing. The main thread only; elsewhere the bounded ``range`` and the output
+    check stop a long rendering. An alarm set by someone else is left alone."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -193,23 +203,28 @@ class _alarm:
     def __enter__(self):
         import signal
         import threading
+        import time
 
         if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            if signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # another alarm set: leave it alone
+            if signal.getitimer(signal.ITIMER_VIRTUAL)[0] == 0:
 
                 def _stop(signum, frame):
+                    left = _DEADLINE[0] - time.thread_time()
+                    if left > 0:  # other threads used the time: wait for this one's
+                        signal.setitimer(signal.ITIMER_VIRTUAL, max(left, 0.05))
+                        return
                     raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
 
-                self.old = signal.signal(signal.SIGALRM, _stop)
-                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+                self.old = signal.signal(signal.SIGVTALRM, _stop)
+                signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
         return self
 
     def __exit__(self, *exc):
         import signal
 
         if self.old is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.old)
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            signal.signal(signal.SIGVTALRM, self.old)
         return False
 
 
@@ -217,7 +232,9 @@ def check_template(template: str, *, where: str) -> None:
     """A template is a string that parses and reads no other template (``{% include %}``,
     ``{% import %}``, ``{% extends %}``: there is no loader); else one-line :class:`PromptError`."""
     if not isinstance(template, str):
-        raise PromptError(f"{where}: a template must be a string, got {type(template).__name__} {template!r:.60}")
+        raise PromptError(
+            f"{where}: a template must be a string, got {type(template).__name__} {template!r:.60}"
+        )
     try:
         tree = _ENV.parse(template)
     except TemplateSyntaxError as e:
@@ -365,7 +382,9 @@ def load_group_file(path: str | Path) -> PromptGroup:
 def _variant(vid: str, v, path: Path) -> Variant:
     """One variant of a group file; ``user:`` (and ``system:``) must be strings: one line naming both."""
     if not isinstance(v, dict) or "user" not in v:
-        raise PromptError(f"{path}: variant {vid}: needs a `user:` template (got {type(v).__name__} {v!r:.60})")
+        raise PromptError(
+            f"{path}: variant {vid}: needs a `user:` template (got {type(v).__name__} {v!r:.60})"
+        )
     for key in ("user", "system"):
         value = v.get(key)
         if value is not None and not isinstance(value, str):

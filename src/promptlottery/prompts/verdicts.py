@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from promptlottery.prompts.scales import Scale
+if TYPE_CHECKING:  # the scale calls this module (Scale.read): no import back at run time
+    from promptlottery.prompts.scales import Scale
 
 #: how a verdict was found (:attr:`Reading.how`)
 AT_CUE, FIRST_LINE, MARKER, LAST_LABEL = "answer cue", "first line", "marker", "last label"
@@ -155,7 +157,9 @@ class _Reader:
             return
         seen = {" ".join(ln.split()) for ln in prompt.splitlines() if len(ln.split()) >= ECHO_MIN_WORDS}
         # a sentence of the prompt echoed inside a line counts too (a system prompt is one long line)
-        sentences = {s for ln in seen for s in re.split(r"(?<=[.!?:])\s+", ln) if len(s.split()) >= ECHO_MIN_WORDS}
+        sentences = {
+            s for ln in seen for s in re.split(r"(?<=[.!?:])\s+", ln) if len(s.split()) >= ECHO_MIN_WORDS
+        }
         pos = 0
         for line in self.original.splitlines(keepends=True):
             norm = " ".join(line.split())
@@ -169,7 +173,7 @@ class _Reader:
             pos += len(line)
 
     def mask_restated(self) -> None:
-        a, L = self.alts, rf"(?<![\w.])(?:{self.alts})(?![\w]|\.\d)"
+        L = self.token
         flags = re.IGNORECASE
         paren = r"(?:\s*\([^()\n]{0,60}\))?"
         art = r"(?:an?\s+)?"
@@ -201,13 +205,20 @@ class _Reader:
             if {x, y} == self.ends:
                 self.blank(m.start(), m.end())
                 continue
-            hedging = ("or", "/", "|") if self.scale.pairwise else ("or", "/", "|", "to", "-", "–", "—", "through", "..")
+            hedging = (
+                ("or", "/", "|")
+                if self.scale.pairwise
+                else ("or", "/", "|", "to", "-", "–", "—", "through", "..")
+            )
             if sep in hedging or (sep == "and" and m.group(1)):
                 pair = (self.label_of(m.group(2)), self.label_of(m.group(4)))
                 self.hedges.append((m.start(), m.end(), pair, m.group()))
         # listings of two or more lines that each define a label ("1 - poor", "5: excellent") and
         # numbered lists ("1. Accurate", "2) Fluent"): no verdict in their leading numbers
-        for pattern in (rf"^[ \t]*[-*•]?[ \t]*{_OPEN}({L}){_CLOSE}[ \t]*[-–:=][ \t]*\S", rf"^[ \t]*({L})[.)][ \t]+\S"):
+        for pattern in (
+            rf"^[ \t]*[-*•]?[ \t]*{_OPEN}({L}){_CLOSE}[ \t]*[-–:=][ \t]*\S",
+            rf"^[ \t]*({L})[.)][ \t]+\S",
+        ):
             lines = list(re.finditer(pattern, self.masked, flags | re.MULTILINE))
             if len({m.group(1).lower() for m in lines}) >= 2:
                 for m in lines:
@@ -243,7 +254,9 @@ class _Reader:
                 if better and not re.search(r"\b(?:not|never|less|n't)\b|n't\b", better.group(1), re.I):
                     self._keep(found, m, bracket=False, noun=True)
             if self.scale.tie_label is not None:
-                found += [(MARKER, m.start(), m.end(), self.scale.tie_label) for m in _TIE.finditer(self.masked)]
+                found += [
+                    (MARKER, m.start(), m.end(), self.scale.tie_label) for m in _TIE.finditer(self.masked)
+                ]
         return max(found, key=lambda f: f[1]) if found else None
 
     def _keep(self, found: list, m, *, bracket: bool, noun) -> None:

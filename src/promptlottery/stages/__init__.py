@@ -168,7 +168,10 @@ def check_output_dirs(cfg: DictConfig, *, multirun: bool) -> None:
     from promptlottery.tracking.jobdir import check_output_root
 
     root = OmegaConf.select(cfg, "paths.root_dir", default=None)
-    wanted = [("paths.output_dir", "paths.output_dir"), ("hydra.sweep.dir" if multirun else "hydra.run.dir",) * 2]
+    wanted = [
+        ("paths.output_dir", "paths.output_dir"),
+        ("hydra.sweep.dir" if multirun else "hydra.run.dir",) * 2,
+    ]
     if not OmegaConf.select(cfg, "paths.cache_url", default=None):
         wanted.append(("paths.cache_dir", "paths.cache_dir"))
     for key, what in wanted:
@@ -293,5 +296,8 @@ class Preflight(Callback):
 
             redact_exception(exc)
             traceback.print_exc()
-            print(f"error: the sweep's preflight failed ({type(exc).__name__}); no job was started", file=sys.stderr)
+            print(
+                f"error: the sweep's preflight failed ({type(exc).__name__}); no job was started",
+                file=sys.stderr,
+            )
             raise SystemExit(2) from None

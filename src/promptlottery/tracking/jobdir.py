@@ -86,7 +86,9 @@ def link_in_path(path: str | Path) -> Path | None:
     return None
 
 
-def check_output_root(path: str | Path, what: str, root: str | Path | None = None, *, follow_ok: bool = False) -> None:
+def check_output_root(
+    path: str | Path, what: str, root: str | Path | None = None, *, follow_ok: bool = False
+) -> None:
     """Refuse, in one line naming ``what`` (the option) and the path, an output or cache dir that
     is or lies under a symbolic link, lies inside the package or the checkout's ``src/``, ``tests/``
     or ``conf/``, is the repository root, or cannot be written (its nearest existing parent is
@@ -103,7 +105,9 @@ def check_output_root(path: str | Path, what: str, root: str | Path | None = Non
     real = out.resolve()
     roots = [r.resolve() for r in (Path(root) if root else None, SOURCE_ROOT) if r is not None]
     if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
-        raise OutputDirError(f"{what}={path} is inside the promptlottery package ({PACKAGE_DIR}); write outputs elsewhere")
+        raise OutputDirError(
+            f"{what}={path} is inside the promptlottery package ({PACKAGE_DIR}); write outputs elsewhere"
+        )
     for r in roots:
         if real == r:
             raise OutputDirError(f"{what}={path} is the repository root; give the job its own dir")
@@ -202,7 +206,7 @@ NEUTRAL_NESTED = {
 DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)}}
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
-HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute")}
+HANDLING_OPTIONS = {"paths": ("cache_on_mismatch", "allow_paid_recompute", "cache_timeout_s")}
 
 
 def config_hash(config: dict) -> str:

@@ -28,14 +28,13 @@ from promptlottery.judging.runner import Condition, build_requests, condition_me
 from promptlottery.judging.sparse_job import sparse_design
 from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
 from promptlottery.prompts.groups import (
-    PromptError,
     PromptGroup,
     check_variables,
     dump_group,
     own_default_group,
     resolve_group,
 )
-from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
+from promptlottery.prompts.requests import check_rendering, to_scale_label
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
 from promptlottery.tracking.secrets import redact_text
@@ -134,16 +133,9 @@ def check_inputs(cfg: DictConfig) -> None:
     _check_items(cfg, group, condition, items, from_file)
     check_text(items, where=_dataset_where(cfg))
     mode = get_mode(condition.judge_mode)
+    shown = (mode.presentations(it, group=group, position_swap=False)[0].item for it in items)
     src = cfg.judge.get("group_file") or cfg.judge.get("template")
-    for it in items:  # a template the sandbox refuses fails here, once, not in every job
-        seen = mode.presentations(it, group=group, position_swap=False)[0].item
-        try:
-            if condition.prompt_format == "completion":
-                render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
-            else:
-                render_chat(group, condition.variant, seen)
-        except PromptError as e:  # name the file the template is in
-            raise PromptError(f"{src}: {e}" if src and str(src) not in str(e) else str(e)) from None
+    check_rendering(group, condition.variant, shown, condition.prompt_format, source=src)  # once, not per job
 
 
 def _dataset_where(cfg: DictConfig) -> str:
@@ -259,9 +251,7 @@ def _with_job_columns(cfg, df, items, design, group: PromptGroup, from_file: boo
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
         keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
         df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
-    # what was judged, so that one analysis over several runs keeps apart (refuses) what differs:
-    # the table's content and the wording's text (judging.load.check_one_text)
-    path = cfg.dataset.get("path")
+    path = cfg.dataset.get("path")  # what was judged: one analysis refuses two (judging.load.check_one_text)
     df["table_sha256"] = file_sha256(Path(path)) if path and Path(path).is_file() else ""
     df["wording_sha"] = group.text_hash(cfg.judge.variant)
     if saved_group is not None:  # the analysis reads the judged texts from here (analysis 4-5)

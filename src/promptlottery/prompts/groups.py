@@ -18,11 +18,9 @@ from importlib.resources import files
 from pathlib import Path
 
 import yaml
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateSyntaxError, meta
 
-from promptlottery.errors import UserError
+from promptlottery.prompts.rendering import TEMPLATE_ENV, PromptError, check_template, render  # noqa: F401 - render: its home for importers
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
 from promptlottery.tracking.jobdir import PathIdError, check_path_id
 
@@ -39,61 +37,6 @@ WORDING_DIMENSIONS = (
 #: where a group file declares none)
 FAMILY_TYPES = ("objective", "subjective")
 GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
-#: the bounds of one rendering: a template is a text with placeholders, not a program (two nested
-#: loops over a range, a string multiplied by a large number: refused, not a hang or a full memory)
-#: (seconds of the rendering thread's own CPU time: a loaded machine does not trip it)
-RENDER_MAX_SECONDS = 3.0
-RENDER_MAX_CHARS = 1_000_000
-
-
-class _RenderBound(Exception):
-    """A rendering went past :data:`RENDER_MAX_SECONDS` or :data:`RENDER_MAX_CHARS`."""
-
-
-class _BoundedSandbox(SandboxedEnvironment):
-    """The sandbox, with ``*`` bounded in the size of what it makes (``"x" * 10**9``)."""
-
-    intercepted_binops = frozenset(["*", "**"])
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "**" and isinstance(right, int) and abs(right) > 64:
-            raise _RenderBound(f"'**' with an exponent of {right}")
-        if operator == "*":
-            n = next((x for x in (left, right) if isinstance(x, int)), None)
-            other = right if n is left else left
-            if n is not None and hasattr(other, "__len__") and n * len(other) > RENDER_MAX_CHARS:
-                raise _RenderBound(f"'*' would make {n * len(other):,} items (at most {RENDER_MAX_CHARS:,})")
-        return super().call_binop(context, operator, left, right)
-
-
-_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-#: the render in progress: its deadline (time.thread_time), read by the bounded ``range``
-_DEADLINE = [float("inf")]
-
-
-def _bounded_range(*args):
-    """The sandbox's ``range`` (its own size limit kept), whose loop stops past the render's deadline."""
-    import time
-
-    for k, x in enumerate(_ENV.globals["_safe_range"](*args)):
-        if k % 1000 == 0 and time.thread_time() > _DEADLINE[0]:
-            raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
-        yield x
-
-
-_ENV.globals["_safe_range"] = _ENV.globals["range"]
-_ENV.globals["range"] = _bounded_range
-#: template tags that read other templates: there is no loader, a template is one self-contained text
-_LOADING_TAGS = {
-    "Include": "include",
-    "Import": "import",
-    "FromImport": "from ... import",
-    "Extends": "extends",
-}
-
-
-class PromptError(UserError, ValueError):
-    """A prompt group file is malformed or a template cannot be rendered for an item."""
 
 
 @dataclass(frozen=True)
@@ -147,107 +90,6 @@ class PromptGroup:
     def text_hash(self, variant_id: str) -> str:
         v = self.variant(variant_id)
         return hashlib.sha256(f"{v.system or ''}\0{v.user}".encode()).hexdigest()[:16]
-
-
-def render(template: str, variables: dict[str, str], *, where: str) -> str:
-    """``template`` rendered with ``variables`` in the sandbox, bounded in time and size; any failure
-    (a missing placeholder, a syntax error, a sandbox refusal, ``{% include %}``, a recursive macro,
-    a bound) is one-line :class:`PromptError` naming ``where``."""
-    import time
-
-    try:
-        check_template(template, where=where)
-        _DEADLINE[0] = time.thread_time() + RENDER_MAX_SECONDS
-        with _alarm(RENDER_MAX_SECONDS):
-            out, size = [], 0
-            for chunk in _ENV.from_string(template).generate(**variables):
-                size += len(chunk)
-                if size > RENDER_MAX_CHARS:
-                    raise _RenderBound(f"it made more than {RENDER_MAX_CHARS:,} characters")
-                if time.thread_time() > _DEADLINE[0]:
-                    raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
-                out.append(chunk)
-        return "".join(out).strip()
-    except PromptError:
-        raise
-    except UndefinedError as e:
-        raise PromptError(f"{where}: template placeholder missing from the item: {e.message}") from None
-    except TemplateSyntaxError as e:
-        raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
-    except SecurityError as e:  # the sandbox refused an attribute: an item's text is data, never code
-        raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
-    except _RenderBound as e:
-        raise PromptError(f"{where}: rendering the template stopped: {e} (a template is a text "
-                          "with placeholders, not a program)") from None  # fmt: skip
-    except RecursionError:
-        raise PromptError(
-            f"{where}: rendering the template recursed without end (a macro calling itself?)"
-        ) from None
-    except Exception as e:  # noqa: BLE001 - whatever else a template raises is the template's fault
-        what = " ".join(str(e).split())[:200]
-        raise PromptError(f"{where}: rendering the template failed ({type(e).__name__}: {what})") from None
-    finally:
-        _DEADLINE[0] = float("inf")
-
-
-class _alarm:
-    """A SIGVTALRM after ``seconds`` of the process's CPU time, raising :class:`_RenderBound` once the
-    rendering thread itself has used them (re-armed while other threads used the time): it stops a
-    loop that yields nothing. The main thread only; elsewhere the bounded ``range`` and the output
-    check stop a long rendering. An alarm set by someone else is left alone."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.old = None
-
-    def __enter__(self):
-        import signal
-        import threading
-        import time
-
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            if signal.getitimer(signal.ITIMER_VIRTUAL)[0] == 0:
-
-                def _stop(signum, frame):
-                    left = _DEADLINE[0] - time.thread_time()
-                    if left > 0:  # other threads used the time: wait for this one's
-                        signal.setitimer(signal.ITIMER_VIRTUAL, max(left, 0.05))
-                        return
-                    raise _RenderBound(f"it ran more than {RENDER_MAX_SECONDS:g} s")
-
-                self.old = signal.signal(signal.SIGVTALRM, _stop)
-                signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
-        return self
-
-    def __exit__(self, *exc):
-        import signal
-
-        if self.old is not None:
-            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-            signal.signal(signal.SIGVTALRM, self.old)
-        return False
-
-
-def check_template(template: str, *, where: str) -> None:
-    """A template is a string that parses and reads no other template (``{% include %}``,
-    ``{% import %}``, ``{% extends %}``: there is no loader); else one-line :class:`PromptError`."""
-    if not isinstance(template, str):
-        raise PromptError(
-            f"{where}: a template must be a string, got {type(template).__name__} {template!r:.60}"
-        )
-    try:
-        tree = _ENV.parse(template)
-    except TemplateSyntaxError as e:
-        raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
-    from jinja2 import nodes
-
-    for kind, tag in _LOADING_TAGS.items():
-        node = next(iter(tree.find_all(getattr(nodes, kind))), None)
-        if node is not None:
-            raise PromptError(
-                f"{where}: line {node.lineno}: {{% {tag} %}} reads another template, and a template here is "
-                "one self-contained text (no loader): write its text in place"
-            )
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -371,7 +213,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
     for v in variants.values():
         for t in (v.user, v.system or ""):
             try:
-                _ENV.parse(t)
+                TEMPLATE_ENV.parse(t)
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
             check_template(t, where=f"{path}: variant {v.id}")
@@ -426,7 +268,7 @@ def group_from_template(path: str | Path, scale: str, *, judge_family: str = "cu
     text = path.read_text(encoding="utf-8")
     check_template(text, where=str(path))
     try:
-        _ENV.parse(text)
+        TEMPLATE_ENV.parse(text)
         sc = get_scale(scale)
     except TemplateSyntaxError as e:
         raise PromptError(f"{path}: template syntax error at line {e.lineno}: {e.message}") from None
@@ -479,7 +321,7 @@ def _dump_criteria(group: PromptGroup) -> dict:
 
 def text_variables(template: str) -> set[str]:
     """The variables one template references (raises TemplateSyntaxError on a malformed one)."""
-    return meta.find_undeclared_variables(_ENV.parse(template))
+    return meta.find_undeclared_variables(TEMPLATE_ENV.parse(template))
 
 
 def template_variables(group: PromptGroup, variant_id: str | None = None) -> set[str]:

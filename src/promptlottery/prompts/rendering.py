@@ -10,6 +10,8 @@ it would make more. Any failure is one :class:`PromptError` naming where the tem
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
@@ -85,7 +87,7 @@ def render(template: str, variables: dict[str, str], *, where: str) -> str:
         _DEADLINE[0] = time.thread_time() + RENDER_MAX_SECONDS
         with _alarm(RENDER_MAX_SECONDS):
             out, size = [], 0
-            for chunk in TEMPLATE_ENV.from_string(template).generate(**variables):
+            for chunk in _compiled(template).generate(**variables):
                 size += len(chunk)
                 if size > RENDER_MAX_CHARS:
                     raise _RenderBound(f"it made more than {RENDER_MAX_CHARS:,} characters")
@@ -153,6 +155,25 @@ class _alarm:
         return False
 
 
+@lru_cache(maxsize=256)
+def _compiled(template: str):
+    """A checked template compiled once (a grid renders each wording for every item)."""
+    return TEMPLATE_ENV.from_string(template)
+
+
+@lru_cache(maxsize=256)
+def _loading_tag(template: str) -> tuple[str, int] | None:
+    """The first tag of ``template`` that reads another template, and its line (a syntax error raises)."""
+    from jinja2 import nodes
+
+    tree = TEMPLATE_ENV.parse(template)
+    for kind, tag in _LOADING_TAGS.items():
+        node = next(iter(tree.find_all(getattr(nodes, kind))), None)
+        if node is not None:
+            return tag, node.lineno
+    return None
+
+
 def check_template(template: str, *, where: str) -> None:
     """A template is a string that parses and reads no other template (``{% include %}``,
     ``{% import %}``, ``{% extends %}``: there is no loader); else one-line :class:`PromptError`."""
@@ -161,15 +182,12 @@ def check_template(template: str, *, where: str) -> None:
             f"{where}: a template must be a string, got {type(template).__name__} {template!r:.60}"
         )
     try:
-        tree = TEMPLATE_ENV.parse(template)
+        found = _loading_tag(template)
     except TemplateSyntaxError as e:
         raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
-    from jinja2 import nodes
-
-    for kind, tag in _LOADING_TAGS.items():
-        node = next(iter(tree.find_all(getattr(nodes, kind))), None)
-        if node is not None:
-            raise PromptError(
-                f"{where}: line {node.lineno}: {{% {tag} %}} reads another template, and a template here is "
-                "one self-contained text (no loader): write its text in place"
-            )
+    if found is not None:
+        tag, line = found
+        raise PromptError(
+            f"{where}: line {line}: {{% {tag} %}} reads another template, and a template here is "
+            "one self-contained text (no loader): write its text in place"
+        )

@@ -124,7 +124,7 @@ def run_job(
             check()  # before anything is written: a refused config claims no directory
         # no job's or analysis's dir is written through a link (one planted at <sweep>/lottery, or
         # above it), nor inside the source tree: checked here too for a job that claims nothing
-        check_job_dir(out, job.root)
+        check_job_dir(out, job.root, entries=False)
         checked = True
         if claim:
             claim_output_dir(out, job.config)

@@ -126,11 +126,12 @@ def check_output_root(
         raise OutputDirError(f"{what}={path}: {existing} is {why}; give a directory you can write")
 
 
-def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> None:
+def check_job_dir(output_dir: str | Path, root: str | Path | None = None, *, entries: bool = True) -> None:
     """Refuse a job dir inside the package or the checkout's source folders, at the repository root
     (``root`` and the package's checkout), that is or lies under a symbolic link
     (:func:`link_in_path`), or holding a symbolic link (in it or in its ``.hydra/``), in one line
-    naming the path."""
+    naming the path. ``entries=False``: the dir and its place only (a job that claims nothing writes
+    each file through a temporary file and a rename, which replaces a link planted in it)."""
     out = Path(output_dir).absolute()
     link = link_in_path(out)
     if link is not None:
@@ -155,6 +156,8 @@ def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> Non
                     f"output dir {out} is inside the source tree ({r / folder}); write outputs elsewhere"
                 )
     hydra_dir = out / ".hydra"
+    if not entries:
+        return
     for d in (out, hydra_dir) if hydra_dir.is_dir() and not hydra_dir.is_symlink() else (out,):
         for entry in sorted(d.iterdir()) if d.is_dir() else ():
             if entry.is_symlink():

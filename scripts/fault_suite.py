@@ -78,7 +78,9 @@ def main(argv: list[str]) -> int:
             rows[fault]["runs"] += 1
             rows[fault][outcome] += 1
     print("\n| fault | runs | held | not yet | skipped | failed |\n|---|---|---|---|---|---|")
-    for fault, n in rows.items():
+    # the faults, the hostile inputs, then issue 46's items by number
+    order = list(dict.fromkeys([*FAULTS.values(), HOSTILE, *sorted(set(ROUND_TWO.values()))]))
+    for fault, n in sorted(rows.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         cells = [n["runs"], n["held"], n["not yet"], n["skipped"], n["failed"]]
         print(f"| {fault} | " + " | ".join(str(c) for c in cells) + " |")
     total = {k: sum(n[k] for n in rows.values()) for k in ("runs", "held", "not yet", "skipped", "failed")}

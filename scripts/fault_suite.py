@@ -3,7 +3,8 @@
     .venv/bin/python scripts/fault_suite.py [pytest args...]
 
 Runs the tests marked ``faults`` (tests/test_faults.py: SIGKILL, a damaged cache, a full disk, two
-writers; tests/test_user_errors.py: the hostile inputs) and tabulates pytest's own results by fault:
+writers; tests/test_user_errors.py: the hostile inputs; tests/test_hostile_round2.py: issue 46's
+items 1-9, a row each) and tabulates pytest's own results by fault:
 ``runs`` the cases run, ``held`` the cases whose guarantee held (passed). A case marked xfail(strict) is
 a guarantee that does not hold yet (counted under ``not yet``); a skipped case (a full disk needs
 root) under ``skipped``. Exit status: pytest's.
@@ -26,6 +27,7 @@ TESTS = [
     "tests/test_spend_faults.py",
     "tests/test_call_window.py",
     "tests/test_provider_batches.py",
+    "tests/test_hostile_round2.py",
 ]
 #: test function -> the fault it plants (tests not named here are the hostile inputs of the second file)
 FAULTS = {
@@ -41,6 +43,20 @@ FAULTS = {
     "test_an_expired_batch_sends_its_unanswered_requests_again": "a provider batch that expires",
 }
 HOSTILE = "hostile input (one line, rc 2, or warned)"
+#: issue 46's items (tests/test_hostile_round2.py): the test function's name starts with its key
+ROUND_TWO = {
+    "test_a_prose_judge": "1. text verdicts read at the verdict (prose judge, end to end)",
+    "test_a_template_that_cannot_render": "2. a template that cannot render: one line, no job",
+    "test_a_user_template_that_is_not_a_string": "2. a template that cannot render: one line, no job",
+    "test_an_output_dir": "2. an output dir: link, source tree, read-only",
+    "test_analysis_options": "3. a judging sweep's analysis options, before any call",
+    "test_several_runs": "4. one analysis over runs of different tables or texts: refused",
+    "test_links": "5. links (a job's or analysis's dir, the cache) and a foreign SQLite file: refused",
+    "test_server_answers": "6. server answers: malformed logprobs or counts, a deadline, the key scrubbed",
+    "test_disk": "7. a locked cache, a full disk: one line, nothing paid twice, no debris",
+    "test_a_lone_surrogate": "8. input text with a lone surrogate, before any job",
+    "test_numbers": "9. numbers: alpha unrounded, BT ties, a constant-per-wording grid collapsed",
+}
 
 
 def main(argv: list[str]) -> int:
@@ -55,7 +71,9 @@ def main(argv: list[str]) -> int:
         wall = time.perf_counter() - t0
         rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for case in ET.parse(xml).getroot().iter("testcase"):
-            fault = FAULTS.get(case.get("name", "").split("[")[0], HOSTILE)
+            name = case.get("name", "").split("[")[0]
+            two = [row for key, row in ROUND_TWO.items() if name.startswith(key)]
+            fault = FAULTS.get(name) or (two[0] if two else HOSTILE)
             kinds = {child.tag for child in case}
             skipped = case.find("skipped")
             if skipped is not None and "xfail" in (skipped.get("type") or "") + (
@@ -71,7 +89,9 @@ def main(argv: list[str]) -> int:
             rows[fault]["runs"] += 1
             rows[fault][outcome] += 1
     print("\n| fault | runs | held | not yet | skipped | failed |\n|---|---|---|---|---|---|")
-    for fault, n in rows.items():
+    # the faults, the hostile inputs, then issue 46's items by number
+    order = list(dict.fromkeys([*FAULTS.values(), HOSTILE, *sorted(set(ROUND_TWO.values()))]))
+    for fault, n in sorted(rows.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         cells = [n["runs"], n["held"], n["not yet"], n["skipped"], n["failed"]]
         print(f"| {fault} | " + " | ".join(str(c) for c in cells) + " |")
     total = {k: sum(n[k] for n in rows.values()) for k in ("runs", "held", "not yet", "skipped", "failed")}

@@ -36,6 +36,9 @@ class PathsConfig:
     #: a paid API (backbone.price_per_mtok_input set) may be called again for answers a lost (empty or
     #: missing) cache held; without it such a run is refused before any call
     allow_paid_recompute: bool = False
+    #: how long a job waits for another writer's lock on the SQLite cache before it stops (one line
+    #: saying so; the answers it got are kept and stored by the next run)
+    cache_timeout_s: float = 60.0
     output_dir: str = "outputs"
     model_dir: str = ".cache/promptlottery"
 

@@ -77,7 +77,6 @@ AGREEMENT_MEASURES = {
         "column": None,
     },
 }
-CONT_DECIMALS = 2  # continuous scores are rounded to 0.01 before interval alpha (bounds its value domain)
 
 
 def _measure(name: str, labels: list[float]):
@@ -150,7 +149,12 @@ def agreement_measures(
         why = f"n/a: need >= 2 complete items and >= 2 judges, have {values.shape[0]} x {values.shape[1]}"
         return {m: _nan_estimate(why) for m in AGREEMENT_MEASURES}
     names = dict(zip((float(x) for x in scale_scores), scale_labels)) if scale_labels else {}
-    collapsed = collapse_reason([names.get(v, v) for v in values.ravel()], collapse_share)
+    judges = np.tile(
+        np.arange(1, values.shape[1] + 1), values.shape[0]
+    )  # the judge of each value, ravel order
+    collapsed = collapse_reason(
+        [names.get(v, v) for v in values.ravel()], collapse_share, by=[f"judge {j}" for j in judges]
+    )
     labels = sorted(float(s) for s in scale_scores)
     for name, spec in AGREEMENT_MEASURES.items():
         if spec["chance"] and collapsed:
@@ -160,7 +164,8 @@ def agreement_measures(
             if cont is None:
                 out[name] = _nan_estimate("n/a: no continuous scores")
                 continue
-            arr = np.round(np.asarray(cont, dtype=float), CONT_DECIMALS)
+            # the unrounded scores: interval alpha costs O(items) per resample whatever the values
+            arr = np.asarray(cont, dtype=float)
         else:
             arr = values
         out[name] = estimate_with_ci(

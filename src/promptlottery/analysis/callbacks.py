@@ -20,6 +20,15 @@ from omegaconf import DictConfig, OmegaConf
 logger = logging.getLogger(__name__)
 
 
+def check_after_sweep_options(a) -> None:
+    """The ``analysis`` options of a judging sweep, checked as the callback will read them when the
+    sweep ends (a typo'd key, ``n_resamples=0``): one-line ConfigError before the first call."""
+    from promptlottery.analysis.options import LotteryOptions
+
+    a = OmegaConf.to_container(a, resolve=True) if isinstance(a, DictConfig) else dict(a or {})
+    LotteryOptions.from_dict({**a, "runs": a.get("runs") or "."})
+
+
 class LotteryAnalysis(Callback):
     def __init__(self, output_subdir: str = "lottery") -> None:
         self.output_subdir = output_subdir

@@ -29,8 +29,11 @@ def format_distribution(dist: dict[str, float]) -> str:
     return " ".join(f"{k}:{v:.2f}" for k, v in dist.items()) if dist else "no verdicts"
 
 
-def collapse_reason(values: Iterable[Any], share: float) -> str | None:
-    """Why kappa-type measures are meaningless on these verdicts, or None if they are not."""
+def collapse_reason(values: Iterable[Any], share: float, by: Iterable[Any] | None = None) -> str | None:
+    """Why kappa-type measures are meaningless on these verdicts, or None if they are not: one label
+    for (nearly) every verdict, or, with ``by`` (each verdict's judge: its wording or sample), one
+    label per judge for every item (the judges differ only in a constant: nothing is measured)."""
+    values = list(values)
     dist = label_distribution(values)
     if not dist:
         return "no verdicts"
@@ -39,6 +42,17 @@ def collapse_reason(values: Iterable[Any], share: float) -> str | None:
         return f"labels collapsed: every verdict is {top_label!r}"
     if top >= share:
         return f"labels collapsed: {top:.1%} of verdicts are {top_label!r} (>= {share:.0%}; {format_distribution(dist)})"
+    if by is not None:
+        per: dict[Any, set] = {}
+        for j, v in zip(by, values, strict=True):
+            if v is not None and not (isinstance(v, float) and np.isnan(v)):
+                per.setdefault(j, set()).add(v)
+        if len(per) >= 2 and all(len(labs) == 1 for labs in per.values()):
+            each = ", ".join(
+                f"{j} {next(iter(labs))!r}"
+                for j, labs in sorted(per.items(), key=lambda t: natural_key(str(t[0])))
+            )
+            return f"labels collapsed within each judge: every item gets one label per wording or sample ({each})"
     return None
 
 
@@ -78,7 +92,7 @@ def label_table(grid: JudgmentGrid, opts: LotteryOptions) -> pd.DataFrame:
                     "modal_share": max(dist.values()) if dist else np.nan,
                     "per_judge_modal": "; ".join(per_judge),
                     "sources": " ".join(f"{k}:{int(src[k])}" for k in sorted(src.index)),
-                    "collapsed": collapse_reason(g["label"], collapse_share) or "",
+                    "collapsed": collapse_reason(g["label"], collapse_share, by=g[by]) or "",
                 }
             )
     return pd.DataFrame(out)

@@ -37,7 +37,7 @@ from promptlottery.analysis.sections import registry
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
-from promptlottery.tracking.staging import publish, staging_dir
+from promptlottery.tracking.staging import no_debris, publish, staging_dir
 
 logger = logging.getLogger(__name__)
 
@@ -126,8 +126,9 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
         sorted(incomplete.items()), columns=["config_id", "status"]
     )
     staging = staging_dir(output_dir)
-    written = write_outputs(result, grid, opts, staging, files)
-    outputs = publish(staging, output_dir)
+    with no_debris(staging, output_dir):  # a full disk: one line, no .staging left, the old report kept
+        written = write_outputs(result, grid, opts, staging, files)
+        outputs = publish(staging, output_dir)
     written = _moved(written, staging, output_dir)
     metrics = summary_metrics(result["tables"])
     tracker = job.tracker

@@ -81,6 +81,7 @@ class FakeBackend(Backend):
         inverted_variant: str = "P3",
         max_length: int | None = None,
         honour_prefix: bool = False,
+        prose: bool = False,
     ):
         check_choice("backbone.backend.behaviour", behaviour, BEHAVIOURS)
         if behaviour == "constant" and label is None:
@@ -110,6 +111,10 @@ class FakeBackend(Backend):
         #: continue a chat request's assistant turn after ``assistant_prefix``: the prefix enters the
         #: hashed text (off by default, so the hash judge's answers to other requests stay as they were)
         self.honour_prefix = bool(honour_prefix)
+        #: answer like a judge that reasons in prose and has no logprobs: restate the scale (and the
+        #: prompt's last line), name other labels while reasoning, then give the chosen label
+        #: (:func:`prose_answer`); no label probabilities, so the verdict is read from the text
+        self.prose = bool(prose)
 
     @property
     def supports_assistant_prefix(self) -> bool:  # type: ignore[override]
@@ -131,6 +136,8 @@ class FakeBackend(Backend):
                 ident["inverted_variant"] = self.inverted_variant
         if self.honour_prefix:  # the prefix changes the hash judge's answers
             ident["honour_prefix"] = True
+        if self.prose:  # the text changes and the label probabilities go
+            ident["prose"] = True
         if self.replies:  # canned free-text answers change the output: they enter the cache key
             ident["replies"] = hashlib.sha256("\0".join(self.replies).encode()).hexdigest()[:16]
         return {**ident, **({"extra_body": self.extra_body} if self.extra_body else {})}
@@ -162,19 +169,21 @@ class FakeBackend(Backend):
             if self.behaviour != "hash":
                 top = self.known_label(r)
                 probs = {lab: KNOWN_MASS if lab == top else 0.0 for lab in r.labels}
-                self.calls += 1
+            else:
+                h = hashlib.sha256(f"{text}\0{r.sample_index}\0{decoding.seed}".encode()).digest()
+                logits = np.frombuffer(h[: 4 * len(r.labels)], dtype=np.uint32).astype(float) / 2**32
+                p = np.exp(self.sharpness * 5 * logits)
+                p = 0.8 * p / p.sum()  # 20% of the mass off-scale, like a real judge
+                probs = {lab: float(v) for lab, v in zip(r.labels, p)}
+                top = max(probs, key=probs.get)
+            self.calls += 1
+            if self.prose:
+                reply = prose_answer(r, top)
+                out.append(JudgeResponse(reply, None, len(text.split()), len(reply.split()), 0.0))
+            else:
                 out.append(
                     JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0)
                 )
-                continue
-            h = hashlib.sha256(f"{text}\0{r.sample_index}\0{decoding.seed}".encode()).digest()
-            logits = np.frombuffer(h[: 4 * len(r.labels)], dtype=np.uint32).astype(float) / 2**32
-            p = np.exp(self.sharpness * 5 * logits)
-            p = 0.8 * p / p.sum()  # 20% of the mass off-scale, like a real judge
-            probs = {lab: float(v) for lab, v in zip(r.labels, p)}
-            top = max(probs, key=probs.get)
-            self.calls += 1
-            out.append(JudgeResponse(self.text_template.format(label=top), probs, len(text.split()), 1, 0.0))
         return out
 
     def count_tokens(self, request: JudgeRequest) -> int:
@@ -261,6 +270,61 @@ def _meaning_following(backend: FakeBackend, r: JudgeRequest) -> str:
 
 #: every ``behaviour=``, the default first
 BEHAVIOURS = ("hash", *KNOWN_JUDGES)
+
+
+def prose_answer(r: JudgeRequest, label: str) -> str:
+    """A reasoning judge's answer that chooses ``label``: it echoes the prompt's last line, restates
+    the scale, names other labels while it reasons, then gives its verdict in one of five forms
+    (picked by the request key, so a grid sees all of them). Its chosen label is ``label``."""
+    labels = r.labels
+    k = int(hashlib.sha256(r.key.encode()).hexdigest(), 16)
+    texts = [r.prompt] if r.prompt is not None else [str(m.get("content", "")) for m in r.messages or []]
+    lines = [ln for t in texts for ln in str(t).splitlines() if len(ln.split()) >= 4]
+    echo = f"{lines[-1].strip()}\n\n" if lines else ""  # the task's last line, repeated
+    if r.order is not None:  # pairwise: the positions and the tie
+        first, second = labels[0], labels[1]
+        tie = labels[2] if len(labels) > 2 else None
+        noun = "Assistant" if first.isalpha() else "Response"
+        fmt = f'"[[{first}]]" if {noun.lower()} {first} is better, "[[{second}]]" if {noun.lower()} {second} is better'
+        fmt += f', and "[[{tie}]]" for a tie' if tie else ""
+        reasons = (
+            f"I have to output {fmt}. {noun} {first} and {noun} {second} both address the question; "
+            f"{noun} {first} is longer, {noun} {second} is more direct."
+        )
+        if label == tie:
+            verdicts = ("Weighing both, it is a tie.", f"Final verdict: [[{tie}]]", f"[[{tie}]]")
+        else:
+            other = second if label == first else first
+            verdicts = (
+                f"{noun} {label} is better than {noun} {other}.\n\n[[{label}]]",
+                f"Final verdict: {noun} {label}",
+                f"{noun} {other} is not better. {noun} {label} gives the more helpful answer, "
+                f"so the better {noun.lower()} is {noun} {label}.",
+                f"[[{label}]]",
+            )
+        return f"{echo}{reasons}\n\n{verdicts[k % len(verdicts)]}"
+    lo, hi = labels[0], labels[-1]
+    if len(labels) == 2:  # yes / no
+        reasons = (
+            f"I must answer {lo} or {hi}. The answer is short and has no spelling errors, which does "
+            "not decide the question by itself."
+        )
+        verdicts = (f"Answer: {label}", f"{label.capitalize()}.", f"My verdict is {label}.")
+    else:
+        mid = labels[len(labels) // 2]
+        reasons = (
+            f"On a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best, I need to rate this "
+            f"answer. A {lo} would mean it is useless and a {hi} flawless; I considered {mid} first.\n"
+            f"1. Relevance: it addresses the question.\n2. Accuracy: compared with the reference."
+        )
+        verdicts = (
+            f"Rating: {label}",
+            f"On a scale from {lo} to {hi}, I would rate this answer a {label}.",
+            f"[[{label}]]",
+            f"Score: {label}/{hi}",
+            f"All things considered, {label} out of {hi}.",
+        )
+    return f"{echo}{reasons}\n\n{verdicts[k % len(verdicts)]}"
 
 
 def _request_text(r: JudgeRequest) -> str:

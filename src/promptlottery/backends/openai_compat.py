@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from promptlottery.backends.answer_checks import check_answer, scrub, secret_values
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.http_client import LoopClient
 from promptlottery.backends.openai_wire import (
@@ -256,14 +257,19 @@ class OpenAICompatBackend(Backend):
     def _parse(
         self, data: dict[str, Any], request: JudgeRequest, decoding: Decoding, latency: float
     ) -> JudgeResponse:
-        return parse_response(
-            data,
-            request,
-            decoding,
-            latency,
-            name=self.name,
-            logprobs=self.logprobs,
-            stop_token_ids=self.supports_stop_token_ids,
+        # checked at the boundary and the key scrubbed before anything is read or stored (answer_checks)
+        check_answer(data, where=f"{self.name} at {self.base_url} (request {request.key[:12]})")
+        return scrub(
+            parse_response(
+                data,
+                request,
+                decoding,
+                latency,
+                name=self.name,
+                logprobs=self.logprobs,
+                stop_token_ids=self.supports_stop_token_ids,
+            ),
+            secret_values(self.api_key_env),
         )
 
     # -- calls --------------------------------------------------------------------------------

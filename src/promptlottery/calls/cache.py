@@ -38,7 +38,13 @@ from typing import Any
 
 from promptlottery.backends.base import Decoding, JudgeRequest, JudgeResponse, KnownAnswer
 from promptlottery.calls.cache_manifest import read_manifest, replaced, write_manifest
-from promptlottery.calls.cache_store import CacheError, SqliteStore, open_store, response_sha256
+from promptlottery.calls.cache_store import (
+    CacheError,
+    CacheWriteError,
+    SqliteStore,
+    open_store,
+    response_sha256,
+)
 from promptlottery.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -182,6 +188,8 @@ class CallCache:
         if isinstance(self._store, SqliteStore):
             self.replaced = replaced(read_manifest(location), self._store.file_id, len(self))
             self._write_manifest()
+        if not self.readonly:
+            self._store_pending()
 
     def _write_manifest(self) -> None:
         if self._manifest:
@@ -237,7 +245,75 @@ class CallCache:
             )
         now = time.time()
         stored = [(k, json.dumps(r.to_json()), json.dumps(req) if req else None) for k, r, req in rows]
-        self._store.put_many([(k, v, req, now, response_sha256(v)) for k, v, req in stored])
+        try:
+            self._store.put_many([(k, v, req, now, response_sha256(v)) for k, v, req in stored])
+        except CacheWriteError as exc:  # a full disk, a lock held too long: keep the answers received
+            kept = self._keep_pending(exc.rows)
+            raise CacheError(
+                f"{exc}; the {len(exc.rows)} answers of this batch "
+                + (f"are kept in {kept} and stored by the next run (none is paid again)" if kept else
+                   "could not be kept anywhere (every place is full): they are asked again on the next run")
+            ) from None  # fmt: skip
+
+    def _pending_dirs(self) -> list[Path]:
+        """Where a batch the cache could not take waits: beside the cache, else in the temp dir."""
+        import tempfile
+
+        tag = hashlib.sha256(str(Path(self.location).absolute()).encode()).hexdigest()[:16]
+        return [
+            Path(f"{self.location}.pending"),
+            Path(tempfile.gettempdir()) / f"promptlottery-pending-{tag}",
+        ]
+
+    def _keep_pending(self, rows: list) -> Path | None:
+        import os
+        import uuid
+
+        if not isinstance(self._store, SqliteStore):
+            return None
+        for d in self._pending_dirs():
+            path = d / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+            tmp = path.with_suffix(".part")
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write("".join(json.dumps(list(r)) + "\n" for r in rows))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)  # whole or not at all
+                return path
+            except OSError:
+                tmp.unlink(missing_ok=True)
+        return None
+
+    def _store_pending(self) -> None:
+        """The batches kept by an earlier run that could not write (:meth:`_keep_pending`), stored now."""
+        for d in self._pending_dirs() if isinstance(self._store, SqliteStore) else []:
+            for f in sorted(d.glob("*.jsonl")) if d.is_dir() and not d.is_symlink() else []:
+                try:
+                    rows = [
+                        tuple(json.loads(line)) for line in f.read_text(encoding="utf-8").splitlines() if line
+                    ]
+                    self._store.put_many(rows)
+                except CacheWriteError:
+                    return  # still no room: they wait for the next run
+                except (OSError, ValueError, TypeError) as exc:
+                    logger.warning(
+                        "call cache %s: kept answers in %s are unreadable (%s): left there",
+                        self.location,
+                        f,
+                        exc,
+                    )
+                    continue
+                f.unlink()
+                logger.info(
+                    "call cache %s: stored %d answers kept by an earlier run (%s)",
+                    self.location,
+                    len(rows),
+                    f,
+                )
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
 
     def __len__(self) -> int:
         return self._store.count()
@@ -248,9 +324,12 @@ class CallCache:
         self._store.close()
 
 
-def open_cache(paths: Any, *, timeout_s: float = 60.0) -> CallCache:
+def open_cache(paths: Any, *, timeout_s: float | None = None) -> CallCache:
     """The call cache of a run's ``paths`` config: where it lives (:func:`cache_location`) and what a
-    checksum mismatch does (``paths.cache_on_mismatch``, default ``error``)."""
+    checksum mismatch does (``paths.cache_on_mismatch``, default ``error``) and how long it waits for
+    another writer's lock (``paths.cache_timeout_s``, default 60 s)."""
+    if timeout_s is None:
+        timeout_s = float(paths.get("cache_timeout_s") or 60.0)
     return CallCache(
         cache_location(paths), timeout_s=timeout_s, on_mismatch=paths.get("cache_on_mismatch") or "error"
     )

@@ -22,6 +22,42 @@ class CacheError(UserError, RuntimeError):
     """The call cache cannot be used (unreadable file, read-only dir with calls to add)."""
 
 
+class CacheWriteError(CacheError):
+    """A batch of answers could not be written (a full disk, a lock held too long, an I/O error);
+    ``rows`` are the answers, for :class:`~promptlottery.calls.cache.CallCache` to keep elsewhere."""
+
+    def __init__(self, message: str, rows: list | None = None):
+        super().__init__(message)
+        self.rows = rows or []
+
+
+#: the tables a SQLite file of ours holds (``sqlite_*`` are SQLite's own)
+OWN_TABLES = {
+    "calls": {"key", "response", "request", "created", "response_sha256"},
+    "meta": {"name", "value"},
+}
+
+
+def sqlite_problem(exc: sqlite3.Error, path: Path, timeout_s: float) -> str:
+    """What an SQLite error on the cache means, and what to do, in one line."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return (
+            f"call cache {path} is locked: another process has held a write on it for over {timeout_s:g} s. "
+            "The file is not damaged: do not move it away (its answers would be lost); wait for the other "
+            "job to finish (or stop it) and re-run"
+        )
+    if "full" in text or "no space" in text:
+        return f"the disk under the call cache {path} is full ({exc}); free space there and re-run"
+    if "readonly" in text or "read-only" in text:
+        return f"call cache {path} cannot be written ({exc}); make it writable or set paths.cache_dir"
+    if "disk i/o" in text:
+        return (
+            f"call cache {path}: the disk failed a read or write ({exc}); check the disk (full?) and re-run"
+        )
+    return ""
+
+
 class CallStore(Protocol):
     """A table ``calls(key, response, request, created, response_sha256)`` of JSON text, wherever it lives.
 
@@ -63,6 +99,16 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, timeout_s: float = 60.0):
         self.path = Path(path)
+        self.timeout_s = timeout_s
+        for f in (
+            self.path,
+            *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal")),
+        ):
+            if f.is_symlink():  # another program's database behind it would be changed (WAL, tables)
+                raise CacheError(
+                    f"call cache {f} is a symbolic link: the cache is never opened through a link; move the "
+                    "link away or set paths.cache_dir to a directory of its own"
+                )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -84,10 +130,12 @@ class SqliteStore:
                             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='calls'"
                         ).fetchone()
                     )
+                    self._refuse_foreign()
                     self._has_checksums = self._has_table and "response_sha256" in self._columns()
                     self.file_id = self._read_file_id()
                 return
             self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+            self._refuse_foreign()  # before anything changes the file (its journal mode, its tables)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
@@ -108,10 +156,36 @@ class SqliteStore:
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('file_id', ?)", (uuid.uuid4().hex,))
             self.file_id = self._read_file_id()
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise CacheError(
-                f"call cache {self.path} is not a usable SQLite database ({exc}); move it away or set "
+                sqlite_problem(exc, self.path, timeout_s)
+                or f"call cache {self.path} is not a usable SQLite database ({exc}); move it away or set "
                 "paths.cache_dir to another directory"
             ) from None
+
+    def _close_quietly(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _refuse_foreign(self) -> None:
+        """A SQLite file that holds tables (or columns) the cache never writes is another program's:
+        refused, and left exactly as it was."""
+        rows = self._conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchall()
+        names = {n for t, n in rows if t in ("table", "view")}
+        foreign = sorted(names - set(OWN_TABLES))
+        for t in sorted(names & set(OWN_TABLES)):
+            cols = {row[1] for row in self._conn.execute(f"PRAGMA table_info({t})")}
+            if not cols <= OWN_TABLES[t] or not {"key", "response", "name"} & cols:
+                foreign.append(f"{t}({', '.join(sorted(cols))})")
+        if foreign or any(t not in ("table", "view", "index") for t, _ in rows):
+            self._close_quietly()
+            raise CacheError(
+                f"call cache {self.path} is a SQLite database of another program (it holds {', '.join(foreign) or 'triggers'}); "
+                "it was left as it was: set paths.cache_dir to a directory of the cache's own"
+            )
 
     def _read_file_id(self) -> str | None:
         try:
@@ -143,13 +217,20 @@ class SqliteStore:
         return found
 
     def put_many(self, rows: list[tuple[str, str, str | None, float, str]]) -> None:
-        with self._conn:  # one transaction per batch: all of it lands or none of it
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO calls (key, response, request, created, response_sha256)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+        """One transaction per batch: all of it lands or none of it; a full disk, a lock held past the
+        timeout or an I/O error is a :class:`CacheWriteError` that carries the rows."""
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO calls (key, response, request, created, response_sha256)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+        except sqlite3.OperationalError as exc:
+            raise CacheWriteError(
+                sqlite_problem(exc, self.path, self.timeout_s) or f"call cache {self.path}: {exc}", rows
+            ) from None
 
     def set_checksums(self, rows: list[tuple[str, str]]) -> None:
         with self._conn:

@@ -41,3 +41,21 @@ class Item:
 
 class DatasetError(UserError, ValueError):
     """A dataset file is missing or malformed; the message names the file and line/row."""
+
+
+def check_text(items: list[Item], *, where: str) -> None:
+    """Every text of ``items`` (id, inputs, system) is encodable text; a lone surrogate (a JSON
+    ``\\ud800`` escape without its pair, a file decoded with ``surrogateescape``) would pass here and
+    fail every job at its cache key: one-line :class:`DatasetError` naming the item and field."""
+    for it in items:
+        for field_name, value in (("id", it.id), ("system", it.system), *it.inputs.items()):
+            if not isinstance(value, str):
+                continue
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise DatasetError(
+                    f"{where}: item {it.id.encode('utf-8', 'backslashreplace').decode()!r} field {field_name}: "
+                    f"a lone surrogate {value[e.start : e.end]!r} at character {e.start} is not text (a JSON "
+                    "\\ud800-\\udfff escape must come in a pair); fix the file"
+                ) from None

@@ -77,6 +77,7 @@ def load_judgments(
             )
     df = _typed(pd.concat(frames, ignore_index=True))
     check_identities(df, allow_mixed_dtypes=allow_mixed_dtypes)
+    check_one_text(df)
     notes: dict[str, str] = {}
     if not table.empty:
         df, notes = _without_incomplete(df, table, allow_partial=allow_partial)
@@ -147,6 +148,41 @@ def _deduplicated(df: pd.DataFrame, *, allow_mixed_dtypes: bool) -> pd.DataFrame
     ]
     df = df.sort_values([*key, "run_dir"], kind="mergesort").drop_duplicates(key, keep="first")
     return df.drop(columns="_ident").reset_index(drop=True)
+
+
+def _runs(g: pd.DataFrame) -> str:
+    dirs = sorted({str(Path(d).parent.name + "/" + Path(d).name) if d else "?" for d in g["run_dir"]})
+    return ", ".join(dirs[:2]) + (f" and {len(dirs) - 2} more" if len(dirs) > 2 else "")
+
+
+def check_one_text(df: pd.DataFrame) -> None:
+    """One analysis reads one table per dataset name and one text per wording: two runs of
+    ``dataset=table`` on different files (``table_sha256``), or of one variant whose text changed
+    between them (``wording_sha``, ``text_version``), would be merged into one configuration or
+    de-duplicated by item id. Refused in one line naming the runs of each side."""
+    for col, what in (("table_sha256", "table"), ("wording_sha", "text"), ("text_version", "version")):
+        if col not in df.columns:
+            continue
+        known = df[df[col].notna() & (df[col].astype(str) != "")]
+        keys = ["dataset"] if col == "table_sha256" else [*CONFIG_KEYS, "variant"]
+        for key, g in known.groupby(keys, sort=True):
+            sides = list(g.groupby(g[col].astype(str), sort=True))
+            if len(sides) < 2:
+                continue
+            (va, ga), (vb, gb) = sides[:2]
+            name = key[0] if isinstance(key, tuple) and col == "table_sha256" else key
+            if col == "table_sha256":
+                raise AnalysisError(
+                    f"analysis.runs holds two different tables for dataset {name}: the runs {_runs(ga)} judged one "
+                    f"(sha256 {va[:12]}), the runs {_runs(gb)} another ({vb[:12]}); analyse each table's runs on "
+                    "their own (analysis.runs=<their dirs>)"
+                )
+            k = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+            raise AnalysisError(
+                f"analysis.runs holds two {what}s of wording {k['variant']} of prompt group {k['prompt_group']} "
+                f"({k['dataset']}, {k['backbone']}): the runs {_runs(ga)} judged one ({va[:12]}), the runs "
+                f"{_runs(gb)} another ({vb[:12]}); analyse the runs of one text (analysis.runs=<their dirs>)"
+            )
 
 
 def check_identities(df: pd.DataFrame, *, allow_mixed_dtypes: bool = False) -> None:

@@ -23,7 +23,7 @@ from promptlottery.errors import ConfigError
 from promptlottery.modes import DEFAULT_MODE, get_mode
 from promptlottery.prompts.groups import PromptGroup
 from promptlottery.prompts.requests import query_text, render_chat, render_completion
-from promptlottery.prompts.scoring import score_response, unscored
+from promptlottery.prompts.scoring import score_response, unscored, verdict_context
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ def judgments_table(
             resp, s = JudgeResponse("", None, 0, 0, 0.0), unscored(skipped[req.key])
         else:
             resp = answers[req.key]
-            s = score_response(resp, mode.scoring_scale(group.scale, req.order))
+            s = score_response(resp, mode.scoring_scale(group.scale, req.order), **verdict_context(req))
             stats.parse_failures += s.parsed_label is None
         human_raw = item.human.get(condition.criterion)
         rows.append(

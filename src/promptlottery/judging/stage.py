@@ -21,7 +21,7 @@ from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
 from promptlottery.data import load_items
 from promptlottery.data.registry import dataset_id, sample_items
-from promptlottery.data.schema import Item
+from promptlottery.data.schema import Item, check_text
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
@@ -35,7 +35,7 @@ from promptlottery.prompts.groups import (
     own_default_group,
     resolve_group,
 )
-from promptlottery.prompts.requests import render_chat, render_completion, to_scale_label
+from promptlottery.prompts.requests import check_rendering, to_scale_label
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
 from promptlottery.tracking.secrets import redact_text
@@ -109,7 +109,7 @@ def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
 def _check_items(
     cfg: DictConfig, group: PromptGroup, condition: Condition, items: list[Item], from_file: bool
 ):
-    where = f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
+    where = _dataset_where(cfg)
     check_mode(
         condition.judge_mode,
         group.scale,
@@ -137,13 +137,15 @@ def check_inputs(cfg: DictConfig) -> None:
     sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
     adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
     _check_items(cfg, group, condition, items, from_file)
+    check_text(items, where=_dataset_where(cfg))
     mode = get_mode(condition.judge_mode)
-    for it in items:  # a template the sandbox refuses fails here, once, not in every job
-        seen = mode.presentations(it, group=group, position_swap=False)[0].item
-        if condition.prompt_format == "completion":
-            render_completion(group, condition.variant, seen, [], answer_prefix=group.completion_answer)
-        else:
-            render_chat(group, condition.variant, seen)
+    shown = (mode.presentations(it, group=group, position_swap=False)[0].item for it in items)
+    src = cfg.judge.get("group_file") or cfg.judge.get("template")
+    check_rendering(group, condition.variant, shown, condition.prompt_format, source=src)  # once, not per job
+
+
+def _dataset_where(cfg: DictConfig) -> str:
+    return f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
 
 
 def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
@@ -221,7 +223,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
             )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
-    df = _with_job_columns(cfg, df, items, design, group if from_file else None, output_dir)
+    df = _with_job_columns(cfg, df, items, design, group, from_file, output_dir)
     return _write(job, df, stats, backend, walk_summary)
 
 
@@ -258,9 +260,10 @@ def _add_predictions(cfg: DictConfig, options: dict, decoding, output_dir: Path)
     )
 
 
-def _with_job_columns(cfg, df, items, design, saved_group: PromptGroup | None, output_dir: Path):
+def _with_job_columns(cfg, df, items, design, group: PromptGroup, from_file: bool, output_dir: Path):
     """The judgments with what the analysis reads beside them: a table's input texts, a sparse
-    design's columns, the file of a group given as a file (``saved_group``)."""
+    design's columns, the table's and the wording's hashes, the file of a group given as a file."""
+    saved_group = group if from_file else None
     if cfg.dataset.name == "table":  # unstable_items.csv shows the user's texts next to the ids
         inputs = {it.id: it.inputs for it in items}
         for name in sorted(set().union(*inputs.values())):
@@ -268,6 +271,9 @@ def _with_job_columns(cfg, df, items, design, saved_group: PromptGroup | None, o
     if design is not None:  # the analysis rebuilds the plan from these columns and checks the cells
         keys = zip(df["item_id"], df["order"]) if "orders_of" in design else df["item_id"]
         df = df.assign(**design["columns"], design_prob=[design["prob"][k] for k in keys])
+    path = cfg.dataset.get("path")  # what was judged: one analysis refuses two (judging.load.check_one_text)
+    df["table_sha256"] = file_sha256(Path(path)) if path and Path(path).is_file() else ""
+    df["wording_sha"] = group.text_hash(cfg.judge.variant)
     if saved_group is not None:  # the analysis reads the judged texts from here (analysis 4-5)
         # through a temporary file and a rename: a link planted at the path is replaced, not followed
         saved = atomic_write(output_dir / "prompt_group.yaml", lambda tmp: dump_group(saved_group, tmp))

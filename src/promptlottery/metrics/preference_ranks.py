@@ -19,13 +19,44 @@ from ._validation import UndefinedMetricWarning, check_same_length, to_1d, warn_
 from .preference import two_order_verdict
 
 __all__ = [
+    "BT_TIE_TOL",
     "bradley_terry",
+    "tie_close",
     "rank_flips",
     "rank_flips_resampled",
     "system_ranks",
     "win_rates",
     "win_rates_resampled",
 ]
+
+
+#: Bradley-Terry strengths closer than this are one strength (a tie in every rank statistic): the
+#: solvers stop within about 1e-7 of the optimum (scikit-learn's lbfgs left two systems with the same
+#: record 1.5e-7 apart), far below any difference a game makes
+BT_TIE_TOL = 1e-6
+
+
+def tie_close(b: Any, tol: float = BT_TIE_TOL) -> np.ndarray:
+    """``b`` (the last axis: one fit's strengths) with every run of values less than ``tol`` apart,
+    in sorted order, set to the run's smallest value, so that equal strengths tie exactly (NaN kept).
+
+    >>> tie_close([0.5, 0.2 + 1e-9, 0.2, -0.7]).tolist()
+    [0.5, 0.2, 0.2, -0.7]
+    """
+    x = np.array(b, dtype=float)
+    if x.size == 0:
+        return x
+    flat = x.reshape(-1, x.shape[-1])
+    order = np.argsort(flat, axis=1)  # NaN last
+    sv = np.take_along_axis(flat, order, axis=1)
+    with np.errstate(invalid="ignore"):
+        starts = np.ones_like(sv, dtype=bool)
+        starts[:, 1:] = ~(np.diff(sv, axis=1) < tol) | np.isnan(sv[:, 1:])
+    idx = np.where(starts, np.arange(sv.shape[1])[None, :], 0)
+    first = np.take_along_axis(sv, np.maximum.accumulate(idx, axis=1), axis=1)
+    out = np.empty_like(flat)
+    np.put_along_axis(out, order, np.where(np.isnan(sv), np.nan, first), axis=1)
+    return out.reshape(x.shape)
 
 
 def _games(system_1: Any, system_2: Any, verdict: Any) -> pd.DataFrame:
@@ -99,7 +130,8 @@ def bradley_terry(system_1: Any, system_2: Any, verdict: Any, *, C: float = 100.
     and half a loss (sample weights 0.5), as does an inconsistent verdict. Each game also enters
     mirrored (``-x``, the other outcome), which leaves the likelihood's maximiser unchanged and gives
     both classes. ``C`` is scikit-learn's inverse L2 strength: the weak default (100) keeps a system
-    that wins every game finite. Strengths are shifted to mean 0.
+    that wins every game finite. Strengths are shifted to mean 0, rounded to 1e-8, and strengths
+    less than :data:`BT_TIE_TOL` apart tie (:func:`tie_close`), as in the sparse fit.
 
     >>> s = bradley_terry(["x", "x", "x", "x"], ["y", "y", "y", "y"], ["1", "1", "1", "2"], C=1e6)
     >>> round(float(s["x"] - s["y"]), 3)  # the MLE: log(3 wins / 1 loss)
@@ -128,7 +160,8 @@ def bradley_terry(system_1: Any, system_2: Any, verdict: Any, *, C: float = 100.
     model = LogisticRegression(fit_intercept=False, C=C, tol=1e-8, max_iter=1000)
     model.fit(xs[keep], ys[keep], sample_weight=ws[keep])
     b = model.coef_[0]
-    return pd.Series(b - b.mean(), index=names, name="bradley_terry")
+    # systems with the same record tie (BT_TIE_TOL), as in the sparse fit (metrics.sparse_bt)
+    return pd.Series(tie_close(np.round(b - b.mean(), 8)) + 0.0, index=names, name="bradley_terry")
 
 
 def system_ranks(scores: np.ndarray) -> np.ndarray:

@@ -20,7 +20,9 @@ plays every game anchors the fit but is not ranked, as the pairwise section does
 The fit reads a game only through the weighted points of each ordered pair of systems, so the fit
 under pair weights ``r`` (1 for the estimate, a bootstrap's counts for a replicate) needs the matrix
 product ``r @ parts`` and one batched Newton solve (:func:`bt_batch`): every resample is refitted.
-Strengths are rounded to 1e-8 (below the solver's tolerance) so that systems with the same record tie.
+Strengths are rounded to 1e-8 and those less than ``BT_TIE_TOL`` (1e-6) apart tie
+(:func:`~promptlottery.metrics.preference_ranks.tie_close`), as the full-grid fit does, so that
+systems with the same record tie in both (the lottery report and the budget report agree).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .preference_ranks import rank_flips_resampled
+from .preference_ranks import rank_flips_resampled, tie_close
 
 __all__ = ["bt_batch", "bt_parts", "bt_rank_changes", "fit_weighted_bt"]
 
@@ -132,7 +134,7 @@ def fit_weighted_bt(
     played = games.sum(axis=2) > 0
     with np.errstate(invalid="ignore"):
         mean = np.where(played, b, 0.0).sum(axis=1) / np.maximum(played.sum(axis=1), 1)
-    return np.where(played, np.round(b - mean[:, None], 8) + 0.0, np.nan)
+    return tie_close(np.where(played, np.round(b - mean[:, None], 8) + 0.0, np.nan))
 
 
 def bt_batch(parts: tuple[np.ndarray, list[str], int], r: np.ndarray, *, C: float = C_DEFAULT) -> np.ndarray:

@@ -13,16 +13,14 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
 import yaml
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateSyntaxError, meta
 
-from promptlottery.errors import UserError
+from promptlottery.prompts.rendering import TEMPLATE_ENV, PromptError, check_template, render  # noqa: F401 - render: its home for importers
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
 from promptlottery.tracking.jobdir import PathIdError, check_path_id
 
@@ -39,11 +37,6 @@ WORDING_DIMENSIONS = (
 #: where a group file declares none)
 FAMILY_TYPES = ("objective", "subjective")
 GROUPS_DIR = Path(str(files("promptlottery.prompts").joinpath("groups")))
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-
-
-class PromptError(UserError, ValueError):
-    """A prompt group file is malformed or a template cannot be rendered for an item."""
 
 
 @dataclass(frozen=True)
@@ -107,23 +100,6 @@ class PromptGroup:
     def text_hash(self, variant_id: str) -> str:
         v = self.variant(variant_id)
         return hashlib.sha256(f"{v.system or ''}\0{v.user}".encode()).hexdigest()[:16]
-
-
-@lru_cache(maxsize=512)
-def _compiled(template: str):
-    """A template compiled once (``from_string`` compiles on every call: 2 ms an item on a grid)."""
-    return _ENV.from_string(template)
-
-
-def render(template: str, variables: dict[str, str], *, where: str) -> str:
-    try:
-        return _compiled(template).render(**variables).strip()
-    except UndefinedError as e:
-        raise PromptError(f"{where}: template placeholder missing from the item: {e.message}") from None
-    except TemplateSyntaxError as e:
-        raise PromptError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
-    except SecurityError as e:  # the sandbox refused an attribute: an item's text is data, never code
-        raise PromptError(f"{where}: the template sandbox refused it: {e}") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -212,12 +188,7 @@ def load_group_file(path: str | Path) -> PromptGroup:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
         if not isinstance(raw, dict) or not raw.get("variants"):
             raise KeyError("variants")
-        variants = {
-            str(vid): Variant(
-                id=str(vid), user=v["user"], system=v.get("system"), tags=dict(v.get("tags") or {})
-            )
-            for vid, v in raw["variants"].items()
-        }
+        variants = {str(vid): _variant(str(vid), v, path) for vid, v in raw["variants"].items()}
         from_item = raw.get("criteria") == FROM_ITEM
         criteria, info = parse_criteria(None if from_item else raw.get("criteria"))
         controls = parse_controls(raw.get("controls"), variants)
@@ -238,6 +209,8 @@ def load_group_file(path: str | Path) -> PromptGroup:
             completion_answer=raw.get("completion_answer", "Answer:"),
             controls=controls,
         )
+    except PromptError:
+        raise
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
         what = " ".join(str(e).split())  # PyYAML's messages span lines
         raise PromptError(f"{path}: malformed prompt group ({type(e).__name__}: {what})") from None
@@ -253,9 +226,10 @@ def load_group_file(path: str | Path) -> PromptGroup:
     for v in (*variants.values(), *controls.values()):
         for t in (v.user, v.system or ""):
             try:
-                _ENV.parse(t)
+                TEMPLATE_ENV.parse(t)
             except TemplateSyntaxError as e:
                 raise PromptError(f"{path}: variant {v.id} line {e.lineno}: {e.message}") from None
+            check_template(t, where=f"{path}: variant {v.id}")
     check_distinct(group, where=str(path))
     return group
 
@@ -297,6 +271,22 @@ def parse_controls(raw, variants: dict[str, Variant]) -> dict[str, Variant]:
     return out
 
 
+def _variant(vid: str, v, path: Path) -> Variant:
+    """One variant of a group file; ``user:`` (and ``system:``) must be strings: one line naming both."""
+    if not isinstance(v, dict) or "user" not in v:
+        raise PromptError(
+            f"{path}: variant {vid}: needs a `user:` template (got {type(v).__name__} {v!r:.60})"
+        )
+    for key in ("user", "system"):
+        value = v.get(key)
+        if value is not None and not isinstance(value, str):
+            raise PromptError(
+                f"{path}: variant {vid}: `{key}:` must be a string (a template), got {type(value).__name__} "
+                f"{value!r:.60}; quote it or write it as a block (`{key}: |`)"
+            )
+    return Variant(id=vid, user=v["user"], system=v.get("system"), tags=dict(v.get("tags") or {}))
+
+
 @cache
 def builtin_family_types(groups_dir: str | None = None) -> dict[str, str]:
     """``{judge_family: family_type}`` as the built-in group files declare it, in group order (G1, G2,
@@ -326,8 +316,9 @@ def group_from_template(path: str | Path, scale: str, *, judge_family: str = "cu
     if not path.is_file():
         raise PromptError(f"judge.template: no file at {path}")
     text = path.read_text(encoding="utf-8")
+    check_template(text, where=str(path))
     try:
-        _ENV.parse(text)
+        TEMPLATE_ENV.parse(text)
         sc = get_scale(scale)
     except TemplateSyntaxError as e:
         raise PromptError(f"{path}: template syntax error at line {e.lineno}: {e.message}") from None
@@ -393,7 +384,7 @@ def _dump_criteria(group: PromptGroup) -> dict:
 
 def text_variables(template: str) -> set[str]:
     """The variables one template references (raises TemplateSyntaxError on a malformed one)."""
-    return meta.find_undeclared_variables(_ENV.parse(template))
+    return meta.find_undeclared_variables(TEMPLATE_ENV.parse(template))
 
 
 def template_variables(group: PromptGroup, variant_id: str | None = None) -> set[str]:

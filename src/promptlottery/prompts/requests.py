@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from promptlottery.data.schema import Item
 from promptlottery.prompts.groups import PromptError, PromptGroup, render
 from promptlottery.prompts.scales import Scale
@@ -63,3 +65,18 @@ def query_text(messages: list[dict] | None, prompt: str | None) -> str:
     if prompt is not None:
         return str(prompt)
     return "\n\n".join(f"[{m.get('role', 'user')}] {m.get('content', '')}" for m in messages or [])
+
+
+def check_rendering(
+    group: PromptGroup, variant_id: str, shown: Iterable[Item], prompt_format: str, *, source: str | None
+) -> None:
+    """Every shown item's prompt renders (in the bounded sandbox, :func:`~promptlottery.prompts.groups.render`);
+    the first failure is one :class:`PromptError` naming the file ``source`` the template is in."""
+    for seen in shown:
+        try:
+            if prompt_format == "completion":
+                render_completion(group, variant_id, seen, [], answer_prefix=group.completion_answer)
+            else:
+                render_chat(group, variant_id, seen)
+        except PromptError as e:
+            raise PromptError(f"{source}: {e}" if source and str(source) not in str(e) else str(e)) from None

@@ -9,7 +9,6 @@ the judging runner maps them into the pair's own terms per order (:meth:`Scale.f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from promptlottery.registry import Registry
@@ -54,54 +53,36 @@ class Scale:
         best = min(range(len(self.scores)), key=lambda i: (abs(self.scores[i] - score), i))
         return self.labels[best]
 
-    def parse(self, text: str) -> str | None:
-        """First scale label that appears as a whole word in ``text`` (case-insensitive); on a
-        pairwise scale :func:`parse_preference`."""
-        if self.pairwise:
-            return parse_preference(text, self.labels)
-        alternatives = "|".join(re.escape(lab) for lab in sorted(self.labels, key=len, reverse=True))
-        m = re.search(rf"(?<![\w.])({alternatives})(?![\w]|\.\d)", text, flags=re.IGNORECASE)
-        if not m:
-            return None
-        found = m.group(1).lower()
-        return next(lab for lab in self.labels if lab.lower() == found)
+    def parse(self, text: str, *, prompt: str | None = None, cued: bool = False) -> str | None:
+        """The label at the verdict of ``text`` (:func:`promptlottery.prompts.verdicts.read_verdict`:
+        the label at the answer cue, else the last verdict marker, else the last label; a restated
+        scale, an echoed prompt or a hedge is no verdict); None: a parse failure (:meth:`read` says why)."""
+        return self.read(text, prompt=prompt, cued=cued).label
+
+    def read(self, text: str, *, prompt: str | None = None, cued: bool = False):
+        """The :class:`~promptlottery.prompts.verdicts.Reading` of ``text``: label, or the reason for none."""
+        from promptlottery.prompts.verdicts import read_verdict
+
+        return read_verdict(text, self, prompt=prompt, cued=cued)
 
 
-#: the letter right after the ``[[`` the judge was prompted with (assistant prefix), closed by ``]]``
-#: (the raw text starts ``A]]``), or a whole ``[[A]]`` at the very start
-_AFTER_PREFIX = re.compile(r"^\s*(?:\[\[)?\s*([A-Za-z])\s*\]\]")
-_BRACKETED = re.compile(r"\[\[\s*([A-Za-z])\s*\]\]")
-#: a bare capital letter at the start (an answer given as just ``B``, or an unclosed ``[[B``)
-_LEADING = re.compile(r"^[\s\[\"'*(]*([A-Z])(?![A-Za-z0-9])")
-
-
-def parse_preference(text: str, labels: tuple[str, ...]) -> str | None:
-    r"""The preference label in a pairwise judge's raw text, the first rule that matches:
-
-    1. the letter right after the ``[[`` prefix, closed by ``]]`` (``"A]]\n\nExplanation: unlike
-       [[B]]"`` is A): the verdict the judge gave where it was asked for it. FastChat reads the whole
-       judgment (prefix included, ``fastchat/llm_judge/common.py``, ``run_judge_pair``): ``if "[[A]]"
-       in judgment: winner = "A" elif "[[B]]" in judgment: winner = "B" elif "[[C]]" in judgment:
-       winner = "tie"``, which gives A on that text too;
-    2. else the first ``[[X]]`` anywhere (case-insensitive). Ours where FastChat differs: on
-       ``"[[B]] ... [[A]]"`` (no verdict at the start) FastChat's fixed A-before-B-before-C order
-       gives A, the first occurrence gives B;
-    3. else a bare capital letter at the start (an answer given as just ``B``).
-
-    ``[[D]]`` on an A/B/C scale, or a leading letter outside the scale, is no label (a parse
-    failure, missing with its reason).
+def parse_preference(text: str, labels: tuple[str, ...], *, cued: bool = False) -> str | None:
+    r"""The preference label in a pairwise judge's raw text (:meth:`Scale.parse` on a pairwise scale
+    of ``labels``, the last one the tie where there are three): the letter right after the ``[[``
+    prefix (``"A]]\n\nExplanation: unlike [[B]]"`` is A: the verdict the judge gave where it was asked
+    for it), else the last verdict marker (``[[B]]``, ``Verdict: B``, ``Assistant B is better``; not
+    one after "not" / "unlike" / "than"), else a bare letter alone on the first line. ``[[D]]`` on an
+    A/B/C scale, or a leading letter outside the scale, is no label (a parse failure, missing with
+    its reason).
 
     >>> [parse_preference(t, ("A", "B", "C")) for t in ("[[A]]", "so [[c]]", "B", "A]]", " [B", "a tie", "[[D]]")]
     ['A', 'C', 'B', 'A', 'B', None, None]
     >>> parse_preference("A]]\n\nExplanation: unlike [[B]]", ("A", "B", "C"))
     'A'
     """
-    text = text or ""
-    m = _AFTER_PREFIX.search(text) or _BRACKETED.search(text) or _LEADING.search(text)
-    if not m:
-        return None
-    found = m.group(1).upper()
-    return next((lab for lab in labels if lab.upper() == found), None)
+    scores = (1.0, 0.0, 0.5)[: len(labels)]
+    tie = labels[2] if len(labels) == 3 else None
+    return Scale("preference", tuple(labels), scores, "pairwise", tie).parse(text or "", cued=cued)
 
 
 #: the rating scales by name (``judge.scale``, a prompt group's ``scale:``)
@@ -123,6 +104,9 @@ _scale("likert_0_4", "01234", range(5))
 # preference labels: A = the answer shown first is better, B = the second, C = a tie
 _scale("pairwise_ab", "AB", (1.0, 0.0), kind="pairwise")
 _scale("pairwise_abc", "ABC", (1.0, 0.0, 0.5), kind="pairwise", tie_label="C")
+# the same, the positions numbered ("Response 1" / "Output (2)"), a tie as 0
+_scale("pairwise_12", "12", (1.0, 0.0), kind="pairwise")
+_scale("pairwise_120", "120", (1.0, 0.0, 0.5), kind="pairwise", tie_label="0")
 
 
 def get_scale(name: str) -> Scale:

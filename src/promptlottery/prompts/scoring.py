@@ -30,18 +30,21 @@ def unscored(reason: str) -> Scored:
     return Scored(*(None,) * 9, missing_reason=reason)
 
 
-def score_response(resp: JudgeResponse, scale: Scale) -> Scored:
+def score_response(
+    resp: JudgeResponse, scale: Scale, *, prompt: str | None = None, cued: bool = False
+) -> Scored:
     """Score one answer.
 
     The weighted score is r = sum_i p_i s_i / sum_j p_j over the scale's labels; the argmax label
     is the most probable scale label. When the backend gave no label probabilities the score
-    falls back to the label parsed from the raw text (``scoring_mode='parsed_label'``). A raw text
-    with no scale label is a parse failure: missing data with a reason, never a low score.
+    falls back to the label read from the raw text at its verdict (``scoring_mode='parsed_label'``,
+    :func:`promptlottery.prompts.verdicts.read_verdict`; ``prompt``: the rendered request, whose
+    echoed lines are no verdict; ``cued``: it ended with an answer prefix). A raw text with no
+    label at a verdict, or an ambiguous one, is a parse failure: missing data with a reason, never a
+    low score.
     """
-    parsed = scale.parse(resp.raw_text or "")
-    parse_reason = (
-        None if parsed is not None else f"no {scale.name} label in raw output {resp.raw_text[:40]!r}"
-    )
+    reading = scale.read(resp.raw_text or "", prompt=prompt, cued=cued)
+    parsed, parse_reason = reading.label, reading.reason
     weighted = argmax = mass = None
     if resp.label_probs:
         probs = {lab: float(resp.label_probs.get(lab, 0.0)) for lab in scale.labels}
@@ -68,3 +71,15 @@ def score_response(resp: JudgeResponse, scale: Scale) -> Scored:
         parse_failure_reason=parse_reason,
         missing_reason=missing,
     )
+
+
+def verdict_context(req) -> dict:
+    """What :func:`score_response` reads a request's answer with: the rendered text (its echo is
+    no verdict) and whether it ended with an answer cue (an assistant prefix, or a completion prompt
+    ending in ``Answer:`` / ``[[``: the answer starts at the verdict)."""
+    texts = [req.prompt] if req.prompt is not None else [m.get("content", "") for m in req.messages or []]
+    prompt = "\n".join(str(t) for t in texts)
+    cued = bool(req.assistant_prefix) or (
+        req.prompt is not None and str(req.prompt).rstrip().endswith((":", "[["))
+    )
+    return {"prompt": prompt, "cued": cued}

@@ -96,6 +96,12 @@ def preflight(cfg: DictConfig) -> None:
     (:class:`Preflight`)."""
     check(cfg)
     name = OmegaConf.select(cfg, "stage", default="judge")
+    if name == "judge" and OmegaConf.select(cfg, "analysis", default=None) is not None:
+        # the lottery analysis after a judging sweep (+analysis=lottery_after_sweep): its options
+        # are checked now, not after every call is made
+        from promptlottery.analysis.callbacks import check_after_sweep_options
+
+        check_after_sweep_options(cfg.analysis)
     if name in INPUT_CHECKS:
         _target(INPUT_CHECKS.get(name))(cfg)
 
@@ -140,13 +146,42 @@ def check_composition(args: list[str], config_dir: str | Path, config_name: str 
     plain = [
         o.input_line for o in parsed if not o.is_sweep_override() and not o.key_or_group.startswith("hydra")
     ]
+    dirs = [o.input_line for o in parsed if not o.is_sweep_override() and o.key_or_group in _HYDRA_DIRS]
     try:
         with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
-            compose(config_name, overrides=plain)
+            composed = compose(config_name, overrides=plain + dirs, return_hydra_config=True)
     except Exception as exc:  # noqa: BLE001 - a bad input becomes one line, a bug is Hydra's to show
         message = user_message(exc)
         if message is not None:
             raise ConfigError(message) from None
+        return
+    check_output_dirs(composed, multirun=any(a in ("-m", "--multirun") for a in args))
+
+
+#: the directories Hydra makes before any of the project's code runs
+_HYDRA_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
+
+
+def check_output_dirs(cfg: DictConfig, *, multirun: bool) -> None:
+    """The dirs a run writes, checked before Hydra makes them (:func:`~promptlottery.tracking.jobdir.check_output_root`:
+    writable, no link, not inside the source tree): ``paths.output_dir``, the run's or sweep's dir and
+    the call cache's dir. A dir that cannot be resolved yet (a sweep value) is left to the job's own check."""
+    from promptlottery.tracking.jobdir import check_output_root
+
+    root = OmegaConf.select(cfg, "paths.root_dir", default=None)
+    wanted = [
+        ("paths.output_dir", "paths.output_dir"),
+        ("hydra.sweep.dir" if multirun else "hydra.run.dir",) * 2,
+    ]
+    if not OmegaConf.select(cfg, "paths.cache_url", default=None):
+        wanted.append(("paths.cache_dir", "paths.cache_dir"))
+    for key, what in wanted:
+        try:
+            value = OmegaConf.select(cfg, key, default=None)
+        except Exception:  # noqa: BLE001 - an interpolation only a job can resolve
+            continue
+        if value:
+            check_output_root(value, what, root, follow_ok=key == "paths.cache_dir")
 
 
 def get_stage(name: str) -> Callable[..., dict[str, Any]]:
@@ -254,4 +289,16 @@ class Preflight(Callback):
             preflight_sweep(config)
         except UserError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Exception as exc:  # noqa: BLE001 - a bug: Hydra would warn and start the jobs anyway
+            import traceback
+
+            from promptlottery.tracking.secrets import redact_exception
+
+            redact_exception(exc)
+            traceback.print_exc()
+            print(
+                f"error: the sweep's preflight failed ({type(exc).__name__}); no job was started",
+                file=sys.stderr,
+            )
             raise SystemExit(2) from None

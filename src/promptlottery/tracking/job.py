@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from promptlottery.tracking.jobdir import OutputDirError, claim_output_dir, release_output_dir
+from promptlottery.tracking.jobdir import OutputDirError, check_job_dir, claim_output_dir, release_output_dir
 from promptlottery.tracking.records import write_results
 
 logger = logging.getLogger(__name__)
@@ -122,6 +122,9 @@ def run_job(
     try:
         if check is not None:
             check()  # before anything is written: a refused config claims no directory
+        # no job's or analysis's dir is written through a link (one planted at <sweep>/lottery, or
+        # above it), nor inside the source tree: checked here too for a job that claims nothing
+        check_job_dir(out, job.root, entries=False)
         checked = True
         if claim:
             claim_output_dir(out, job.config)
@@ -133,8 +136,11 @@ def run_job(
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
         if job.record is None and _may_record(out, exc, checked=checked, claim=claim, claimed=claimed):
-            out.mkdir(parents=True, exist_ok=True)
-            job.write("failed", error=message)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                job.write("failed", error=message)
+            except OSError as record_exc:  # a full disk: the error itself is what the user must see
+                logger.error("%s: the failed record could not be written either (%s)", out, record_exc)
         if job._tracker is not None:
             job._tracker.finish(exit_code=1)
         logger.error(

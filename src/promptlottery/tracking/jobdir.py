@@ -66,10 +66,79 @@ def check_path_id(value: object, what: str) -> str:
     return text
 
 
-def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> None:
-    """Refuse a job dir inside the package, at the repository root (``root`` and the package's
-    checkout), or holding a symbolic link (in it or in its ``.hydra/``), in one line naming the path."""
+#: the source tree's folders under a checkout: no outputs there either
+SOURCE_FOLDERS = ("src", "tests", "conf")
+
+
+def link_in_path(path: str | Path) -> Path | None:
+    """The first symbolic link among ``path`` and its parents, leaving out the filesystem's top
+    level (``/data``) and the parents of the working directory and of the home directory (a system's
+    own layout); None where there is none."""
+    p = Path(path).absolute()
+    trusted = {Path("/")}
+    for base in (Path.cwd(), Path.home()):
+        trusted |= {base, *base.parents}
+    for d in (p, *p.parents):
+        if d in trusted or d.parent == Path("/"):
+            continue
+        if d.is_symlink():
+            return d
+    return None
+
+
+def check_output_root(
+    path: str | Path, what: str, root: str | Path | None = None, *, follow_ok: bool = False
+) -> None:
+    """Refuse, in one line naming ``what`` (the option) and the path, an output or cache dir that
+    is or lies under a symbolic link, lies inside the package or the checkout's ``src/``, ``tests/``
+    or ``conf/``, is the repository root, or cannot be written (its nearest existing parent is
+    read-only or not writable). Checked before Hydra makes any dir (``stages.check_composition``).
+    ``follow_ok``: a dir that may lie under a link (the call cache's, often on a bigger disk: its
+    file itself is never opened through one, ``calls.cache_store``)."""
+    out = Path(path).absolute()
+    link = None if follow_ok else link_in_path(out)
+    if link is not None:
+        raise OutputDirError(
+            f"{what}={path}: {link} is a symbolic link: outputs are never written through a link; "
+            "give a real directory"
+        )
+    real = out.resolve()
+    roots = [r.resolve() for r in (Path(root) if root else None, SOURCE_ROOT) if r is not None]
+    if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
+        raise OutputDirError(
+            f"{what}={path} is inside the promptlottery package ({PACKAGE_DIR}); write outputs elsewhere"
+        )
+    for r in roots:
+        if real == r:
+            raise OutputDirError(f"{what}={path} is the repository root; give the job its own dir")
+        for folder in SOURCE_FOLDERS:
+            if real == r / folder or (r / folder) in real.parents:
+                raise OutputDirError(
+                    f"{what}={path} is inside the source tree ({r / folder}); write outputs elsewhere "
+                    "(outputs/ is the default)"
+                )
+    existing = next(d for d in (real, *real.parents) if d.exists())
+    if not existing.is_dir():
+        raise OutputDirError(f"{what}={path}: {existing} is a file, not a directory")
+    read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    if read_only or not os.access(existing, os.W_OK | os.X_OK):
+        why = "on a read-only file system" if read_only else "not writable by this user"
+        raise OutputDirError(f"{what}={path}: {existing} is {why}; give a directory you can write")
+
+
+def check_job_dir(output_dir: str | Path, root: str | Path | None = None, *, entries: bool = True) -> None:
+    """Refuse a job dir inside the package or the checkout's source folders, at the repository root
+    (``root`` and the package's checkout), that is or lies under a symbolic link
+    (:func:`link_in_path`), or holding a symbolic link (in it or in its ``.hydra/``), in one line
+    naming the path. ``entries=False``: the dir and its place only (a job that claims nothing writes
+    each file through a temporary file and a rename, which replaces a link planted in it)."""
     out = Path(output_dir).absolute()
+    link = link_in_path(out)
+    if link is not None:
+        raise OutputDirError(
+            f"output dir {out}: {link} is a symbolic link: a job's files are never opened through a link; "
+            "remove it or give a real directory"
+        )
     real = out.resolve()
     if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
         raise OutputDirError(
@@ -80,7 +149,15 @@ def check_job_dir(output_dir: str | Path, root: str | Path | None = None) -> Non
         raise OutputDirError(
             f"output dir {out} is the repository root; give the job its own dir (paths.output_dir)"
         )
+    for r in roots:
+        for folder in SOURCE_FOLDERS:
+            if real == r / folder or (r / folder) in real.parents:
+                raise OutputDirError(
+                    f"output dir {out} is inside the source tree ({r / folder}); write outputs elsewhere"
+                )
     hydra_dir = out / ".hydra"
+    if not entries:
+        return
     for d in (out, hydra_dir) if hydra_dir.is_dir() and not hydra_dir.is_symlink() else (out,):
         for entry in sorted(d.iterdir()) if d.is_dir() else ():
             if entry.is_symlink():
@@ -133,7 +210,7 @@ DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)
 #: options of how a run treats its cache, not of what the job is: never in the hash (a re-run with
 #: paths.cache_on_mismatch=recompute resumes its own dir; dirs from before these options still match)
 HANDLING_OPTIONS = {
-    "paths": ("cache_on_mismatch", "allow_paid_recompute"),
+    "paths": ("cache_on_mismatch", "allow_paid_recompute", "cache_timeout_s"),
     # a label (the dataset config's id) and a planning figure (a backbone's throughput): neither
     # changes a call, so a job dir of the study from before them is still the same job
     "dataset": ("id",),

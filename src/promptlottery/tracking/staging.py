@@ -41,6 +41,28 @@ def digests(folder: str | Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): file_sha256(p) for p in files}
 
 
+class no_debris:
+    """Around writing into ``staging`` and publishing it: an ``OSError`` (a full disk, a read-only or
+    vanished dir) removes the staging dir and becomes one line, :class:`OutputsError`, saying what
+    happened and what to do; what ``output_dir`` held before is left in place."""
+
+    def __init__(self, staging: str | Path, output_dir: str | Path):
+        self.staging, self.output_dir = Path(staging), Path(output_dir)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, OSError):
+            return False
+        shutil.rmtree(self.staging, ignore_errors=True)
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise OutputsError(
+            f"the outputs could not be written into {self.output_dir} ({why}); nothing there was replaced "
+            "and nothing half-written is left: free space (or make it writable) and re-run"
+        ) from None
+
+
 def publish(staging: str | Path, output_dir: str | Path) -> dict[str, str]:
     """Move every entry of ``staging`` into ``output_dir`` (replacing what is there) and remove
     ``staging``; returns the digests of the files moved (:func:`digests`)."""

@@ -1,0 +1,123 @@
+"""A server's answer checked at the boundary, before anything of it is read or stored.
+
+A chat/completions answer is JSON from a process we do not control: a logprob may be ``NaN``,
+``Infinity`` (Python's JSON reader accepts both), positive (a probability above 1) or a string; a
+token count may be a string. Any of these is a :class:`MalformedAnswerError` for that call, one line
+naming the request and the field: retried like a transient error (a server's glitch), and failed
+with the batch when it persists; never stored in the cache or a judgments table. The API key, where a
+server echoes it, is replaced by ``***`` in every text of the answer (:func:`scrub`). And one request
+gets one overall deadline (:func:`within_deadline`), not one per read: a server that drips its answer
+byte by byte cannot hold a call past ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from promptlottery.backends.base import JudgeResponse
+from promptlottery.backends.openai_wire import TransientBackendError
+
+T = TypeVar("T")
+#: a logprob above this is no logprob (p > 1); servers round 0 to -0.0 or a few ulps above
+MAX_LOGPROB = 1e-6
+#: key values shorter than this are placeholders (``EMPTY``), left alone as the run's redaction does
+MIN_SECRET_CHARS = 8
+
+
+class MalformedAnswerError(TransientBackendError):
+    """A server answer with a field that cannot be what it claims (a NaN logprob, a string count)."""
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def check_answer(data: Any, *, where: str) -> None:
+    """Refuse (:class:`MalformedAnswerError`, one line with ``where``) an answer whose logprobs are not
+    finite numbers at most 0, or whose token counts are not non-negative integers."""
+
+    def bad(what: str, value: Any) -> MalformedAnswerError:
+        return MalformedAnswerError(
+            f"{where}: malformed answer: {what} is {value!r:.40}; the call is retried and never stored"
+        )
+
+    if not isinstance(data, dict):
+        raise bad("the answer", data)
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise bad("usage", usage)
+    for field in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        v = (usage or {}).get(field)
+        n = _number(v)
+        if v is not None and (n is None or not math.isfinite(n) or n < 0 or n != int(n)):
+            raise bad(f"usage.{field}", v)
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        return  # parse_response says "without choices"
+    for choice in choices:
+        lp = choice.get("logprobs") if isinstance(choice, dict) else None
+        if lp is None:
+            continue
+        if not isinstance(lp, dict):
+            raise bad("logprobs", lp)
+        for k, pos in enumerate(lp.get("content") or []):
+            _check_logprob(
+                pos.get("logprob") if isinstance(pos, dict) else pos, f"logprobs.content[{k}]", bad
+            )
+            for alt in (pos.get("top_logprobs") or []) if isinstance(pos, dict) else []:
+                tok = alt.get("token") if isinstance(alt, dict) else alt
+                _check_logprob(alt.get("logprob") if isinstance(alt, dict) else None,
+                               f"the logprob of token {tok!r} at position {k}", bad)  # fmt: skip
+        for k, v in enumerate(lp.get("token_logprobs") or []):
+            if v is not None:  # the legacy API's first prompt token has none
+                _check_logprob(v, f"logprobs.token_logprobs[{k}]", bad)
+        for k, top in enumerate(lp.get("top_logprobs") or []):
+            for tok, v in (top or {}).items() if isinstance(top, dict) else []:
+                _check_logprob(v, f"the logprob of token {tok!r} at position {k}", bad)
+
+
+def _check_logprob(value: Any, what: str, bad) -> None:
+    x = _number(value)
+    if x is None or math.isnan(x) or x == math.inf or x > MAX_LOGPROB:
+        raise bad(what, value)
+
+
+def secret_values(api_key_env: str | None) -> list[str]:
+    """The values a stored answer must not hold: the backend's API key (and ``OPENAI_API_KEY``)."""
+    names = {n for n in (api_key_env, "OPENAI_API_KEY") if n}
+    return sorted({v for n in names if len(v := os.environ.get(n) or "") >= MIN_SECRET_CHARS})
+
+
+def scrub(resp: JudgeResponse, secrets: list[str]) -> JudgeResponse:
+    """``resp`` with every secret replaced by ``***`` in its text and its string extras."""
+    if not secrets:
+        return resp
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, str):
+            for s in secrets:
+                v = v.replace(s, "***")
+        return v
+
+    resp.raw_text = clean(resp.raw_text)
+    resp.extra = {k: clean(v) for k, v in resp.extra.items()}
+    return resp
+
+
+async def within_deadline(aw: Awaitable[T], seconds: float | None, *, where: str) -> T:
+    """``await aw``, but at most ``seconds`` in all (connect, send, every read): else a
+    :class:`TransientBackendError` (retried) naming the deadline."""
+    if not seconds or seconds <= 0:
+        return await aw
+    try:
+        return await asyncio.wait_for(aw, seconds)
+    except asyncio.TimeoutError:
+        raise TransientBackendError(
+            f"{where}: no complete answer within {seconds:g} s (backbone.backend.timeout_s bounds the whole request)"
+        ) from None

@@ -83,7 +83,9 @@ def test_results_json_names_the_digest_of_every_file_it_wrote(runs, tmp_path):
     assert json.loads((out / "results.json").read_text())["outputs"] == rec["outputs"]
     assert not (out / ".staging").exists()
     proc = verdict_cli(out)
-    assert proc.returncode == 0 and proc.stdout.startswith("The finding:"), proc.stderr[-2000:]
+    assert (
+        proc.returncode == 0 and proc.stdout.startswith("Fake judge") and "\nThe finding:" in proc.stdout
+    ), proc.stderr[-2000:]
 
 
 def test_killed_when_headlines_appeared_the_verdict_is_refused(runs, tmp_path, monkeypatch):

@@ -349,7 +349,9 @@ def test_one_inverted_wording_flips_exactly_its_mirrored_items(sweep, name):
         assert corr.loc["P1", "pearson"] == pytest.approx(r, **APPROX)
     agree = _config_row(s, "agreement_collapse")
     matrix = np.array([[s.mirrored(lab) if v == s.inverted else lab for v in s.variants] for lab in labels])
-    if flips and len(set(matrix.ravel())) > 1:
+    if flips and len(set(labels)) == 1:  # each wording one label for every item: collapsed, no kappa
+        assert np.isnan(agree["fleiss_kappa"]) and "collapsed within each judge" in agree["notes"]
+    elif flips and len(set(matrix.ravel())) > 1:
         assert agree["fleiss_kappa"] == pytest.approx(fleiss(matrix), **APPROX)
     elif not flips:
         assert agree["fleiss_kappa"] == 1 or np.isnan(agree["fleiss_kappa"])

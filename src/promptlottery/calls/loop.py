@@ -183,7 +183,7 @@ def run_calls(
 def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,
             max_consecutive_failures, spend) -> tuple[list[str], str]:  # fmt: skip
     """The misses answered by the window (a backend that ``streams``) or in batches; the failures."""
-    if todo and backend.batch_api:
+    if todo and getattr(backend, "batch_api", False):  # a duck-typed backend (no Backend base) has neither
         from promptlottery.calls.provider_batch import run_provider_batches
 
         misses = [r for r in order if r.key not in cached]
@@ -192,7 +192,7 @@ def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries,
             if r.key in answers:
                 spend.add(answers[r.key])
         return failures, "call(s)"
-    if todo and backend.streams:
+    if todo and getattr(backend, "streams", False):
         failures = stream_calls(
             [r for r in order if r.key not in cached], backend, cache, decoding, answers,
             max_retries=max_retries, backoff_s=backoff_s, desc=desc,

@@ -49,7 +49,7 @@ for _name, _target in {
     "rubric": "promptlottery.rubrics.stage:rubric",
     "rubric_judge": "promptlottery.rubrics.grid_stage:rubric_judge",
     "rubric_tables": "promptlottery.rubrics.grid_stage:rubric_tables",
-    "study": "promptlottery.stages.study:study_analysis",
+    "study": "promptlottery.stages.study:study",
     "validate_prompts": "promptlottery.stages.validation:validate_prompts",
 }.items():
     STAGES.register(_name, _target)

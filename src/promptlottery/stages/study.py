@@ -595,7 +595,7 @@ class SweepPlan(Callback):
         print(format_plan(plan, study=f"sweep {name}"), flush=True)
 
 
-def study_analysis(cfg: DictConfig, job) -> dict[str, Any]:
+def study(cfg: DictConfig, job) -> dict[str, Any]:
     """Stage ``study`` (``+analysis=study``): the lottery analysis of every configuration of a study dir
     (each kept separate), then the study page ``study.md`` with the paper's rows and the breakdowns
     per backbone and per judge family (:mod:`promptlottery.analysis.study_report`)."""

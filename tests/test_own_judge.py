@@ -384,7 +384,7 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
 
     shown = show(tmp_path / "sweep" / "lottery")  # what `make demo` prints
     assert "| Fleiss' kappa across the five paraphrases | about 0.24 |" in shown
-    assert shown.startswith("The finding:") and "lottery/report.md" in shown
+    assert shown.startswith("Fake judge") and "\nThe finding:" in shown and "lottery/report.md" in shown
     assert "is not shown to track the human labels" in shown  # the fake judge's Pearson CI covers 0
     df = pd.read_parquet(tmp_path / "sweep" / "0_P1_fake" / "judgments.parquet")
     assert set(df["prompt_group"]) == {"my_helpfulness"} and df["human"].tolist()[:1] == [9.0]

@@ -78,3 +78,23 @@ def test_bad_input_and_undefined():
     with pytest.warns(UndefinedMetricWarning, match="no item"):
         r = control_sensitivity([[1, np.nan]], [[0]], directions=["stricter"])
     assert r.verdict == "undefined" and r.deaf
+
+
+def test_pairwise_directions_by_hand():
+    # preferences for response 1: base b = (1, 0, 0.5); stricter c = (0.5, 0.5, 0.5) moves toward the tie:
+    # |b - 1/2| - |c - 1/2| = (0.5, 0.5, 0); more lenient c = (1, 0, 1) moves away: (0, 0, 0.5);
+    # reversed c = (0, 1, 0.5) flips the side: |c - b| - |(1 - c) - b| = (1, 1, 0)
+    b = [1.0, 0.0, 0.5]
+    assert control_shift(b, [0.5] * 3, direction="stricter", pairwise=True).tolist() == [0.5, 0.5, 0.0]
+    assert control_shift(b, [1.0, 0.0, 1.0], direction="more_lenient", pairwise=True).tolist() == [0, 0, 0.5]
+    assert control_shift(b, [0.0, 1.0, 0.5], direction="reversed", pairwise=True).tolist() == [1.0, 1.0, 0.0]
+    # pointwise, the same stricter control reads as a lower score: b - c = (0.5, -0.5, 0)
+    assert control_shift(b, [0.5] * 3, direction="stricter").tolist() == [0.5, -0.5, 0.0]
+    # two orders of one pair are one cluster: 10 pairs x 2 rows; signal = mean(0.5, 0.5, 0) over rows
+    para = np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]] * 20)[:40]
+    ctrl = np.full((40, 1), 0.5)
+    r = control_sensitivity(
+        para, ctrl, directions=["stricter"], pairwise=True, clusters=np.repeat(np.arange(20), 2)
+    )
+    expected = np.mean(np.abs(para[:, 0] - 0.5))
+    assert r.signal == pytest.approx(expected) and r.noise == 0.0 and r.verdict == "follows"

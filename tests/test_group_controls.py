@@ -7,7 +7,7 @@ from promptlottery.prompts.groups import GROUPS_DIR, PromptError, load_group, lo
 
 
 def test_g1_and_g5_controls_leave_the_paraphrases_as_they_were():
-    for gid in ("G1", "G5"):
+    for gid in ("G1", "G5", "G17"):
         g = load_group(gid)
         assert list(g.variants) == ["P1", "P2", "P3", "P4", "P5"]
         assert {c: (v.control, v.base) for c, v in g.controls.items()} == {
@@ -20,6 +20,13 @@ def test_g1_and_g5_controls_leave_the_paraphrases_as_they_were():
     # the paraphrases' text hashes (cache keys) of main before controls were added
     assert load_group("G1").text_hash("P1") == "fe3968c415d8e046"
     assert load_group("G5").text_hash("P1") == "2d20c8a48fcac250"
+    assert load_group("G17").text_hash("P1") == "463cae113138dcf3"
+    # G17's controls rewrite P1's system prompt and keep its user template
+    g17 = load_group("G17")
+    assert all(
+        c.user == g17.variants["P1"].user and c.system != g17.variants["P1"].system
+        for c in g17.controls.values()
+    )
 
 
 def test_group_variants_lists_controls_only_when_asked():

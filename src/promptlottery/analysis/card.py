@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import card_controls as cc
 from promptlottery.analysis import card_sections as cs
 from promptlottery.judging.load import load_judgments
 from promptlottery.judging.table import add_verdicts, paraphrase_rows, variant_order
@@ -124,9 +125,7 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         card["lottery"] = cs.lottery_pairwise(para, wordings, opts)
         card["position"] = cs.position_bias(para, wordings, opts)
         card["length"] = cs.length_pairwise(para, wordings, texts, texts_note, opts)
-        card["controls"] = {
-            "missing": "controls are defined for pointwise groups only (no pairwise group carries one)"
-        }
+        card["controls"] = cc.controls_pairwise(para, ctrl, wordings, controls, opts)
         card["alt_test"] = cs.alt_test_pairwise(para, wordings, key["dataset"], opts)
         card["corrected"] = cs.corrected_pairwise(para, wordings, opts)
     else:
@@ -134,7 +133,7 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         card["lottery"] = cs.lottery_pointwise(para, wordings, (lo, hi), opts)
         card["position"] = {"missing": "pointwise: one response per prompt, no position to favour"}
         card["length"] = cs.length_pointwise(para, wordings, texts, texts_note, opts)
-        card["controls"] = cs.controls_section(para, ctrl, wordings, controls, (lo, hi), opts)
+        card["controls"] = cc.controls_section(para, ctrl, wordings, controls, (lo, hi), opts)
         # the raters' observed range where they exist (a dataset config's human_range can be another
         # criterion's: USR's is 1-5 for 'overall' while 'engaging' is 1-3), else the configured one
         observed = cs.observed_range(para)

@@ -126,7 +126,7 @@ def markdown(card: dict) -> str:
         body = (
             f"Verdict: **{ctl['verdict']}**. Signal {_f(ctl['signal'])} {_ci(ctl['signal_ci'])}, paraphrase noise "
             f"{_f(ctl['noise'])} {_ci(ctl['noise_ci'])}, margin {_f(ctl['margin'])} {_ci(ctl['margin_ci'])}, ratio "
-            f"{_f(ctl['ratio'])} {_ci(ctl['ratio_ci'])}; n={ctl['n']} items, controls {', '.join(ctl['controls'])}.\n\n"
+            f"{_f(ctl['ratio'])} {_ci(ctl['ratio_ci'])}; n={ctl.get('n_text') or str(ctl['n']) + ' items'}, controls {', '.join(ctl['controls'])}.\n\n"
             + _table(["direction", "mean shift"], [[d, _f(v)] for d, v in ctl["per_direction"].items()])
         )
     else:

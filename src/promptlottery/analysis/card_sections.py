@@ -12,7 +12,6 @@ import pandas as pd
 
 from promptlottery.metrics.alt_test import EPSILON, alt_test
 from promptlottery.metrics.bootstrap import bootstrap_ci
-from promptlottery.metrics.controls import control_sensitivity
 from promptlottery.metrics.correlation import spearman
 from promptlottery.metrics.human_corrected import human_only_mean, judge_only_mean, ppi_mean, rogan_gladen
 from promptlottery.metrics.length_bias import length_controlled_win_rate, length_slope
@@ -296,50 +295,6 @@ def length_pairwise(para, wordings, texts, note, opts) -> dict:
             "n": r.n,
         }
     return {"per_wording": per, "source": SOURCES["length_pairwise"]}
-
-
-# ----------------------------------------------------------------------------- controls
-
-
-def controls_section(para, ctrl, wordings, controls, scale, opts) -> dict:
-    if not controls:
-        return {"missing": "the prompt group carries no control variants"}
-    if ctrl.empty:
-        return {
-            "missing": f"no control variant judged: rerun the sweep with judge.controls=true judge.variant={','.join(controls)}"
-        }
-    judged = [c for c in controls if c in set(ctrl["variant"])]
-    pm = _matrix(para, wordings)
-    cm = ctrl.pivot_table(index="item_id", columns="variant", values="value", aggfunc="first").reindex(
-        index=pm.index, columns=judged
-    )
-    bases = [wordings.index(controls[c].base) if controls[c].base in wordings else 0 for c in judged]
-    r = control_sensitivity(
-        pm.to_numpy(float),
-        cm.to_numpy(float),
-        directions=[controls[c].control for c in judged],
-        bases=bases,
-        scale=scale,
-        n_resamples=opts.n_resamples,
-        level=opts.level,
-        seed=opts.seed,
-    )
-    return {
-        "signal": r.signal,
-        "signal_ci": list(r.signal_ci),
-        "noise": r.noise,
-        "noise_ci": list(r.noise_ci),
-        "margin": r.margin,
-        "margin_ci": list(r.margin_ci),
-        "ratio": r.ratio,
-        "ratio_ci": list(r.ratio_ci),
-        "verdict": r.verdict,
-        "deaf": r.deaf,
-        "n": r.n_items,
-        "controls": judged,
-        "per_direction": r.per_direction,
-        "source": SOURCES["controls"],
-    }
 
 
 # ----------------------------------------------------------------------------- alt-test

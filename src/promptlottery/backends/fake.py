@@ -54,7 +54,9 @@ class FakeBackend(Backend):
       (:attr:`~promptlottery.backends.base.KnownAnswer.control`) the verdict its rewrite asks for:
       ``stricter`` the lowest-scored label, ``more_lenient`` and ``criterion_dropped`` the
       highest-scored, ``reversed`` the oracle's label mirrored on the scale (pairwise: A and B
-      swapped). The constant judge is deaf to controls and ``inverted`` (oracle on controls, one
+      swapped); pairwise (where the highest-scored label is A, the answer shown first) on a scale
+      with a tie label, ``stricter`` answers the tie and ``more_lenient`` the oracle with a tie
+      answered A. The constant judge is deaf to controls and ``inverted`` (oracle on controls, one
       paraphrase mirrored) wording-sensitive: the judge card's three known answers.
 
     ``sharpness`` concentrates the distribution (large = near one-hot); ``fail_on`` lists
@@ -264,8 +266,19 @@ def _meaning_following(backend: FakeBackend, r: JudgeRequest) -> str:
         return label
     if known.control == "reversed":
         return _mirrored(label, r.labels, scores)
+    tie = _tie(r.labels, scores) if r.order is not None else None
+    if tie is not None and known.control in ("stricter", "more_lenient"):
+        # pairwise, a threshold for preferring one side: stricter -> the tie, more lenient -> the
+        # oracle with its tie broken for the answer shown first
+        return tie if known.control == "stricter" else (r.labels[0] if label == tie else label)
     pick = min if known.control == "stricter" else max  # more_lenient, criterion_dropped: the top
     return pick(r.labels, key=scores.get)
+
+
+def _tie(labels: tuple[str, ...], scores: dict[str, float]) -> str | None:
+    """A pairwise scale's tie: the label scored midway between the two sides (None if there is none)."""
+    mid = (min(scores.values()) + max(scores.values())) / 2
+    return next((lab for lab in labels if scores[lab] == mid), None)
 
 
 #: every ``behaviour=``, the default first

@@ -16,6 +16,13 @@ unchanged, meaning-changing ones should move them"). Per item ``i`` and on a sca
   the base one itself; ``criterion_dropped``: ``|c - b|`` (a dropped criterion must move the
   verdict, in a direction the rubric does not fix).
 
+Pairwise (``pairwise=True``; ours, the same idea on a preference): a verdict is the preference for
+response 1 on [0, 1] (1 = response 1 wins, 0 = response 2 wins, 0.5 = a tie) and ``stricter`` /
+``more_lenient`` speak of the threshold for preferring one side: ``stricter``: ``|b - 1/2| - |c -
+1/2|`` (toward a tie); ``more_lenient``: ``|c - 1/2| - |b - 1/2|`` (away from a tie); ``reversed``
+("prefer the worse response") and ``criterion_dropped`` as above (the mirror ``1 - c`` is the other
+side preferred, a tie kept).
+
 The measures are the item means ``S`` and ``N``, the margin ``S - N`` and the ratio ``S / N``
 (``+-inf`` when ``N = 0`` and ``S != 0``), each with a (cluster) bootstrap percentile interval over items. The
 judge **follows** its controls when the margin's interval lies above 0; otherwise it is **deaf**
@@ -62,15 +69,21 @@ class ControlSensitivity:
         return not self.follows
 
 
-def control_shift(base, control, *, direction: str) -> np.ndarray:
-    """Per-item shift of ``control`` from ``base`` (both on [0, 1]) in the ``direction`` it must move.
+def control_shift(base, control, *, direction: str, pairwise: bool = False) -> np.ndarray:
+    """Per-item shift of ``control`` from ``base`` (both on [0, 1]) in the ``direction`` it must move;
+    ``pairwise``: both are preferences for response 1 (0.5 a tie), stricter = toward the tie.
 
     >>> control_shift([1.0, 0.0], [0.0, 0.0], direction="stricter").tolist()
     [1.0, 0.0]
     >>> control_shift([1.0, 0.0], [0.0, 1.0], direction="reversed").tolist()
     [1.0, 1.0]
+    >>> control_shift([1.0, 0.5], [0.5, 0.5], direction="stricter", pairwise=True).tolist()
+    [0.5, 0.0]
     """
     b, c = np.asarray(base, dtype=float), np.asarray(control, dtype=float)
+    if pairwise and direction in ("stricter", "more_lenient"):
+        toward_tie = np.abs(b - 0.5) - np.abs(c - 0.5)
+        return toward_tie if direction == "stricter" else -toward_tie
     if direction == "stricter":
         return b - c
     if direction == "more_lenient":
@@ -103,34 +116,8 @@ def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def control_sensitivity(
-    paraphrases,
-    controls,
-    *,
-    directions,
-    bases=None,
-    scale: tuple[float, float] = (0.0, 1.0),
-    clusters=None,
-    stable_below: float = 0.05,
-    level: float = 0.95,
-    n_resamples: int = 1000,
-    seed: Seed = 0,
-) -> ControlSensitivity:
-    """Signal (control shift) against noise (paraphrase shift) of one judge on one prompt group.
-
-    ``paraphrases``: items x k verdicts under the ``k >= 2`` paraphrases; ``controls``: items x c
-    verdicts under the controls, ``directions[j]`` the direction control ``j`` must move and
-    ``bases[j]`` the column of ``paraphrases`` it rewrites (default 0). Verdicts are on ``scale =
-    (lo, hi)``; NaN is a missing verdict (left out of its item's means). Items with no paraphrase
-    pair or no control pair are left out.
-
-    Binary verdicts, twenty items (half yes, half no), three paraphrases that agree, a stricter
-    control that says no on all: signal = mean(1 - 0, 0 - 0) = 0.5, noise 0, the judge follows.
-
-    >>> r = control_sensitivity([[1, 1, 1], [0, 0, 0]] * 10, [[0], [0]] * 10, directions=["stricter"])
-    >>> r.signal, r.noise, r.ratio, r.verdict
-    (0.5, 0.0, inf, 'follows')
-    """
+def _checked(paraphrases, controls, directions, bases, scale) -> tuple[np.ndarray, np.ndarray, list, list]:
+    """The two matrices rescaled to [0, 1], the directions and the bases; a bad input is a ValueError."""
     p = to_numeric_2d(paraphrases, "paraphrases")
     c = to_numeric_2d(controls, "controls")
     if p.shape[0] != c.shape[0]:
@@ -151,46 +138,69 @@ def control_sensitivity(
     lo, hi = (float(v) for v in scale)
     if not hi > lo:
         raise ValueError(f"scale must be (lo, hi) with hi > lo, got {scale!r}")
-    check_level(level)
-    n_resamples = check_positive_int("n_resamples", n_resamples)
-    check_seed(seed)
     for name, m in (("paraphrases", p), ("controls", c)):
         bad = ~np.isnan(m) & ((m < lo) | (m > hi))
         if bad.any():
             i, j = (int(v[0]) for v in np.nonzero(bad))
             raise ValueError(f"{name} row {i} column {j} holds {float(m[i, j])!r}, outside the scale {scale}")
-    p, c = (p - lo) / (hi - lo), (c - lo) / (hi - lo)
+    return (p - lo) / (hi - lo), (c - lo) / (hi - lo), directions, bases
+
+
+def _undefined(n_controls: int, level: float) -> ControlSensitivity:
+    warn_undefined("control_sensitivity: no item has both a paraphrase pair and a control verdict")
+    nan, nan2 = float("nan"), (float("nan"), float("nan"))
+    return ControlSensitivity(
+        nan, nan2, nan, nan2, nan, nan2, nan, nan2, False, "undefined", 0, n_controls, level
+    )
+
+
+def control_sensitivity(
+    paraphrases,
+    controls,
+    *,
+    directions,
+    bases=None,
+    scale: tuple[float, float] = (0.0, 1.0),
+    pairwise: bool = False,
+    clusters=None,
+    stable_below: float = 0.05,
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: Seed = 0,
+) -> ControlSensitivity:
+    """Signal (control shift) against noise (paraphrase shift) of one judge on one prompt group.
+
+    ``paraphrases``: items x k verdicts under the ``k >= 2`` paraphrases; ``controls``: items x c
+    verdicts under the controls, ``directions[j]`` the direction control ``j`` must move and
+    ``bases[j]`` the column of ``paraphrases`` it rewrites (default 0). Verdicts are on ``scale =
+    (lo, hi)``; NaN is a missing verdict (left out of its item's means). Items with no paraphrase
+    pair or no control pair are left out. ``pairwise``: verdicts are preferences for response 1
+    (see the module docstring); ``clusters``: the bootstrap resamples them (e.g. a pair's two orders).
+
+    Binary verdicts, twenty items (half yes, half no), three paraphrases that agree, a stricter
+    control that says no on all: signal = mean(1 - 0, 0 - 0) = 0.5, noise 0, the judge follows.
+
+    >>> r = control_sensitivity([[1, 1, 1], [0, 0, 0]] * 10, [[0], [0]] * 10, directions=["stricter"])
+    >>> r.signal, r.noise, r.ratio, r.verdict
+    (0.5, 0.0, inf, 'follows')
+    """
+    p, c, directions, bases = _checked(paraphrases, controls, directions, bases, scale)
+    check_level(level)
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    check_seed(seed)
     shifts = np.stack(
         [
-            control_shift(p[:, b], c[:, j], direction=d)
+            control_shift(p[:, b], c[:, j], direction=d, pairwise=pairwise)
             for j, (d, b) in enumerate(zip(directions, bases, strict=True))
         ],
         axis=1,
     )
-    s_i = _nanmean(shifts)
-    n_i = _pair_noise(p)
+    s_i, n_i = _nanmean(shifts), _pair_noise(p)
     keep = ~np.isnan(s_i) & ~np.isnan(n_i)
     s_i, n_i, shifts = s_i[keep], n_i[keep], shifts[keep]
-    n = int(keep.sum())
-    nan = float("nan")
-    if n == 0:
-        warn_undefined("control_sensitivity: no item has both a paraphrase pair and a control verdict")
-        return ControlSensitivity(
-            nan,
-            (nan, nan),
-            nan,
-            (nan, nan),
-            nan,
-            (nan, nan),
-            nan,
-            (nan, nan),
-            False,
-            "undefined",
-            0,
-            c.shape[1],
-            level,
-        )
-    cl = np.arange(n) if clusters is None else np.asarray(clusters)[keep]
+    if not keep.any():
+        return _undefined(c.shape[1], level)
+    cl = np.arange(int(keep.sum())) if clusters is None else np.asarray(clusters)[keep]
     w = cluster_weights(cl, n_resamples, seed=seed)
     tot = w.sum(1)
     s_dist, n_dist = (w @ s_i) / tot, (w @ n_i) / tot
@@ -199,32 +209,19 @@ def control_sensitivity(
             n_dist > 0, s_dist / np.where(n_dist > 0, n_dist, 1), np.where(s_dist > 0, np.inf, np.nan)
         )
     s, nz = float(s_i.mean()), float(n_i.mean())
-    ratio = s / nz if nz > 0 else (float(np.sign(s)) * float("inf") if s != 0 else nan)
-    margin_ci = _ci(s_dist - n_dist, level)
-    noise_ci = _ci(n_dist, level)
+    ratio = s / nz if nz > 0 else (float(np.sign(s)) * float("inf") if s != 0 else float("nan"))
+    margin_ci, noise_ci = _ci(s_dist - n_dist, level), _ci(n_dist, level)
     follows = bool(margin_ci[0] > 0)
     verdict = (
         "follows"
         if follows
         else ("deaf: stable" if noise_ci[1] < stable_below else "deaf: wording-sensitive")
     )
-    per_direction = {}
-    for d in dict.fromkeys(directions):
-        cols = [j for j, dj in enumerate(directions) if dj == d]
-        per_direction[d] = float(np.nanmean(shifts[:, cols]))
+    per_direction = {
+        d: float(np.nanmean(shifts[:, [j for j, dj in enumerate(directions) if dj == d]]))
+        for d in dict.fromkeys(directions)
+    }
     return ControlSensitivity(
-        s,
-        _ci(s_dist, level),
-        nz,
-        noise_ci,
-        s - nz,
-        margin_ci,
-        ratio,
-        _ci(r_dist, level),
-        follows,
-        verdict,
-        n,
-        c.shape[1],
-        level,
-        per_direction,
-    )
+        s, _ci(s_dist, level), nz, noise_ci, s - nz, margin_ci, ratio, _ci(r_dist, level),
+        follows, verdict, int(keep.sum()), c.shape[1], level, per_direction,
+    )  # fmt: skip

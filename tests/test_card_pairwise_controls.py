@@ -1,0 +1,85 @@
+"""The pairwise judge card's controls end to end on known-answer judges: PandaLM (three annotators a
+pair, ties allowed) judged by the fake backend under G17's five paraphrases and its four P1 controls
+(``judge.controls=true``), both orders, then the card on the two sweep dirs.
+
+The unit is a pair in one order; its verdict the preference for response 1 (1, 0, or 0.5 for a tie).
+With ``t`` the share of pairs whose human majority is a tie, the hand-derived numbers (``metrics.controls``, pairwise: stricter ``|b - 1/2| - |c - 1/2|``, more
+lenient its negative, reversed ``|c - b| - |(1 - c) - b|``, criterion dropped ``|c - b|``):
+
+* ``meaning_following``: the oracle under every paraphrase, noise 0; stricter answers the tie (shift
+  1/2 on a decided pair, 0 on a tie: ``(1 - t) / 2``); more lenient breaks a tie for the answer shown
+  first (response 1 in order 12, response 2 in order 21: shift 1/2 on a tie, ``t / 2``); reversed
+  swaps the sides (1 on a decided pair, 0 on a tie: ``1 - t``); criterion dropped answers A, the
+  answer shown first (response 1 then response 2: ``|c - b|`` is 1 in one order and 0 in the other
+  on a decided pair, 1/2 in both on a tie: ``1/2``). Signal ``(2 - t) / 4``: follows.
+* ``constant`` (always A: response 1 in order 12, response 2 in order 21): every control says what
+  P1 says, shifts 0, 0, -1, 0: signal -1/4, noise 0: deaf and stable.
+* ``inverted`` (P3 mirrored, controls answered as the oracle): 4 of 10 paraphrase pairs differ by 1 on
+  a decided pair, noise ``0.4 (1 - t)``; reversed -1 on a decided pair: signal ``-(1 - t) / 4``: deaf
+  and wording-sensitive.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from omegaconf import open_dict
+
+from promptlottery.analysis import card as card_mod
+from promptlottery.stages import run_stage
+from tests.conftest import compose
+
+PARAPHRASES = ["P1", "P2", "P3", "P4", "P5"]
+CONTROLS = ["P1_stricter", "P1_more_lenient", "P1_reversed", "P1_criterion_dropped"]
+
+
+def _card(tmp, behaviour: str):
+    cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp)
+    with open_dict(cfg):
+        cfg.backbone.backend.behaviour = behaviour
+        cfg.backbone.backend.inverted_variant = "P3"
+        cfg.backbone.backend.label = "A"
+    for v in PARAPHRASES + CONTROLS:
+        with open_dict(cfg):
+            cfg.judge.variant = v
+            cfg.judge.controls = v in CONTROLS
+        run_stage(cfg, tmp / ("controls" if v in CONTROLS else "grid") / v)
+    opts = card_mod.CardOptions(n_resamples=200, n_draws=10)
+    (card,) = card_mod.build_cards([str(tmp / "grid"), str(tmp / "controls")], opts)
+    pref = pd.read_parquet(tmp / "grid" / "P1" / "judgments.parquet").drop_duplicates("item_id")
+    pref = pref["human_preferred"].to_numpy()
+    return card, float(np.mean(pref == "tie"))
+
+
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory):
+    return {b: _card(tmp_path_factory.mktemp(b), b) for b in ("meaning_following", "constant", "inverted")}
+
+
+def test_meaning_following_follows_its_pairwise_controls(cards):
+    card, t = cards["meaning_following"]
+    ctl = card["controls"]
+    assert 0 < t < 1  # the 30 pairs hold ties and decided pairs
+    assert ctl["per_direction"] == pytest.approx(
+        {"stricter": (1 - t) / 2, "more_lenient": t / 2, "reversed": 1 - t, "criterion_dropped": 0.5}
+    )
+    assert ctl["signal"] == pytest.approx((2 - t) / 4) and ctl["noise"] == 0.0
+    assert ctl["verdict"] == "follows" and (ctl["n"], ctl["n_pairs"]) == (60, 30)
+    assert ctl["controls"] == CONTROLS
+    assert card["controls_judged"] == sorted(CONTROLS) and card["wordings"] == PARAPHRASES
+
+
+def test_constant_judge_is_deaf_to_pairwise_controls(cards):
+    ctl = cards["constant"][0]["controls"]
+    assert ctl["per_direction"] == pytest.approx(
+        {"stricter": 0.0, "more_lenient": 0.0, "reversed": -1.0, "criterion_dropped": 0.0}
+    )
+    assert ctl["signal"] == pytest.approx(-0.25) and ctl["noise"] == 0.0 and ctl["verdict"] == "deaf: stable"
+
+
+def test_inverted_judge_is_deaf_and_wording_sensitive(cards):
+    card, t = cards["inverted"]
+    ctl = card["controls"]
+    assert ctl["noise"] == pytest.approx(0.4 * (1 - t)) and ctl["signal"] == pytest.approx(-(1 - t) / 4)
+    assert ctl["verdict"] == "deaf: wording-sensitive"

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.card_sections import _discordant, coverage, rank_changes, scale_mapper
+from promptlottery.analysis.card_corrected import _discordant, coverage, rank_changes
+from promptlottery.analysis.card_sections import scale_mapper
 from promptlottery.analysis.ppi_coverage import simulated_judges
 
 
@@ -49,7 +50,7 @@ def test_simulated_judges_and_scale_mapping():
 def test_rogan_gladen_section_and_per_system_estimates():
     from types import SimpleNamespace
 
-    from promptlottery.analysis.card_sections import per_system, rogan_gladen_section
+    from promptlottery.analysis.card_corrected import per_system, rogan_gladen_section
 
     opts = SimpleNamespace(slices=(25, 50), n_draws=100, seed=0, ppi_level=0.9)
     y = np.array([1.0, 3.0] * 40)  # binary human labels at the ends of a 1-3 scale, share of 3s = 0.5

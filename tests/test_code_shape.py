@@ -24,9 +24,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "promptlottery/rubrics/paper_reference.py:_build": 167,
     "promptlottery/rubrics/strata.py:_stratum_cells": 82,
     "promptlottery/rubrics/tables.py:table1": 107,
-    # grown in the 2026-12-06 merge of issues 45-50 (the judge card, the controls metric): to be split
-    "promptlottery/analysis/card_render.py:markdown": 224,
-    "promptlottery/analysis/card_render.py:figure": 162,
 }
 
 #: path -> lines
@@ -36,8 +33,6 @@ LONG_FILES: dict[str, int] = {
     "promptlottery/rubrics/strata.py": 448,
     "promptlottery/rubrics/tables.py": 491,
     # grown in the 2026-12-06 merge of issues 45-50 (the card, the study, controls, verdict readers): to be split
-    "promptlottery/analysis/card_render.py": 424,
-    "promptlottery/analysis/card_sections.py": 760,
     "promptlottery/analysis/verdict.py": 430,
     "promptlottery/judging/runner.py": 419,
     "promptlottery/judging/stage.py": 418,

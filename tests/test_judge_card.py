@@ -2,8 +2,9 @@
 item, six systems) judged by the fake backend under the five paraphrases and G1's four P1 controls
 (``judge.controls=true``), then ``python -m promptlottery.analysis.card`` on the two sweep dirs.
 
-Hand-derived numbers (``p``: the share of items whose human mean, mapped from the dataset config's 1-5 onto
-the yes/no scale, is nearer yes, i.e. >= 3; the oracle answers that label):
+Hand-derived numbers (``p``: the share of items whose human mean, mapped from the experiment's
+``dataset.human_range`` (USR engaging: 1-3) onto the yes/no scale, is nearer yes, i.e. >= 2; the
+oracle answers that label):
 
 * ``meaning_following`` (the oracle under paraphrases; stricter -> no, more lenient and criterion
   dropped -> yes, reversed -> the mirrored label): no item changes, noise 0, signal
@@ -76,10 +77,15 @@ def _judge(tmp, behaviour: str):
     (page,) = out.glob("*/card.md")
     card = json.loads((page.parent / "card.json").read_text())
     humans = pd.read_parquet(tmp / "grid" / "P1" / "judgments.parquet").drop_duplicates("item_id")["human"]
-    # the oracle's label: the human mean mapped from the dataset config's human_range [1, 5] onto
-    # (yes = 1, no = 0), a tie to the label listed first (yes): yes iff the mean is >= 3
-    p = float(np.mean(humans.to_numpy(float) >= 3))
+    # the oracle's label: the human mean mapped from engaging's human_range [1, 3] onto (yes = 1,
+    # no = 0), a tie to the label listed first (yes): yes iff the mean is >= 2
+    assert list(cfg_range(tmp)) == [1.0, 3.0]
+    p = float(np.mean(humans.to_numpy(float) >= 2))
     return card, page, p
+
+
+def cfg_range(tmp) -> list[float]:
+    return json.loads((tmp / "grid" / "P1" / "results.json").read_text())["config"]["dataset"]["human_range"]
 
 
 @pytest.fixture(scope="module")

@@ -37,8 +37,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis import card_alt as ca
 from promptlottery.analysis import card_controls as cc
+from promptlottery.analysis import card_corrected as cr
 from promptlottery.analysis import card_sections as cs
+from promptlottery.analysis import card_words as cw
 from promptlottery.judging.load import load_judgments
 from promptlottery.judging.table import add_verdicts, paraphrase_rows, variant_order
 from promptlottery.prompts.groups import PromptGroup, load_group, load_group_file
@@ -126,8 +129,8 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         card["position"] = cs.position_bias(para, wordings, opts)
         card["length"] = cs.length_pairwise(para, wordings, texts, texts_note, opts)
         card["controls"] = cc.controls_pairwise(para, ctrl, wordings, controls, opts)
-        card["alt_test"] = cs.alt_test_pairwise(para, wordings, key["dataset"], opts)
-        card["corrected"] = cs.corrected_pairwise(para, wordings, opts)
+        card["alt_test"] = ca.alt_test_pairwise(para, wordings, key["dataset"], opts)
+        card["corrected"] = cr.corrected_pairwise(para, wordings, opts)
     else:
         lo, hi = min(scale.scores), max(scale.scores)
         card["lottery"] = cs.lottery_pointwise(para, wordings, (lo, hi), opts)
@@ -139,10 +142,10 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         observed = cs.observed_range(para)
         card["human_scale"] = list(observed or human_range)
         to_human = cs.scale_mapper((lo, hi), observed or human_range)
-        card["alt_test"] = cs.alt_test_pointwise(para, wordings, key["dataset"], to_human, opts)
-        card["corrected"] = cs.corrected_section(para, wordings, to_human, opts)
-    card["verdict_text"] = cs.verdict_paragraph(card)
-    card["headline"] = cs.headline(card)
+        card["alt_test"] = ca.alt_test_pointwise(para, wordings, key["dataset"], to_human, opts)
+        card["corrected"] = cr.corrected_section(para, wordings, to_human, opts)
+    card["verdict_text"] = cw.verdict_paragraph(card)
+    card["headline"] = cw.headline(card)
     return card
 
 

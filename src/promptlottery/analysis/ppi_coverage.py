@@ -6,9 +6,9 @@ item's human mean ``y`` from the dataset (the real labels) and a SIMULATED judge
 bias ``b_ws ~ N(0, system_sd)`` (what makes wordings rank systems differently) and item noise
 ``e ~ N(0, noise_sd)``, all seeded. It then reports, per slice size ``n`` (25, 50, 100) over
 ``n_draws`` random slices, how often the PPI++, human-only and judge-only intervals cover the
-all-human mean (:func:`~promptlottery.analysis.card_sections.coverage`), and the share of system
+all-human mean (:func:`~promptlottery.analysis.card_corrected.coverage`), and the share of system
 pairs ordered oppositely by two wordings before and after PPI++ correction
-(:func:`~promptlottery.analysis.card_sections.rank_changes`). The judge is simulated, not a model:
+(:func:`~promptlottery.analysis.card_corrected.rank_changes`). The judge is simulated, not a model:
 every output says so. The real judge's version of these numbers is the judge card's.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.card_sections import coverage, rank_changes
+from promptlottery.analysis.card_corrected import coverage, rank_changes
 
 
 def simulated_judges(

@@ -351,3 +351,20 @@ def percentile_interval(estimate: float, dist: np.ndarray, level: float, n_res: 
     else:
         low, high = (float(v) for v in np.percentile(ok, [50.0 * (1.0 - level), 50.0 * (1.0 + level)]))
     return BootstrapResult(estimate, low, high, level, n_res, dist)
+
+
+def percentile_bounds(dist, level: float, *, finite_only: bool = True) -> tuple[float, float]:
+    """The ``level`` percentile interval of the replicates ``dist``, NaN left out (and +-inf too unless
+    ``finite_only=False``, where an infinite replicate switches to the ``nearest`` order statistic so
+    that a bound is a replicate, e.g. a ratio whose noise is 0); (nan, nan) when none is left.
+
+    >>> percentile_bounds(np.array([1.0, 2.0, np.nan, 3.0]), 0.5)
+    (1.5, 2.5)
+    """
+    d = np.asarray(dist, dtype=float)
+    ok = d[np.isfinite(d)] if finite_only else d[~np.isnan(d)]
+    if ok.size == 0:
+        return float("nan"), float("nan")
+    method = "linear" if np.isfinite(ok).all() else "nearest"
+    lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)], method=method)
+    return float(lo), float(hi)

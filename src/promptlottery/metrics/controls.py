@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_positive_int, to_numeric_2d, warn_undefined
-from .bootstrap import Seed, check_level, check_seed
+from .bootstrap import Seed, check_level, check_seed, percentile_bounds
 from .cluster_bootstrap import cluster_weights
 
 __all__ = ["DIRECTIONS", "ControlSensitivity", "control_sensitivity", "control_shift"]
@@ -108,12 +108,7 @@ def _pair_noise(p: np.ndarray) -> np.ndarray:
 
 
 def _ci(dist: np.ndarray, level: float) -> tuple[float, float]:
-    ok = dist[~np.isnan(dist)]
-    if ok.size == 0:
-        return float("nan"), float("nan")
-    method = "linear" if np.isfinite(ok).all() else "nearest"  # the ratio is inf where the noise is 0
-    lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)], method=method)
-    return float(lo), float(hi)
+    return percentile_bounds(dist, level, finite_only=False)  # the ratio is inf where the noise is 0
 
 
 def _checked(paraphrases, controls, directions, bases, scale) -> tuple[np.ndarray, np.ndarray, list, list]:

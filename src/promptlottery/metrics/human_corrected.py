@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ._validation import check_min_items, check_positive_int, to_numeric_1d, warn_undefined
-from .bootstrap import Seed, check_level, check_seed
+from .bootstrap import Seed, check_level, check_seed, percentile_bounds
 
 __all__ = ["CorrectedMean", "human_only_mean", "judge_only_mean", "ppi_mean", "rogan_gladen"]
 
@@ -172,6 +172,5 @@ def rogan_gladen(
         sp = ((1 - fl) * (1 - yl)).sum(1) / (1 - yl).sum(1)
     p = (fl.sum(1) + fu[iu].sum(1)) / (n + big_n)
     dist = _rg(p, se, sp)
-    ok = dist[~np.isnan(dist)]
-    low, high = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)]) if ok.size else (nan, nan)
-    return CorrectedMean(est, float(low), float(high), level, n, big_n, nan, "rogan_gladen")
+    low, high = percentile_bounds(dist, level, finite_only=False)
+    return CorrectedMean(est, low, high, level, n, big_n, nan, "rogan_gladen")

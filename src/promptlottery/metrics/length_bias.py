@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_min_items, check_positive_int, to_1d, to_numeric_1d, warn_undefined
-from .bootstrap import Seed, check_level, check_seed
+from .bootstrap import Seed, check_level, check_seed, percentile_bounds
 from .cluster_bootstrap import cluster_weights
 
 __all__ = ["LengthBias", "length_controlled_win_rate", "length_slope"]
@@ -42,14 +42,6 @@ class LengthBias:
     level: float
     n: int
     extra: dict  # pairwise: raw win rate, phi (the length term) with its interval; pointwise: sd of length
-
-
-def _interval(dist: np.ndarray, level: float) -> tuple[float, float]:
-    ok = dist[np.isfinite(dist)]
-    if ok.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(ok, [50 * (1 - level), 50 * (1 + level)])
-    return float(lo), float(hi)
 
 
 def _within_slope(score: np.ndarray, z: np.ndarray, codes: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -115,7 +107,7 @@ def length_slope(
         warn_undefined("length_slope: no human-label group holds two different lengths")
     cl = np.arange(s.size) if clusters is None else to_1d(clusters, "clusters")[keep]
     dist = _within_slope(s, z, codes, cluster_weights(cl, n_resamples, seed=seed))
-    low, high = _interval(dist, level)
+    low, high = percentile_bounds(dist, level)
     return LengthBias(est, low, high, level, int(s.size), {"sd_length": sd})
 
 
@@ -200,8 +192,8 @@ def length_controlled_win_rate(
     w = cluster_weights(cl, n_resamples, seed=seed)
     boot = _fit_logistic(t, p, w) if sd > 0 else np.zeros((n_resamples, 2)) + np.nan
     lc_dist = 1 / (1 + np.exp(-boot[:, 0]))
-    low, high = _interval(lc_dist, level)
-    phi_low, phi_high = _interval(boot[:, 1], level)
+    low, high = percentile_bounds(lc_dist, level)
+    phi_low, phi_high = percentile_bounds(boot[:, 1], level)
     lc = float(1 / (1 + np.exp(-beta[0])))
     return LengthBias(
         lc,

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis import card_alt as ca
+from promptlottery.analysis import card_bt
 from promptlottery.analysis import card_controls as cc
 from promptlottery.analysis import card_corrected as cr
 from promptlottery.analysis import card_sections as cs
@@ -61,6 +62,7 @@ class CardOptions:
     slices: tuple[int, ...] = (25, 50, 100)
     n_draws: int = 500
     rank_share: float = 0.25  # the human-labelled share of each system's items for the rank study
+    bt_share: float = 0.5  # the human-labelled share of the pairs for the corrected Bradley-Terry fit
     epsilon: float | None = None  # None: per dataset (card_sections.EPSILON_BY_DATASET)
     seed: int = 0
 
@@ -131,6 +133,8 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         card["controls"] = cc.controls_pairwise(para, ctrl, wordings, controls, opts)
         card["alt_test"] = ca.alt_test_pairwise(para, wordings, key["dataset"], opts)
         card["corrected"] = cr.corrected_pairwise(para, wordings, opts)
+        if "per_wording" in card["corrected"]:
+            card["corrected"]["bradley_terry"] = card_bt.bradley_terry_section(para, wordings, opts)
     else:
         lo, hi = min(scale.scores), max(scale.scores)
         card["lottery"] = cs.lottery_pointwise(para, wordings, (lo, hi), opts)

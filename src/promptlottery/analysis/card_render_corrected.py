@@ -109,9 +109,11 @@ def _bradley_terry(bt: dict) -> str:
     ]
     return (
         f"\n\nBradley-Terry strengths (log-odds against {bt['reference']}; {bt['n_labelled']} of {bt['n_pairs']} pairs "
-        f"human-labelled, one seeded slice; {int(100 * bt['level'])}% intervals; {bt['estimator']}). Rank changes "
-        f"between wordings: {_f(bt['between_wordings_before'], 3)} judge-only, {_f(bt['between_wordings_after'], 3)} "
-        f"corrected; against the all-human fit {_f(bt['vs_humans_before'], 3)} and {_f(bt['vs_humans_after'], 3)}.\n\n"
+        f"human-labelled, seeded slice {bt['shown_slice']} (the first with a finite fit); {int(100 * bt['level'])}% "
+        f"intervals; {bt['estimator']}). System pairs in opposite order between two wordings: "
+        f"{_f(bt['between_wordings_before'], 3)} judge-only, {_f(bt['between_wordings_after'], 3)} corrected (mean over "
+        f"the {bt['defined_draws']} of {bt['draws']} slices with a finite fit); against the all-human fit "
+        f"{_f(bt['vs_humans_before'], 3)} and {_f(bt['vs_humans_after'], 3)}.\n\n"
         + _table(["wording", "system", "judge-only", "PPI++", "CI", "all-human"], rows)
     )
 

@@ -87,7 +87,7 @@ def _newton(parts, d: int, iters: int = 100) -> np.ndarray:
                 mu = _sigmoid(x @ beta)
                 grad += w * x.T @ (mu - y) / len(y)
                 hess += w * (x * (mu * (1 - mu))[:, None]).T @ x / len(y)
-        step = np.linalg.solve(hess, grad)
+        step = np.linalg.solve(hess, grad)  # singular where the pairs do not link every system
         t, before = 1.0, loss(beta)
         while loss(beta - t * step) > before + 1e-12 and t > 1e-8:
             t /= 2

@@ -1,4 +1,4 @@
-"""The pairwise judge card's controls end to end on known-answer judges: PandaLM (three annotators a
+"""The pairwise judge card end to end on known-answer judges: PandaLM (three annotators a
 pair, ties allowed) judged by the fake backend under G17's five paraphrases and its four P1 controls
 (``judge.controls=true``), both orders, then the card on the two sweep dirs.
 
@@ -49,7 +49,7 @@ def _card(tmp, behaviour: str):
     (card,) = card_mod.build_cards([str(tmp / "grid"), str(tmp / "controls")], opts)
     pref = pd.read_parquet(tmp / "grid" / "P1" / "judgments.parquet").drop_duplicates("item_id")
     pref = pref["human_preferred"].to_numpy()
-    return card, float(np.mean(pref == "tie"))
+    return card, float(np.mean(pref == "tie")), tmp
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def cards(tmp_path_factory):
 
 
 def test_meaning_following_follows_its_pairwise_controls(cards):
-    card, t = cards["meaning_following"]
+    card, t, _ = cards["meaning_following"]
     ctl = card["controls"]
     assert 0 < t < 1  # the 30 pairs hold ties and decided pairs
     assert ctl["per_direction"] == pytest.approx(
@@ -79,7 +79,61 @@ def test_constant_judge_is_deaf_to_pairwise_controls(cards):
 
 
 def test_inverted_judge_is_deaf_and_wording_sensitive(cards):
-    card, t = cards["inverted"]
+    card, t, _ = cards["inverted"]
     ctl = card["controls"]
     assert ctl["noise"] == pytest.approx(0.4 * (1 - t)) and ctl["signal"] == pytest.approx(-(1 - t) / 4)
     assert ctl["verdict"] == "deaf: wording-sensitive"
+
+
+def test_oracle_ranks_the_systems_as_the_humans_do(cards):
+    """Under every paraphrase the oracle's order-averaged preference is the human one (f = y on every
+    pair), so each system's judge-only win rate is its all-human one, the judge-only Bradley-Terry
+    strengths are the all-human fit's, and no two wordings (nor a wording and the humans) order two
+    systems differently, before correction or after (the same f, the same slices)."""
+    cor = cards["meaning_following"][0]["corrected"]
+    for sys_rows in cor["per_system"]["per_wording"].values():
+        assert len(sys_rows) == 5  # PandaLM's five response models
+        for v in sys_rows.values():
+            assert v["judge_only"] == pytest.approx(v["human"])
+    rk = cor["ranks"]
+    assert rk["n_systems"] == 5 and rk["unit"] == "pairs"
+    assert (
+        rk["between_wordings_before"] == 0
+        and rk["vs_humans_before"] == 0
+        and rk["between_wordings_after"] == 0
+    )
+    bt = cor["bradley_terry"]
+    assert bt["defined_draws"] > 0 and bt["n_labelled"] == 15 and bt["n_pairs"] == 30
+    for sys_rows in bt["per_wording"].values():
+        assert sys_rows[bt["reference"]]["ppi"] == 0.0
+        for v in sys_rows.values():
+            assert v["judge_only"] == pytest.approx(v["human"], abs=1e-6)
+            assert v["ci"][0] <= v["ppi"] <= v["ci"][1]
+    assert (
+        bt["between_wordings_before"] == 0
+        and bt["vs_humans_before"] == 0
+        and bt["between_wordings_after"] == 0
+    )
+
+
+def test_card_cli_on_a_pairwise_sweep_and_its_controls(cards, capsys):
+    """The CLI on a paraphrase sweep dir and a controls sweep dir (one subdir per job): a page, a figure
+    and the index, the headline printed, the fake named."""
+    tmp = cards["constant"][2]
+    out = tmp / "card_cli"
+    argv = [
+        str(tmp / "grid"),
+        str(tmp / "controls"),
+        "--out",
+        str(out),
+        "--n-draws",
+        "10",
+        "--n-resamples",
+        "50",
+    ]
+    assert card_mod.main(argv) == 0
+    (page,) = out.glob("*/card.md")
+    text = page.read_text()
+    assert (page.parent / "card.png").stat().st_size > 0 and (out / "cards.json").is_file()
+    assert "FAKE judge" in text and "deaf: stable" in text and "pair-orders of 30 pairs" in text
+    assert "Bradley-Terry" in text and "controls: deaf: stable" in capsys.readouterr().out

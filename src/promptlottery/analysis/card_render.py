@@ -150,7 +150,13 @@ def markdown(card: dict) -> str:
         card["verdict_text"],
         "",
         f"Verdict kind: `{card['verdict']}` (argmax: the most probable label's score; weighted: the logprob-weighted "
-        f"score rounded to a label); the length slope uses the unrounded logprob-weighted score. Scale `{card['scale']}`, "
+        f"score rounded to a label); the length slope uses the unrounded logprob-weighted score"
+        + (
+            "; pairwise, every number uses the argmax preference"
+            if card["key"]["judge_mode"] == "pairwise"
+            else ""
+        )
+        + f". Scale `{card['scale']}`, "
         f"{card['n_items']} items, wordings {', '.join(card['wordings'])}; controls judged: "
         f"{', '.join(card['controls_judged']) or 'none'}. Intervals: 95% bootstrap unless said otherwise.",
         "",

@@ -21,10 +21,12 @@ lenient its negative, reversed ``|c - b| - |(1 - c) - b|``, criterion dropped ``
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from promptlottery.analysis import card as card_mod
 from promptlottery.stages import run_stage
@@ -137,3 +139,31 @@ def test_card_cli_on_a_pairwise_sweep_and_its_controls(cards, capsys):
     assert (page.parent / "card.png").stat().st_size > 0 and (out / "cards.json").is_file()
     assert "FAKE judge" in text and "deaf: stable" in text and "pair-orders of 30 pairs" in text
     assert "Bradley-Terry" in text and "controls: deaf: stable" in capsys.readouterr().out
+
+
+def test_verdict_on_a_pairwise_lottery_prints_its_sentence_and_the_card(cards):
+    """``python -m promptlottery.analysis.verdict`` on a pairwise sweep's lottery (whose verdict table
+    has a sentence but no kappa columns) prints that sentence and the card's headline."""
+    from promptlottery.analysis.verdict import show
+
+    _, _, tmp = cards["constant"]
+    cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp)
+    with open_dict(cfg):
+        cfg.analysis = {
+            **OmegaConf.to_container(cfg.analysis, resolve=True),
+            **{"embeddings": "none", "plots": False, "n_resamples": 50, "n_permutations": 10},
+            "runs": str(tmp / "grid"),
+        }
+        cfg.stage = "lottery"
+    run_stage(cfg, tmp / "lottery")
+    assert (
+        card_mod.main(
+            [str(tmp / "grid"), str(tmp / "controls"), "--out", str(tmp / "card"), "--n-draws", "5"]
+        )
+        == 0
+    )
+    text = show(tmp / "lottery")
+    assert "(pairwise): the verdict follows the position" in text
+    (written,) = json.loads((tmp / "card" / "cards.json").read_text())
+    assert written["headline"].startswith("FAKE judge fake x G17 on pandalm/preference")
+    assert "Judge cards:" in text and written["headline"] in text and "controls: deaf: stable" in text

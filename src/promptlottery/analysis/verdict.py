@@ -316,6 +316,9 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
         return ["n/a: no configuration with paraphrase verdicts"]
     lines = []
     for rec in t.to_dict("records"):
+        if pd.isna(rec.get("n_variants")):  # a pairwise configuration: its sentence is the finding
+            lines += [f"{rec['config_id']}:", f"  - {rec['sentence']}"]
+            continue
         n_var = int(rec["n_variants"])
         band = {
             "robust": "stable across wordings",
@@ -325,8 +328,7 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
             "n/a": "of unknown stability across wordings",
         }.get(str(rec["band"]), str(rec["band"]))
         lines.append(f"{rec['config_id']}:")
-        track = _tracking(corr, rec["config_id"], reference)
-        if track:
+        if track := _tracking(corr, rec["config_id"], reference):
             lines.append(f"  - {track[0].upper()}{track[1:]}.")
         kappa = tables.ci(rec["kappa"], rec["kappa_lo"], rec["kappa_hi"])
         if np.isfinite(float(rec["kappa"])):
@@ -334,8 +336,7 @@ def finding(lottery_dir: str | Path, *, reference: str = "P1") -> list[str]:
                 f"  - It is {band}: mean pairwise Cohen's kappa {kappa} across {n_var} wordings of one prompt."
             )
         else:
-            # the kappa note says why it is undefined
-            why = str(rec.get("kappa_note") or "").split(";")[0]
+            why = str(rec.get("kappa_note") or "").split(";")[0]  # the kappa note says why it is undefined
             why = why.split("n/a: ", 1)[1] if "n/a: " in why else (why or "no note")
             lines.append(
                 f"  - Its stability across wordings cannot be measured ({why}): mean pairwise Cohen's kappa "
@@ -401,11 +402,10 @@ def show(lottery_dir: str | Path) -> str:
             f"Not measured on this run ({len(missing)} rows, see report.md): {'; '.join(hints) or 'no data'}."
         )
     lines += ["", f"Report: {d / 'report.md'}", f"Verdict map: {d / 'figures' / 'verdict_map.png'}"]
-    lines += [f"Items by instability: {d / 'unstable_items.csv'}"]
+    lines.append(f"Items by instability: {d / 'unstable_items.csv'}")
     from promptlottery.analysis.card import headlines  # the judge cards beside the lottery, if written
 
-    cards = headlines(d.parent / "card")
-    if cards:
+    if cards := headlines(d.parent / "card"):
         lines += ["", "Judge cards:", *(f"  - {h}" for h in cards), f"Cards: {d.parent / 'card'}"]
     return "\n".join(lines)
 

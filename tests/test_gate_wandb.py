@@ -155,7 +155,10 @@ def test_search_on_a_study_of_three_configurations_then_the_frontier_table(grid,
     assert set(test["n_configs"]) == {2}
     rec = json.loads((tmp_path / "gate" / "results.json").read_text())
     md = frontier_markdown(rec, command="python -m run ...", wall_s=12.0, runs=["cfg_a", "cfg_b", "cfg_c"])
-    assert "3 configuration(s) found (cfg_a, cfg_b, cfg_c)" in md and "# 12 s" in md
+    assert (
+        "3 configuration dir(s) with judgments under the glob (cfg_a, cfg_b, cfg_c)" in md and "# 12 s" in md
+    )
+    assert "used: 3 complete configuration(s), 2 for training / validation / test" in md
     assert "| **paper (§5.2, DeBERTa-v3-large)** | 60% (no interval given) | 86% (no interval given) |" in md
     assert "| ours: the paper's policy" in md and "sparse_0.4_anchor_P1" in md
     assert f"unseen configurations {rec['transfer_configs'][0]}" in md

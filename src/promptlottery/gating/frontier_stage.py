@@ -189,6 +189,12 @@ def log_frontier(tracker, fr_out: dict[str, Any]) -> None:
         )
     print(f"gate recommendation: {test.recommendation}")
     tracker.log_table("frontier", test.table)
+    for name, part in (
+        ("frontier_unseen_configs", fr_out["configs"]),
+        ("frontier_heldout_group", fr_out["heldout_group"]),
+    ):
+        if part is not None:
+            tracker.log_table(name, part.table)
     tracker.log_line(
         "frontier_line",
         test.table[["policy", "calls", "recovered"]],

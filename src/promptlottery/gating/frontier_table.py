@@ -95,9 +95,15 @@ def frontier_markdown(rec: dict[str, Any], *, command: str, wall_s: float, runs:
     rows = rec["frontier"]
     r0 = rows[0]
     split = rec.get("split") or {}
+    fitted = list((rec.get("summary") or {}).get("configs") or [])
+    left = list(rec.get("transfer_configs") or [])
     lines = [
-        f"Judgments of {r0.get('backbones', '?')}: {len(runs)} configuration(s) found "
-        f"({', '.join(runs)}). Split instance-disjoint: {split.get('train')} train / "
+        f"Judgments of {r0.get('backbones', '?')}: {len(runs)} configuration dir(s) with judgments under the "
+        f"glob ({', '.join(runs)}); used: {len(fitted) + len(left)} complete configuration(s), "
+        f"{len(fitted)} for training / validation / test ({', '.join(fitted)})"
+        + (f" and {len(left)} left out for transfer ({', '.join(left)})" if left else "")
+        + " (a configuration missing a wording's judgments is left out by the loader; the run's log names it)."
+        f" Split instance-disjoint: {split.get('train')} train / "
         f"{split.get('validation')} validation / {split.get('test')} test items. Every figure below: "
         f"{r0['n_items']} test items in {r0['n_configs']} configuration(s), 95% item-cluster bootstrap "
         "intervals; thresholds and stopping confidences chosen on the validation items for 86% recovered.",

@@ -57,8 +57,9 @@ def main(argv: list[str]) -> int:
     shown = "python " + " ".join(shlex.quote(c) for c in cmd[1:])
     out = Path(a.out)
     timing = out / "frontier_wall_s.json"
-    if a.render_only:
-        wall = json.loads(timing.read_text())["wall_s"] if timing.exists() else float("nan")
+    if a.render_only:  # the timed run's own command and wall time
+        timed = json.loads(timing.read_text()) if timing.exists() else {}
+        wall, shown = timed.get("wall_s", float("nan")), timed.get("command", shown)
     else:
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True)

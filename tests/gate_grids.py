@@ -187,19 +187,36 @@ def wandb_group(run_dir: Path) -> str | None:
 def relabel_backbone(grid: Path, dest: Path, backbone: str) -> Path:
     """A copy of ``grid`` whose jobs say they were judged by ``backbone``: a second configuration with
     the same items (the configuration-transfer tests)."""
+    return _relabel(grid, dest, "backbone", backbone)
+
+
+def relabel_group(grid: Path, dest: Path, group: str) -> Path:
+    """A copy of ``grid`` whose jobs say their wordings were ``group``'s (e.g. the held-out G15)."""
+    return _relabel(grid, dest, "prompt_group", group)
+
+
+def _relabel(grid: Path, dest: Path, column: str, value: str) -> Path:
     import shutil
 
     shutil.copytree(grid, dest)
     for p in sorted(dest.glob("*/judgments.parquet")):
         df = pd.read_parquet(p)
-        df["condition"] = df["condition"].str.replace(
-            f"/{df['backbone'].iloc[0]}", f"/{backbone}", regex=False
+        old = df[column].iloc[0]
+        # the condition names the group mid-path and the backbone at its end
+        new = df["condition"].str.replace(f"/{old}/", f"/{value}/", regex=False)
+        df["condition"] = (
+            new
+            if column == "prompt_group"
+            else df["condition"].str.replace(f"/{old}", f"/{value}", regex=False)
         )
-        df["backbone"] = backbone
+        df[column] = value
         df.to_parquet(p, index=False)
         rec_path = p.parent / "results.json"
         rec = json.loads(rec_path.read_text())
-        rec["config"]["backbone"]["name"] = backbone
+        if column == "backbone":
+            rec["config"]["backbone"]["name"] = value
+        else:
+            rec["config"]["judge"]["prompt_group"] = value
         rec["judgments"]["sha256"] = file_sha256(p)
         rec_path.write_text(json.dumps(rec, indent=2))
     return dest

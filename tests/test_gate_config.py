@@ -70,6 +70,18 @@ def test_bad_choice_fails_at_compose_time_naming_key_and_choices():
         ),
         ({"verdict": "argmax"}, "gate.runs is required"),
         (
+            {"runs": "x", "sparse_designs": [{"budget": 1.5}]},
+            "gate.sparse_designs[].budget=1.5: must be a share of the calls in (0, 1]",
+        ),
+        (
+            {"runs": "x", "sparse_designs": [{"budget": 0.4, "anchor": "P9"}]},
+            "gate.sparse_designs: anchor='P9' is not one of gate.variants=['P1', 'P2', 'P3', 'P4', 'P5']",
+        ),
+        (
+            {"runs": "x", "classifier": {"num_threads": "many"}},
+            "gate.classifier.num_threads='many': must be a whole number >= 1, 'all' or 'auto'",
+        ),
+        (
             {"runs": "x", "classifier": {"_target_": "nope.Nope"}},
             "gate.classifier._target_='nope.Nope': not a ClassifierBackbone; built in: promptlottery.gating.backbones.MiniLM, ",
         ),

@@ -32,6 +32,7 @@ def test_deberta_v3_config_runs_the_gate_on_local_weights(tmp_path):
             "gate/classifier=deberta_v3_large",
             f"gate.classifier.model_name={weights}",
             "gate.classifier.max_epochs=1",
+            "gate.classifier.num_threads=1",
             "backbone=fake",
             "gate.llm_baseline.enabled=false",
             "gate.n_bootstrap=200",

@@ -139,3 +139,65 @@ def test_a_binary_human_label_on_a_likert_scale_has_no_agreement():
     b = block(ROWS, [1.0, 0.0, 1.0, 1.0])
     t = fr.frontier(b, pd.DataFrame(), {}, n_resamples=50).table
     assert t["human_agreement"].isna().all() and set(t["n_items_human"]) == {0}
+
+
+# -- the sparse designs as policies (gating/sparse_policy.py) -------------------------------------
+
+
+def test_sparse_designs_by_hand():
+    from promptlottery.gating.sparse_policy import simulate_sparse
+
+    b = block(ROWS, [3.0, 4.0, 5.0, 2.5])
+    p1 = ["3", "2", "5", "1"]  # P1's labels; pluralities 3, 4, 5, 1
+    # the whole budget: every cell, the full plurality
+    calls, dec = simulate_sparse(b, budget=1.0)
+    assert calls.tolist() == [5] * 4 and dec.tolist() == ["3", "4", "5", "1"]
+    # a fifth with P1 as the anchor: P1 alone on every item
+    calls, dec = simulate_sparse(b, budget=0.2, anchor="P1")
+    assert calls.tolist() == [1] * 4 and dec.tolist() == p1
+    # two fifths with the anchor: P1 and exactly one other wording (m = 2 - 1 = 1); two labels either
+    # agree or tie, and a tie goes to the earliest wording, P1: P1's decisions at two calls each
+    calls, dec = simulate_sparse(b, budget=0.4, anchor="P1", seed=7)
+    assert calls.tolist() == [2] * 4 and dec.tolist() == p1
+    # two fifths without an anchor: two wordings per item; the unanimous item is always recovered
+    calls, dec = simulate_sparse(b, budget=0.4, seed=7)
+    assert calls.tolist() == [2] * 4 and dec[0] == "3"
+
+
+def test_sparse_design_leaves_unjudged_items_without_a_decision():
+    from promptlottery.gating.sparse_policy import simulate_sparse
+
+    rows = [["3"] * 5 for _ in range(60)]
+    b = block(rows, [3.0] * 60)
+    # a tenth of 5 calls = 0.5 per item: each item gets 0 or 1 wording (floor(1.5 - u))
+    calls, dec = simulate_sparse(b, budget=0.1, seed=0)  # the frontier's seed
+    assert set(calls.tolist()) == {0, 1}
+    assert all((d is None) == (c == 0) for c, d in zip(calls, dec))
+    t = fr.frontier(b, pd.DataFrame(), {}, sparse_designs=({"budget": 0.1, "anchor": None, "full_share": 0.0},),
+                    n_resamples=200).table.set_index("policy")  # fmt: skip
+    # unanimous items: recovered exactly where judged
+    assert t.loc["sparse_0.1", "recovered"] == pytest.approx((calls > 0).mean())
+    assert t.loc["sparse_0.1", "calls"] == pytest.approx(calls.mean())
+    assert t.loc["sparse_0.1", "calls_lo"] <= calls.mean() <= t.loc["sparse_0.1", "calls_hi"]
+
+
+def test_sparse_policy_masks_the_cells_a_sparse_sweep_judges():
+    """The simulated cells are those ``judge.design=sparse`` judges (judging.sparse_job), wording by wording."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from promptlottery.gating.sparse_policy import simulate_sparse
+    from promptlottery.judging.sparse_job import sparse_design
+
+    rows = [[str(1 + (k + w) % 3) for w in range(5)] for k in range(30)]
+    b = block(rows, [1.0] * 30)
+    items = [SimpleNamespace(id=i) for i in b.items["item_id"]]
+    calls, _ = simulate_sparse(b, budget=0.6, anchor="P1", seed=4)
+    judged = np.zeros((30, 5), dtype=int)
+    for w, v in enumerate(V):
+        jc = OmegaConf.create({"design": "sparse", "budget": 0.6, "anchor": "P1", "full_share": 0.0,
+                               "design_seed": 4, "variant": v})  # fmt: skip
+        judged[:, w] = sparse_design(jc, SimpleNamespace(variants=V), items, "pointwise")["judged"]
+    assert calls.tolist() == judged.sum(axis=1).tolist()
+    assert judged[:, 0].all() and calls.mean() == pytest.approx(3.0, abs=0.4)

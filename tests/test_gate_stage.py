@@ -20,18 +20,12 @@ def grid(tmp_path_factory):
     for v in VARIANTS:
         cfg = compose(["backbone=fake", "dataset.limit=20", f"judge.variant={v}"], tmp_path=tmp)
         judge_run(cfg, tmp / "grid" / f"stsb_{v}")
+        # the study's held-out configuration (conf/experiment/heldout_g15_evouna_nq.yaml)
         cfg = compose(
-            [
-                "backbone=fake",
-                "dataset=evouna_nq",
-                "dataset.limit=5",
-                "judge.family=qa_correctness",
-                "judge.prompt_group=G15",
-                "judge.criterion=correct",
-                f"judge.variant={v}",
-            ],
+            ["+experiment=heldout_g15_evouna_nq", "backbone=fake", "dataset.limit=5", f"judge.variant={v}"],
             tmp_path=tmp,
         )
+        assert cfg.judge.prompt_group == "G15"
         judge_run(cfg, tmp / "g15" / f"evouna_{v}")
     return tmp
 
@@ -119,6 +113,19 @@ def test_gate_stage_end_to_end(grid, tmp_path):
     fixed = ~matched["policy"].isin(["paper_gate", "learned_gate", "confidence", "llm_prompt_gate"])
     assert (matched.loc[fixed, "recovered"] >= matched.loc[fixed, "target"] - 1e-9).all()
     assert "every figure below is on the 4 test items" in report
+    # the held-out group's frontier: every policy on the G15 items, thresholds from the G12 validation items
+    held = pd.DataFrame(rec["frontier_heldout_group"])
+    assert rec["heldout_groups"] == ["G15"] and set(held["n_configs"]) == {1}
+    assert set(held["n_items"]) == {5} and {"paper_gate", "P1_only", "sparse_0.4_anchor_P1"} <= set(
+        held["policy"]
+    )
+    assert "Transfer to the held-out prompt group G15 (5 items" in report
+    assert (out / "frontier_heldout_group.csv").exists()
+    assert any(r["part"] == "heldout_group" for r in rec["classifier_intervals"])
+    # the sparse designs of conf/gate/selective.yaml, on the same test items
+    front = pd.DataFrame(rec["frontier"]).set_index("policy")
+    assert {"sparse_0.4", "sparse_0.6", "sparse_0.4_anchor_P1", "sparse_0.6_anchor_P1"} <= set(front.index)
+    assert front.loc["sparse_0.4_anchor_P1", "calls"] == 2  # P1 + one other wording on every item
     assert "Calls saved at matched recovery" in report and saved["metrics"]["llm_baseline_error"] is None
     # every comparison row names the split and the search objective; the held-out TNR row (§5.2)
     comp = pd.read_csv(out / "paper_comparison.csv")
@@ -176,7 +183,10 @@ def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
     )
     rec = run(cfg, tmp_path / "gate")
     assert rec["status"] == "ok"
-    assert "No judgments of a held-out prompt group (G15)" in (tmp_path / "gate" / "report.md").read_text()
+    report = (tmp_path / "gate" / "report.md").read_text()
+    assert "No judgments of a held-out prompt group (G15)" in report
+    assert "**Held-out prompt group (G15): not evaluated.** No judgments of a held-out" in report
+    assert rec["frontier_heldout_group"] is None
     assert not (tmp_path / "gate" / "transfer_operating_points.csv").exists()
 
 

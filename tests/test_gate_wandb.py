@@ -99,3 +99,68 @@ def test_tune_writes_one_grouped_run_per_trial(grid, tmp_path, monkeypatch):
     for r in trial_runs:
         curve = _history(r, "val/mcc")
         assert len(curve) == 2 and [c["epoch"] for c in curve] == [0, 1]
+
+
+def test_search_on_a_study_of_three_configurations_then_the_frontier_table(grid, tmp_path, monkeypatch):
+    """The Optuna search over a study's glob (``<study>/<configuration>/<job>``, three configurations,
+    stray files beside the jobs as a multirun leaves them): one W&B run per trial; its best parameters
+    applied by the stage, which leaves a configuration out and writes the frontier the table reads."""
+    import json
+    import shutil
+
+    import pandas as pd
+
+    from promptlottery.gating import tune
+    from promptlottery.gating.frontier_table import frontier_markdown
+    from tests.gate_grids import relabel_backbone
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    g, gtmp = grid
+    study = tmp_path / "study"
+    shutil.copytree(g, study / "cfg_a")
+    relabel_backbone(g, study / "cfg_b", "fake_b")
+    relabel_backbone(g, study / "cfg_c", "fake_c")
+    for c in ("cfg_a", "cfg_b", "cfg_c"):
+        (study / c / "multirun.yaml").write_text("{}\n")
+    common = [f"gate.runs={study}/*/*", *[o for o in TINY if not o.startswith("gate.classifier.max_epochs")]]
+    summary = tune.run_study(
+        [
+            *common,
+            "logger=wandb",
+            f"logger.dir={tmp_path / 'wb'}",
+            f"paths.cache_dir={gtmp / 'cache'}",
+            "gate.tune.n_trials=2",
+            "gate.tune.epochs=1",
+            f"gate.tune.output_dir={tmp_path / 'tune'}",
+            "gate.tune.tpe_startup_trials=1",
+            "gate.tune.pruner.n_startup_trials=5",
+        ]
+    )
+    assert summary["n_trials"] == 2 and summary["n_complete"] == 2
+    runs = sorted((tmp_path / "wb" / "wandb").glob("offline-run-*"))
+    trial_runs = [r for r in runs if wandb_group(r) == f"tune_gate/{summary['study_name']}"]
+    assert len(trial_runs) == 2 and all(len(_history(r, "val/mcc")) == 1 for r in trial_runs)
+    best = tmp_path / "tune" / "best_params.json"
+    assert best.exists()
+    cfg = compose(
+        [
+            "+gate=selective", *common, f"gate.best_params={best}", "gate.transfer_config_share=0.3",
+            "gate.classifier.max_epochs=1", "logger=none",
+        ],
+        tmp_path=gtmp,
+    )  # fmt: skip
+    rec = run_stage(cfg, tmp_path / "gate")
+    assert rec["status"] == "ok" and len(rec["transfer_configs"]) == 1  # round(0.3 x 3) = 1 left out
+    test = pd.DataFrame(rec["frontier"])
+    assert set(test["n_configs"]) == {2}
+    rec = json.loads((tmp_path / "gate" / "results.json").read_text())
+    md = frontier_markdown(rec, command="python -m run ...", wall_s=12.0, runs=["cfg_a", "cfg_b", "cfg_c"])
+    assert (
+        "3 configuration dir(s) with judgments under the glob (cfg_a, cfg_b, cfg_c)" in md and "# 12 s" in md
+    )
+    assert "used: 3 complete configuration(s), 2 for training / validation / test" in md
+    assert "| **paper (§5.2, DeBERTa-v3-large)** | 60% (no interval given) | 86% (no interval given) |" in md
+    assert "| ours: the paper's policy" in md and "sparse_0.4_anchor_P1" in md
+    assert f"unseen configurations {rec['transfer_configs'][0]}" in md
+    assert "Held-out prompt group (G15): not evaluated." in md
+    assert f"**{rec['recommendation']}**" in md

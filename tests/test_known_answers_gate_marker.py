@@ -20,7 +20,7 @@ import pytest
 
 from promptlottery.stages import run_stage
 from tests.conftest import compose
-from tests.gate_grids import VARIANTS, marker_grid, relabel_backbone
+from tests.gate_grids import VARIANTS, marker_grid, relabel_backbone, relabel_group
 
 N_ITEMS = 60
 FAST = [
@@ -35,6 +35,7 @@ FAST = [
     "gate.classifier.lr=2e-3",
     "gate.classifier.max_epochs=2",
     "gate.n_bootstrap=500",
+    "gate.classifier.num_threads=1",  # one thread: the machine's other jobs do not slow it down
 ]
 
 
@@ -122,3 +123,25 @@ def test_transfer_to_an_unseen_configuration(gated, tmp_path):
     ]
     assert len(m) == 1 and m[0]["mcc"] >= 0.9, m
     assert "Transfer to unseen configurations" in (out / "report.md").read_text()
+
+
+def test_transfer_to_the_held_out_group(gated, tmp_path):
+    """The same marker grid judged (relabelled) under the held-out group G15 among ``gate.runs``: its rows
+    train and validate nothing (the G12 split decides), its rows of items no training row holds are the
+    held-out group's frontier, and the gate, having learned the marker, holds there."""
+    _, _, grid = gated("label")
+    g15 = relabel_group(grid, tmp_path / "grid_g15", "G15")
+    out = tmp_path / "gate"
+    rec = run_stage(compose([*FAST, f"gate.runs=[{grid}/*,{g15}/*]"], tmp_path=tmp_path), out)
+    assert rec["heldout_groups"] == ["G15"]
+    held = pd.DataFrame(rec["frontier_heldout_group"])
+    split = json.loads((out / "results.json").read_text())["split"]
+    # the validation and test items (no training row holds them) under G15's wordings
+    assert set(held["n_items"]) == {split["validation"] + split["test"]} and set(held["n_configs"]) == {1}
+    m = [
+        r
+        for r in rec["classifier_intervals"]
+        if r["part"] == "heldout_group" and r["classifier"] == "learned_gate"
+    ]
+    assert len(m) == 1 and m[0]["mcc"] >= 0.9, m
+    assert "Transfer to the held-out prompt group G15" in (out / "report.md").read_text()

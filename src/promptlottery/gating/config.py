@@ -131,7 +131,9 @@ class ClassifierConfig:
     precision: str = "32-true"
     accelerator: str = "auto"
     devices: int = 1
-    num_threads: int | None = None
+    #: torch threads on the CPU: a whole number, ``all`` (every core this process may use; null is
+    #: the same) or ``auto`` (the cores the load average leaves free at start; machine-state dependent)
+    num_threads: Any = "all"
     #: the frozen backbone's own dropout (hidden and attention) while training; false: off (LoRA's
     #: dropout stays). Ours, for the CPU: dropout took 10% of a MiniLM step and attention dropout
     #: keeps scaled-dot-product attention off its fast path
@@ -151,6 +153,11 @@ class ClassifierConfig:
             raise fail("gate.classifier.lr", self.lr, "> 0")
         if not 0.0 <= self.warmup_ratio <= 1.0:
             raise fail("gate.classifier.warmup_ratio", self.warmup_ratio, "in [0, 1]")
+        nt = self.num_threads
+        if not (
+            nt in (None, "all", "auto") or (isinstance(nt, int) and not isinstance(nt, bool) and nt >= 1)
+        ):
+            raise fail("gate.classifier.num_threads", nt, "a whole number >= 1, 'all' or 'auto'")
         if self.max_epochs < 1 and self.max_steps < 1:
             raise _error("gate.classifier.max_epochs and max_steps are both < 1: nothing would be trained")
 
@@ -164,6 +171,23 @@ class ClassifierConfig:
 class EmbeddingBaselineConfig:
     enabled: bool = True
     C: float = 1.0
+
+
+@dataclass
+class SparseDesignConfig:
+    """A sparse design simulated as a frontier policy (``gating.sparse_policy``; docs/sparse.md):
+    ``budget`` a share of the five calls per item, ``anchor`` a wording judged on every item,
+    ``full_share`` the items judged under every wording."""
+
+    budget: float = 0.4
+    anchor: str | None = None
+    full_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.budget <= 1.0:
+            raise fail("gate.sparse_designs[].budget", self.budget, "a share of the calls in (0, 1]")
+        if not 0.0 <= self.full_share <= self.budget:
+            raise fail("gate.sparse_designs[].full_share", self.full_share, f"in [0, budget={self.budget}]")
 
 
 @dataclass
@@ -225,6 +249,8 @@ class GateConfig:
     #: but one) is left out of training and validation; the frontier is also computed on their items
     #: that no training row holds. null: none
     transfer_config_share: float | None = None
+    #: the sparse designs simulated as frontier policies on the full judgments ([]: none)
+    sparse_designs: list[SparseDesignConfig] = field(default_factory=list)
     #: the best epoch: ``paper_tnr`` = the paper's TNR on validation (its positive class is "needs
     #: aggregation", so our val/tpr); ``classifier`` = ``gate.classifier.monitor``
     select_for: SelectFor = SelectFor.paper_tnr
@@ -256,6 +282,11 @@ class GateConfig:
         check_open("gate.bootstrap_level", self.bootstrap_level, 0, 1)
         if self.transfer_config_share is not None:
             check_open("gate.transfer_config_share", self.transfer_config_share, 0, 1)
+        for d in self.sparse_designs:
+            if d.anchor is not None and self.variants is not None and d.anchor not in self.variants:
+                raise _error(
+                    f"gate.sparse_designs: anchor={d.anchor!r} is not one of gate.variants={list(self.variants)}"
+                )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | DictConfig | None) -> GateConfig:

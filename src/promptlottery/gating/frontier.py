@@ -18,9 +18,10 @@ decisions there); nothing is chosen on the items scored.
 The policies: the paper's (the learned gate asked about P1, else the adaptive full aggregation,
 §5.2), our sequential learned gate, P1 alone, the judge's own label probability as a gate,
 first-k-agree, the paper's adaptive full aggregation (3 of 5), Adaptive-Consistency's Beta and
-Dirichlet stopping (:mod:`promptlottery.metrics.adaptive`), full aggregation, and a stacked gate of
-ours reading the text (the learned gate's probability) and the judge's label probability together
-(:func:`stacked_gate`).
+Dirichlet stopping (:mod:`promptlottery.metrics.adaptive`), the sparse designs
+(:mod:`promptlottery.gating.sparse_policy`: each item's planned wordings only), full aggregation, and
+a stacked gate of ours reading the text (the learned gate's probability) and the judge's label
+probability together (:func:`stacked_gate`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from promptlottery.gating.simulate import (
     simulate_threshold,
     threshold_grid,
 )
+from promptlottery.gating.sparse_policy import design_name, simulate_sparse
 from promptlottery.metrics.adaptive import walk
 from promptlottery.metrics.cluster_bootstrap import cluster_resample_counts
 
@@ -222,7 +224,7 @@ class Frontier:
 
 
 def _policies(
-    block: ItemBlock, df: pd.DataFrame, params: dict[str, float], first_k, seed: int
+    block: ItemBlock, df: pd.DataFrame, params: dict[str, float], first_k, seed: int, sparse_designs=()
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     runs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     j = block.n_judges
@@ -244,6 +246,8 @@ def _policies(
     for rule in ("beta", "dirichlet"):
         if f"adaptive_{rule}" in params:
             runs[f"adaptive_{rule}"] = adaptive_stopping(block, rule, params[f"adaptive_{rule}"], seed=seed)
+    for d in sparse_designs:  # dicts of budget, anchor, full_share (gate.sparse_designs)
+        runs[design_name(**d)] = simulate_sparse(block, **d, seed=seed)
     runs["full_aggregation"] = simulate_fixed(block.labels, j, block.final)
     return runs
 
@@ -271,6 +275,7 @@ def frontier(
     params: dict[str, float],
     *,
     first_k=(2, 3),
+    sparse_designs=(),
     target: float = 0.86,
     n_resamples: int = 1000,
     level: float = 0.95,
@@ -281,7 +286,7 @@ def frontier(
     w = cluster_resample_counts(block.items["item_key"].to_numpy(), n_resamples, seed=seed)
     j = block.n_judges
     rows = []
-    for name, (calls, dec) in _policies(block, df, params, first_k, seed).items():
+    for name, (calls, dec) in _policies(block, df, params, first_k, seed, sparse_designs).items():
         o = _outcomes(block, calls, dec)
         row: dict[str, object] = {"policy": name, "parameter": params.get(name, np.nan)}
         for axis in ("calls", "recovered", "human_agreement"):

@@ -24,19 +24,24 @@ def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any
 
     boot = {"n_resamples": g.n_bootstrap, "level": g.bootstrap_level, "seed": g.seed}
     parts = {"val": data.val, "test": data.test}
-    if len(data.config_transfer):
-        parts["config_transfer"] = data.config_transfer
+    for part, df in (("config_transfer", data.config_transfer), ("transfer", data.transfer)):
+        if len(df):
+            parts[part] = df
     for part, p in fr.stacked_gate(data.val, parts, seed=g.seed).items():
         parts[part]["p_stack"] = p
     val_block = item_block(data.val, data.variants)
     params = fr.choose_parameters(val_block, data.val, g.target_recovery, seed=g.seed)
-    kw = {"first_k": tuple(g.first_k), "target": g.target_recovery, **boot}
+    sparse = tuple(
+        {"budget": d.budget, "anchor": d.anchor, "full_share": d.full_share} for d in g.sparse_designs
+    )
+    kw = {"first_k": tuple(g.first_k), "sparse_designs": sparse, "target": g.target_recovery, **boot}
     test = fr.frontier(item_block(data.test, data.variants), data.test, params, label="test", **kw)
     mccs = pd.DataFrame(
         [
             {"part": part, "classifier": name, **fr.mcc_interval(
                 df["in_cluster"].to_numpy(), df[col].to_numpy(), df["item_key"].to_numpy(), **boot)}
-            for part, df in (("test", data.test), ("config_transfer", data.config_transfer))
+            for part, df in (("test", data.test), ("config_transfer", data.config_transfer),
+                             ("heldout_group", data.transfer))
             if len(df)
             for name, col in (("learned_gate", "p_gate"), ("stacked_gate", "p_stack"),
                               ("confidence", "confidence"))
@@ -50,6 +55,9 @@ def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any
         "mcc": mccs,
         "configs": None,
         "transfer_configs": data.transfer_configs,
+        "heldout_group": None,
+        "heldout_groups": list(data.held_out),
+        "heldout_note": data.transfer_note,
         "backbones": backbones,
     }
     rep.write_table(test.table, out, "frontier")
@@ -64,6 +72,12 @@ def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any
             label="unseen configurations", **kw,
         )  # fmt: skip
         rep.write_table(result["configs"].table, out, "frontier_unseen_configs")
+    if len(data.transfer):  # the held-out prompt group (G15): trained on the other groups only
+        result["heldout_group"] = fr.frontier(
+            item_block(data.transfer, data.variants), data.transfer, params,
+            label=f"held-out group {','.join(data.held_out)}", **kw,
+        )  # fmt: skip
+        rep.write_table(result["heldout_group"].table, out, "frontier_heldout_group")
     return result
 
 
@@ -122,14 +136,30 @@ def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:
         ]
     elif fr_out["transfer_configs"]:
         lines += ["No item of the left-out configurations is free of training rows: no transfer figure.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + heldout_lines(fr_out, cols))
+
+
+def heldout_lines(fr_out: dict[str, Any], cols: list[str]) -> list[str]:
+    """The held-out prompt group's (G15) frontier, or one line saying why there is none."""
+    held = fr_out.get("heldout_group")
+    if held is None:
+        return [f"**Held-out prompt group (G15): not evaluated.** {fr_out.get('heldout_note', '')}", ""]
+    t = held.table
+    return [
+        f"### Transfer to the held-out prompt group {', '.join(fr_out['heldout_groups'])} "
+        f"({int(t['n_items'].iloc[0])} items in {int(t['n_configs'].iloc[0])} configuration(s); the gate "
+        "and every threshold were fitted on the other groups' configurations)",
+        "",
+        rep.to_markdown(t[cols].round(3)),
+        "",
+    ]
 
 
 def append_frontier(report: Path, fr_out: dict[str, Any], g: GateConfig) -> dict[str, Any]:
     """Append the frontier section to ``report``; the frontier's fields of the result record."""
     with report.open("a") as fh:
         fh.write("\n" + frontier_section(fr_out, g) + "\n")
-    unseen = fr_out["configs"]
+    unseen, held = fr_out["configs"], fr_out["heldout_group"]
     return {
         "frontier": fr_out["test"].table.to_dict("records"),
         "frontier_parameters": fr_out["test"].parameters,
@@ -137,6 +167,8 @@ def append_frontier(report: Path, fr_out: dict[str, Any], g: GateConfig) -> dict
         "classifier_intervals": fr_out["mcc"].to_dict("records"),
         "frontier_by_config": fr_out["by_config"].to_dict("records"),
         "frontier_unseen_configs": None if unseen is None else unseen.table.to_dict("records"),
+        "frontier_heldout_group": None if held is None else held.table.to_dict("records"),
+        "heldout_groups": fr_out["heldout_groups"],
         "transfer_configs": fr_out["transfer_configs"],
     }
 
@@ -157,6 +189,12 @@ def log_frontier(tracker, fr_out: dict[str, Any]) -> None:
         )
     print(f"gate recommendation: {test.recommendation}")
     tracker.log_table("frontier", test.table)
+    for name, part in (
+        ("frontier_unseen_configs", fr_out["configs"]),
+        ("frontier_heldout_group", fr_out["heldout_group"]),
+    ):
+        if part is not None:
+            tracker.log_table(name, part.table)
     tracker.log_line(
         "frontier_line",
         test.table[["policy", "calls", "recovered"]],

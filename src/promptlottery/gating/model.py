@@ -31,7 +31,7 @@ from promptlottery.gating.backbones import QKV_MODULES, build_model, count_param
 from promptlottery.gating.config import ClassifierConfig, LoraSettings
 from promptlottery.gating.encoding import Collate, encode, frame_encode, make_loader
 from promptlottery.gating.objective import PAPER_OBJECTIVE, mcc_plus_balanced_accuracy
-from promptlottery.gating.throughput import free_cores, lightning_wandb_logger, on_cpu, throughput_callback
+from promptlottery.gating.throughput import gate_threads, lightning_wandb_logger, on_cpu, throughput_callback
 
 __all__ = [
     "METRICS",
@@ -282,7 +282,7 @@ def train_classifier(
     # Lightning's per-fit banners (accelerator, tips) would repeat for every trial of a search
     logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
     if on_cpu(cfg):
-        torch.set_num_threads(int(cfg.num_threads or free_cores()))
+        torch.set_num_threads(gate_threads(cfg.num_threads))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
     module = make_module(cfg, tokenizer, train_df["in_cluster"].to_numpy())

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("promptlottery.gating.model")  # the training's log lines keep their name
 
-__all__ = ["free_cores", "lightning_wandb_logger", "on_cpu", "throughput_callback"]
+__all__ = ["free_cores", "gate_threads", "lightning_wandb_logger", "on_cpu", "throughput_callback"]
 
 
 def lightning_wandb_logger(
@@ -48,14 +48,32 @@ def lightning_wandb_logger(
     )
 
 
+def all_cores() -> int:
+    """The cores this process may use (its CPU affinity, else the machine's count)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def gate_threads(setting) -> int:
+    """The torch threads the gate trains with, from ``gate.classifier.num_threads``: a whole number
+    as given; ``all`` (the default; null too) every core this process may use; ``auto`` the cores
+    left by the machine's load at start (:func:`free_cores`: machine-state dependent, so opt-in)."""
+    if setting is None or setting == "all":
+        return all_cores()
+    if setting == "auto":
+        return free_cores()
+    return int(setting)
+
+
 def free_cores() -> int:
-    """The CPU threads to train with when ``num_threads`` is null: the cores this process may use
+    """The CPU threads to train with when ``num_threads`` is ``auto``: the cores this process may use
     minus the 1-minute load average (at least 1). Ours: on a CPU shared with other jobs, one torch
     thread per core made the gate's step 3x slower than one thread (1,140 ms against 3,391 ms per
     16 examples of 64 tokens on 2 cores at load 8; the matmul rate 60.6 against 14.8 GFLOP/s)."""
     import os
 
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = all_cores()
     busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return max(1, min(n, int(n - busy + 0.5)))
 

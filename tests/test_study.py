@@ -92,6 +92,29 @@ def test_a_fake_study_analysed_as_one_keeps_each_configuration(tmp_path):
     assert max(t["config_id"].nunique() for t in keyed) == 6
 
 
+def test_a_partial_configuration_is_named_in_the_study_page_and_the_log(tmp_path, caplog):
+    """A sweep dir with 2 of its 3 wordings finished (P3 killed: no results.json) is left out of the
+    study, and said so in one line naming it, what is missing, what it had judged and its directory."""
+    import logging
+
+    from promptlottery.stages import run_stage
+
+    root = _fake_study(tmp_path, experiments=SIX[:2], variants=("P1", "P2", "P3"))
+    (root / "tc_usr_engaging" / "2_P3" / "results.json").unlink()
+    cfg = compose(
+        ["+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none"], tmp_path=tmp_path
+    )
+    with caplog.at_level(logging.WARNING, logger="promptlottery.stages.study"):
+        assert run_stage(cfg, tmp_path / "lottery")["status"] == "ok"
+    page = (tmp_path / "lottery" / "study.md").read_text()
+    assert "1 configurations x 1 backbones" in page
+    line = next(x for x in page.splitlines() if x.startswith("- topical_chat_usr/"))
+    assert line.startswith("- topical_chat_usr/dialogue_quality/G1/engaging/fake: n/a: P3 missing: job did not")
+    assert line.endswith(f"; judged: P1, P2 (8 judgments, 4 items) in {root / 'tc_usr_engaging'}, left out of the analysis")
+    logged = [r.getMessage() for r in caplog.records if "not analysed" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].endswith(line[2:])
+
+
 def test_the_wandb_group_and_condition_id_name_the_configuration(tmp_path):
     from promptlottery.judging.stage import build_condition
 

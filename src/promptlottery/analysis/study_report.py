@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from promptlottery.analysis.report import mark_fake
+
 BANDS = ("robust", "usable", "below usable")
 
 
@@ -49,6 +51,32 @@ def breakdown(verdict: pd.DataFrame, configurations: pd.DataFrame, by: str) -> p
     return pd.DataFrame(rows)
 
 
+def not_analysed(tables: Path) -> list[str]:
+    """One line per configuration the analysis left out (an incomplete sweep: a wording whose job
+    failed, was killed or never ran), from ``incomplete_configurations.csv``: its id, what is missing,
+    what it had judged (judgments, items) and its directory."""
+    path = Path(tables) / "incomplete_configurations.csv"
+    table = pd.read_csv(path) if path.exists() and path.stat().st_size else pd.DataFrame()
+    if table.empty:
+        return []
+    return [f"{cid}: {status}" for cid, status in zip(table["config_id"], table["status"])]
+
+
+def not_analysed_lines(tables: Path) -> list[str]:
+    """The study page's section on the configurations left out (empty: none was)."""
+    left = not_analysed(tables)
+    if not left:
+        return ["Every configuration found under analysis.runs was complete and is analysed."]
+    return [
+        f"## Not analysed: {len(left)} incomplete configuration(s)",
+        "",
+        "Each was left out whole (its wordings would not be comparable); re-run its missing jobs "
+        "(the call cache answers the rest) or analyse it as it is with analysis.allow_partial=true.",
+        "",
+        *(f"- {line}" for line in left),
+    ]
+
+
 def _fmt(x, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "n/a"
@@ -73,8 +101,8 @@ def write_study_page(lottery_dir: str | Path, *, fake: bool = False) -> Path:
     heads = pd.read_csv(tables / "headlines.csv") if (tables / "headlines.csv").exists() else pd.DataFrame()
     by_backbone = breakdown(verdict, configs, "backbone")
     by_family = breakdown(verdict, configs, "judge_family")
-    by_backbone.to_csv(tables / "study_by_backbone.csv", index=False)
-    by_family.to_csv(tables / "study_by_family.csv", index=False)
+    mark_fake(by_backbone, fake).to_csv(tables / "study_by_backbone.csv", index=False)
+    mark_fake(by_family, fake).to_csv(tables / "study_by_family.csv", index=False)
     n_cfg = configs["config_id"].map(lambda c: c.rsplit("/", 1)[0]).nunique()
     lines = []
     if fake:
@@ -105,6 +133,7 @@ def write_study_page(lottery_dir: str | Path, *, fake: bool = False) -> Path:
         lines.append(_md(rows))
     else:
         lines.append("(no headlines table)")
+    lines += ["", *not_analysed_lines(tables)]
     lines += ["", "## Per backbone", "", _md(by_backbone), "", "## Per judge family", "", _md(by_family)]
     lines += ["", "## Per configuration", ""]
     keep = [

@@ -602,7 +602,7 @@ def study(cfg: DictConfig, job) -> dict[str, Any]:
     import pandas as pd
 
     from promptlottery.analysis.stage import lottery
-    from promptlottery.analysis.study_report import write_study_page
+    from promptlottery.analysis.study_report import not_analysed, write_study_page
 
     record = lottery(cfg, job)
     configs = pd.read_csv(Path(job.output_dir) / "tables" / "configurations.csv")
@@ -611,5 +611,7 @@ def study(cfg: DictConfig, job) -> dict[str, Any]:
         or (configs["model"].astype(str) == "fake-judge").any()
     )
     page = write_study_page(job.output_dir, fake=fake)
+    for line in not_analysed(Path(job.output_dir) / "tables"):
+        logger.warning("configuration not analysed (incomplete): %s", line)
     print(f"study page: {page}" + (" (FAKE judge)" if fake else ""))
     return record

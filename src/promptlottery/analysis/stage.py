@@ -210,7 +210,7 @@ def grid_config(grid: JudgmentGrid) -> dict[str, Any]:
     frames = [f for f in (grid.judgments, *grid.pairwise.values()) if not f.empty]
     out: dict[str, Any] = {}
     for col, key in GRID_KEYS.items():
-        values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna()})
+        values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna().unique()})
         if values:
             out[key] = values[0] if len(values) == 1 else ", ".join(values)
     configs = [c.config_id for c in grid]

@@ -109,8 +109,12 @@ def test_a_partial_configuration_is_named_in_the_study_page_and_the_log(tmp_path
     page = (tmp_path / "lottery" / "study.md").read_text()
     assert "1 configurations x 1 backbones" in page
     line = next(x for x in page.splitlines() if x.startswith("- topical_chat_usr/"))
-    assert line.startswith("- topical_chat_usr/dialogue_quality/G1/engaging/fake: n/a: P3 missing: job did not")
-    assert line.endswith(f"; judged: P1, P2 (8 judgments, 4 items) in {root / 'tc_usr_engaging'}, left out of the analysis")
+    assert line.startswith(
+        "- topical_chat_usr/dialogue_quality/G1/engaging/fake: n/a: P3 missing: job did not"
+    )
+    assert line.endswith(
+        f"; judged: P1, P2 (8 judgments, 4 items) in {root / 'tc_usr_engaging'}, left out of the analysis"
+    )
     logged = [r.getMessage() for r in caplog.records if "not analysed" in r.getMessage()]
     assert len(logged) == 1 and logged[0].endswith(line[2:])
 

@@ -76,7 +76,12 @@ def write_table(
     small = {c: _csv_small for c in CSV_SIGNIFICANT}
     markdown = (f"{note}\n\n" if note else "") + markdown_table(df, columns) + "\n"
     return tables.write_table(
-        mark_fake(df, bool(note)), tables_dir, name, markdown=markdown, float_format=CSV_FLOAT, csv_formats=small
+        mark_fake(df, bool(note)),
+        tables_dir,
+        name,
+        markdown=markdown,
+        float_format=CSV_FLOAT,
+        csv_formats=small,
     )
 
 

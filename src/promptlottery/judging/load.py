@@ -121,7 +121,10 @@ def _without_incomplete(
         return df, jobs.problem_notes(table, partial=True)
     notes = jobs.excluded_configs(ids.unique(), table)
     out = ids.isin(list(notes))
-    notes = {cid: note + _judged(df[out & (ids == cid)], table[table["config_id"] == cid]) for cid, note in notes.items()}
+    notes = {
+        cid: note + _judged(df[out & (ids == cid)], table[table["config_id"] == cid])
+        for cid, note in notes.items()
+    }
     df = df[~out]
     if df.empty:
         raise AnalysisError(

@@ -25,6 +25,7 @@ def grid(tmp_path_factory):
                 "backbone=fake",
                 "dataset=evouna_nq",
                 "dataset.limit=5",
+                "dataset.sample_by=item",  # 5 answers, as before EVOUNA sampled whole questions
                 "judge.family=qa_correctness",
                 "judge.prompt_group=G15",
                 "judge.criterion=correct",

@@ -39,7 +39,14 @@ def _fake_study(tmp_path: Path, experiments=SIX, variants=("P1", "P2")) -> Path:
     for exp in experiments:
         for n, v in enumerate(variants):
             cfg = compose(
-                [f"+experiment={exp}", "backbone=fake", "dataset.limit=4", f"judge.variant={v}"],
+                # 4 items each (USR and EVOUNA sample whole contexts / questions by default)
+                [
+                    f"+experiment={exp}",
+                    "backbone=fake",
+                    "dataset.limit=4",
+                    "dataset.sample_by=item",
+                    f"judge.variant={v}",
+                ],
                 tmp_path=tmp_path,
             )
             assert run_stage(cfg, root / exp / f"{n}_{v}")["status"] == "ok"
@@ -220,20 +227,26 @@ def test_the_paper_study_on_the_gpu_grid_is_825_conditions(tmp_path):
     assert all("predict.limit=400" in j for j in squad.jobs)
 
 
-#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides
+#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides (USR and
+#: EVOUNA now count whole contexts / questions: run_study.sh must pass these limits to match)
 RUN_STUDY = {
     **{
         e: ["dataset.limit=30"]
         for e in (
-            "stsb_alignment evouna_nq_correctness evouna_tq_correctness nq301_correctness tc_usr_engaging "
-            "tc_usr_understandable tc_usr_context_specific tc_usr_relevant tc_usr_practical_value "
-            "pc_usr_engaging pc_usr_understandable pc_usr_context_specific fed_engaging fed_understandable "
+            "stsb_alignment nq301_correctness fed_engaging fed_understandable "
             "fed_context_specific fed_relevant fed_domain begin_wow_groundedness "
             "begin_topicalchat_groundedness begin_cmu_groundedness unieval_sfhot_overall "
             "unieval_sfres_overall qags_cnndm_groundedness qags_xsum_groundedness"
         ).split()
     },
     "hanna_coherence": ["dataset.limit=3"],
+    # whole contexts / questions since they sample by group (run_study.sh: dataset.limit=30 until then)
+    **{
+        f"tc_usr_{c}": ["dataset.limit=5"]
+        for c in ("engaging understandable context_specific relevant practical_value".split())
+    },
+    **{f"pc_usr_{c}": ["dataset.limit=6"] for c in ("engaging", "understandable", "context_specific")},
+    **{f"evouna_{s}_correctness": ["dataset.limit=6"] for s in ("nq", "tq")},
     **{f"newsroom_{c}": ["dataset.limit=5"] for c in ("coherence", "fluency", "relevance")},
     **{f"summeval_{c}": ["dataset.limit=2"] for c in ("coherence", "consistency", "fluency", "relevance")},
     "squad_v2": ["predict.limit=6"],
@@ -297,7 +310,7 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     run counts for it (gpt-4o: no tokenizer, characters / 4 + 4 per message in both); PersonaChat and
     Topical-Chat are two configurations; hours = uncached tokens / the backbone's tokens_per_s."""
     from promptlottery.stages import run_stage
-    from promptlottery.stages.study import plan_study
+    from promptlottery.stages.study_plan import plan_study
 
     over = [
         "+study=paper",

@@ -389,6 +389,28 @@ def test_the_study_breakdown_is_the_median_and_the_bands():
     assert out.loc["b", "n/a"] == 1 and pd.isna(out.loc["b", "kappa_median"])
 
 
+def test_the_study_page_puts_the_papers_section_4_2_beside_ours(tmp_path):
+    """Task type, family type and backbone rows of agreement_by_task_type.csv, each beside the paper's
+    §4.2 / §C.3 words, with ours as mean [interval]; the pooled grouping is not a row."""
+    import pandas as pd
+
+    from promptlottery.analysis.study_report import paper_breakdown
+
+    cols = {"n_configs": 2, "overlap": 0.8, "overlap_lo": 0.7, "overlap_hi": 0.9, "fleiss_kappa_n": 2}
+    rows = [
+        {"grouping": "task type", "group": "binary", **cols, "fleiss_kappa": 0.25, "fleiss_kappa_lo": 0.125},
+        {"grouping": "judge family type", "group": "subjective", **cols, "fleiss_kappa": 0.5},
+        {"grouping": "backbone", "group": "qwen", **cols, "fleiss_kappa": float("nan")},
+        {"grouping": "task type x family type x backbone", "group": "binary / subjective / qwen", **cols},
+    ]
+    pd.DataFrame(rows).assign(fleiss_kappa_hi=0.375).to_csv(tmp_path / "agreement_by_task_type.csv")
+    out = paper_breakdown(tmp_path)
+    assert out["group"].tolist() == ["binary", "subjective", "qwen"]
+    assert out["paper"].str.contains("§").all() and "0.26-0.28" in out["paper"][1]
+    assert out["overlap"][0] == "0.800 [0.700, 0.900]" and out["fleiss_kappa"][0] == "0.250 [0.125, 0.375]"
+    assert out["fleiss_kappa"][2] == "n/a"
+
+
 def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cache(tmp_path):
     """`python -m run +study=cpu ... -m` with the fake judge: the plan printed before the first job, each
     experiment's five jobs in <root>/<experiment>/ numbered 0-4 with its sweep plan and summary; run

@@ -322,7 +322,8 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     plan = plan_study(
         exps, lambda ov: compose(ov, tmp_path=tmp_path, return_hydra_config=True), progress=False
     )
-    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 60
+    # dataset.limit=3 contexts (USR samples whole contexts): PersonaChat 3 x 5 systems, Topical-Chat 3 x 6
+    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 10 * 15 + 10 * 18
     assert sorted(plan["configurations"]) == [
         "persona_chat_usr/dialogue_quality/G1/engaging",
         "topical_chat_usr/dialogue_quality/G1/engaging",
@@ -342,7 +343,7 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     assert (
         (row["calls"], row["prompt_tokens"])
         == (est["calls"], est["prompt_tokens"])
-        == (3, est["prompt_tokens"])
+        == (15, est["prompt_tokens"])
     )
     assert row["cost_usd"] == pytest.approx(est["cost_usd"], abs=1e-6)  # the dry run rounds to 6 places
     qwen = plan["backbones"]["qwen25_7b"]

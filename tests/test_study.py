@@ -430,6 +430,7 @@ def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cach
         "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
         "backbone=fake",
         "dataset.limit=3",
+        "dataset.sample_by=item",  # 3 responses each (USR and EVOUNA sample whole groups by default)
         "logger=none",
         f"paths.data_dir={DATA_DIR}",
         f"paths.cache_dir={tmp_path / 'cache'}",

@@ -127,6 +127,7 @@ def test_options_are_checked():
         ({"kappa_interval": "bca"}, "analysis.kappa_interval='bca': must be one of studentized, percentile"),
         ({"level": 1.5}, "analysis.level=1.5: must be in (0, 1)"),
         ({"n_resamples": 0}, "analysis.n_resamples=0: must be an integer >= 1"),
+        ({"blas_threads": 0}, "analysis.blas_threads=0: must be a positive integer or null"),
     ],
 )
 def test_bad_option_is_one_line_config_error(bad, message):
@@ -135,6 +136,26 @@ def test_bad_option_is_one_line_config_error(bad, message):
     with pytest.raises(ConfigError) as exc:
         LotteryOptions.from_dict({"runs": "x", **bad})
     assert str(exc.value) == message
+
+
+@pytest.mark.parametrize("threads", [1, 2, None])
+def test_blas_threads_is_the_analysis_blas_pin(monkeypatch, threads):
+    """analysis.blas_threads pins BLAS to that many threads while the analysis runs (1 by default);
+    null leaves it as it was."""
+    from threadpoolctl import threadpool_info
+
+    from promptlottery.analysis import stage
+
+    def blas():
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    outside = blas()
+    seen = []
+    monkeypatch.setattr(stage, "_lottery", lambda opts, job, encode=None: seen.append(blas()) or {})
+    assert LotteryOptions.from_dict({"runs": "x"}).blas_threads == 1
+    stage._lottery_blas_threads(LotteryOptions.from_dict({"runs": "x", "blas_threads": threads}), None)
+    assert outside and seen == [outside if threads is None else {min(threads, max(outside))}]
+    assert blas() == outside
 
 
 def test_choices_are_recorded_as_plain_strings():

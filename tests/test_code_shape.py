@@ -35,9 +35,7 @@ LONG_FILES: dict[str, int] = {
     # grown in the 2026-12-06 merge of issues 45-50 (the card, the study, controls, verdict readers): to be split
     "promptlottery/analysis/verdict.py": 430,
     "promptlottery/judging/runner.py": 419,
-    "promptlottery/judging/stage.py": 418,
     "promptlottery/prompts/groups.py": 448,
-    "promptlottery/stages/study.py": 615,
 }
 
 

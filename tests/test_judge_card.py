@@ -36,7 +36,10 @@ CONTROLS = ["P1_stricter", "P1_more_lenient", "P1_reversed", "P1_criterion_dropp
 
 
 def _judge(tmp, behaviour: str):
-    cfg = compose(["+experiment=tc_usr_engaging", "backbone=fake", f"dataset.limit={LIMIT}"], tmp_path=tmp)
+    cfg = compose(
+        ["+experiment=tc_usr_engaging", "backbone=fake", f"dataset.limit={LIMIT}", "dataset.sample_by=item"],
+        tmp_path=tmp,
+    )
     with open_dict(cfg):
         cfg.backbone.backend.behaviour = behaviour
         cfg.backbone.backend.inverted_variant = "P3"
@@ -139,7 +142,13 @@ def test_controls_are_refused_unless_asked(tmp_path):
     from promptlottery.errors import UserError
 
     cfg = compose(
-        ["+experiment=tc_usr_engaging", "backbone=fake", "dataset.limit=4", "judge.variant=P1_stricter"],
+        [
+            "+experiment=tc_usr_engaging",
+            "backbone=fake",
+            "dataset.limit=4",
+            "dataset.sample_by=item",
+            "judge.variant=P1_stricter",
+        ],
         tmp_path=tmp_path,
     )
     with pytest.raises(UserError, match="judge it only with judge.controls=true"):

@@ -208,7 +208,7 @@ def test_every_gate_key_is_a_table_the_gate_writes(tmp_path):
     from tests.conftest import compose
     from tests.test_gate_stage import VARIANTS
 
-    g15 = ["dataset=evouna_nq", "dataset.limit=5", "judge.family=qa_correctness", "judge.prompt_group=G15",
+    g15 = ["dataset=evouna_nq", "dataset.limit=5", "dataset.sample_by=item", "judge.family=qa_correctness", "judge.prompt_group=G15",
            "judge.criterion=correct"]  # fmt: skip
     for v in VARIANTS:
         cfg = compose(["backbone=fake", "dataset.limit=20", f"judge.variant={v}"], tmp_path=tmp_path)

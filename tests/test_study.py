@@ -39,7 +39,14 @@ def _fake_study(tmp_path: Path, experiments=SIX, variants=("P1", "P2")) -> Path:
     for exp in experiments:
         for n, v in enumerate(variants):
             cfg = compose(
-                [f"+experiment={exp}", "backbone=fake", "dataset.limit=4", f"judge.variant={v}"],
+                # 4 items each (USR and EVOUNA sample whole contexts / questions by default)
+                [
+                    f"+experiment={exp}",
+                    "backbone=fake",
+                    "dataset.limit=4",
+                    "dataset.sample_by=item",
+                    f"judge.variant={v}",
+                ],
                 tmp_path=tmp_path,
             )
             assert run_stage(cfg, root / exp / f"{n}_{v}")["status"] == "ok"
@@ -90,6 +97,33 @@ def test_a_fake_study_analysed_as_one_keeps_each_configuration(tmp_path):
         ids = {c.config_id for c in grid}  # with the backbone, or the configuration across backbones
         assert set(t["config_id"].dropna()) <= ids | {i.rsplit("/", 1)[0] for i in ids}
     assert max(t["config_id"].nunique() for t in keyed) == 6
+
+
+def test_a_partial_configuration_is_named_in_the_study_page_and_the_log(tmp_path, caplog):
+    """A sweep dir with 2 of its 3 wordings finished (P3 killed: no results.json) is left out of the
+    study, and said so in one line naming it, what is missing, what it had judged and its directory."""
+    import logging
+
+    from promptlottery.stages import run_stage
+
+    root = _fake_study(tmp_path, experiments=SIX[:2], variants=("P1", "P2", "P3"))
+    (root / "tc_usr_engaging" / "2_P3" / "results.json").unlink()
+    cfg = compose(
+        ["+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none"], tmp_path=tmp_path
+    )
+    with caplog.at_level(logging.WARNING, logger="promptlottery.stages.study"):
+        assert run_stage(cfg, tmp_path / "lottery")["status"] == "ok"
+    page = (tmp_path / "lottery" / "study.md").read_text()
+    assert "1 configurations x 1 backbones" in page
+    line = next(x for x in page.splitlines() if x.startswith("- topical_chat_usr/"))
+    assert line.startswith(
+        "- topical_chat_usr/dialogue_quality/G1/engaging/fake: n/a: P3 missing: job did not"
+    )
+    assert line.endswith(
+        f"; judged: P1, P2 (8 judgments, 4 items) in {root / 'tc_usr_engaging'}, left out of the analysis"
+    )
+    logged = [r.getMessage() for r in caplog.records if "not analysed" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].endswith(line[2:])
 
 
 def test_the_wandb_group_and_condition_id_name_the_configuration(tmp_path):
@@ -193,20 +227,26 @@ def test_the_paper_study_on_the_gpu_grid_is_825_conditions(tmp_path):
     assert all("predict.limit=400" in j for j in squad.jobs)
 
 
-#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides
+#: /work/study/run_study.sh, the CPU study judged one experiment at a time (issue 45): its overrides (USR and
+#: EVOUNA now count whole contexts / questions: run_study.sh must pass these limits to match)
 RUN_STUDY = {
     **{
         e: ["dataset.limit=30"]
         for e in (
-            "stsb_alignment evouna_nq_correctness evouna_tq_correctness nq301_correctness tc_usr_engaging "
-            "tc_usr_understandable tc_usr_context_specific tc_usr_relevant tc_usr_practical_value "
-            "pc_usr_engaging pc_usr_understandable pc_usr_context_specific fed_engaging fed_understandable "
+            "stsb_alignment nq301_correctness fed_engaging fed_understandable "
             "fed_context_specific fed_relevant fed_domain begin_wow_groundedness "
             "begin_topicalchat_groundedness begin_cmu_groundedness unieval_sfhot_overall "
             "unieval_sfres_overall qags_cnndm_groundedness qags_xsum_groundedness"
         ).split()
     },
     "hanna_coherence": ["dataset.limit=3"],
+    # whole contexts / questions since they sample by group (run_study.sh: dataset.limit=30 until then)
+    **{
+        f"tc_usr_{c}": ["dataset.limit=5"]
+        for c in ("engaging understandable context_specific relevant practical_value".split())
+    },
+    **{f"pc_usr_{c}": ["dataset.limit=6"] for c in ("engaging", "understandable", "context_specific")},
+    **{f"evouna_{s}_correctness": ["dataset.limit=6"] for s in ("nq", "tq")},
     **{f"newsroom_{c}": ["dataset.limit=5"] for c in ("coherence", "fluency", "relevance")},
     **{f"summeval_{c}": ["dataset.limit=2"] for c in ("coherence", "consistency", "fluency", "relevance")},
     "squad_v2": ["predict.limit=6"],
@@ -270,7 +310,7 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     run counts for it (gpt-4o: no tokenizer, characters / 4 + 4 per message in both); PersonaChat and
     Topical-Chat are two configurations; hours = uncached tokens / the backbone's tokens_per_s."""
     from promptlottery.stages import run_stage
-    from promptlottery.stages.study import plan_study
+    from promptlottery.stages.study_plan import plan_study
 
     over = [
         "+study=paper",
@@ -282,7 +322,8 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     plan = plan_study(
         exps, lambda ov: compose(ov, tmp_path=tmp_path, return_hydra_config=True), progress=False
     )
-    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 60
+    # dataset.limit=3 contexts (USR samples whole contexts): PersonaChat 3 x 5 systems, Topical-Chat 3 x 6
+    assert plan["total"]["conditions"] == 20 and plan["total"]["calls"] == 10 * 15 + 10 * 18
     assert sorted(plan["configurations"]) == [
         "persona_chat_usr/dialogue_quality/G1/engaging",
         "topical_chat_usr/dialogue_quality/G1/engaging",
@@ -302,7 +343,7 @@ def test_the_plan_counts_like_the_judge_stages_dry_run(tmp_path):
     assert (
         (row["calls"], row["prompt_tokens"])
         == (est["calls"], est["prompt_tokens"])
-        == (3, est["prompt_tokens"])
+        == (15, est["prompt_tokens"])
     )
     assert row["cost_usd"] == pytest.approx(est["cost_usd"], abs=1e-6)  # the dry run rounds to 6 places
     qwen = plan["backbones"]["qwen25_7b"]
@@ -349,6 +390,28 @@ def test_the_study_breakdown_is_the_median_and_the_bands():
     assert out.loc["b", "n/a"] == 1 and pd.isna(out.loc["b", "kappa_median"])
 
 
+def test_the_study_page_puts_the_papers_section_4_2_beside_ours(tmp_path):
+    """Task type, family type and backbone rows of agreement_by_task_type.csv, each beside the paper's
+    §4.2 / §C.3 words, with ours as mean [interval]; the pooled grouping is not a row."""
+    import pandas as pd
+
+    from promptlottery.analysis.study_report import paper_breakdown
+
+    cols = {"n_configs": 2, "overlap": 0.8, "overlap_lo": 0.7, "overlap_hi": 0.9, "fleiss_kappa_n": 2}
+    rows = [
+        {"grouping": "task type", "group": "binary", **cols, "fleiss_kappa": 0.25, "fleiss_kappa_lo": 0.125},
+        {"grouping": "judge family type", "group": "subjective", **cols, "fleiss_kappa": 0.5},
+        {"grouping": "backbone", "group": "qwen", **cols, "fleiss_kappa": float("nan")},
+        {"grouping": "task type x family type x backbone", "group": "binary / subjective / qwen", **cols},
+    ]
+    pd.DataFrame(rows).assign(fleiss_kappa_hi=0.375).to_csv(tmp_path / "agreement_by_task_type.csv")
+    out = paper_breakdown(tmp_path)
+    assert out["group"].tolist() == ["binary", "subjective", "qwen"]
+    assert out["paper"].str.contains("§").all() and "0.26-0.28" in out["paper"][1]
+    assert out["overlap"][0] == "0.800 [0.700, 0.900]" and out["fleiss_kappa"][0] == "0.250 [0.125, 0.375]"
+    assert out["fleiss_kappa"][2] == "n/a"
+
+
 def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cache(tmp_path):
     """`python -m run +study=cpu ... -m` with the fake judge: the plan printed before the first job, each
     experiment's five jobs in <root>/<experiment>/ numbered 0-4 with its sweep plan and summary; run
@@ -367,6 +430,7 @@ def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cach
         "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
         "backbone=fake",
         "dataset.limit=3",
+        "dataset.sample_by=item",  # 3 responses each (USR and EVOUNA sample whole groups by default)
         "logger=none",
         f"paths.data_dir={DATA_DIR}",
         f"paths.cache_dir={tmp_path / 'cache'}",

@@ -129,7 +129,7 @@ class BackboneConfig:
     backend: Any = MISSING  # a `_target_` node built with hydra.utils.instantiate
     price_per_mtok_input: float | None = None
     price_per_mtok_output: float | None = None
-    #: the study plan's time estimate (promptlottery.stages.study): ``tokens_per_s`` (prompt tokens a
+    #: the study plan's time estimate (promptlottery.stages.study_plan): ``tokens_per_s`` (prompt tokens a
     #: second), ``device`` (gpu | cpu | api), ``engine_load_s`` and ``source`` (measured where, or the
     #: assumption). A planning figure, not part of the job: out of the job's config hash
     throughput: Any = None

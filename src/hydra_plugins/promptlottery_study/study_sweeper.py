@@ -41,6 +41,8 @@ class StudySweeper(Sweeper):
         from promptlottery.errors import UserError
         from promptlottery.stages import study as st
         from promptlottery.stages import user_message
+        from promptlottery.stages.study_plan import plan_study
+        from promptlottery.stages.study_plan_text import format_plan, write_study_plan
 
         root = Path(str(self.config.hydra.sweep.dir))
         name = str(self.config.study.get("name") or "study")
@@ -55,9 +57,9 @@ class StudySweeper(Sweeper):
         n = sum(len(e.jobs) for e in experiments)
         logger.info("study=%s experiments=%d jobs=%d dir=%s", name, len(experiments), n, root)
         if self.config.get("dry_run") or self.config.study.get("plan_first", True):
-            plan = st.plan_study(experiments, self._compose)
-            path = st.write_study_plan(plan, root, study=name)
-            print(st.format_plan(plan, study=f"study {name}"), flush=True)
+            plan = plan_study(experiments, self._compose)
+            path = write_study_plan(plan, root, study=name)
+            print(format_plan(plan, study=f"study {name}"), flush=True)
             if self.config.get("dry_run"):
                 print(f"plan written: {path} (and study_dry_run.md); no job started")
                 return []

@@ -85,6 +85,10 @@ class LotteryOptions:
     #: analyse one backbone's judgments in different dtypes together
     allow_mixed_dtypes: bool = False
     n_jobs: int = 1
+    #: BLAS threads during the analysis: 1 (default) pins OpenBLAS / MKL to one thread (its many small
+    #: matrix products ran about 3x slower with BLAS's threads spinning on a shared 2-core machine);
+    #: null leaves BLAS as the environment set it
+    blas_threads: int | None = 1
     #: a human_ratings.parquet (python -m run +human=import): the human-baseline section (promptlottery.human)
     human_ratings: str | None = None
     #: the datasets' own per-rater labels: human agreement under one wording beside the fixed prompt's
@@ -101,6 +105,8 @@ class LotteryOptions:
         self.thresholds = {**DEFAULT_THRESHOLDS, **(self.thresholds or {})}
         if not (is_int(self.n_jobs) and self.n_jobs == -1):
             check_int("analysis.n_jobs", self.n_jobs, lo=1, what="a positive integer or -1 (all cores)")
+        if self.blas_threads is not None:
+            check_int("analysis.blas_threads", self.blas_threads, lo=1, what="a positive integer or null")
         check_open("analysis.level", self.level, 0, 1)
         runs = self.budget_runs
         if runs is not None and not isinstance(runs, str | list | tuple):

@@ -26,7 +26,7 @@ def write_outputs(
     tdir = out_dir / opts.tables_dir
     note = fake_judge_line(grid)
     written = {name: rp.write_table(t, name, tdir, note=note) for name, t in tables.items()}
-    tables[lt.UNSTABLE_ITEMS].to_csv(
+    rp.mark_fake(tables[lt.UNSTABLE_ITEMS], bool(note)).to_csv(
         out_dir / f"{lt.UNSTABLE_ITEMS}.csv", index=False, float_format=rp.CSV_FLOAT
     )
     figures = {}

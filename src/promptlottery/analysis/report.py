@@ -69,12 +69,29 @@ def write_table(
 ) -> dict:
     """``<name>.csv`` (all columns) and ``<name>.md`` (``columns``: source -> header, or all; ``note``
     a line above the table), in the lottery's conventions: CSV floats ``%.4f``
-    (:data:`CSV_SIGNIFICANT` columns 4 significant digits)."""
+    (:data:`CSV_SIGNIFICANT` columns 4 significant digits). With a ``note`` (a fake judge's run,
+    :func:`~promptlottery.analysis.render.fake_judge_line`) the CSV also carries
+    :data:`FAKE_COLUMN` (true on every row; in the header of an empty table), so no CSV of a fake
+    run, pooled or empty, reads as a model's."""
     small = {c: _csv_small for c in CSV_SIGNIFICANT}
     markdown = (f"{note}\n\n" if note else "") + markdown_table(df, columns) + "\n"
     return tables.write_table(
-        df, tables_dir, name, markdown=markdown, float_format=CSV_FLOAT, csv_formats=small
+        mark_fake(df, bool(note)),
+        tables_dir,
+        name,
+        markdown=markdown,
+        float_format=CSV_FLOAT,
+        csv_formats=small,
     )
+
+
+#: the column every CSV of a fake judge's run carries (true on every row)
+FAKE_COLUMN = "judge_is_fake"
+
+
+def mark_fake(df: pd.DataFrame, fake: bool) -> pd.DataFrame:
+    """``df`` with :data:`FAKE_COLUMN` (true) appended when ``fake``; ``df`` itself otherwise."""
+    return df.assign(**{FAKE_COLUMN: True}) if fake else df
 
 
 def markdown_table(df: pd.DataFrame, columns: dict[str, str] | None = None) -> str:

@@ -69,16 +69,19 @@ def run_lottery(
         fields={"stage": "lottery"},
         label="lottery analysis",
     )
-    return run_job(job, lambda job: _lottery_one_blas_thread(opts, job, encode=encode))
+    return run_job(job, lambda job: _lottery_blas_threads(opts, job, encode=encode))
 
 
-def _lottery_one_blas_thread(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
-    """The analysis with BLAS on one thread. Its matrix products are many and small (one bootstrap's
-    resamples at a time: the Kendall blocks, the kappa and Pearson batches), and OpenBLAS's threads,
-    spinning for work on a shared 2-core machine, made the study analysis about 3x slower (docs/
-    benchmarks.md); ``analysis.n_jobs`` is the parallelism (joblib limits its workers' BLAS
-    threads likewise). Every table is the same, byte for byte (tested by diffing a fake study)."""
-    with threadpool_limits(limits=1, user_api="blas"):
+def _lottery_blas_threads(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
+    """The analysis with BLAS on ``opts.blas_threads`` threads (default 1; None: as the environment
+    set it). Its matrix products are many and small (one bootstrap's resamples at a time: the Kendall
+    blocks, the kappa and Pearson batches), and OpenBLAS's threads, spinning for work on a shared
+    2-core machine, made the study analysis about 3x slower (docs/benchmarks.md); ``analysis.n_jobs``
+    is the parallelism (joblib limits its workers' BLAS threads likewise). Every table is the same,
+    byte for byte (tested by diffing a fake study)."""
+    if opts.blas_threads is None:
+        return _lottery(opts, job, encode=encode)
+    with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
         return _lottery(opts, job, encode=encode)
 
 
@@ -210,7 +213,7 @@ def grid_config(grid: JudgmentGrid) -> dict[str, Any]:
     frames = [f for f in (grid.judgments, *grid.pairwise.values()) if not f.empty]
     out: dict[str, Any] = {}
     for col, key in GRID_KEYS.items():
-        values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna()})
+        values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna().unique()})
         if values:
             out[key] = values[0] if len(values) == 1 else ", ".join(values)
     configs = [c.config_id for c in grid]
@@ -264,7 +267,7 @@ def lottery(cfg, job: StageJob) -> dict[str, Any]:
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     opts = LotteryOptions.from_dict(a)
     job.track(make_analysis_tracker(cfg.logger, opts))
-    res = _lottery(opts, job)
+    res = _lottery_blas_threads(opts, job)  # the Hydra stage pins BLAS as run_lottery does
     return {k: v for k, v in res.items() if k not in ("files", "written")}
 
 

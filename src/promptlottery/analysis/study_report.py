@@ -6,8 +6,9 @@ wrote (``headlines.csv``: the paper's rows with ours, interval, n and definition
 each configuration's verdict; ``configurations.csv``: what each configuration is) and adds the
 breakdowns per backbone and per judge family: configurations, the median of their agreement across
 wordings (the verdict table's ``kappa``, its definition in verdict.csv's sentence) and how many fall
-in each band (robust >= ``analysis.thresholds.robust``, usable >= ``.usable``, below). A fake judge's
-study says so in its first line.
+in each band (robust >= ``analysis.thresholds.robust``, usable >= ``.usable``, below); the paper's
+§4.2 breakdowns beside ours (:func:`paper_breakdown`); and one line per configuration left out as
+incomplete (:func:`not_analysed`). A fake judge's study says so in its first line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from promptlottery.analysis.report import mark_fake
 
 BANDS = ("robust", "usable", "below usable")
 
@@ -49,6 +52,80 @@ def breakdown(verdict: pd.DataFrame, configurations: pd.DataFrame, by: str) -> p
     return pd.DataFrame(rows)
 
 
+def not_analysed(tables: Path) -> list[str]:
+    """One line per configuration the analysis left out (an incomplete sweep: a wording whose job
+    failed, was killed or never ran), from ``incomplete_configurations.csv``: its id, what is missing,
+    what it had judged (judgments, items) and its directory."""
+    path = Path(tables) / "incomplete_configurations.csv"
+    table = pd.read_csv(path) if path.exists() and path.stat().st_size else pd.DataFrame()
+    if table.empty:
+        return []
+    return [f"{cid}: {status}" for cid, status in zip(table["config_id"], table["status"])]
+
+
+def not_analysed_lines(tables: Path) -> list[str]:
+    """The study page's section on the configurations left out (empty: none was)."""
+    left = not_analysed(tables)
+    if not left:
+        return ["Every configuration found under analysis.runs was complete and is analysed."]
+    return [
+        f"## Not analysed: {len(left)} incomplete configuration(s)",
+        "",
+        "Each was left out whole (its wordings would not be comparable); re-run its missing jobs "
+        "(the call cache answers the rest) or analyse it as it is with analysis.allow_partial=true.",
+        "",
+        *(f"- {line}" for line in left),
+    ]
+
+
+#: the paper's words beside each grouping of ``agreement_by_task_type.csv`` (its Tables 2-3 are not in
+#: ../shared/papers: the summary there prints their claims, with numbers only for the family types)
+PAPER_BY_GROUP = {
+    ("task type", "binary"): "higher raw overlap, lower chance-corrected reliability than non-binary (§4.2)",
+    ("task type", "likert"): "lower raw overlap, higher chance-corrected reliability than binary (§4.2)",
+    ("judge family type", "objective"): "Fleiss' kappa 0.47-0.69 (§C.3; objective judges more stable, §4.2)",
+    ("judge family type", "subjective"): "Fleiss' kappa 0.26-0.28 (§C.3)",
+}
+PAPER_BACKBONE = "sensitivity varies by backbone (§4.2; no number in the summary)"
+
+
+def paper_breakdown(tables: Path) -> pd.DataFrame:
+    """The paper's §4.2 breakdowns beside ours: per task type (binary vs Likert), judge family type
+    (objective vs subjective) and backbone, from ``agreement_by_task_type.csv``.
+
+    The paper (§4.2): "Binary tasks had higher raw overlap than non-binary tasks, but lower
+    chance-corrected reliability; objective judges were more stable than subjective and open-ended
+    judges. Sensitivity varied by backbone"; §C.3: "Objective tasks show greater invariance
+    (κ = 0.47–0.69) than subjective tasks (κ = 0.26–0.28)". Ours, each with its bootstrap interval:
+    the raw overlap and Fleiss' kappa across the paraphrases (the paper's measure, §3.2), each the
+    mean over the group's configurations where it is defined (``n``)."""
+    path = Path(tables) / "agreement_by_task_type.csv"
+    if not path.exists() or not path.stat().st_size:
+        return pd.DataFrame()
+    t = pd.read_csv(path)
+    t = t[t["grouping"].isin(["task type", "judge family type", "backbone"])]
+    if t.empty:
+        return pd.DataFrame()
+
+    def ci(row, m):
+        return "n/a" if pd.isna(row[m]) else f"{row[m]:.3f} [{_fmt(row[m + '_lo'])}, {_fmt(row[m + '_hi'])}]"
+
+    return pd.DataFrame(
+        {
+            "grouping": t["grouping"],
+            "group": t["group"],
+            "paper": [
+                PAPER_BACKBONE if g == "backbone" else PAPER_BY_GROUP.get((g, str(k)), "(not reported)")
+                for g, k in zip(t["grouping"], t["group"])
+            ],
+            "configurations": t["n_configs"],
+            "overlap": [ci(r, "overlap") for _, r in t.iterrows()],
+            "fleiss_kappa": [ci(r, "fleiss_kappa") for _, r in t.iterrows()],
+            "n": t["fleiss_kappa_n"],
+        }
+    )
+
+
 def _fmt(x, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "n/a"
@@ -73,8 +150,8 @@ def write_study_page(lottery_dir: str | Path, *, fake: bool = False) -> Path:
     heads = pd.read_csv(tables / "headlines.csv") if (tables / "headlines.csv").exists() else pd.DataFrame()
     by_backbone = breakdown(verdict, configs, "backbone")
     by_family = breakdown(verdict, configs, "judge_family")
-    by_backbone.to_csv(tables / "study_by_backbone.csv", index=False)
-    by_family.to_csv(tables / "study_by_family.csv", index=False)
+    mark_fake(by_backbone, fake).to_csv(tables / "study_by_backbone.csv", index=False)
+    mark_fake(by_family, fake).to_csv(tables / "study_by_family.csv", index=False)
     n_cfg = configs["config_id"].map(lambda c: c.rsplit("/", 1)[0]).nunique()
     lines = []
     if fake:
@@ -105,6 +182,16 @@ def write_study_page(lottery_dir: str | Path, *, fake: bool = False) -> Path:
         lines.append(_md(rows))
     else:
         lines.append("(no headlines table)")
+    beside = paper_breakdown(tables)
+    lines += ["", "## Beside the paper's §4.2: task type, judge family type, backbone", ""]
+    lines += [
+        _md(beside) if len(beside) else "(no agreement_by_task_type table)",
+        "",
+        "overlap and fleiss_kappa: across the paraphrases, mean over the group's configurations with its "
+        "bootstrap interval; n: configurations where Fleiss' kappa is defined. **Missing:** the paper's "
+        "Tables 2-3 cell by cell (../shared/papers holds its summary, which prints these claims only).",
+    ]
+    lines += ["", *not_analysed_lines(tables)]
     lines += ["", "## Per backbone", "", _md(by_backbone), "", "## Per judge family", "", _md(by_family)]
     lines += ["", "## Per configuration", ""]
     keep = [

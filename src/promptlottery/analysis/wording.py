@@ -112,6 +112,15 @@ def _eta_squared(y: np.ndarray, groups: np.ndarray) -> float:
     return float(between / total)
 
 
+def _null_etas(y: np.ndarray, tags: list, at: np.ndarray, perm_at: np.ndarray) -> np.ndarray:
+    """:func:`_eta_squared` of ``y`` under each permutation's tags (``tags`` of the distinct keys;
+    point ``i`` takes ``tags[perm_at[p, at[i]]]``). The tags become their ranks among the sorted
+    distinct tags, so each eta-squared sums the same terms in the same order as on the tags."""
+    distinct = sorted(set(tags))
+    rank = np.array([distinct.index(t) for t in tags], dtype=np.int64)
+    return np.array([_eta_squared(y, rank[row][at]) for row in perm_at], dtype=float)
+
+
 def wording_dimensions(
     agreement: pd.DataFrame,
     tags: pd.DataFrame,
@@ -142,6 +151,11 @@ def wording_dimensions(
     perms = _tag_permutations(pts, n_permutations, seed)
     tag_lookup = tags.set_index(["prompt_group", "variant"])
     keys = list(zip(pts["prompt_group"], pts["variant"]))
+    # each permutation as positions: point i takes the tags of distinct key perm_at[p, at[i]]
+    distinct_keys = list(dict.fromkeys(keys))
+    pos = {k: i for i, k in enumerate(distinct_keys)}
+    at = np.array([pos[k] for k in keys], dtype=np.int64)
+    perm_at = np.array([[pos[m[k]] for k in distinct_keys] for m in perms], dtype=np.int64)
     rows = []
     for d in WORDING_DIMENSIONS:
         levels = pts[d].astype(object).fillna("(none)").to_numpy()
@@ -160,9 +174,7 @@ def wording_dimensions(
             rows.append({**rec, **_no_eta("n/a: no variation of agreement within configurations")})
             continue
         dim_tags = tag_lookup[d].astype(object).fillna("(none)").to_dict()
-        null = np.array(
-            [_eta_squared(y, np.array([dim_tags[m[k]] for k in keys], dtype=object)) for m in perms]
-        )
+        null = _null_etas(y, [dim_tags[k] for k in distinct_keys], at, perm_at)
         rec.update(
             eta_squared=obs,
             null_mean=float(np.nanmean(null)),

@@ -120,7 +120,12 @@ def _without_incomplete(
         logger.warning("analysing a partial grid (allow_partial): %d problem(s)", len(table))
         return df, jobs.problem_notes(table, partial=True)
     notes = jobs.excluded_configs(ids.unique(), table)
-    df = df[~ids.isin(list(notes))]
+    out = ids.isin(list(notes))
+    notes = {
+        cid: note + _judged(df[out & (ids == cid)], table[table["config_id"] == cid])
+        for cid, note in notes.items()
+    }
+    df = df[~out]
     if df.empty:
         raise AnalysisError(
             "every configuration is incomplete: "
@@ -128,6 +133,22 @@ def _without_incomplete(
             + " (analysis.allow_partial=true analyses what there is)"
         )
     return df, notes
+
+
+def _judged(rows: pd.DataFrame, problems: pd.DataFrame) -> str:
+    """What an incomplete configuration had judged (and the analysis leaves out), and where (its sweep
+    dir), for its note; ``problems``: its rows of the problem table."""
+    dirs = {str(Path(d).parent) for d in rows["run_dir"] if d}
+    if not dirs:
+        dirs = {j.split("#")[0] if "#" in j else str(Path(j).parent) for j in problems["job"].astype(str)}
+    where = f" in {', '.join(sorted(dirs))}" if dirs else ""
+    if rows.empty:
+        return f"; judged: nothing{where}"
+    variants = ", ".join(sorted(rows["variant"].astype(str).unique()))
+    return (
+        f"; judged: {variants} ({len(rows)} judgments, {rows['item_id'].nunique()} items){where}, "
+        "left out of the analysis"
+    )
 
 
 def _deduplicated(df: pd.DataFrame, *, allow_mixed_dtypes: bool) -> pd.DataFrame:

@@ -8,7 +8,6 @@ inside the job wrapper (``promptlottery.stages.run_stage``), which checked the c
 from __future__ import annotations
 
 import logging
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,12 @@ from promptlottery.calls.cache import CacheError, CallCache, cache_location
 from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
 from promptlottery.data import load_items
-from promptlottery.data.registry import dataset_id, sample_items
+from promptlottery.data.registry import dataset_id
 from promptlottery.data.schema import Item, check_text
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
+from promptlottery.judging.job_inputs import job_examples, job_sample
 from promptlottery.judging.runner import Condition, build_requests, condition_metrics
 from promptlottery.judging.sparse_job import sparse_design
 from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
@@ -35,7 +35,7 @@ from promptlottery.prompts.groups import (
     own_default_group,
     resolve_group,
 )
-from promptlottery.prompts.requests import check_rendering, to_scale_label
+from promptlottery.prompts.requests import check_rendering
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
 from promptlottery.tracking.secrets import redact_text
@@ -43,27 +43,6 @@ from promptlottery.tracking.secrets import redact_text
 logger = logging.getLogger(__name__)
 
 JUDGMENTS = "judgments.parquet"
-
-
-def few_shot_examples(
-    all_items: list[Item], sample: list[Item], *, n_shot: int, criterion: str, human_range, scale, seed: int
-) -> list[tuple[Item, str]]:
-    """``n_shot`` solved examples for completion prompts, drawn from items outside the sample."""
-    if n_shot <= 0:
-        return []
-    taken = {it.id for it in sample}
-    pool = [it for it in all_items if it.id not in taken and it.human_score(criterion) is not None]
-    if len(pool) < n_shot:
-        # e.g. SQuAD v2 answers have no human correctness labels to solve examples with
-        logger.warning(
-            "zero-shot prompts: need %d examples with a human %r label, found %d",
-            n_shot,
-            criterion,
-            len(pool),
-        )
-        return []
-    chosen = random.Random(seed + 1).sample(pool, n_shot)
-    return [(it, to_scale_label(it.human_score(criterion), tuple(human_range), scale)) for it in chosen]
 
 
 def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condition:
@@ -150,10 +129,7 @@ def _dataset_where(cfg: DictConfig) -> str:
 
 def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
     all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
-    items = sample_items(
-        all_items, limit=cfg.dataset.limit, seed=cfg.dataset.seed, by=cfg.dataset.get("sample_by", "item")
-    )
-    return all_items, items
+    return all_items, job_sample(cfg, all_items)
 
 
 def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
@@ -172,15 +148,7 @@ def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     if design is not None:
         items = [it for it, judged in zip(items, design["judged"], strict=True) if judged]
     _check_items(cfg, group, condition, items, from_file)
-    examples = few_shot_examples(
-        all_items,
-        items,
-        n_shot=cfg.backbone.n_shot,
-        criterion=cfg.judge.criterion,
-        human_range=cfg.dataset.human_range,
-        scale=group.scale,
-        seed=cfg.dataset.seed,
-    )
+    examples = job_examples(cfg, all_items, items, group)
     backend, cache, _ = build_judge_runtime(cfg, backend=backend)
     orders_of = (design or {}).get("orders_of")
     check_lost_cache(

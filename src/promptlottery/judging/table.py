@@ -95,42 +95,64 @@ def add_verdicts(df: pd.DataFrame, verdict: str = "argmax", *, sampled: str = "p
     if sampled not in ("parsed", "same"):
         raise AnalysisError(f"analysis.sampled_verdict must be 'parsed' or 'same', got {sampled!r}")
     out = df.copy()
-    labels, values, conts, sources = [], [], [], []
-    scales = {name: get_scale(name) for name in out["scale"].unique()}
-    for scale_name, arg, parsed, weighted, temp in zip(
-        out["scale"], out["argmax_label"], out["parsed_label"], out["weighted_score"], out["temperature"]
-    ):
-        scale = scales[scale_name]
-        weighted = None if pd.isna(weighted) else float(weighted)
-        parsed = None if pd.isna(parsed) else str(parsed)
-        arg = None if pd.isna(arg) else str(arg)
-        if sampled == "parsed" and temp >= GREEDY_BELOW:
-            lab, src = parsed, "sampled_parsed" if parsed is not None else None
-            cont = None
-        elif verdict == "argmax" and arg is not None:
-            lab, src, cont = arg, "argmax", weighted
-        elif verdict == "weighted" and weighted is not None:
-            lab, src, cont = scale.nearest_label(weighted), "weighted_rounded", weighted
-        elif verdict == "parsed":
-            lab, src, cont = parsed, ("parsed" if parsed is not None else None), None
-        else:
-            lab, src, cont = parsed, ("parsed_fallback" if parsed is not None else None), None
-        val = scale.score_of(lab) if lab is not None else np.nan
-        labels.append(lab)
-        values.append(val)
-        conts.append(cont if cont is not None else val)
-        sources.append(src)
-    out["label"] = labels
-    out["value"] = np.asarray(values, dtype=float)
-    out["cont"] = np.asarray(conts, dtype=float)
-    out["verdict_source"] = sources
+    parsed, arg = _labels(out["parsed_label"]), _labels(out["argmax_label"])
+    weighted = pd.to_numeric(out["weighted_score"], errors="coerce").to_numpy(float)
+    scale_of = out["scale"].to_numpy(object)
+    scales = {name: get_scale(name) for name in pd.unique(scale_of)}
+    # each row's case, in the order the rules are tried (vectorised: one mask per rule)
+    sampled_row = (sampled == "parsed") & (out["temperature"].to_numpy(float) >= GREEDY_BELOW)
+    argmax_row = ~sampled_row & (verdict == "argmax") & pd.notna(arg)
+    weighted_row = ~sampled_row & ~argmax_row & (verdict == "weighted") & ~np.isnan(weighted)
+    rest = ~(sampled_row | argmax_row | weighted_row)
+    has_parsed = pd.notna(parsed)
+    labels = np.where(argmax_row, arg, parsed)
+    for name, scale in scales.items():  # the weighted score rounded, once per distinct score
+        rows = weighted_row & (scale_of == name)
+        if rows.any():
+            uniq, inv = np.unique(weighted[rows], return_inverse=True)
+            labels[rows] = np.array([scale.nearest_label(float(w)) for w in uniq], dtype=object)[inv]
+    sources = np.full(len(out), None, dtype=object)
+    sources[sampled_row & has_parsed] = "sampled_parsed"
+    sources[argmax_row] = "argmax"
+    sources[weighted_row] = "weighted_rounded"
+    sources[rest & has_parsed] = "parsed" if verdict == "parsed" else "parsed_fallback"
+    values = _scores(labels, scale_of, scales)
+    cont = np.where(argmax_row | weighted_row, weighted, np.nan)
+    out["label"] = list(labels)
+    out["value"] = values
+    out["cont"] = np.where(np.isnan(cont), values, cont)
+    out["verdict_source"] = list(sources)
     out["config_id"] = config_ids(out)
-    out["binary"] = [scales[s].binary for s in out["scale"]]
+    binary = {name: scale.binary for name, scale in scales.items()}
+    out["binary"] = [binary[s] for s in scale_of]
     out["task_type"] = np.where(out["binary"], "binary", "likert")
     files = out["group_file"] if "group_file" in out.columns else [None] * len(out)
+    types: dict[tuple, str] = {}  # one look-up per (family, group file)
     out["family_type"] = [
-        family_type(f, g if isinstance(g, str) and g else None) for f, g in zip(out["judge_family"], files)
+        types[k] if k in types else types.setdefault(k, family_type(k[0], k[1]))
+        for k in zip(out["judge_family"], (g if isinstance(g, str) and g else None for g in files))
     ]
+    return out
+
+
+def _labels(column: pd.Series) -> np.ndarray:
+    """A label column as an object array: ``str`` of each label, None where there is none."""
+    arr = column.to_numpy(object).copy()
+    missing = pd.isna(column).to_numpy()
+    arr[missing] = None
+    if not missing.all():
+        arr[~missing] = [str(x) for x in arr[~missing]]
+    return arr
+
+
+def _scores(labels: np.ndarray, scale_of: np.ndarray, scales: dict) -> np.ndarray:
+    """Each label's score on its row's scale (NaN: no label), one look-up per distinct (scale, label)."""
+    out = np.full(len(labels), np.nan)
+    for name, scale in scales.items():
+        rows = (scale_of == name) & pd.notna(labels)
+        if rows.any():
+            uniq, inv = np.unique(labels[rows].astype(str), return_inverse=True)
+            out[rows] = np.array([scale.score_of(x) for x in uniq], dtype=float)[inv]
     return out
 
 
@@ -142,8 +164,13 @@ def group_files(df: pd.DataFrame) -> dict[str, str]:
 
 
 def config_ids(df: pd.DataFrame) -> list[str]:
-    parts = [df[k].astype(str) for k in CONFIG_KEYS]
-    return ["/".join(p for p in row if p) for row in zip(*parts)]
+    """Each row's configuration id: its non-empty :data:`CONFIG_KEYS`, joined by ``/`` (one join per
+    distinct configuration)."""
+    if not len(df):
+        return []
+    codes, uniq = pd.MultiIndex.from_frame(df[list(CONFIG_KEYS)].astype(str)).factorize()
+    ids = np.array(["/".join(p for p in row if p) for row in uniq], dtype=object)
+    return ids[codes].tolist()
 
 
 def configurations(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

@@ -139,16 +139,32 @@ def _resample_weights(n: int, n_resamples: int, seed: int, clusters) -> tuple[np
     """The ``(R, C)`` unit copies of the resamples ``bootstrap_ci`` (items, ``clusters`` None) or
     ``clustered_bootstrap`` (clusters) draws with ``seed``, and each item's unit number."""
     from promptlottery.metrics._resampled import resample_counts
-    from promptlottery.metrics.bootstrap import resample_indices
+    from promptlottery.metrics.bootstrap import bootstrap_indices
     from promptlottery.metrics.cluster_bootstrap import cluster_resample
 
-    if clusters is None:
-        return resample_counts(resample_indices(n, n_resamples, seed=seed), n), None
+    if clusters is None:  # bootstrap_indices: the very draw (and counts) the percentile interval used
+        return resample_counts(bootstrap_indices(None, n, n_resamples, seed), n), None
     draws, _ = cluster_resample(clusters, n_resamples, seed=seed)
     units = pd.factorize(np.asarray(clusters))[0]  # as cluster_resample numbers them
     w = np.zeros((len(draws), int(units.max()) + 1))
     np.add.at(w, (np.repeat(np.arange(len(draws)), draws.shape[1]), draws.ravel()), 1.0)
     return w, units
+
+
+_LAST_STUDENTIZED: list[tuple[tuple, np.ndarray, StudentizedInterval]] = []
+
+
+def _studentized_once(codes, n_cat: int, w: np.ndarray, level: float, units) -> StudentizedInterval:
+    """:func:`fleiss_studentized`, kept for the next call on the same codes and resamples (a
+    configuration's two Fleiss columns ask for the same interval)."""
+    codes = np.asarray(codes)
+    key = (codes.shape, codes.dtype.str, codes.tobytes(), n_cat, level, units is None)
+    for k, weights, res in _LAST_STUDENTIZED:
+        if k == key and weights is w and units is None:
+            return res
+    res = fleiss_studentized(codes, n_cat, w, level=level, units=units)
+    _LAST_STUDENTIZED[:] = [(key, w, res)]
+    return res
 
 
 def fleiss_interval(
@@ -174,7 +190,7 @@ def fleiss_interval(
     low, high = percentile
     if kind == "studentized":
         w, units = _resample_weights(len(codes), n_resamples, seed, clusters)
-        res = fleiss_studentized(codes, n_cat, w, level=level, units=units)
+        res = _studentized_once(codes, n_cat, w, level, units)
         low, high = res.low, res.high
         if res.n_undefined:
             notes.append(f"studentized interval: {res.n_undefined} of {len(w)} resamples without a t")

@@ -255,8 +255,11 @@ def preflight_sweep(config: DictConfig) -> None:
     """:func:`preflight` for every job a sweep plans (Hydra's basic sweeper), each composed as the
     launcher will compose it, before any job starts; raises the first one-line :class:`UserError`.
     A sweeper whose jobs are not known in advance gets the sweep's own config checked."""
+    import time
+
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import open_dict, read_write
+    from tqdm import tqdm
 
     from promptlottery.tracking.callbacks import plan_jobs
 
@@ -268,11 +271,17 @@ def preflight_sweep(config: DictConfig) -> None:
             if jobs is None
             else (loader.load_sweep_config(config, list(j["overrides"])) for j in jobs)
         )
-        for job_cfg in configs:
+        started = time.monotonic()
+        n = 1 if jobs is None else len(jobs)
+        logger.info("preflight: checking the inputs of %d job(s) before the first starts", n)
+        for k, job_cfg in enumerate(tqdm(configs, total=n, desc="preflight", unit="job", disable=None), 1):
             job_cfg = job_cfg.copy()
             with read_write(job_cfg), open_dict(job_cfg):
                 job_cfg.pop("hydra", None)
             preflight(job_cfg)
+            if k % max(1, n // 10) == 0 and k < n:  # a line every tenth, for logs (the bar needs a tty)
+                logger.info("preflight: %d of %d jobs checked (%.0f s)", k, n, time.monotonic() - started)
+        logger.info("preflight: %d job(s) checked in %.1f s", n, time.monotonic() - started)
     except Exception as exc:  # noqa: BLE001 - a bad input becomes one line, a bug stays a traceback
         message = user_message(exc)
         if message is None:

@@ -57,7 +57,13 @@ def load_evouna(data_dir: Path, *, subset: str = "NQ") -> list[Item]:
                     },
                     human={"correct": 1.0 if judge else 0.0},
                     human_kind="single",
-                    meta={"subset": subset, "index": i, "improper": improper, "golden_answer": gold},
+                    meta={
+                        "subset": subset,
+                        "index": i,
+                        "group": f"{subset}-{i}",  # the question: dataset.sample_by=group keeps its systems
+                        "improper": improper,
+                        "golden_answer": gold,
+                    },
                 )
             )
     return items

@@ -43,7 +43,7 @@ def _item(qid: str, question: str, context: str, answers: list[str], meta: dict)
         inputs={"question": question, "context": context, "reference": _reference(answers)},
         human={"answerable": 1.0 if answers else 0.0},
         human_kind="single",
-        meta={"question_id": qid, "answers": answers, **meta},
+        meta={"question_id": qid, "answers": answers, "group": f"squad_v2-{qid}", **meta},
     )
 
 

@@ -80,6 +80,7 @@ def load_usr(data_dir: Path, *, subset: str = "tc") -> list[Item]:
                     meta={
                         "subset": subset,
                         "context_index": ci,
+                        "group": f"{subset}-c{ci}",  # the context: dataset.sample_by=group keeps its systems
                         "annotators": list(annotators),
                         "response_speaker": RESPONSE_SPEAKER,
                     },

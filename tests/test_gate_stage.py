@@ -22,7 +22,13 @@ def grid(tmp_path_factory):
         judge_run(cfg, tmp / "grid" / f"stsb_{v}")
         # the study's held-out configuration (conf/experiment/heldout_g15_evouna_nq.yaml)
         cfg = compose(
-            ["+experiment=heldout_g15_evouna_nq", "backbone=fake", "dataset.limit=5", "dataset.sample_by=item", f"judge.variant={v}"],
+            [
+                "+experiment=heldout_g15_evouna_nq",
+                "backbone=fake",
+                "dataset.limit=5",
+                "dataset.sample_by=item",
+                f"judge.variant={v}",
+            ],
             tmp_path=tmp,
         )
         assert cfg.judge.prompt_group == "G15"

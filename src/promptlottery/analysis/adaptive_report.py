@@ -23,6 +23,7 @@ from promptlottery.analysis.design_rows import design_items, one_design
 from promptlottery.judging.adaptive_job import walk_cells
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.adaptive import walk
+from promptlottery.tracking.staging import staged_outputs
 from promptlottery.tracking.tables import markdown_table, write_table
 
 __all__ = ["replay_adaptive", "replay_pairwise_adaptive", "run_adaptive"]
@@ -115,25 +116,25 @@ def run_adaptive(opts, grid, job) -> dict[str, Any]:
              **{f"stopped_{s}": int(stops.get(s, 0)) for s in ("confident", "decided", "exhausted")}}
         )  # fmt: skip
     labels_df, summary_df = pd.DataFrame(labels), pd.DataFrame(summary)
-    out = Path(job.output_dir)
-    write_table(labels_df, out / "tables", "adaptive_labels", float_format="%.6g")
-    write_table(summary_df, out / "tables", "adaptive_summary", float_format="%.6g")
-    text = [
-        "# An adaptive grid: plurality labels and calls saved",
-        "",
-        f"Runs: `{opts.runs}`; verdict: argmax label (the label each item's walk voted with). Each item was "
-        "judged under its wordings in its own seeded order until the stop rule settled its plurality; the walk "
-        "is replayed from the rows and every cell checked. The lottery's full-grid measures are not computed "
-        "here: the items stop where their verdicts agree, so the missing cells depend on the labels. "
-        "Per item: `tables/adaptive_labels.csv`.",
-        "",
-        markdown_table(summary_df, {c: c for c in summary_df.columns}),
-    ]
-    (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    with staged_outputs(job.output_dir) as out:  # the one writer: staged, then published together
+        write_table(labels_df, out / "tables", "adaptive_labels", float_format="%.6g")
+        write_table(summary_df, out / "tables", "adaptive_summary", float_format="%.6g")
+        text = [
+            "# An adaptive grid: plurality labels and calls saved",
+            "",
+            f"Runs: `{opts.runs}`; verdict: argmax label (the label each item's walk voted with). Each item was "
+            "judged under its wordings in its own seeded order until the stop rule settled its plurality; the walk "
+            "is replayed from the rows and every cell checked. The lottery's full-grid measures are not computed "
+            "here: the items stop where their verdicts agree, so the missing cells depend on the labels. "
+            "Per item: `tables/adaptive_labels.csv`.",
+            "",
+            markdown_table(summary_df, {c: c for c in summary_df.columns}),
+        ]
+        (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     metrics = {
         f"adaptive/{r.config_id}/{key}": float(getattr(r, key))
         for r in summary_df.itertuples(index=False)
         for key in ("calls", "full_calls", "saved_share")
         if np.isfinite(getattr(r, key))
     }
-    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"))
+    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(Path(job.output_dir) / "budget.md"))

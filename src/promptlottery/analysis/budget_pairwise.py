@@ -29,6 +29,7 @@ from promptlottery.analysis.sections.pairwise import pair_table
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import sparse as sp
 from promptlottery.metrics import sparse_pairwise as spp
+from promptlottery.tracking.staging import staged_outputs
 from promptlottery.tracking.tables import left_out_lines, markdown_table, write_table
 
 __all__ = ["estimate_pairwise_sparse", "run_pairwise_budget", "run_sparse_pairwise"]
@@ -148,35 +149,35 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         if opts.model_ranks:
             models += pairwise_model_sparse(cid, rows, first, second, human, wordings, plan, opts)
     table = pd.concat(tables, ignore_index=True)
-    out = Path(job.output_dir)
-    write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
-    cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "rank", "estimate",
-            "lo", "hi", "full_lo", "full_hi", "n_undefined", "resampled")  # fmt: skip
-    text = [
-        "# Estimates from a pairwise sparse grid",
-        "",
-        f"Runs: `{opts.runs}`; verdict: {opts.verdict} preference. Cells: (wording, order) of each pair; each "
-        "configuration's plan is rebuilt from its rows and every planned cell checked present. "
-        "`position_consistency`: share of (pair, wording) with the same verdict in both orders, weighted by "
-        "1 / P(both orders); `pairwise_kappa`: Fleiss' kappa of the two-order verdict (inconsistent = tie) "
-        "across wordings, rating pairs weighted by 1 / P(all four cells); `first_position_rate`: single-order "
-        "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
-        "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
-        "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals); `bradley_terry` (per wording and "
-        "system, `rank` its place in the wording's ranking): Bradley-Terry strengths fitted to the two-order "
-        "verdicts with each game weighted by 1 / P(both orders) (ours: the Horvitz-Thompson estimate of the "
-        "full grid's log-likelihood, maximised), and the rank changes between the wordings' rankings, "
-        "`bt_kendall_tau`, `bt_flip_share`, `bt_rank_change_share` (a fixed baseline plays but is not ranked; "
-        "every resample refitted). `lo`/`hi`: pairs resampled with "
-        f"their cells ({opts.n_resamples} resamples, level {opts.level}), as `resampled` says: `clusters "
-        "(cluster_id, K clusters)` where a cluster_id holds two pairs or more (its pairs drawn together, as "
-        "the lottery report's pairwise section), else `pairs` one by one; `full_lo`/`full_hi`: narrowed by "
-        "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
-        "",
-        markdown_table(table, {c: c for c in cols}),
-        *write_model_sparse(models, out),
-    ]
-    (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    with staged_outputs(job.output_dir) as out:  # the one writer: staged, then published together
+        write_table(table, out / "tables", "sparse_pairwise_estimates", float_format="%.6g")
+        cols = ("config_id", "n_pairs", "calls", "calls_share", "statistic", "wording", "system", "rank", "estimate",
+                "lo", "hi", "full_lo", "full_hi", "n_undefined", "resampled")  # fmt: skip
+        text = [
+            "# Estimates from a pairwise sparse grid",
+            "",
+            f"Runs: `{opts.runs}`; verdict: {opts.verdict} preference. Cells: (wording, order) of each pair; each "
+            "configuration's plan is rebuilt from its rows and every planned cell checked present. "
+            "`position_consistency`: share of (pair, wording) with the same verdict in both orders, weighted by "
+            "1 / P(both orders); `pairwise_kappa`: Fleiss' kappa of the two-order verdict (inconsistent = tie) "
+            "across wordings, rating pairs weighted by 1 / P(all four cells); `first_position_rate`: single-order "
+            "verdicts (ties out) for the answer shown first, each weighted by 1 / P(cell); `human_agreement` "
+            "(pooled, and per wording) and `win_rate` (per wording and system, ties half): the two-order verdict, "
+            "weighted by 1 / P(both orders) (ratios of Horvitz-Thompson totals); `bradley_terry` (per wording and "
+            "system, `rank` its place in the wording's ranking): Bradley-Terry strengths fitted to the two-order "
+            "verdicts with each game weighted by 1 / P(both orders) (ours: the Horvitz-Thompson estimate of the "
+            "full grid's log-likelihood, maximised), and the rank changes between the wordings' rankings, "
+            "`bt_kendall_tau`, `bt_flip_share`, `bt_rank_change_share` (a fixed baseline plays but is not ranked; "
+            "every resample refitted). `lo`/`hi`: pairs resampled with "
+            f"their cells ({opts.n_resamples} resamples, level {opts.level}), as `resampled` says: `clusters "
+            "(cluster_id, K clusters)` where a cluster_id holds two pairs or more (its pairs drawn together, as "
+            "the lottery report's pairwise section), else `pairs` one by one; `full_lo`/`full_hi`: narrowed by "
+            "sqrt(1 - calls share) (ours). Estimators: docs/sparse.md.",
+            "",
+            markdown_table(table, {c: c for c in cols}),
+            *write_model_sparse(models, out),
+        ]
+        (out / "budget.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     metrics = {
         f"sparse_pairwise/{r.config_id}/{r.statistic}"
         + (f"/{r.wording}" if r.wording else "")
@@ -186,7 +187,7 @@ def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
         for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))
         if np.isfinite(v)
     }
-    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"))
+    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(Path(job.output_dir) / "budget.md"))
 
 
 # --------------------------------------------------------------------------- a full pairwise grid
@@ -276,14 +277,14 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
         ["config_id", "n_items", *[c for c in budget.columns if c not in ("config_id", "n_items")]]
     ]
     families, adaptive = _families(budget), pd.DataFrame(adaptive_rows)
-    out = Path(job.output_dir)
-    write_table(budget, out / "tables", "budget_pairwise", float_format="%.6g")
-    write_table(families, out / "tables", "budget_pairwise_families", float_format="%.6g")
-    write_table(adaptive, out / "tables", "adaptive_pairwise", float_format="%.6g")
-    figure = plot_budget(families, out / "figures" / "budget.png")
-    text = _pairwise_report(opts, grid, families, adaptive, skipped, figure, out)
-    text += "\n".join(write_model_full(model_rows, model_summaries, out))
-    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
+    with staged_outputs(job.output_dir) as out:  # the one writer: staged, then published together
+        write_table(budget, out / "tables", "budget_pairwise", float_format="%.6g")
+        write_table(families, out / "tables", "budget_pairwise_families", float_format="%.6g")
+        write_table(adaptive, out / "tables", "adaptive_pairwise", float_format="%.6g")
+        figure = plot_budget(families, out / "figures" / "budget.png")
+        text = _pairwise_report(opts, grid, families, adaptive, skipped, figure, out)
+        text += "\n".join(write_model_full(model_rows, model_summaries, out))
+        (out / "budget.md").write_text(text + "\n", encoding="utf-8")
     metrics = {
         f"budget_pairwise/{r.config_id}/{r.design}/{r.budget:g}/{r.statistic}/{col}": float(getattr(r, col))
         for r in families.itertuples(index=False)
@@ -298,7 +299,7 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
         if np.isfinite(r.recovered):
             metrics[f"{key}/recovered"] = float(r.recovered)
     return job.ok(
-        analysis=asdict(opts), metrics=metrics, skipped_configurations=skipped, report=str(out / "budget.md"),
+        analysis=asdict(opts), metrics=metrics, skipped_configurations=skipped, report=str(Path(job.output_dir) / "budget.md"),
         judgment_files=[str(Path(f).resolve()) for f in grid.files],
     )  # fmt: skip
 

@@ -38,6 +38,7 @@ from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.sparse_plans import sparse_plan
 from promptlottery.prompts.requests import to_scale_label
+from promptlottery.tracking.staging import staged_outputs
 from promptlottery.tracking.tables import left_out_lines, markdown_table, write_table
 
 logger = logging.getLogger(__name__)
@@ -193,22 +194,22 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
         ["config_id", "n_items", *[c for c in budget.columns if c not in ("config_id", "n_items")]]
     ]
     adaptive = pd.DataFrame(adaptive_rows)
-    out = Path(job.output_dir)
-    write_table(budget, out / "tables", "budget", float_format="%.6g")
-    write_table(adaptive, out / "tables", "adaptive", float_format="%.6g")
-    from promptlottery.analysis.plots_budget import plot_budget
+    with staged_outputs(job.output_dir) as out:  # the one writer: staged, then published together
+        write_table(budget, out / "tables", "budget", float_format="%.6g")
+        write_table(adaptive, out / "tables", "adaptive", float_format="%.6g")
+        from promptlottery.analysis.plots_budget import plot_budget
 
-    figure = plot_budget(budget, out / "figures" / "budget.png")
-    text = _report(opts, grid, budget, adaptive, skipped, figure, out)
-    if model_rows:
-        model = pd.concat(model_rows, ignore_index=True)
-        write_table(model, out / "tables", "wording_model", float_format="%.6g")
-        (out / "tables" / "wording_model_full.json").write_text(json.dumps(model_summaries, indent=1))
-        text += "\n" + "\n".join(wording_model_section(model, model_summaries)) + "\n"
-    (out / "budget.md").write_text(text, encoding="utf-8")
+        figure = plot_budget(budget, out / "figures" / "budget.png")
+        text = _report(opts, grid, budget, adaptive, skipped, figure, out)
+        if model_rows:
+            model = pd.concat(model_rows, ignore_index=True)
+            write_table(model, out / "tables", "wording_model", float_format="%.6g")
+            (out / "tables" / "wording_model_full.json").write_text(json.dumps(model_summaries, indent=1))
+            text += "\n" + "\n".join(wording_model_section(model, model_summaries)) + "\n"
+        (out / "budget.md").write_text(text, encoding="utf-8")
     return job.ok(
         analysis=asdict(opts), metrics=_metrics(budget, adaptive), skipped_configurations=skipped,
-        report=str(out / "budget.md"), judgment_files=[str(Path(f).resolve()) for f in grid.files],
+        report=str(Path(job.output_dir) / "budget.md"), judgment_files=[str(Path(f).resolve()) for f in grid.files],
     )  # fmt: skip
 
 
@@ -365,8 +366,6 @@ def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
         tables.append(est.assign(config_id=config.config_id, n_items=len(labels), calls=plan.n_calls,
                                  calls_share=plan.n_calls / n_planned))  # fmt: skip
     table = pd.concat(tables, ignore_index=True)
-    out = Path(job.output_dir)
-    write_table(table, out / "tables", "sparse_estimates", float_format="%.6g")
     cols = ("config_id", "n_items", "calls", "calls_share", "statistic", "estimate", "lo", "hi", "full_lo",
             "full_hi", "n_undefined")  # fmt: skip
     text = "\n".join(
@@ -385,15 +384,16 @@ def _run_sparse(opts: BudgetOptions, grid, job) -> dict[str, Any]:
             *(wording_sparse_lines(models) if models else []),
         ]
     )
-    if models:
-        (out / "tables" / "wording_model_sparse.json").write_text(
-            json.dumps(models, indent=1), encoding="utf-8"
-        )
-    (out / "budget.md").write_text(text + "\n", encoding="utf-8")
+    with staged_outputs(job.output_dir) as out:  # the one writer: staged, then published together
+        write_table(table, out / "tables", "sparse_estimates", float_format="%.6g")
+        if models:  # the sparse design's wording model (budget_report is at the 400-line cap)
+            (out / "tables" / "wording_model_sparse.json").write_text(json.dumps(models, indent=1), "utf-8")
+        (out / "budget.md").write_text(text + "\n", encoding="utf-8")
     metrics = {
         f"sparse/{r.config_id}/{r.statistic}{suffix}": float(v)
         for r in table.itertuples(index=False)
         for suffix, v in (("", r.estimate), ("_lo", r.lo), ("_hi", r.hi))
         if np.isfinite(v)
     }
-    return job.ok(analysis=asdict(opts), metrics=metrics, report=str(out / "budget.md"), notes=notes)
+    report = str(Path(job.output_dir) / "budget.md")
+    return job.ok(analysis=asdict(opts), metrics=metrics, report=report, notes=notes)

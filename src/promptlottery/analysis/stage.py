@@ -37,7 +37,7 @@ from promptlottery.analysis.sections import registry
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
-from promptlottery.tracking.staging import no_debris, publish, staging_dir
+from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -128,10 +128,10 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     result["tables"]["incomplete_configurations"] = pd.DataFrame(
         sorted(incomplete.items()), columns=["config_id", "status"]
     )
-    staging = staging_dir(output_dir)
-    with no_debris(staging, output_dir):  # a full disk: one line, no .staging left, the old report kept
+    writer = staged_outputs(output_dir)  # a full disk: one line, no .staging left, the old report kept
+    with writer as staging:
         written = write_outputs(result, grid, opts, staging, files)
-        outputs = publish(staging, output_dir)
+    outputs = writer.outputs
     written = _moved(written, staging, output_dir)
     metrics = summary_metrics(result["tables"])
     tracker = job.tracker
@@ -285,7 +285,8 @@ def compare(cfg, job: StageJob) -> dict[str, Any]:
             "analysis.runs is required: a list of run directories, e.g. analysis.runs='[dirA,dirB]'"
         )
     try:
-        res = compare_runs([runs] if isinstance(runs, str) else list(runs), job.output_dir)
+        with staged_outputs(job.output_dir) as staging:
+            res = compare_runs([runs] if isinstance(runs, str) else list(runs), staging)
     except (FileNotFoundError, ValueError) as exc:  # a run compare refuses: one line, not a traceback
         raise AnalysisError(f"compare: {exc}") from None
     print(res["markdown"])

@@ -110,9 +110,9 @@ def ensure_predictions(
     predict_cfg, *, dataset: str, data_dir: str, cache: CallCache, decoding: Decoding
 ) -> Path:
     """Write (or refresh from the cache) the predictions file the dataset loader will read."""
-    from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
+    from promptlottery.calls.compose import build_backend
     from promptlottery.data import load_items
     from promptlottery.data.registry import sample_items
 
@@ -122,7 +122,7 @@ def ensure_predictions(
     systems = {}
     for name, spec in predict_cfg.systems.items():
         systems[name] = {
-            "backend": instantiate(spec.backbone.backend),
+            "backend": build_backend(spec.backbone.backend),  # the one place a backend is built
             "template": spec.template_chat
             if spec.backbone.prompt_format == "chat"
             else spec.template_completion,

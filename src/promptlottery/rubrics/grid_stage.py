@@ -41,6 +41,7 @@ from promptlottery.rubrics.study import Study, header, load_study, write_tables
 from promptlottery.rubrics.tables import Settings, StudyData, build_tables
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import file_sha256
+from promptlottery.tracking.staging import staged_outputs
 
 JUDGMENTS = "judgments.parquet"
 
@@ -184,5 +185,6 @@ def rubric_tables(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
             f"rubric.runs={rc.get('runs')!r}: no {JUDGMENTS} under it; run stage=rubric_judge first"
         )
     tables, tests, data = study_tables(cfg, study, rc, runs, paths)
-    summary = write_study_tables(cfg, study, rc, job.output_dir, tables, tests, data.backbones)
+    with staged_outputs(job.output_dir) as staging:  # the one writer: staged, then published together
+        summary = write_study_tables(cfg, study, rc, staging, tables, tests, data.backbones)
     return job.ok(runs=str(runs), n_jobs=len(paths), sample={"n": len(study.sample)}, tables=summary)

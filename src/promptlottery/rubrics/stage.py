@@ -31,6 +31,7 @@ from promptlottery.rubrics.grid_stage import JUDGMENTS, job_grid, judge_job, stu
 from promptlottery.rubrics.strata import two_strata
 from promptlottery.rubrics.study import Study, load_study
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
 #: the run dir's folder of the judge jobs, one ``<condition>_<backbone>`` folder each
@@ -87,8 +88,9 @@ def rubric(cfg: DictConfig, job: StageJob, *, backends: dict[str, Any] | None = 
     runs = job.output_dir / JOBS
     paths = [runs / f"{c.name}_{b}" / JUDGMENTS for b in backbones for c in study.conditions]
     tables, tests, data = study_tables(cfg, study, rc, runs, paths)
-    data.scores.to_parquet(job.output_dir / "scores.parquet", index=False)
-    summary = write_study_tables(cfg, study, rc, job.output_dir, tables, tests, list(backbones))
+    with staged_outputs(job.output_dir) as staging:  # the one writer: staged, then published together
+        data.scores.to_parquet(staging / "scores.parquet", index=False)
+        summary = write_study_tables(cfg, study, rc, staging, tables, tests, list(backbones))
     return _record(job, study, data, tables, tests, summary, calls, identities, seconds)
 
 

@@ -24,6 +24,7 @@ from promptlottery.checks import check_choice, check_int, check_open, fail, is_i
 from promptlottery.errors import ConfigError
 from promptlottery.human.assignment import SAME_ITEM, Design
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -127,14 +128,14 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         if opts.label_studio_url
         else None
     )
-    files = write_campaign(c, job.output_dir)  # first: a failed project creation keeps the files
+    files = _published(write_campaign, c, job.output_dir)  # first: a failed project creation keeps the files
     if client is not None:
         c.users = client.map_users(_emails(opts, c.annotators))
         c.projects = client.create_projects(
             tasks_for(c.assignment, c.instructions, c.name), labeling_config(c.labels), title=opts.name
         )
         c.label_studio_url = client.url
-        files = write_campaign(c, job.output_dir)  # campaign.json with the users and project ids
+        files = _published(write_campaign, c, job.output_dir)  # campaign.json with the users and project ids
         print(format_logins(c, client.url), flush=True)
     loads = c.assignment.groupby("annotator").size()
     job.note(
@@ -149,6 +150,14 @@ def _campaign(cfg, opts: HumanOptions, job: StageJob) -> dict[str, Any]:
         files={k: str(v) for k, v in files.items() if k != "tasks"},
         label_studio=opts.label_studio_url or "none: import files written (tasks/<annotator>.json)",
     )
+
+
+def _published(write, c, out: Path) -> dict[str, Any]:
+    """``write(c, staging)`` through the one writer; its ``{name: path}`` with the paths where they ended up
+    (``tasks`` left out: a folder of files)."""
+    with staged_outputs(out) as staging:
+        files = write(c, staging)
+    return {k: Path(out) / Path(v).relative_to(staging) for k, v in files.items() if k != "tasks"}
 
 
 def _emails(opts: HumanOptions, annotators: list[str]) -> dict[str, str]:
@@ -246,10 +255,13 @@ def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
     if raters:
         tables["human_raters_agreement"] = pd.concat(raters, ignore_index=True)
     out = job.output_dir
-    for name, t in tables.items():
-        rp.write_table(t, name, out / "tables")
-    R = rp.Report("Human baseline")
-    render_human_section(R, tables, level=opts.level, verdict=opts.verdict if judgments is not None else None)
-    (out / opts.report).write_text(R.text(), encoding="utf-8")
+    with staged_outputs(out) as staging:  # the one writer: staged, then published together
+        for name, t in tables.items():
+            rp.write_table(t, name, staging / "tables")
+        R = rp.Report("Human baseline")
+        render_human_section(
+            R, tables, level=opts.level, verdict=opts.verdict if judgments is not None else None
+        )
+        (staging / opts.report).write_text(R.text(), encoding="utf-8")
     metrics = human_metrics(tables)
     return job.ok(metrics=metrics, report=str(out / opts.report), options=asdict(opts))

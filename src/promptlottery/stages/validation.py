@@ -27,6 +27,7 @@ from promptlottery.prompts.validation import (
     validate_variants,
 )
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.staging import staged_outputs
 
 
 def validate_prompts(cfg, job: StageJob) -> dict[str, Any]:
@@ -78,28 +79,27 @@ def run_validation(
     groups = _select_groups(_option(options, "groups", "all"), groups_dir)
 
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    equivalence = None
-    if bool(_option(options, "equivalence", False)):
-        equivalence = _equivalence(cfg, groups, output_dir, backend)
-    variants = validate_variants(groups, threshold=threshold, encoder=encoder)
-    summary = summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
-    summary.to_csv(output_dir / "validation.csv", index=False)
-    variants.to_csv(output_dir / "validation_variants.csv", index=False)
-
-    flagged = variants[variants["flagged"]]
-    missed = summary.loc[~summary["meets_target"], "group"].tolist()
     note = (
         f"Texts compared: {TEXT_MODE}. Similarity: cosine of all-MiniLM-L6-v2 embeddings. "
         f"Lexical overlap: token Jaccard, mean over variant pairs. Length ratio: words / words of P1 "
         f"(P2-P5). Flagged: similarity to P1 < {threshold}. Target: mean sim (pairs) >= {target_similarity} "
         f"and lexical overlap <= {max_overlap}."
     )
-    table = to_markdown(summary)
-    (output_dir / "validation.md").write_text(
-        f"# Paraphrase validation\n\n{note}\n\n{table}\n\n{paper_comparison(summary, equivalence)}\n",
-        encoding="utf-8",
-    )
+    with staged_outputs(output_dir) as staging:  # the one writer: staged, then published together
+        equivalence = None
+        if bool(_option(options, "equivalence", False)):
+            equivalence = _equivalence(cfg, groups, staging, backend)
+        variants = validate_variants(groups, threshold=threshold, encoder=encoder)
+        summary = summarize(variants, target_similarity=target_similarity, max_overlap=max_overlap)
+        summary.to_csv(staging / "validation.csv", index=False)
+        variants.to_csv(staging / "validation_variants.csv", index=False)
+        table = to_markdown(summary)
+        (staging / "validation.md").write_text(
+            f"# Paraphrase validation\n\n{note}\n\n{table}\n\n{paper_comparison(summary, equivalence)}\n",
+            encoding="utf-8",
+        )
+    flagged = variants[variants["flagged"]]
+    missed = summary.loc[~summary["meets_target"], "group"].tolist()
     print(note)
     print(table)
     if len(flagged):

@@ -4,7 +4,8 @@ A stage that writes many files (the lottery analysis: tables, figures, report.md
 ``results.json``, writes everything into a fresh staging directory inside its output directory
 (:func:`staging_dir`), then :func:`publish` digests every staged file and moves each entry into
 place (a folder replaces the old folder whole), and the stage writes ``results.json`` last with the
-digests under ``outputs``. Killed at any point, the directory has no results.json saying ``ok``, or
+digests under ``outputs``. :class:`staged_outputs` is that sequence, the one way every stage
+(lottery, budget, compare, rubric, validation, human campaign) writes its outputs. Killed at any point, the directory has no results.json saying ``ok``, or
 one whose digests match every file it names. A reader (:func:`check_outputs`) refuses a directory
 whose results.json is missing, not ``ok``, names no digests, or whose files differ from them.
 """
@@ -79,6 +80,34 @@ def publish(staging: str | Path, output_dir: str | Path) -> dict[str, str]:
             os.replace(entry, target)
     staging.rmdir()
     return found
+
+
+class staged_outputs:
+    """The one writer of a stage's outputs: ``with staged_outputs(output_dir) as staging:`` writes every
+    file under ``staging`` (a fresh :func:`staging_dir`); leaving the block moves them all into
+    ``output_dir`` (:func:`publish`) and keeps their digests in ``.outputs``. Entering removes
+    ``results.json`` (the stage writes it last, after publishing). An error inside the block removes
+    the staging dir and leaves ``output_dir``'s files as they were; an ``OSError`` becomes one line
+    (:class:`no_debris`). So a stage killed mid-write leaves no half-written file among its outputs."""
+
+    def __init__(self, output_dir: str | Path):
+        self.output_dir = Path(output_dir)
+        self.outputs: dict[str, str] = {}
+
+    def __enter__(self) -> Path:
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        (self.output_dir / "results.json").unlink(missing_ok=True)
+        self.staging = staging_dir(self.output_dir)
+        self._guard = no_debris(self.staging, self.output_dir)
+        return self.staging
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None:
+            with self._guard:
+                self.outputs = publish(self.staging, self.output_dir)
+            return False
+        shutil.rmtree(self.staging, ignore_errors=True)
+        return self._guard.__exit__(kind, exc, tb)
 
 
 def check_outputs(output_dir: str | Path, *, reader: str) -> dict:

@@ -1,0 +1,124 @@
+"""Every stage writes its outputs through the one writer, ``tracking.staging.staged_outputs``.
+
+The files go to a staging directory first and move into the output directory together when the
+stage's writing is done; a stage killed mid-write leaves no half-written file among its outputs
+and the files of an earlier run as they were. The lottery analysis has its own tests
+(tests/test_analysis_staging.py); these cover the writer itself and the stages routed through it
+later: compare, validation (and, by the same code path, budget, rubric, human campaign and analyse).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from promptlottery.tracking.jobdir import file_sha256
+from promptlottery.tracking.staging import STAGING, OutputsError, staged_outputs
+from tests.conftest import compose
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: no handler of the job wrapper runs (it catches Exception only)."""
+
+
+def files(folder) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_writer_publishes_everything_together_and_returns_the_digests(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    (out / "kept.txt").write_text("an earlier file the stage does not write")
+    writer = staged_outputs(out)
+    with writer as staging:
+        (staging / "report.md").write_text("new\n")
+        (staging / "tables").mkdir()
+        (staging / "tables" / "t.csv").write_text("a\n1\n")
+        assert not (out / "report.md").exists()  # nothing reaches the output dir before the end
+    assert (out / "report.md").read_text() == "new\n" and (out / "tables" / "t.csv").read_text() == "a\n1\n"
+    assert writer.outputs == {
+        "report.md": file_sha256(out / "report.md"),
+        "tables/t.csv": file_sha256(out / "tables" / "t.csv"),
+    }
+    assert not (out / "results.json").exists()  # the stage writes it last, after publishing
+    assert (out / "kept.txt").exists() and not (out / STAGING).exists()
+
+
+def test_a_write_killed_mid_way_leaves_the_old_files_and_nothing_half_written(tmp_path):
+    out = tmp_path / "out"
+    with staged_outputs(out) as staging:
+        (staging / "report.md").write_text("old\n")
+    old = files(out)
+    with pytest.raises(Killed), staged_outputs(out) as staging:
+        (staging / "report.md").write_text("half of the new rep")
+        raise Killed
+    assert files(out) == old and not (out / STAGING).exists()
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_staging_dir(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(OutputsError, match="could not be written into"), staged_outputs(out) as staging:
+        (staging / "report.md").write_text("x")
+        raise OSError(28, "No space left on device")
+    assert not (out / STAGING).exists() and not (out / "report.md").exists()
+
+
+def test_compare_killed_mid_write_leaves_no_compare_md(tmp_path, monkeypatch):
+    """Before the one writer, compare.md was in place when config_diff.csv's write died."""
+    from promptlottery.stages import run_stage
+
+    runs = []
+    for v in ("P1", "P2"):
+        cfg = compose(["backbone=fake", "dataset.limit=4", f"judge.variant={v}"], tmp_path=tmp_path)
+        run_stage(cfg, tmp_path / "runs" / v)
+        runs.append(tmp_path / "runs" / v)
+    to_csv = pd.DataFrame.to_csv
+
+    def dying(self, path=None, *a, **kw):
+        if path is not None and str(path).endswith("config_diff.csv"):
+            raise Killed
+        return to_csv(self, path, *a, **kw)
+
+    out = tmp_path / "cmp"
+    cfg = compose(["+analysis=compare", f"analysis.runs=[{runs[0]},{runs[1]}]"], tmp_path=tmp_path)
+    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+    with pytest.raises(Killed):
+        run_stage(cfg, out)
+    monkeypatch.undo()
+    assert not (out / "compare.md").exists() and not (out / STAGING).exists()
+    rec = run_stage(cfg, out)
+    assert rec["status"] == "ok"
+    assert {"compare.md", "config_diff.csv", "metrics.csv"} <= set(files(out))
+
+
+def _fake_encoder(texts):
+    rng = np.random.default_rng(0)
+    return np.array([rng.normal(size=8) + len(t) % 7 for t in texts])
+
+
+def test_validation_killed_mid_write_keeps_the_earlier_validation(tmp_path, monkeypatch):
+    from promptlottery.stages.validation import run_validation
+
+    cfg = compose(
+        ["+experiment=validate_prompts", "validation.groups=[G1]", "backbone=fake"], tmp_path=tmp_path
+    )
+    out = tmp_path / "val"
+    run_validation(cfg, out, encoder=_fake_encoder)
+    old = files(out)
+    assert {"validation.csv", "validation_variants.csv", "validation.md"} == set(old)
+    to_csv = pd.DataFrame.to_csv
+
+    def dying(self, path=None, *a, **kw):
+        if path is not None and str(path).endswith("validation_variants.csv"):
+            raise Killed
+        return to_csv(self, path, *a, **kw)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+    cfg12 = compose(
+        ["+experiment=validate_prompts", "validation.groups=[G12]", "backbone=fake"], tmp_path=tmp_path
+    )
+    with pytest.raises(Killed):
+        run_validation(cfg12, out, encoder=_fake_encoder)
+    assert files(out) == old  # validation.csv of G12 never replaced G1's

@@ -6,22 +6,19 @@ token count may be a string. Any of these is a :class:`MalformedAnswerError` for
 naming the request and the field: retried like a transient error (a server's glitch), and failed
 with the batch when it persists; never stored in the cache or a judgments table. The API key, where a
 server echoes it, is replaced by ``***`` in every text of the answer (:func:`scrub`). And one request
-gets one overall deadline (:func:`within_deadline`), not one per read: a server that drips its answer
-byte by byte cannot hold a call past ``timeout_s``.
+gets one overall deadline (the HTTP session's total timeout, named by :func:`deadline_error`), not one
+per read: a server that drips its answer byte by byte cannot hold a call past ``timeout_s``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 from promptlottery.backends.base import JudgeResponse
 from promptlottery.backends.openai_wire import TransientBackendError
 
-T = TypeVar("T")
 #: a logprob above this is no logprob (p > 1); servers round 0 to -0.0 or a few ulps above
 MAX_LOGPROB = 1e-6
 #: key values shorter than this are placeholders (``EMPTY``), left alone as the run's redaction does
@@ -110,14 +107,11 @@ def scrub(resp: JudgeResponse, secrets: list[str]) -> JudgeResponse:
     return resp
 
 
-async def within_deadline(aw: Awaitable[T], seconds: float | None, *, where: str) -> T:
-    """``await aw``, but at most ``seconds`` in all (connect, send, every read): else a
-    :class:`TransientBackendError` (retried) naming the deadline."""
-    if not seconds or seconds <= 0:
-        return await aw
-    try:
-        return await asyncio.wait_for(aw, seconds)
-    except asyncio.TimeoutError:
-        raise TransientBackendError(
-            f"{where}: no complete answer within {seconds:g} s (backbone.backend.timeout_s bounds the whole request)"
-        ) from None
+def deadline_error(where: str, seconds: float | None) -> TransientBackendError:
+    """The error of a request that ran past its one overall deadline (``timeout_s``: connect, send and
+    every read together; the HTTP session's total timeout, :mod:`promptlottery.backends.http_client`):
+    transient, so retried."""
+    within = f"within {seconds:g} s " if seconds else ""
+    return TransientBackendError(
+        f"{where}: no complete answer {within}(backbone.backend.timeout_s bounds the whole request)"
+    )

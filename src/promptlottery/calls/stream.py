@@ -4,11 +4,18 @@ an HTTP server), and the retry wait of the one retry layer (:mod:`promptlottery.
 Up to ``window.size`` calls run on the backend's own event loop (:meth:`Backend.submit`); a finished
 call starts the next one, so a slow answer holds one slot, not a batch. Each call is retried on its
 own; answers are handed to the caller's thread in lists and written to the cache there.
+
+The window is a set of worker coroutines, each sending its next request in the step that read its last
+answer: one event loop thread serves every call, so at C calls in flight what it spends per call
+between an answer and the next request adds up over the answers that arrive together (a server of
+fixed delay D answers in waves of up to C): at C = 256 and D = 100 ms the window reaches what a bare
+aiohttp client reaches on the same machine (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import queue
 import random
@@ -108,44 +115,65 @@ def stream_calls(
 async def _window(backend, misses, decoding, window: Window, out: queue.Queue, stop: threading.Event,
                   max_retries: int, backoff_s: float) -> None:  # fmt: skip
     """On the backend's loop: keep ``window.size`` calls in flight, hand each answer (or its final
-    error) to the caller's thread in the order they arrive; ``None`` at the end."""
+    error) to the caller's thread in the order they arrive, one list per turn of the loop; ``None``
+    at the end.
+
+    ``window.ceiling`` workers (fewer for fewer calls), each sending its next request in the same step
+    that took its last answer (no task, callback or wake-up per call between an answer and the next
+    request); workers above ``window.size`` (the window shrank on a throttle) park until a call ends."""
+    loop = asyncio.get_running_loop()
     finished: list[tuple[JudgeRequest, object]] = []
-    wake = asyncio.Event()
-    pending: set[asyncio.Task] = set()
-
-    def done(task: asyncio.Task, r: JudgeRequest) -> None:
-        pending.discard(task)
-        if not task.cancelled():
-            exc = task.exception()
-            finished.append((r, exc if exc is not None else task.result()))
-        wake.set()
-
+    parked: collections.deque[asyncio.Future] = collections.deque()
     it = iter(misses)
-    more = True
-    try:
-        while True:
-            while more and not stop.is_set() and len(pending) < window.size:
-                r = next(it, None)
-                if r is None:
-                    more = False
-                    break
-                t = asyncio.ensure_future(_acall(backend, r, decoding, window, max_retries, backoff_s))
-                pending.add(t)
-                t.add_done_callback(lambda task, r=r: done(task, r))
-            if not pending:
-                break
-            await wake.wait()
-            wake.clear()
-            if finished:
-                out.put(finished)
-                finished = []
-    finally:
-        for t in list(pending):
-            t.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+    in_flight = 0
+
+    def hand_over() -> None:
+        nonlocal finished
         if finished:
             out.put(finished)
+            finished = []
+
+    def wake(n: int) -> None:
+        while parked and n > 0:
+            f = parked.popleft()
+            if not f.done():
+                f.set_result(None)
+                n -= 1
+
+    async def worker() -> None:
+        nonlocal in_flight
+        try:
+            while not stop.is_set():
+                if in_flight >= window.size:  # the window shrank: wait for a call to end
+                    f = loop.create_future()
+                    parked.append(f)
+                    await f
+                    continue
+                r = next(it, None)
+                if r is None:
+                    return
+                in_flight += 1
+                try:
+                    a = await _acall(backend, r, decoding, window, max_retries, backoff_s)
+                except Exception as exc:  # noqa: BLE001 - its final error, handed over like an answer
+                    a = exc
+                finally:
+                    in_flight -= 1
+                if not finished:  # one hand-over per turn of the loop, after this turn's answers
+                    loop.call_soon(hand_over)
+                finished.append((r, a))
+                wake(window.size - in_flight - 1)  # room for others beside this worker's next call
+        finally:
+            wake(len(parked))  # no more to send (or stopped): the parked workers end too
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(window.ceiling, len(misses)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        hand_over()
         out.put(None)
 
 

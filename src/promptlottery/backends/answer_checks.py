@@ -12,6 +12,7 @@ per read: a server that drips its answer byte by byte cannot hold a call past ``
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -86,9 +87,16 @@ def _check_logprob(value: Any, what: str, bad) -> None:
 
 
 def secret_values(api_key_env: str | None) -> list[str]:
-    """The values a stored answer must not hold: the backend's API key (and ``OPENAI_API_KEY``)."""
-    names = {n for n in (api_key_env, "OPENAI_API_KEY") if n}
-    return sorted({v for n in names if len(v := os.environ.get(n) or "") >= MIN_SECRET_CHARS})
+    """The values a stored answer must not hold: the backend's API key (and ``OPENAI_API_KEY``), as the
+    environment holds them now."""
+    return list(
+        _long_values(os.environ.get(api_key_env) if api_key_env else None, os.environ.get("OPENAI_API_KEY"))
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _long_values(*values: str | None) -> tuple[str, ...]:
+    return tuple(sorted({v for v in values if v and len(v) >= MIN_SECRET_CHARS}))
 
 
 def scrub(resp: JudgeResponse, secrets: list[str]) -> JudgeResponse:

@@ -41,6 +41,8 @@ FAULTS = {
     "test_sigkill_mid_window_then_resume_sends_exactly_the_missing_calls": "SIGKILL mid-window (HTTP server stub)",
     "test_a_run_killed_mid_batch_resumes_polling_it_and_submits_nothing_twice": "SIGKILL mid-batch (batch API stub)",
     "test_an_expired_batch_sends_its_unanswered_requests_again": "a provider batch that expires",
+    "test_a_run_killed_between_submit_and_journal_submits_nothing_new_on_restart": "SIGKILL between a batch's submit and its journal entry (OpenAI, Anthropic stubs)",
+    "test_a_cap_the_next_batch_file_would_cross_stops_before_submitting_it_and_keeps_every_answer": "spend cap reached mid-batch (batch API stub)",
 }
 HOSTILE = "hostile input (one line, rc 2, or warned)"
 #: issue 46's items (tests/test_hostile_round2.py): the test function's name starts with its key

@@ -1,5 +1,5 @@
 """A loopback stub of the providers' documented batch endpoints (OpenAI: /v1/files, /v1/batches,
-/v1/files/{id}/content; Anthropic: /v1/messages/batches, .../{id}, .../{id}/results), for
+/v1/files/{id}/content; Anthropic: /v1/messages/batches (create and list), .../{id}, .../{id}/results), for
 tests/test_provider_batches.py. A batch ends when ``release`` is set (at once by default); requests
 whose text holds "bad" fail with HTTP 400; ``expire_first`` ends the first batch expired with only its
 first half answered."""
@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
+from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,7 +49,7 @@ class BatchStub:
             self.creates += 1
             bid = f"{'batch' if kind == 'openai' else 'msgbatch'}_{self.creates}"
             self.batches[bid] = {"id": bid, "kind": kind, "requests": reqs, "state": "in_progress",
-                                 "metadata": metadata or {}, "n": self.creates}  # fmt: skip
+                                 "metadata": metadata or {}, "n": self.creates, "created": time.time()}  # fmt: skip
             return self.batches[bid]
 
     def _poll(self, bid: str) -> dict:
@@ -95,8 +97,10 @@ class BatchStub:
         ended = b["state"] != "in_progress"
         answered = b.get("answered", []) if ended else []
         bad = sum(1 for r in answered if "bad" in json.dumps(r["params"]))
+        created = datetime.fromtimestamp(b["created"], timezone.utc).isoformat().replace("+00:00", "Z")
         return {
             "id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+            "created_at": created,
             "request_counts": {"processing": 0 if ended else len(b["requests"]), "succeeded": len(answered) - bad,
                                "errored": bad, "canceled": 0,
                                "expired": len(b["requests"]) - len(answered) if ended else 0},
@@ -164,6 +168,11 @@ class BatchStub:
                     return self.reply(stub.openai_view(stub._poll(p.rsplit("/", 1)[1])))
                 if p.startswith("/v1/files/") and p.endswith("/content"):
                     return self.reply(stub.openai_file(p.split("/")[3]))
+                if p.startswith("/v1/messages/batches?"):  # newest first, one page
+                    mine = [b for b in stub.batches.values() if b["kind"] == "anthropic"][::-1]
+                    data = [stub.anthropic_view(b, stub.base) for b in mine]
+                    return self.reply({"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                                       "last_id": data[-1]["id"] if data else None})  # fmt: skip
                 if p.startswith("/v1/messages/batches/") and p.endswith("/results"):
                     return self.reply(stub.anthropic_results(stub.batches[p.split("/")[4]]))
                 if p.startswith("/v1/messages/batches/"):

@@ -63,6 +63,16 @@ def _offline_env(monkeypatch):
     yield
 
 
+@pytest.fixture
+def openai_stub():
+    """The loopback OpenAI-compatible server (tests/openai_stub.py) on a free port, for one test."""
+    from tests.openai_stub import OpenAIStub
+
+    stub = OpenAIStub().start()
+    yield stub
+    stub.stop()
+
+
 def subprocess_env(home: Path) -> dict[str, str]:
     """A minimal offline environment for ``python -m run`` in a subprocess, importing this checkout."""
     return {

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible backend against a stdlib HTTP stub on 127.0.0.1 (fast, offline).
+"""The OpenAI-compatible backend against the loopback stub on 127.0.0.1 (tests/openai_stub.py; fast, offline).
 
 The one retry layer (calls.loop.run_calls) on 429/503 (then success), no retry on a context
 overflow (400) or a refused model (404), the concurrency limit, the logprob -> label_probs mapping, the parsed-label fallback when the
@@ -11,9 +11,6 @@ import json
 import math
 import re
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -29,90 +26,18 @@ from promptlottery.calls.cache import CallCache
 from promptlottery.calls.loop import CallStats, JudgingError, run_calls
 from promptlottery.prompts.scales import get_scale
 from promptlottery.prompts.scoring import LOGPROB_WEIGHTED, PARSED_LABEL, score_response
+from tests.openai_stub import DEFAULT_TOP
+from tests.openai_stub import top_logprobs as _top
 
 LABELS = ("1", "2", "3", "4", "5")
 SECRET = "sk-test-Zq9f3TOPSECRETvalue"  # pragma: allowlist secret
 
 
-def _top(pairs):
-    return [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in pairs]
-
-
-# what the stub answers by default: first token "4"; labels spelled several ways in the top-k
-DEFAULT_TOP = [("4", 0.5), (" 4", 0.1), ("5", 0.2), ("3", 0.05), ("The", 0.05)]
-
-
-class Stub:
-    """A scripted OpenAI-compatible server: each POST takes the next scripted (status, body)."""
-
-    def __init__(self):
-        self.script: list[tuple[int, dict | str, dict]] = []
-        self.seen: list[dict] = []
-        self.logprobs = True
-        self.delay_s = 0.0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-
-    def answer(self, body: dict) -> dict:
-        msg = {"role": "assistant", "content": "4"}
-        choice = {"index": 0, "message": msg, "finish_reason": "stop"}
-        if self.logprobs and body.get("logprobs"):
-            choice["logprobs"] = {
-                "content": [{"token": "4", "logprob": math.log(0.5), "top_logprobs": _top(DEFAULT_TOP)}]
-            }
-        return {
-            "id": "x",
-            "model": body.get("model"),
-            "choices": [choice],
-            "usage": {"prompt_tokens": 42, "completion_tokens": 1, "total_tokens": 43},
-        }
-
-
-def _handler(stub: Stub):
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a):  # quiet
-            pass
-
-        def do_POST(self):
-            n = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(n) or b"{}")
-            with stub.lock:
-                stub.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                stub.in_flight += 1
-                stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                status, payload, headers = stub.script.pop(0) if stub.script else (200, None, {})
-            try:
-                time.sleep(stub.delay_s)
-                payload = stub.answer(body) if payload is None else payload
-                data = (json.dumps(payload) if not isinstance(payload, str) else payload).encode()
-            finally:
-                # counted out before the reply is sent: once the client has read it, it may send the
-                # next request before this handler returns (counted after, a loaded machine saw 4 of 3)
-                with stub.lock:
-                    stub.in_flight -= 1
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-
-    return H
-
-
 @pytest.fixture
-def stub():
-    s = Stub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(s))  # port 0: a free port
-    server.daemon_threads = True
-    th = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    th.start()
-    s.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield s
-    server.shutdown()
-    server.server_close()
+def stub(openai_stub):
+    """A scripted OpenAI-compatible server (tests/openai_stub.py): each POST takes the next scripted
+    (status, body, headers), else the default answer."""
+    return openai_stub
 
 
 def _backend(url, **kw):
@@ -368,6 +293,14 @@ def test_count_tokens_without_a_tokenizer_approximates_and_says_so():
 def test_response_round_trips_through_the_cache_format():
     r = JudgeResponse("4", {"4": 0.5}, 3, 1, 0.1, extra={"scoring": "logprobs"})
     assert JudgeResponse.from_json(json.loads(json.dumps(r.to_json()))) == r
+    # the cache's bytes (and so their checksums) are those of dataclasses.asdict, without its deep copy
+    from dataclasses import asdict
+
+    nested = JudgeResponse(
+        "4", None, 3, 1, 0.1, extra={"top": [{"token": "4", "logprob": -0.1}], "n": {"a": 1}}
+    )
+    for x in (r, nested):
+        assert json.dumps(x.to_json()) == json.dumps(asdict(x))
 
 
 def test_assistant_prefix_continues_the_final_message_on_vllm_only(stub):

@@ -1,20 +1,16 @@
 """The call loop's sliding window over an OpenAI-compatible server (calls.loop._stream), against a
-stdlib stub on 127.0.0.1: C calls in flight, each answer stored once, per-call retries with
+loopback stub on 127.0.0.1 (tests/openai_stub.py): C calls in flight, each answer stored once, per-call retries with
 Retry-After, exact resume after SIGKILL, the adaptive window (AIMD) under a server that admits L calls
 at a time, and the spend cap (before the first call and during the run)."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,109 +21,17 @@ from promptlottery.calls.cache import CallCache
 from promptlottery.calls.loop import CallStats, JudgingError, SpendCapReached, run_calls
 from promptlottery.calls.spend import SpendCap
 from promptlottery.errors import ConfigError
+from tests.openai_stub import USAGE
 
 LABELS = ("1", "2", "3", "4", "5")
-USAGE = {"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}
-
-
-class Server:
-    """Answers chat/completions after ``delay_s``; above ``limit`` calls in flight answers 429
-    (``Retry-After: 0``); ``script`` statuses are answered first; counts what it saw."""
-
-    def __init__(self):
-        self.delay_s, self.limit, self.script, self.slow = 0.0, None, [], {}
-        self.seen_during_slow = 0
-        self.seen: list[str] = []
-        self.in_flight = self.max_in_flight = self.throttled = 0
-        self.lock = threading.Lock()
-
-    def handler(self):
-        server = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as a real server
-
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                with server.lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    over = server.limit is not None and server.in_flight > server.limit
-                    scripted = server.script.pop(0) if server.script and not over else None
-                    if over:
-                        server.throttled += 1
-                    else:
-                        server.seen.append(body["messages"][0]["content"])
-                try:
-                    if over:
-                        status, payload, headers = (
-                            429,
-                            {"error": {"message": "rate limited"}},
-                            {"Retry-After": "0"},
-                        )
-                    elif scripted:
-                        status, payload, headers = scripted
-                    else:
-                        content = body["messages"][0]["content"]
-                        if content in server.slow:
-                            n0 = len(server.seen)
-                            time.sleep(server.slow[content])
-                            server.seen_during_slow = len(server.seen) - n0
-                        else:
-                            time.sleep(server.delay_s)
-                        status, headers = 200, {}
-                        payload = {
-                            "model": body.get("model"),
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "message": {"role": "assistant", "content": "4"},
-                                    "finish_reason": "stop",
-                                    "logprobs": {
-                                        "content": [
-                                            {
-                                                "token": "4",
-                                                "logprob": math.log(0.6),
-                                                "top_logprobs": [
-                                                    {"token": "4", "logprob": math.log(0.6)},
-                                                    {"token": "5", "logprob": math.log(0.3)},
-                                                ],
-                                            }
-                                        ]
-                                    },
-                                }
-                            ],
-                            "usage": USAGE,
-                        }
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        return H
+TOKENS = USAGE["total_tokens"]  # a call's tokens in the stub's answer
 
 
 @pytest.fixture
-def server():
-    s = Server()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), s.handler())
-    httpd.daemon_threads = True
-    th = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    th.start()
-    s.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield s
-    httpd.shutdown()
-    httpd.server_close()
+def server(openai_stub):
+    """The loopback server (tests/openai_stub.py): answers after ``delay_s``; above ``limit`` calls in
+    flight answers 429 (``Retry-After: 0``); ``script`` statuses are answered first; counts what it saw."""
+    return openai_stub
 
 
 def _reqs(n: int) -> list[JudgeRequest]:
@@ -147,14 +51,14 @@ def test_the_window_keeps_c_calls_in_flight_and_stores_every_answer_once(server,
     stats = CallStats()
     out = run_calls(_reqs(48), _backend(server.url, 4), cache, Decoding(), stats=stats)
     assert len(out) == 48 and len(cache) == 48 and stats.cache_misses == 48
-    assert sorted(server.seen) == sorted(f"rate {i}" for i in range(48))  # each sent once
+    assert sorted(server.contents) == sorted(f"rate {i}" for i in range(48))  # each sent once
     assert 2 <= server.max_in_flight <= 4
     # a window, not batches that wait for their slowest call: while "rate 0" took its second, the other
     # three slots served the rest (fixed batches of 4 would have sent 3 others in that time)
     assert server.seen_during_slow >= 40
     assert out["key0007"].label_probs["4"] == pytest.approx(0.6) and out["key0007"].label_probs[
         "5"
-    ] == pytest.approx(0.3)
+    ] == pytest.approx(0.2)
     again = run_calls(_reqs(48), _backend(server.url, 8), cache, Decoding(), stats=CallStats())
     assert len(server.seen) == 48 and again["key0001"].raw_text == "4"  # all from the cache
 
@@ -245,15 +149,15 @@ def test_the_adaptive_window_settles_near_the_servers_limit_without_failing_call
 def test_the_spend_cap_stops_the_run_keeps_every_answer_and_says_how_to_resume(server, tmp_path):
     server.delay_s = 0.01
     cache = CallCache(tmp_path / "c.sqlite")
-    cap = SpendCap(max_tokens=42 * 20)  # 20 calls' worth
+    cap = SpendCap(max_tokens=TOKENS * 20)  # 20 calls' worth
     with pytest.raises(SpendCapReached, match="re-run the same command to resume") as ei:
         run_calls(_reqs(100), _backend(server.url, 4), cache, Decoding(), stats=CallStats(), spend=cap)
-    assert "840 tokens of max_tokens=840" in str(ei.value) or "tokens of max_tokens=840" in str(ei.value)
+    assert f"tokens of max_tokens={TOKENS * 20}" in str(ei.value)
     sent = len(server.seen)
     assert 20 <= sent <= 20 + 4 and len(cache) == sent == cap.calls  # the calls in flight kept, none lost
-    assert cap.tokens == 42 * sent
+    assert cap.tokens == TOKENS * sent
     out = run_calls(_reqs(100), _backend(server.url, 4), cache, Decoding(), stats=CallStats(),
-                    spend=SpendCap(max_tokens=42 * 200))  # fmt: skip
+                    spend=SpendCap(max_tokens=TOKENS * 200))  # fmt: skip
     assert len(out) == 100 and len(server.seen) == 100  # the resume paid only for the rest
 
 

@@ -278,20 +278,15 @@ def test_several_runs_that_judged_different_tables_or_texts_are_refused_naming_t
 
 # ------------------------------------------- item 6: server answers validated at the boundary (127.0.0.1)
 
-from tests.test_backends_openai import DEFAULT_TOP, Stub, _handler, _reqs, _top  # noqa: E402
+from tests.openai_stub import DEFAULT_TOP  # noqa: E402
+from tests.openai_stub import top_logprobs as _top  # noqa: E402
+from tests.test_backends_openai import _reqs  # noqa: E402
 
 
 @pytest.fixture
-def stub():
-    """The scripted OpenAI-compatible stub of tests/test_backends_openai.py, on 127.0.0.1."""
-    s = Stub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(s))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    s.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield s
-    server.shutdown()
-    server.server_close()
+def stub(openai_stub):
+    """The scripted OpenAI-compatible stub (tests/openai_stub.py), on 127.0.0.1."""
+    return openai_stub
 
 
 def _answer(content="4", logprob=-0.7, top=None, usage=None):

@@ -148,3 +148,123 @@ def test_a_batch_whose_id_was_never_recorded_is_found_by_its_tag(stub, tmp_path)
     (tmp_path / "calls.sqlite.batches.json").write_text(json.dumps({"pl-lost": entry}))
     out = run_calls(reqs, b, cache, Decoding(), stats=CallStats())
     assert len(out) == 4 and stub.creates == 1  # found by its metadata tag, not submitted again
+
+
+# -- the spend cap, checked before each batch file ----------------------------------------------------
+@pytest.mark.faults
+@pytest.mark.fault_subset
+def test_a_cap_the_next_batch_file_would_cross_stops_before_submitting_it_and_keeps_every_answer(
+    stub, tmp_path
+):
+    from promptlottery.calls.loop import SpendCapReached
+    from promptlottery.calls.spend import SpendCap
+
+    b = _openai(stub)  # 12 requests a file: 30 requests are files of 12, 12 and 6
+    reqs = _reqs(30)
+
+    def dry_run(rs):  # the dry run's count: prompt tokens + max_new_tokens a call
+        return sum(b.count_tokens(r) for r in rs) + len(rs) * Decoding().max_new_tokens
+
+    cache = CallCache(tmp_path / "calls.sqlite")
+    cap = SpendCap(max_tokens=dry_run(reqs) - 1)  # the whole sweep does not fit, the first two files do
+    with pytest.raises(SpendCapReached, match="re-run the same command to resume") as ei:
+        run_calls(reqs, b, cache, Decoding(), stats=CallStats(), spend=cap)
+    assert "6 calls not submitted: the next batch file (6 calls) is estimated at" in str(ei.value)
+    assert stub.creates == 2 and len(cache) == 24  # the two files in flight collected: every answer kept
+    assert cap.calls == 24 and cap.tokens == 24 * 31  # the running total: the answers' own usage
+    out = run_calls(
+        reqs, _openai(stub), cache, Decoding(), stats=CallStats(), spend=SpendCap(max_tokens=10**6)
+    )
+    assert (
+        len(out) == 30 and stub.creates == 3 and len(stub.batches["batch_3"]["requests"]) == 6
+    )  # the rest only
+
+
+def test_a_cap_counts_the_batches_in_flight_of_an_earlier_run(stub, tmp_path):
+    from promptlottery.calls.loop import SpendCapReached
+    from promptlottery.calls.spend import SpendCap
+
+    stub.release.clear()  # the first run's batch stays in flight; it is stopped while polling
+    b = _openai(stub)
+    reqs = _reqs(24)
+    per = sum(b.count_tokens(r) for r in reqs[:12]) + 12 * Decoding().max_new_tokens
+    journal = tmp_path / "calls.sqlite.batches.json"
+    line = [b.batch_line(r, Decoding()) for r in reqs[:12]]
+    bid = b._client.run(b.submit_batch(line, "pl-first"))
+    who = json.dumps(b.identity(), sort_keys=True)
+    journal.write_text(json.dumps({"pl-first": {"backend": who, "keys": [r.key for r in reqs[:12]], "id": bid,
+                                                "collected": False, "submitted": time.time(),
+                                                "estimate": [per, 0.0]}}))  # fmt: skip
+    stub.release.set()
+    cache = CallCache(tmp_path / "calls.sqlite")
+    with pytest.raises(
+        SpendCapReached, match="1 batch"
+    ):  # in flight: 12 calls' count; the next 12 do not fit
+        run_calls(reqs, b, cache, Decoding(), stats=CallStats(), spend=SpendCap(max_tokens=per + per // 2))
+    assert stub.creates == 1 and len(cache) == 12  # the batch in flight collected, nothing new submitted
+
+
+# -- stopped between the provider's answer and the journal's write ------------------------------------
+KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from promptlottery.backends.base import Decoding, JudgeRequest
+    from promptlottery.backends.anthropic_batch import AnthropicBatchBackend
+    from promptlottery.backends.openai_batch import OpenAIBatchBackend
+    from promptlottery.calls.cache import CallCache
+    from promptlottery.calls.loop import CallStats, run_calls
+    reqs = [JudgeRequest(key=f"{i:064x}", labels=tuple("12345"), messages=[{"role": "user", "content": f"rate {i}"}])
+            for i in range(10)]
+    cls = {"openai": OpenAIBatchBackend, "anthropic": AnthropicBatchBackend}[sys.argv[3]]
+    b = cls("judge", base_url=sys.argv[1], api_key_env="", poll_s=0.05)
+    submit = b.submit_batch
+    async def submit_then_die(lines, tag):
+        bid = await submit(lines, tag)  # the provider accepted it (and will bill it) ...
+        os.kill(os.getpid(), signal.SIGKILL)  # ... and the run dies before the journal has its id
+    b.submit_batch = submit_then_die
+    run_calls(reqs, b, CallCache(sys.argv[2]), Decoding(), stats=CallStats())
+    """
+)
+
+
+@pytest.mark.faults
+@pytest.mark.fault_subset
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_run_killed_between_submit_and_journal_submits_nothing_new_on_restart(stub, tmp_path, provider):
+    stub.release.clear()
+    db = tmp_path / "calls.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED, stub.base + "/v1", str(db), provider], env=env, timeout=120
+    )
+    assert proc.returncode == -signal.SIGKILL and stub.creates == 1
+    (entry,) = json.loads((tmp_path / "calls.sqlite.batches.json").read_text()).values()
+    assert entry["id"] is None and not entry["collected"]  # the intent only: the id never written
+    stub.release.set()
+    reqs = [JudgeRequest(key=f"{i:064x}", labels=LABELS, messages=[{"role": "user", "content": f"rate {i}"}])
+            for i in range(10)]  # fmt: skip
+    cls = {"openai": OpenAIBatchBackend, "anthropic": AnthropicBatchBackend}[provider]
+    b = cls("judge", base_url=stub.base + "/v1", api_key_env="", poll_s=0.01)
+    out = run_calls(reqs, b, CallCache(db), Decoding(), stats=CallStats())
+    assert len(out) == 10 and stub.creates == 1  # found again and collected: nothing submitted twice
+    (entry,) = json.loads((tmp_path / "calls.sqlite.batches.json").read_text()).values()
+    assert entry["id"] == next(iter(stub.batches)) and entry["collected"]
+
+
+def test_an_unrecorded_anthropic_batch_is_told_from_another_jobs_batch_of_the_same_size(stub, tmp_path):
+    b = AnthropicBatchBackend("claude-judge", base_url=stub.base + "/v1", api_key_env="", poll_s=0.01)
+    ours, theirs = _reqs(4), [JudgeRequest(key=f"{i + 100:064x}", labels=LABELS,
+                                           messages=[{"role": "user", "content": f"other {i}"}]) for i in range(4)]  # fmt: skip
+    t0 = time.time()
+    mine = b._client.run(b.submit_batch([b.batch_line(r, Decoding()) for r in ours], "pl-ours"))
+    b._client.run(
+        b.submit_batch([b.batch_line(r, Decoding()) for r in theirs], "pl-theirs")
+    )  # newer, same size
+    who = json.dumps(b.identity(), sort_keys=True)
+    entry = {"backend": who, "keys": [r.key for r in ours], "id": None, "collected": False, "submitted": t0}
+    (tmp_path / "calls.sqlite.batches.json").write_text(json.dumps({"pl-ours": entry}))
+    cache = CallCache(tmp_path / "calls.sqlite")
+    out = run_calls(ours, b, cache, Decoding(), stats=CallStats())
+    assert len(out) == 4 and stub.creates == 2 and len(cache) == 4  # adopted ours; theirs left alone
+    (entry,) = json.loads((tmp_path / "calls.sqlite.batches.json").read_text()).values()
+    assert entry["id"] == mine and entry["collected"]

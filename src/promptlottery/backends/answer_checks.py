@@ -6,22 +6,20 @@ token count may be a string. Any of these is a :class:`MalformedAnswerError` for
 naming the request and the field: retried like a transient error (a server's glitch), and failed
 with the batch when it persists; never stored in the cache or a judgments table. The API key, where a
 server echoes it, is replaced by ``***`` in every text of the answer (:func:`scrub`). And one request
-gets one overall deadline (:func:`within_deadline`), not one per read: a server that drips its answer
-byte by byte cannot hold a call past ``timeout_s``.
+gets one overall deadline (the HTTP session's total timeout, named by :func:`deadline_error`), not one
+per read: a server that drips its answer byte by byte cannot hold a call past ``timeout_s``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import math
 import os
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 from promptlottery.backends.base import JudgeResponse
 from promptlottery.backends.openai_wire import TransientBackendError
 
-T = TypeVar("T")
 #: a logprob above this is no logprob (p > 1); servers round 0 to -0.0 or a few ulps above
 MAX_LOGPROB = 1e-6
 #: key values shorter than this are placeholders (``EMPTY``), left alone as the run's redaction does
@@ -89,9 +87,16 @@ def _check_logprob(value: Any, what: str, bad) -> None:
 
 
 def secret_values(api_key_env: str | None) -> list[str]:
-    """The values a stored answer must not hold: the backend's API key (and ``OPENAI_API_KEY``)."""
-    names = {n for n in (api_key_env, "OPENAI_API_KEY") if n}
-    return sorted({v for n in names if len(v := os.environ.get(n) or "") >= MIN_SECRET_CHARS})
+    """The values a stored answer must not hold: the backend's API key (and ``OPENAI_API_KEY``), as the
+    environment holds them now."""
+    return list(
+        _long_values(os.environ.get(api_key_env) if api_key_env else None, os.environ.get("OPENAI_API_KEY"))
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _long_values(*values: str | None) -> tuple[str, ...]:
+    return tuple(sorted({v for v in values if v and len(v) >= MIN_SECRET_CHARS}))
 
 
 def scrub(resp: JudgeResponse, secrets: list[str]) -> JudgeResponse:
@@ -110,14 +115,11 @@ def scrub(resp: JudgeResponse, secrets: list[str]) -> JudgeResponse:
     return resp
 
 
-async def within_deadline(aw: Awaitable[T], seconds: float | None, *, where: str) -> T:
-    """``await aw``, but at most ``seconds`` in all (connect, send, every read): else a
-    :class:`TransientBackendError` (retried) naming the deadline."""
-    if not seconds or seconds <= 0:
-        return await aw
-    try:
-        return await asyncio.wait_for(aw, seconds)
-    except asyncio.TimeoutError:
-        raise TransientBackendError(
-            f"{where}: no complete answer within {seconds:g} s (backbone.backend.timeout_s bounds the whole request)"
-        ) from None
+def deadline_error(where: str, seconds: float | None) -> TransientBackendError:
+    """The error of a request that ran past its one overall deadline (``timeout_s``: connect, send and
+    every read together; the HTTP session's total timeout, :mod:`promptlottery.backends.http_client`):
+    transient, so retried."""
+    within = f"within {seconds:g} s " if seconds else ""
+    return TransientBackendError(
+        f"{where}: no complete answer {within}(backbone.backend.timeout_s bounds the whole request)"
+    )

@@ -2,12 +2,16 @@
 "params"}]}`` (at most 100,000 requests and 256 MB a batch), polled (``GET
 /v1/messages/batches/{id}``, ``processing_status`` in_progress, canceling, ended), its results read
 from ``results_url`` (JSONL: ``result.type`` succeeded, errored, canceled or expired). Claude gives
-no logprobs: every answer is scored from its text (``scoring: parsed_label``).
+no logprobs: every answer is scored from its text (``scoring: parsed_label``). A batch keeps no
+metadata: one whose id a stopped run never recorded is found again by listing the workspace's batches
+(``GET /v1/messages/batches``: the same number of requests, created around the journal's time) and
+reading the results of each candidate (:mod:`promptlottery.calls.provider_batch`).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
@@ -15,6 +19,18 @@ from promptlottery.backends.openai_wire import TransientBackendError
 from promptlottery.backends.provider_batch import RESUBMIT, BatchAPIBackend, BatchStatus
 
 API_VERSION = "2023-06-01"
+#: seconds around the journal's time within which a batch of the same size may be the unrecorded one
+CANDIDATE_WINDOW_S = 600.0
+
+
+def _unix(stamp: str | None) -> float | None:
+    """An RFC 3339 time (``2024-08-20T18:37:24.100435Z``) as unix seconds."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 class AnthropicBatchBackend(BatchAPIBackend):
@@ -65,10 +81,50 @@ class AnthropicBatchBackend(BatchAPIBackend):
         return raw
 
     async def submit_batch(self, lines: list[dict[str, Any]], tag: str) -> str:
-        # the Message Batches API keeps no metadata: a batch whose id was not recorded is sent again
+        # the Message Batches API keeps no metadata: a batch whose id was not recorded is found again
+        # among the batches of its size created around the journal's time (batch_candidates)
         return json.loads(
             await self._http("POST", self.base_url + "/messages/batches", json={"requests": lines})
         )["id"]
+
+    async def batch_candidates(self, n_requests: int, submitted: float | None) -> list[str]:
+        """The workspace's batches (``GET /v1/messages/batches``, newest first, pages of 1,000) of
+        ``n_requests`` requests created within :data:`CANDIDATE_WINDOW_S` of ``submitted`` (the clocks of
+        this machine and the provider may differ; the submit itself takes up to ``timeout_s``)."""
+        if submitted is None:
+            return []
+        lo, hi = submitted - CANDIDATE_WINDOW_S, submitted + (self.timeout_s or 0) + CANDIDATE_WINDOW_S
+        out: list[str] = []
+        after = None
+        while True:
+            page = json.loads(
+                await self._http("GET", f"{self.base_url}/messages/batches?limit=1000"
+                                 + (f"&after_id={after}" if after else ""))
+            )  # fmt: skip
+            older = False
+            for b in page.get("data") or []:
+                created = _unix(b.get("created_at"))
+                if created is None or created > hi:
+                    continue
+                if created < lo:
+                    older = True
+                    break
+                c = b.get("request_counts") or {}
+                total = sum(
+                    int(c.get(k) or 0) for k in ("processing", "succeeded", "errored", "canceled", "expired")
+                )
+                if total == n_requests:
+                    out.append(b["id"])
+            if older or not page.get("has_more") or not page.get("last_id"):
+                return out
+            after = page["last_id"]
+
+    async def result_ids(self, batch_id: str) -> set[str]:
+        b = json.loads(await self._http("GET", f"{self.base_url}/messages/batches/{batch_id}"))
+        if not b.get("results_url"):
+            return set()
+        lines = (await self._http("GET", b["results_url"])).decode().splitlines()
+        return {json.loads(ln).get("custom_id") for ln in lines if ln.strip()} - {None}
 
     async def batch_status(self, batch_id: str) -> BatchStatus:
         b = json.loads(await self._http("GET", f"{self.base_url}/messages/batches/{batch_id}"))

@@ -91,7 +91,16 @@ class JudgeResponse:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields by name, for ``json.dumps`` (shallow: the same JSON as ``dataclasses.asdict``,
+        without its deep copy, which was a third of the call cache's writing time)."""
+        return {
+            "raw_text": self.raw_text,
+            "label_probs": self.label_probs,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "extra": self.extra,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> JudgeResponse:

@@ -7,7 +7,8 @@ all reach the same loop, so connections are kept alive across batches and nothin
 batch (the httpx client of before built an SSL context and a connection pool per batch, and
 httpcore's pool does work that grows with the square of the connections, encode/httpx#3215).
 aiohttp's connector hands a connection out in constant time at ``limit`` = 256 and logs nothing per
-request.
+request. The session's total timeout (``timeout_s``) is each request's one deadline: connect, send and
+every read of the answer together.
 """
 
 from __future__ import annotations

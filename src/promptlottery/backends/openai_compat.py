@@ -30,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from promptlottery.backends.answer_checks import check_answer, scrub, secret_values, within_deadline
+from promptlottery.backends.answer_checks import check_answer, deadline_error, scrub, secret_values
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.http_client import LoopClient
 from promptlottery.backends.openai_wire import (
@@ -311,14 +311,14 @@ class OpenAICompatBackend(Backend):
         session = await self._client.session()
         t0 = time.perf_counter()
 
-        async def post():
+        try:  # one deadline for the whole request (connect, send, every read): the session's total timeout
             async with session.post(self.base_url + path, json=body, headers=self._headers()) as resp:
-                return resp.status, await resp.read(), resp.headers
-
-        where = f"{self.name} at {self.base_url} (request {request.key[:12]})"
-        try:  # one deadline for the whole request (connect, send, every read), named in its error
-            status, raw, headers = await within_deadline(post(), self.timeout_s, where=where)
+                status, raw, headers = resp.status, await resp.read(), resp.headers
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, aiohttp.ServerTimeoutError):
+                raise deadline_error(
+                    f"{self.name} at {self.base_url} (request {request.key[:12]})", self.timeout_s
+                ) from None
             raise TransientBackendError(
                 f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
             ) from None

@@ -60,6 +60,16 @@ class BatchAPIBackend(OpenAICompatBackend):
         """The id of the batch submitted with ``tag``, where the provider can say (else None)."""
         return None
 
+    async def batch_candidates(self, n_requests: int, submitted: float | None) -> list[str]:
+        """For a provider that keeps no tag: the ids of its batches of ``n_requests`` requests created
+        around ``submitted`` (unix time, the journal's clock), newest first; the call loop adopts the
+        one whose results answer the journal entry's keys (:meth:`result_ids`)."""
+        return []
+
+    async def result_ids(self, batch_id: str) -> set[str]:
+        """The ``custom_id`` of every result of an ended batch."""
+        return set()
+
     async def batch_status(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
 

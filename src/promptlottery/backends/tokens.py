@@ -25,6 +25,7 @@ label token on such a scale (:func:`single_token_stop_ids`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
@@ -173,6 +174,13 @@ def add_space_route(
     return probs
 
 
+@functools.lru_cache(maxsize=256)
+def _prefix_pairs(labels: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``(shorter, longer)`` for every label that starts with another (``("1", "10")``): per scale, once."""
+    low = {lab: lab.lower() for lab in labels}
+    return tuple((m, lab) for m in labels for lab in labels if lab != m and low[lab].startswith(low[m]))
+
+
 def split_prefix_labels(
     probs: dict[str, float],
     token: str,
@@ -199,11 +207,10 @@ def split_prefix_labels(
     >>> split_prefix_labels(p, "8", [("0", math.log(0.5))], tens) is None
     True
     """
-    low = {lab: lab.lower() for lab in labels}
-    pairs = [(m, lab) for m in labels for lab in labels if lab != m and low[lab].startswith(low[m])]
-    pairs = [(m, lab) for m, lab in pairs if probs[m] > 0 and probs[lab] == 0]
+    pairs = [(m, lab) for m, lab in _prefix_pairs(tuple(labels)) if probs[m] > 0 and probs[lab] == 0]
     if not pairs:
         return probs
+    low = {lab: lab.lower() for lab in labels}
     following = list(following) if following is not None else []
     out = dict(probs)
     for m in sorted({m for m, _ in pairs}):

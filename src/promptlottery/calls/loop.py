@@ -187,10 +187,7 @@ def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries,
         from promptlottery.calls.provider_batch import run_provider_batches
 
         misses = [r for r in order if r.key not in cached]
-        failures = run_provider_batches(misses, backend, cache, decoding, answers, desc=desc)
-        for r in misses if spend is not None else ():  # a batch is priced up front (the dry run's check)
-            if r.key in answers:
-                spend.add(answers[r.key])
+        failures = run_provider_batches(misses, backend, cache, decoding, answers, desc=desc, spend=spend)
         return failures, "call(s)"
     if todo and getattr(backend, "streams", False):
         failures = stream_calls(

@@ -2,7 +2,10 @@
 
 Checked twice: against the dry run's count before the first call (:meth:`SpendCap.check_estimate`:
 a run whose uncached calls are priced over the cap is refused in one line), and against the running
-total of the answers' token usage during the run (:meth:`SpendCap.add`): at the cap the call loop
+total of the answers' token usage during the run (:meth:`SpendCap.add`; through a provider's batch
+API, before each batch file is submitted: the answers collected so far, plus the dry run's count of
+the batches in flight and of this one, :meth:`SpendCap.fits`; a batch that would cross the cap is not
+submitted, :meth:`SpendCap.withhold`): at the cap the call loop
 sends nothing more, keeps every answer it got (calls in flight are paid for, so they are awaited and
 stored) and stops with :class:`~promptlottery.calls.loop.SpendCapReached`, which says how to resume.
 The cap is the sweep's: with a ``ledger`` (``spend.json`` in the sweep dir; a single job's own dir)
@@ -36,6 +39,10 @@ class SpendCap:
     tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    #: calls not sent because their batch's dry-run count would cross the cap (provider batches:
+    #: :mod:`promptlottery.calls.provider_batch`), and why; a cap that withheld calls is ``reached``
+    withheld: int = 0
+    withheld_why: str = ""
     _saved: tuple[int, float, int] = field(default=(0, 0.0, 0), repr=False)
 
     def __post_init__(self) -> None:
@@ -100,9 +107,29 @@ class SpendCap:
 
     @property
     def reached(self) -> bool:
-        return (self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd) or (
-            self.max_tokens is not None and self.tokens >= self.max_tokens
+        return (
+            self.withheld > 0
+            or (self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd)
+            or (self.max_tokens is not None and self.tokens >= self.max_tokens)
         )
+
+    def estimate(self, *, calls: int, prompt_tokens: int, max_new_tokens: int) -> tuple[int, float]:
+        """The dry run's count of ``calls`` new calls: tokens and USD, prompt tokens plus
+        ``max_new_tokens`` a call (the most each may answer)."""
+        answer = calls * max(1, max_new_tokens)
+        return prompt_tokens + answer, self.price(prompt_tokens, answer)
+
+    def fits(self, tokens: int, cost_usd: float) -> bool:
+        """Whether ``tokens`` and ``cost_usd`` more stay within the cap, after what was spent."""
+        return not (
+            (self.max_cost_usd is not None and self.cost_usd + cost_usd > self.max_cost_usd)
+            or (self.max_tokens is not None and self.tokens + tokens > self.max_tokens)
+        )
+
+    def withhold(self, calls: int, why: str) -> None:
+        """``calls`` calls are not sent: their batch would cross the cap (``why`` says by how much)."""
+        self.withheld += calls
+        self.withheld_why = why
 
     def describe(self) -> str:
         parts = []
@@ -110,6 +137,8 @@ class SpendCap:
             parts.append(f"${self.cost_usd:.4f} of max_cost_usd={self.max_cost_usd}")
         if self.max_tokens is not None:
             parts.append(f"{self.tokens} tokens of max_tokens={self.max_tokens}")
+        if self.withheld:
+            parts.append(f"{self.withheld} calls not submitted: {self.withheld_why}")
         return ", ".join(parts)
 
     def check_pending(self, requests: list, backend, cache, decoding, *, where: str) -> None:
@@ -127,8 +156,7 @@ class SpendCap:
         """Refuse (one line, before any call) a job whose uncached calls the dry run's count prices over
         what is left of the cap: prompt tokens plus ``max_new_tokens`` per call (the most each may
         answer), plus what the sweep spent already."""
-        tokens = prompt_tokens + calls * max(1, max_new_tokens)
-        cost = self.price(prompt_tokens, calls * max(1, max_new_tokens))
+        tokens, cost = self.estimate(calls=calls, prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens)
         over = []
         if self.max_cost_usd is not None and self.cost_usd + cost > self.max_cost_usd:
             over.append(f"${cost:.4f}" + (f" + ${self.cost_usd:.4f} spent" if self.cost_usd else "")

@@ -293,7 +293,7 @@ def test_judge_mode_outside_its_choices_stops(tmp_path):
     )
     # refused by the config check, before the job's directory is claimed
     with pytest.raises(
-        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic\)$"
+        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic, listwise\)$"
     ):
         run(cfg, tmp_path / "job", backend=AlwaysA())
 

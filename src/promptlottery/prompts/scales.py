@@ -107,6 +107,8 @@ _scale("pairwise_abc", "ABC", (1.0, 0.0, 0.5), kind="pairwise", tie_label="C")
 # the same, the positions numbered ("Response 1" / "Output (2)"), a tie as 0
 _scale("pairwise_12", "12", (1.0, 0.0), kind="pairwise")
 _scale("pairwise_120", "120", (1.0, 0.0, 0.5), kind="pairwise", tie_label="0")
+# listwise: the shown position of the best of three responses (modes/listwise.py)
+_scale("listwise_1_3", "123", (1.0, 2.0, 3.0), kind="listwise")
 
 
 def get_scale(name: str) -> Scale:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from promptlottery.analysis.sections.base import Section
 from promptlottery.analysis.sections.human import HumanSection
+from promptlottery.analysis.sections.listwise.section import ListwiseSection
 from promptlottery.analysis.sections.lottery import LotterySection
 from promptlottery.analysis.sections.pairwise.section import PairwiseSection
 
-SECTIONS: tuple[Section, ...] = (LotterySection(), PairwiseSection(), HumanSection())
+SECTIONS: tuple[Section, ...] = (LotterySection(), PairwiseSection(), ListwiseSection(), HumanSection())

@@ -45,7 +45,9 @@ def test_metrics_are_the_sections_metrics_in_report_order():
     metrics = summary_metrics(tables)
     parts = [s.metrics(tables) for s in registry.SECTIONS]
     assert list(metrics) == [k for p in parts for k in p]
-    assert any(k.startswith("pairwise/") for k in parts[1]) and not parts[2] and not parts[3]  # no lists, no human ratings
+    assert (
+        any(k.startswith("pairwise/") for k in parts[1]) and not parts[2] and not parts[3]
+    )  # no lists, no human ratings
 
 
 class _Probe(Section):

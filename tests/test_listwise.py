@@ -164,3 +164,26 @@ def test_known_answer_judges_give_the_hand_derived_numbers_end_to_end(tmp_path, 
     assert lot["kappa_top1"] == pytest.approx(kappa, nan_ok=True, **near) and lot["systems_rank_changed"] == 0
     report = (tmp_path / "lottery" / "report.md").read_text()
     assert "## Listwise judges" in report and "**Fake judge**" in report
+
+
+def test_a_mode_without_a_section_is_refused_before_any_call():
+    from promptlottery.modes.listwise import Listwise
+
+    class NoSection(Listwise):
+        name, sections = "nosection", ()
+
+    with pytest.raises(UserError, match=r"^judge.mode=nosection has no report section to read its judgments"):
+        NoSection().check(SCALE, group="G18", items=[LIST], where="dataset toy")
+    get_mode("listwise").check(SCALE, group="G18", items=[LIST], where="dataset toy")
+
+
+def test_the_budget_stage_asks_the_mode_and_names_a_missing_one():
+    from promptlottery.analysis.budget_modes import mode_budget
+
+    grid = JudgmentGrid(pd.DataFrame(), by_mode={"listwise": {"c": _rows({("P1", "123"): "2"})}})
+    with pytest.raises(UserError, match=r"^\+analysis=budget of a judge.mode=listwise grid: missing"):
+        mode_budget(grid, sparse=False)
+    pairs = JudgmentGrid(pd.DataFrame(), by_mode={"pairwise": {"c": pd.DataFrame({"x": [1]})}})
+    run = mode_budget(pairs, sparse=True)
+    assert run.func.__name__ == "run_sparse_pairwise" and run.keywords["mode"] is get_mode("pairwise")
+    assert mode_budget(JudgmentGrid(pd.DataFrame()), sparse=False) is None

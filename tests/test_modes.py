@@ -151,7 +151,7 @@ def _mixed(mode: str) -> pd.DataFrame:
 def test_the_grid_gives_a_modes_rows_by_configuration():
     g = JudgmentGrid.from_frame(_mixed("pairwise"))
     cid = "stsb/semantic_alignment/G99/similarity/bb1"
-    assert list(g.rows("pairwise")) == [cid] and g.rows("pairwise") is g.pairwise
+    assert list(g.rows("pairwise")) == [cid] and g.mode_frames() == list(g.rows("pairwise").values())
     assert g.rows("pointwise") == {} and len(g.rows("pairwise")[cid]) == 2
     assert g.n_judgments == len(g.judgments) + 2
 

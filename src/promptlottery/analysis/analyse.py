@@ -33,7 +33,7 @@ def analyse(grid: JudgmentGrid, opts: LotteryOptions, *, encode=None) -> dict[st
 
     Every section checks its input before any computes (a bad pairwise table fails before the
     pointwise analyses run). Analyses 1-8 run on the pointwise configurations (n/a tables without
-    one); pairwise judgments (the grid's own verdict kind, ``grid.pairwise``) get the "Pairwise
+    one); pairwise judgments (the grid's own verdict kind, ``grid.rows(mode)``) get the "Pairwise
     judges" tables; a section's verdict sentences follow the lottery's in the verdict table.
     """
     check_read(grid)

@@ -31,8 +31,8 @@ def _grid() -> JudgmentGrid:
 
 
 def test_every_section_declares_its_mode_and_the_tables_it_builds():
-    assert [s.name for s in registry.SECTIONS] == ["lottery", "pairwise", "human"]
-    assert {s.mode for s in registry.SECTIONS} == {"pointwise", "pairwise"}
+    assert [s.name for s in registry.SECTIONS] == ["lottery", "pairwise", "listwise", "human"]
+    assert {s.mode for s in registry.SECTIONS} == {"pointwise", "pairwise", "listwise"}
     declared = [name for s in registry.SECTIONS for name in s.tables]
     assert len(declared) == len(set(declared))  # one owner per table name
     tables = analyse(_grid(), _opts())["tables"]
@@ -45,7 +45,9 @@ def test_metrics_are_the_sections_metrics_in_report_order():
     metrics = summary_metrics(tables)
     parts = [s.metrics(tables) for s in registry.SECTIONS]
     assert list(metrics) == [k for p in parts for k in p]
-    assert any(k.startswith("pairwise/") for k in parts[1]) and not parts[2]  # no human ratings given
+    assert (
+        any(k.startswith("pairwise/") for k in parts[1]) and not parts[2] and not parts[3]
+    )  # no lists, no human ratings
 
 
 class _Probe(Section):

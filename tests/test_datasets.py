@@ -45,6 +45,9 @@ CASES = [
     ("topical_chat_usr", {"subset": "pc"}, 300,
      {"understandable": (0, 1), "natural": (1, 3), "maintains_context": (1, 3), "engaging": (1, 3),
       "uses_knowledge": (0, 1), "overall": (1, 5)}, "per_rater", {"context", "response", "knowledge"}),
+    # one item per context, three systems' responses; human: the three responses' mean scores
+    ("topical_chat_usr_lists", {"subset": "tc"}, 60, {"overall": (1, 5), "engaging": (1, 3)}, "per_response",
+     {"context", "response_1", "response_2", "response_3"}),
     ("fed", {"level": "turn"}, 375,
      {**dict.fromkeys(["interesting", "engaging", "specific", "relevant", "correct",
                        "semantically_appropriate", "fluent"], (0, 2)), "understandable": (0, 1),
@@ -123,8 +126,9 @@ def test_counts_and_ranges(name, options, count, criteria, kind, keys):
         assert all(isinstance(v, str) for v in it.inputs.values()), it.id
         for crit, (lo, hi) in criteria.items():
             value = it.human[crit]
-            values = value if kind == "per_rater" else [value]
-            assert isinstance(value, list) == (kind == "per_rater"), (it.id, crit)
+            listed = kind in ("per_rater", "per_response")
+            values = value if listed else [value]
+            assert isinstance(value, list) == listed, (it.id, crit)
             assert all(v is None or lo <= v <= hi for v in values), (it.id, crit, value)
         if kind == "none":
             assert it.human == {}
@@ -507,7 +511,7 @@ def test_dataset_config_composes_and_loads(config):
 
 #: the criterion whose range a config's human_range gives
 MAIN_CRITERION = {
-    "summeval": "coherence", "topical_chat_usr": "overall", "fed": "overall", "squad_v2": "answerable",
+    "summeval": "coherence", "topical_chat_usr": "overall", "topical_chat_usr_lists": "overall", "fed": "overall", "squad_v2": "answerable",
     "qa_eval_nq301": "correct", "evouna_qa_eval": "correct", "begin_groundedness": "attributable",
     "qags": "consistent", "stsb": "similarity", "newsroom": "coherence", "hanna": "coherence",
     "unieval_data2text": "overall", "pandalm": "preference", "llmbar": "preference", "asap": "holistic",

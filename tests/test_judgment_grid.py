@@ -81,7 +81,7 @@ def test_pairwise_rows_are_a_verdict_kind_of_their_own():
     pair["preferred"] = ["1", "2", "tie", "1"]
     g = JudgmentGrid.from_frame(load_judgments(pd.concat([rows, pair], ignore_index=True)))
     assert [c.config_id for c in g] == [A]  # the pointwise analyses never see the pairwise rows
-    assert list(g.pairwise) == ["stsb/semantic_alignment/G99/similarity/bb1"]
-    p = g.pairwise["stsb/semantic_alignment/G99/similarity/bb1"]
+    assert list(g.rows("pairwise")) == ["stsb/semantic_alignment/G99/similarity/bb1"]
+    p = g.rows("pairwise")["stsb/semantic_alignment/G99/similarity/bb1"]
     assert p["preferred"].tolist() == ["1", "2", "tie", "1"] and "label" not in p.columns
     assert np.all(g.judgments["judge_mode"] == "pointwise")

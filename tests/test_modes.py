@@ -39,11 +39,11 @@ ONE = Item(id="i1", dataset="toy", inputs={"response": "r"}, human={"sim": [2.0,
 
 
 def test_the_registry_lists_the_modes_in_their_import_order_and_a_typo_is_one_line():
-    assert mode_names() == ["pointwise", "pairwise", "analytic"] and "pairwise" in MODES
+    assert mode_names() == ["pointwise", "pairwise", "analytic", "listwise"] and "pairwise" in MODES
     assert get_mode(None) is get_mode("pointwise")
     with pytest.raises(ConfigError) as exc:
         get_mode("pairwize")
-    assert str(exc.value) == "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic)"
+    assert str(exc.value) == "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic, listwise)"
 
 
 def test_the_config_check_names_a_typod_mode_in_one_line(tmp_path):
@@ -51,7 +51,8 @@ def test_the_config_check_names_a_typod_mode_in_one_line(tmp_path):
 
     cfg = compose(["backbone=fake", "judge.mode=pairwize"], tmp_path=tmp_path)
     with pytest.raises(
-        ConfigError, match=r"^unknown judge.mode 'pairwize' \(known: pointwise, pairwise, analytic\)$"
+        ConfigError,
+        match=r"^unknown judge.mode 'pairwize' \(known: pointwise, pairwise, analytic, listwise\)$",
     ):
         check_config(cfg)
 
@@ -112,8 +113,8 @@ def test_each_mode_refuses_the_other_modes_group_in_one_line():
         match=r"^G17 is pairwise \(scale pairwise_abc\) but judge.mode=pointwise; set judge.mode=pairwise$",
     ):
         check_mode("pointwise", get_scale("pairwise_abc"), group="G17", items=[ONE], where="d")
-    with pytest.raises(ConfigError, match="unknown judge.mode 'listwise'"):
-        check_mode("listwise", get_scale("likert_1_5"), group="G1", items=[ONE], where="d")
+    with pytest.raises(ConfigError, match="unknown judge.mode 'rankwise'"):
+        check_mode("rankwise", get_scale("likert_1_5"), group="G1", items=[ONE], where="d")
 
 
 def test_a_pairwise_group_file_naming_criteria_is_one_config_line_naming_the_file(tmp_path):
@@ -150,7 +151,7 @@ def _mixed(mode: str) -> pd.DataFrame:
 def test_the_grid_gives_a_modes_rows_by_configuration():
     g = JudgmentGrid.from_frame(_mixed("pairwise"))
     cid = "stsb/semantic_alignment/G99/similarity/bb1"
-    assert list(g.rows("pairwise")) == [cid] and g.rows("pairwise") is g.pairwise
+    assert list(g.rows("pairwise")) == [cid] and g.mode_frames() == list(g.rows("pairwise").values())
     assert g.rows("pointwise") == {} and len(g.rows("pairwise")[cid]) == 2
     assert g.n_judgments == len(g.judgments) + 2
 
@@ -158,9 +159,9 @@ def test_the_grid_gives_a_modes_rows_by_configuration():
 def test_the_grid_refuses_rows_of_a_mode_no_one_registered():
     with pytest.raises(
         AnalysisError,
-        match=r"judge_mode 'listwise', which no judge mode has \(known: pointwise, pairwise, analytic\)",
+        match=r"judge_mode 'rankwise', which no judge mode has \(known: pointwise, pairwise, analytic, listwise\)",
     ):
-        JudgmentGrid.from_frame(_mixed("listwise"))
+        JudgmentGrid.from_frame(_mixed("rankwise"))
 
 
 # ----------------------------------------------------------------------------- analytic

@@ -341,7 +341,9 @@ def _opts(**kw) -> LotteryOptions:
 def test_a_pairwise_table_alone_gets_the_section_and_metrics(tmp_path):
     opts = _opts()
     grid = JudgmentGrid.from_frame(toy_table())
-    assert not len(grid) and list(grid.pairwise) == [CID]  # the pairwise rows: a verdict kind of their own
+    assert not len(grid) and list(grid.rows("pairwise")) == [
+        CID
+    ]  # the pairwise rows: a verdict kind of their own
     result = analyse(grid, opts)
     written = write_outputs(result, grid, opts, tmp_path, [])
     report = written["report"].read_text()

@@ -20,7 +20,7 @@ from promptlottery.data.schema import DatasetError, Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging.runner import Condition, judge
 from promptlottery.modes import ModeError
-from promptlottery.modes.pairwise import PairwiseError, human_preference, preference_columns
+from promptlottery.modes.pairwise import PairwiseError, for_order, human_preference, preference_columns
 from promptlottery.prompts.groups import load_group
 from promptlottery.prompts.scales import get_scale
 from promptlottery.prompts.scoring import score_response
@@ -124,7 +124,7 @@ def test_columns_of_a_swapped_order_by_hand():
     p_pref_2 = p(A) = .7, p_pref_1 = p(B) = .3, the argmax A stands for response_b: preferred "2"."""
     resp = JudgeResponse("A", {"A": 0.7, "B": 0.3}, 1, 1, 0.0)
     ab = get_scale("pairwise_ab")
-    s = score_response(resp, ab.for_order("21"))
+    s = score_response(resp, for_order(ab, "21"))
     cols = preference_columns(PAIRS[0], "21", ab, s, resp.label_probs)
     assert cols["order"] == "21" and cols["judge_mode"] == "pairwise"
     assert cols["p_pref_1"] == pytest.approx(0.3) and cols["p_pref_2"] == pytest.approx(0.7)
@@ -138,7 +138,7 @@ def test_columns_of_a_swapped_order_by_hand():
 def test_columns_normalise_over_the_scale_and_map_the_tie():
     """Order "12", A=.2 B=.2 C=.4 (mass .8): p_pref_1 = .25, p_pref_2 = .25, p_pref_tie = .5, argmax C."""
     resp = JudgeResponse("C", {"A": 0.2, "B": 0.2, "C": 0.4}, 1, 1, 0.0)
-    s = score_response(resp, ABC.for_order("12"))
+    s = score_response(resp, for_order(ABC, "12"))
     cols = preference_columns(PAIRS[0], "12", ABC, s, resp.label_probs)
     assert (cols["p_pref_1"], cols["p_pref_2"], cols["p_pref_tie"]) == pytest.approx((0.25, 0.25, 0.5))
     assert cols["preferred"] == "tie"
@@ -293,7 +293,7 @@ def test_judge_mode_outside_its_choices_stops(tmp_path):
     )
     # refused by the config check, before the job's directory is claimed
     with pytest.raises(
-        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic\)$"
+        ConfigError, match=r"^unknown judge.mode 'pair' \(known: pointwise, pairwise, analytic, listwise\)$"
     ):
         run(cfg, tmp_path / "job", backend=AlwaysA())
 

@@ -13,6 +13,7 @@ from scipy.special import expit
 from promptlottery.metrics.preference_ranks import bradley_terry
 from promptlottery.metrics.sparse_bt import bt_batch, bt_parts, bt_rank_changes, fit_weighted_bt
 from promptlottery.metrics.sparse_pairwise import pairwise_plan
+from promptlottery.modes.pairwise import ORDERS
 
 #: a round robin of 3 systems, 3 games per system pair: x beats y 2-1, y beats z 2-1, x beats z 2-1
 ROUND_ROBIN = [("x", "y", ["1", "1", "2"]), ("y", "z", ["1", "1", "2"]), ("x", "z", ["1", "1", "2"])]
@@ -103,7 +104,7 @@ def test_known_answers_through_the_sparse_estimates():
     pairs = [f"q{k:02d}" for k in range(n)]
     human = list(np.random.default_rng(4).choice(["1", "2"], n))
     common = dict(n_resamples=100, level=0.95, seed=0, human=human, system_1=s1, system_2=s2)
-    plan = pairwise_plan(pairs, wordings, budget=0.5, full_share=0.25, anchor="P1")
+    plan = pairwise_plan(pairs, wordings, orders=ORDERS, budget=0.5, full_share=0.25, anchor="P1")
     est = estimate_pairwise_sparse(
         _judged(plan, wordings, "12", ["1"] * n), _judged(plan, wordings, "21", ["2"] * n), plan, wordings,
         **common,
@@ -119,7 +120,7 @@ def test_known_answers_through_the_sparse_estimates():
     assert (row["estimate"], row["lo"], row["hi"]) == (0.0, 0.0, 0.0)
     assert np.isnan(est.set_index("statistic").loc["bt_kendall_tau", "estimate"])
 
-    plan = pairwise_plan(pairs, wordings, budget=0.5, full_share=0.5)
+    plan = pairwise_plan(pairs, wordings, orders=ORDERS, budget=0.5, full_share=0.5)
     assert plan.mask.all(axis=1).sum() == n // 2 and (plan.mask.all(axis=1) | ~plan.mask.any(axis=1)).all()
     est = estimate_pairwise_sparse(
         _judged(plan, wordings, "12", human), _judged(plan, wordings, "21", human), plan, wordings, **common
@@ -127,7 +128,7 @@ def test_known_answers_through_the_sparse_estimates():
     assert tuple(est.loc["bt_kendall_tau", ["estimate", "lo", "hi"]]) == (1.0, 1.0, 1.0)
     assert tuple(est.loc["bt_rank_change_share", ["estimate", "lo", "hi"]]) == (0.0, 0.0, 0.0)
 
-    full = pairwise_plan(pairs, wordings, budget=1.0)
+    full = pairwise_plan(pairs, wordings, orders=ORDERS, budget=1.0)
     h = np.array(human, dtype=object)
     est = estimate_pairwise_sparse(
         np.tile(h[:, None], 3), np.tile(h[:, None], 3), full, wordings, **common
@@ -175,7 +176,7 @@ def test_the_simulator_rows_for_the_oracle_under_an_item_subsample():
     t = simulate_pairwise_budgets(
         np.tile(h[:, None], 3), np.tile(h[:, None], 3), human, list(s1), list(s2),
         pairs=[f"q{k}" for k in range(n)], wordings=["P1", "P2", "P3"], reference="P1", budgets=[0.5],
-        designs=["items"], n_sim=5, n_resamples=50,
+        designs=["items"], n_sim=5, n_resamples=50, orders=ORDERS,
     ).set_index("statistic")  # fmt: skip
     row = t.loc["bt_kendall_tau"]
     assert (row["full"], row["mean_estimate"], row["coverage"]) == (1.0, 1.0, 1.0)

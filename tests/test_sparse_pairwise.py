@@ -14,11 +14,12 @@ from promptlottery.metrics.sparse_pairwise import (
     pair_probabilities,
     pairwise_plan,
 )
+from promptlottery.modes.pairwise import ORDERS
 
 
 def test_plan_cells_anchor_and_joint_probabilities_by_hand():
     pairs = [f"q{k}" for k in range(300)]
-    plan = pairwise_plan(pairs, ["P1", "P2", "P3"], budget=0.5, anchor="P1", seed=2)
+    plan = pairwise_plan(pairs, ["P1", "P2", "P3"], orders=ORDERS, budget=0.5, anchor="P1", seed=2)
     # 6 cells per pair, budget 3 per pair: the anchor's 2 cells, m = 1 of the K' = 4 others
     assert plan.variants == ("P1:12", "P1:21", "P2:12", "P2:21", "P3:12", "P3:21")
     assert plan.mask[:, :2].all() and (plan.mask[:, 2:].sum(axis=1) == 1).all()
@@ -28,7 +29,7 @@ def test_plan_cells_anchor_and_joint_probabilities_by_hand():
     assert both[0].tolist() == [1.0, 0.0, 0.0] and four[0, 0, 1] == 0.0
     # m = 2.5 of K' = 4: n = 2 or 3 w.p. 1/2; P(both of P2) = E[n(n-1)] / 12 = (2 + 6) / 2 / 12 = 1/3;
     # P(all four of P2, P3) = E[n(n-1)(n-2)(n-3)] / 24 = 0
-    plan = pairwise_plan(pairs, ["P1", "P2", "P3"], budget=0.75, anchor="P1", seed=2)
+    plan = pairwise_plan(pairs, ["P1", "P2", "P3"], orders=ORDERS, budget=0.75, anchor="P1", seed=2)
     both, four = pair_probabilities(plan, ["P1", "P2", "P3"])
     assert both[0, 1] == pytest.approx(1 / 3) and four[0, 1, 2] == 0.0
     # P(both of P1 and both of P2): the anchor's are certain, so P(both of P2) again
@@ -66,7 +67,7 @@ def test_on_a_full_plan_they_are_the_plain_definitions():
     rng = np.random.default_rng(3)
     first = rng.choice(["1", "2", "tie"], (40, 4)).astype(object)
     second = rng.choice(["1", "2", "tie"], (40, 4)).astype(object)
-    plan = pairwise_plan([f"q{k}" for k in range(40)], ["P1", "P2", "P3", "P4"], budget=1.0)
+    plan = pairwise_plan([f"q{k}" for k in range(40)], ["P1", "P2", "P3", "P4"], orders=ORDERS, budget=1.0)
     both, four = pair_probabilities(plan, ["P1", "P2", "P3", "P4"])
     assert (both == 1).all() and (four[:, 0, 1] == 1).all()
     assert ipw_position_consistency(first, second, both) == pytest.approx(np.mean(first == second))
@@ -79,7 +80,7 @@ def test_a_bad_verdict_or_anchor_is_refused():
     with pytest.raises(ValueError, match="pairwise verdict"):
         ipw_position_consistency([["A"]], [["1"]], np.ones((1, 1)))
     with pytest.raises(ValueError, match="anchor"):
-        pairwise_plan(["a"], ["P1", "P2"], budget=1.0, anchor="P9")
+        pairwise_plan(["a"], ["P1", "P2"], orders=ORDERS, budget=1.0, anchor="P9")
 
 
 @pytest.mark.parametrize("behaviour", ["hash", "always_first", "oracle"])
@@ -108,7 +109,7 @@ def test_a_pairwise_sparse_sweep_end_to_end_on_the_fake_backend(tmp_path, behavi
         pd.read_parquet(tmp_path / "sweep" / f"{n}_{v}" / "judgments.parquet") for n, v in enumerate(variants)
     )
     items = sorted(rows["item_id"].astype(str).unique())
-    plan = pairwise_plan(items, variants, budget=0.5, full_share=0.25, anchor="P1")
+    plan = pairwise_plan(items, variants, orders=ORDERS, budget=0.5, full_share=0.25, anchor="P1")
     judged = {
         (str(i), f"{v}:{o}") for i, v, o in zip(rows["item_id"], rows["variant"], rows["order"], strict=True)
     }
@@ -201,7 +202,7 @@ def test_known_answers_under_the_cluster_bootstrap():
 
     pairs, wordings = [f"q{k:02d}" for k in range(13)], ["P1", "P2", "P3"]
     clusters = [f"c{k // 4}" for k in range(12)] + [None]
-    plan = pairwise_plan(pairs, wordings, budget=0.5, full_share=0.25, anchor="P1")
+    plan = pairwise_plan(pairs, wordings, orders=ORDERS, budget=0.5, full_share=0.25, anchor="P1")
     human = ["1", "2"] * 6 + ["1"]
     judges = {
         "always_first": ((["1"] * 13, ["2"] * 13), {"position_consistency": 0.0, "first_position_rate": 1.0}),
@@ -235,7 +236,7 @@ def test_clusters_with_opposite_outcomes_widen_the_interval():
     clusters = ["a"] * 4 + ["b"] * 4
     first = np.full((8, 2), "1", dtype=object)
     second = np.array([["1", "1"]] * 4 + [["2", "2"]] * 4, dtype=object)
-    plan = pairwise_plan(pairs, wordings, budget=1.0)
+    plan = pairwise_plan(pairs, wordings, orders=ORDERS, budget=1.0)
     bounds = {}
     for cl in (clusters, None):
         est = estimate_pairwise_sparse(first, second, plan, wordings, n_resamples=1000, level=0.95, seed=0,
@@ -250,7 +251,7 @@ def test_clusters_with_opposite_outcomes_widen_the_interval():
     for cl in (clusters, None):
         t = simulate_pairwise_budgets(
             first, second, [None] * 8, [None] * 8, [None] * 8, pairs=pairs, wordings=wordings, reference="P1",
-            budgets=[1.0], designs=["items"], n_sim=2, n_resamples=1000, clusters=cl,
+            budgets=[1.0], designs=["items"], n_sim=2, n_resamples=1000, clusters=cl, orders=ORDERS,
         )  # fmt: skip
         row = t.set_index("statistic").loc["position_consistency"]
         sim[row["resampled"]] = (row["full_lo"], row["full_hi"])

@@ -17,6 +17,7 @@ from promptlottery.metrics.sparse_shares import (
     win_rate_batch,
     win_rate_parts,
 )
+from promptlottery.modes.pairwise import ORDERS
 
 NAN = float("nan")
 
@@ -84,6 +85,7 @@ def test_the_pairwise_simulator_is_exact_at_the_full_budget_and_knows_a_position
     table = simulate_pairwise_budgets(
         first, second, human, s1, s2, pairs=[f"q{i}" for i in range(n)], wordings=["P1", "P2", "P3"],
         reference="P1", budgets=[0.5, 1.0], designs=["items", "spread"], n_sim=4, n_resamples=20,
+        orders=ORDERS,
     )  # fmt: skip
     t = table.set_index(["design", "budget", "statistic"])
     # consistency 0, first position 1 and (every verdict inconsistent = tie) every system's win rate 1/2,

@@ -103,7 +103,7 @@ def test_unknown_scale_is_one_line(tmp_path):
 def test_typod_mode_names_the_mode_not_the_group_file(tmp_path):
     # the own-judge sweep resolves its variants from the group file: a typo'd mode is named first
     proc = run(tmp_path, *SWEEP, "judge.mode=pairwize")
-    one_line(proc, "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic)")
+    one_line(proc, "unknown judge.mode 'pairwize' (known: pointwise, pairwise, analytic, listwise)")
     no_job_started(tmp_path)
 
 

@@ -18,7 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from promptlottery.backends.base import Decoding
 from promptlottery.checks import check_choice, check_int, check_range, fail
 from promptlottery.errors import ConfigError
-from promptlottery.modes import DEFAULT_MODE, get_mode
+from promptlottery.modes import DEFAULT_MODE, MODES, get_mode
 from promptlottery.prompts.groups import PromptError, load_group, load_group_file
 from promptlottery.tracking.jobdir import check_path_id, unique_suffix
 
@@ -96,7 +96,7 @@ class JudgeConfig:
     #: the judge mode, a name in promptlottery.modes.MODES (a rating of one response, a preference
     #: between response_a and response_b with a pairwise prompt group, ...)
     mode: str = DEFAULT_MODE
-    #: pairwise: judge every pair in both orders, each a call of its own (false: order "12" only)
+    #: judge every item in each of its mode's orders (a pair in both), each a call of its own (false: the first only)
     position_swap: bool = True
     #: "full" (every item under every wording), "sparse" (a seeded plan of the cells at ``budget``,
     #: docs/sparse.md; a sparse job judges its wording's cells of the plan only) or "adaptive" (each
@@ -114,7 +114,7 @@ class JudgeConfig:
     stop_rule: str = "dirichlet"
     #: adaptive: the posterior probability of the plurality at which an item stops (beta, dirichlet)
     confidence: float = 0.95
-    #: pairwise: what a pair with response_a == response_b gets (IDENTICAL_PAIRS: warn | refuse)
+    #: pairwise: what a pair with response_a == response_b gets (modes/pairwise.py IDENTICAL_PAIRS)
     identical_pairs: str = "warn"
     #: judge a prompt group's control variants (``judge.variant=<control id>``): refused unless true,
     #: so a paraphrase sweep never judges one by accident (docs/judge_card.md)
@@ -152,10 +152,6 @@ class LoggerConfig:
     dir: str | None = None
     log_table_rows: int = 2000
 
-
-#: ``judge.identical_pairs``: a pair whose two responses are the same text is judged with a warning
-#: that counts them, or refused
-IDENTICAL_PAIRS = ("warn", "refuse")
 
 #: what makes the repeated samples of one request differ beyond sampling (``repeat_source``;
 #: judging.runner.repeat_plans)
@@ -300,11 +296,8 @@ def check_config(cfg: DictConfig) -> None:
     check_int("n_samples", OmegaConf.select(cfg, "n_samples"), lo=1)
     if OmegaConf.select(cfg, "judge") is not None:
         get_mode(OmegaConf.select(cfg, "judge.mode", default=DEFAULT_MODE))
-        check_choice(
-            "judge.identical_pairs",
-            OmegaConf.select(cfg, "judge.identical_pairs", default="warn"),
-            IDENTICAL_PAIRS,
-        )
+        for _, mode in MODES.items():  # each mode's own options, whatever the mode (a typo fails anyway)
+            mode.check_options(cfg.judge)
     if OmegaConf.select(cfg, "dataset.human_range") is not None:
         check_range("dataset.human_range", OmegaConf.select(cfg, "dataset.human_range"))
     source = OmegaConf.select(cfg, "repeat_source")

@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.design_rows import design_items, one_design
-from promptlottery.judging.adaptive_job import walk_cells
+from promptlottery.judging.adaptive_job import design_orders, walk_cells
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics.adaptive import walk
+from promptlottery.modes import get_mode
 from promptlottery.tracking.staging import staged_outputs
 from promptlottery.tracking.tables import markdown_table, write_table
 
-__all__ = ["replay_adaptive", "replay_pairwise_adaptive", "run_adaptive"]
+__all__ = ["replay_adaptive", "replay_mode_adaptive", "run_adaptive"]
 
 PARAMS = ["design_rule", "design_confidence", "design_seed", "design_items", "design_wordings"]
 
@@ -38,23 +39,24 @@ def replay_adaptive(config) -> tuple[dict, dict]:
         (str(i), str(v)): lab
         for i, v, lab in zip(rows["item_id"], rows["variant"], rows["label"], strict=True)
     }
-    return _replay(config.config_id, rows, cells, by_order=False)
+    return _replay(config.config_id, rows, cells, orders=())
 
 
-def replay_pairwise_adaptive(cid: str, rows: pd.DataFrame) -> tuple[dict, dict]:
-    """The walk of a pairwise adaptive configuration over each pair's (wording, order) cells, replayed
-    from its rows (the vote: ``preferred``, else ``preferred_parsed``) and checked cell by cell."""
-    votes = rows["preferred"].where(rows["preferred"].notna(), rows["preferred_parsed"])
+def replay_mode_adaptive(cid: str, rows: pd.DataFrame, mode) -> tuple[dict, dict]:
+    """The walk of an adaptive configuration of a judge mode without a label matrix over each item's
+    (wording, order) cells, replayed from its rows (the vote: :meth:`JudgeMode.vote`) and checked
+    cell by cell."""
+    votes = mode.vote(rows)
     cells = {
         (str(i), f"{v}:{o}"): lab
         for i, v, o, lab in zip(rows["item_id"], rows["variant"], rows["order"], votes, strict=True)
     }
-    return _replay(cid, rows, cells, by_order=True)
+    return _replay(cid, rows, cells, orders=design_orders(mode))
 
 
-def _replay(cid: str, rows: pd.DataFrame, cells: dict, *, by_order: bool) -> tuple[dict, dict]:
+def _replay(cid: str, rows: pd.DataFrame, cells: dict, *, orders: tuple[str, ...]) -> tuple[dict, dict]:
     p = one_design(cid, rows, PARAMS, "adaptive designs")
-    variants = walk_cells(str(p["design_wordings"]).split(","), by_order)
+    variants = walk_cells(str(p["design_wordings"]).split(","), orders)
     items = design_items(
         cid, rows, p, "items have no verdict (a job failed, was killed or its parse failed): re-run the sweep"
     )
@@ -95,13 +97,15 @@ def run_adaptive(opts, grid, job) -> dict[str, Any]:
             "analysis.verdict=argmax"
         )
     labels, summary = [], []
-    configs = [(c.config_id, *replay_adaptive(c), False) for c in grid]
+    configs = [(c.config_id, *replay_adaptive(c), ()) for c in grid]
     configs += [
-        (cid, *replay_pairwise_adaptive(cid, rows), True) for cid, rows in sorted(grid.pairwise.items())
+        (cid, *replay_mode_adaptive(cid, rows, mode), design_orders(mode))
+        for mode in (get_mode(name) for name in grid.by_mode)
+        for cid, rows in sorted(grid.rows(mode.name).items())
     ]
-    for cid, walks, p, by_order in configs:
+    for cid, walks, p, orders in configs:
         wordings = str(p["design_wordings"]).split(",")
-        k = len(walk_cells(wordings, by_order))
+        k = len(walk_cells(wordings, orders))
         stops = pd.Series([w.stop for w in walks.values()]).value_counts()
         calls = sum(w.calls for w in walks.values())
         labels += [

@@ -44,7 +44,7 @@ PARAMS = [
 ]
 
 
-def _plan_of(cid: str, rows: pd.DataFrame):
+def _plan_of(cid: str, rows: pd.DataFrame, orders: tuple[str, ...]):
     p = one_design(cid, rows, PARAMS, "sparse plans")
     wordings = str(p["design_wordings"]).split(",")
     items = design_items(
@@ -54,7 +54,7 @@ def _plan_of(cid: str, rows: pd.DataFrame):
         "pairs have no judgment (a job failed or was killed): re-run the sweep to complete the plan",
     )
     plan = spp.pairwise_plan(
-        items, wordings, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
+        items, wordings, orders=orders, budget=float(p["design_budget"]), anchor=p["design_anchor"] or None,
         full_share=float(p["design_full_share"]), seed=int(p["design_seed"]),
     )  # fmt: skip
     judged = {
@@ -122,12 +122,12 @@ def _with_bt_ranks(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(rank=ranks.reindex(table.index))
 
 
-def run_sparse_pairwise(opts, grid, job) -> dict[str, Any]:
+def run_sparse_pairwise(opts, grid, job, mode) -> dict[str, Any]:
     from promptlottery.analysis.wording_pairwise import pairwise_model_sparse, write_model_sparse
 
     tables, models = [], []
-    for cid, rows in sorted(grid.pairwise.items()):
-        plan, wordings, items = _plan_of(cid, rows)
+    for cid, rows in sorted(grid.rows(mode.name).items()):
+        plan, wordings, items = _plan_of(cid, rows, mode.orders)
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
         mats = [
             pt.pivot(index="item_id", columns="variant", values=col).reindex(index=items, columns=wordings)
@@ -233,7 +233,7 @@ def _full_pairs(pt: pd.DataFrame):
     return wordings, pairs, first, second, opt("human"), opt("system_1"), opt("system_2"), opt("cluster_id")
 
 
-def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
+def run_pairwise_budget(opts, grid, job, mode) -> dict[str, Any]:
     """``+analysis=budget`` on a full pairwise grid: the simulated sparse designs and adaptive stopping."""
     from promptlottery.analysis.budget_pairwise_sim import (
         simulate_pairwise_adaptive,
@@ -243,7 +243,7 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
     from promptlottery.analysis.wording_pairwise import pairwise_model_full, write_model_full
 
     budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
-    for cid, rows in sorted(grid.pairwise.items()):
+    for cid, rows in sorted(grid.rows(mode.name).items()):
         pt = pair_table(rows, verdict=opts.verdict, reference=opts.reference)
         wordings, pairs, first, second, human, s1, s2, clusters = _full_pairs(pt)
         if len(pairs) < opts.min_items or len(wordings) < 2:
@@ -252,11 +252,13 @@ def run_pairwise_budget(opts, grid, job) -> dict[str, Any]:
         table = simulate_pairwise_budgets(
             first, second, human, s1, s2, pairs=pairs, wordings=wordings, reference=opts.reference,
             budgets=[float(b) for b in opts.budgets], designs=opts.designs, n_sim=opts.n_sim,
-            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, clusters=clusters,
+            n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed, clusters=clusters, orders=mode.orders,
         )  # fmt: skip
         budget_rows.append(table.assign(config_id=cid, n_items=len(pairs)))
         if opts.model_ranks:
-            rows_, summary = pairwise_model_full(cid, rows, first, second, human, pairs, wordings, opts)
+            rows_, summary = pairwise_model_full(
+                cid, rows, first, second, human, pairs, wordings, opts, mode.orders
+            )
             model_rows.append(rows_)
             model_summaries.append(summary)
         runs = [("paper_3of5", 0.95)] + [

@@ -83,7 +83,8 @@ def pair_weights(clusters, n: int, n_resamples: int, seed: int) -> tuple[np.ndar
 
 def _orders(plan, wordings: list[str]) -> tuple[list[int], list[int]]:
     col = {c: j for j, c in enumerate(plan.variants)}
-    return [col[spp.cell(w, "12")] for w in wordings], [col[spp.cell(w, "21")] for w in wordings]
+    first, second = spp.plan_orders(plan)
+    return [col[spp.cell(w, first)] for w in wordings], [col[spp.cell(w, second)] for w in wordings]
 
 
 def pairwise_estimates(first, second, human, system_1, system_2, plan, wordings, r) -> dict[str, np.ndarray]:
@@ -136,9 +137,9 @@ def bt_estimates(points, both, system_1, system_2, wordings, r) -> dict[str, np.
     return out
 
 
-def _pairwise_plan(design, pairs, wordings, budget: float, seed: int, reference: str):
+def _pairwise_plan(design, pairs, wordings, budget: float, seed: int, reference: str, orders):
     return spp.pairwise_plan(
-        pairs, wordings, budget=budget, anchor=reference if design.anchor else None,
+        pairs, wordings, orders=orders, budget=budget, anchor=reference if design.anchor else None,
         full_share=design.full_of_budget * budget, seed=seed,
     )  # fmt: skip
 
@@ -151,10 +152,11 @@ def simulate_pairwise_budgets(
     first, second, human, system_1, system_2, *, pairs: Iterable[str], wordings: Iterable[str],
     reference: str, budgets: Iterable[float] = (0.1, 0.2, 0.3, 0.5, 0.8),
     designs: Iterable[str] = tuple(DESIGNS), n_sim: int = 200, n_resamples: int = 200, level: float = 0.95,
-    seed: int = 0, clusters: Iterable | None = None,
+    seed: int = 0, clusters: Iterable | None = None, orders: tuple[str, ...],
 ) -> pd.DataFrame:  # fmt: skip
     """One row per (design, budget, statistic): the full value and CI, the sparse estimates' summary,
-    and ``resampled`` (what the intervals resample: :func:`pair_weights` of ``clusters``).
+    and ``resampled`` (what the intervals resample: :func:`pair_weights` of ``clusters``); ``orders``:
+    the judge mode's two orders (``JudgeMode.orders``), the first the one ``first`` holds.
 
     ``first`` / ``second``: pairs x wordings, complete (every pair judged in both orders under every
     wording); ``human``: per pair (None: none); ``system_1`` / ``system_2``: per pair (None: none);
@@ -165,13 +167,13 @@ def simulate_pairwise_budgets(
     n = len(pairs)
     clusters = None if clusters is None else list(clusters)
     full_weights, resampled = pair_weights(clusters, n, n_resamples, seed)
-    full_plan = spp.pairwise_plan(pairs, wordings, budget=1.0)
+    full_plan = spp.pairwise_plan(pairs, wordings, orders=orders, budget=1.0)
     full_est = pairwise_estimates(first, second, human, system_1, system_2, full_plan, wordings, full_weights)
     full = {s: float(v[0]) for s, v in full_est.items() if np.isfinite(v[0])}
     full_ci = {s: percentile_bounds(full_est[s][1:], level) for s in full}
 
     def plan_of(design, budget: float, plan_seed: int):
-        return _pairwise_plan(design, pairs, wordings, budget, plan_seed, reference)
+        return _pairwise_plan(design, pairs, wordings, budget, plan_seed, reference, orders)
 
     def estimates_of(plan, weights: np.ndarray) -> dict[str, np.ndarray]:
         c12, c21 = _orders(plan, wordings)

@@ -26,6 +26,7 @@ from promptlottery.analysis.budget import (
     simulate_adaptive,
     simulate_budgets,
 )
+from promptlottery.analysis.budget_modes import mode_budget
 from promptlottery.analysis.design_rows import one_design
 from promptlottery.analysis.wording_report import (
     wording_model_rows,
@@ -126,8 +127,8 @@ def _human_hits(config, labels: pd.DataFrame, human_range) -> np.ndarray | None:
 
 
 def _designs(grid) -> set[str]:
-    """The designs (``judge.design``) of a grid's rows, pointwise and pairwise; a full grid has none."""
-    frames = [grid.judgments, *grid.pairwise.values()]
+    """The designs (``judge.design``) of a grid's rows, of every mode; a full grid has none."""
+    frames = [grid.judgments, *grid.mode_frames()]
     return {str(d) for f in frames if "design" in f.columns for d in f["design"].dropna()}
 
 
@@ -143,22 +144,10 @@ def run_budget(opts: BudgetOptions, job) -> dict[str, Any]:
         from promptlottery.analysis.adaptive_report import run_adaptive
 
         return run_adaptive(opts, grid, job)
-    if "sparse" in designs and grid.pairwise:
-        if len(grid.judgments):
-            raise AnalysisError(
-                "analysis.runs mixes pointwise and pairwise sparse grids: analyse each sweep alone"
-            )
-        from promptlottery.analysis.budget_pairwise import run_sparse_pairwise
-
-        return run_sparse_pairwise(opts, grid, job)
+    if own := mode_budget(grid, sparse="sparse" in designs):
+        return own(opts, grid, job)
     if "sparse" in designs:
         return _run_sparse(opts, grid, job)
-    if grid.pairwise:
-        if len(grid.judgments):
-            raise AnalysisError("analysis.runs mixes pointwise and pairwise grids: analyse each sweep alone")
-        from promptlottery.analysis.budget_pairwise import run_pairwise_budget
-
-        return run_pairwise_budget(opts, grid, job)
     budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for config in grid:
         labels, scores = config.matrix("label"), config.matrix("value")

@@ -71,9 +71,7 @@ def render_report(
 
 def fake_backbones(grid: JudgmentGrid) -> list[str]:
     """The grid's backbones that are the fake judge (``backbone=fake``, or a ``fake-<name>`` stand-in)."""
-    names = {
-        str(b) for f in (grid.judgments, *grid.pairwise.values()) if "backbone" in f for b in f["backbone"]
-    }
+    names = {str(b) for f in (grid.judgments, *grid.mode_frames()) if "backbone" in f for b in f["backbone"]}
     return sorted(b for b in names if b == "fake" or b.startswith("fake-"))
 
 

@@ -98,7 +98,7 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     job.tracker.update_config(grid_config(grid))  # W&B: what was analysed, not the default composition
     designs = {
         str(d)
-        for f in (grid.judgments, *grid.pairwise.values())
+        for f in (grid.judgments, *grid.mode_frames())
         if "design" in f.columns
         for d in f["design"].dropna()
     }
@@ -210,7 +210,7 @@ GRID_KEYS = {
 def grid_config(grid: JudgmentGrid) -> dict[str, Any]:
     """What an analysis ran on, for its W&B config: each of :data:`GRID_KEYS`, the configurations
     and the number of judgments."""
-    frames = [f for f in (grid.judgments, *grid.pairwise.values()) if not f.empty]
+    frames = [f for f in (grid.judgments, *grid.mode_frames()) if not f.empty]
     out: dict[str, Any] = {}
     for col, key in GRID_KEYS.items():
         values = sorted({str(v) for f in frames if col in f.columns for v in f[col].dropna().unique()})

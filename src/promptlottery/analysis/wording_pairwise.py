@@ -89,19 +89,23 @@ def _checked(cid: str, agree: np.ndarray, kept: np.ndarray) -> None:
         )
 
 
-def pairwise_model_full(cid: str, rows: pd.DataFrame, first, second, human, pairs, wordings, opts):
+def pairwise_model_full(cid: str, rows: pd.DataFrame, first, second, human, pairs, wordings, opts, orders):
     """On a full pairwise grid: the simulation's rows (plans of ``pairwise_plan`` random cells at each
-    budget; a cell is observed when both of its orders are) and the full grid's own estimate."""
+    budget; a cell is observed when both of its orders, the mode's ``orders``, are) and the full grid's own
+    estimate."""
     agree, kept, outcome = pairwise_agreement(first, second, human)
     _checked(cid, agree, kept)
     kept_pairs = [p for p, k in zip(pairs, kept) if k]
     x, what = covariates_of(cid, group_of_rows(rows), wordings, opts)
 
     def mask_of(budget: float, seed: int) -> tuple[np.ndarray, float]:
-        plan = spp.pairwise_plan(kept_pairs, wordings, budget=budget, seed=seed)
+        plan = spp.pairwise_plan(kept_pairs, wordings, orders=orders, budget=budget, seed=seed)
         col = {c: j for j, c in enumerate(plan.variants)}
         both = np.column_stack(
-            [plan.mask[:, col[spp.cell(w, "12")]] & plan.mask[:, col[spp.cell(w, "21")]] for w in wordings]
+            [
+                plan.mask[:, col[spp.cell(w, orders[0])]] & plan.mask[:, col[spp.cell(w, orders[1])]]
+                for w in wordings
+            ]
         )
         return both, plan.share
 

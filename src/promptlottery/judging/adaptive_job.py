@@ -66,19 +66,22 @@ def _merge(total: CallStats, part: CallStats) -> None:
     total.errors += part.errors
 
 
-ORDERS = ("12", "21")
+def walk_cells(variants: list[str], orders: tuple[str, ...] = ()) -> list[str]:
+    """The cells an item's walk orders: its wordings, or (a by-order mode's ``orders``) each
+    wording's orders."""
+    return [f"{v}:{o}" for v in variants for o in orders] if orders else list(variants)
 
 
-def walk_cells(variants: list[str], by_order: bool) -> list[str]:
-    """The cells an item's walk orders: its wordings, or (by order) each wording's two orders."""
-    return [f"{v}:{o}" for v in variants for o in ORDERS] if by_order else list(variants)
+def design_orders(mode) -> tuple[str, ...]:
+    """The orders a design crosses ``mode``'s wordings with (none: a cell is a wording)."""
+    return tuple(mode.orders) if mode.sparse_by_order else ()
 
 
-def _votes(df: pd.DataFrame, by_order: bool) -> pd.Series:
-    """Each row's vote, as the analysis reads it: the argmax label (pairwise: the single-order
-    preference, ``preferred`` falling back to ``preferred_parsed``)."""
-    if by_order:
-        return df["preferred"].where(df["preferred"].notna(), df["preferred_parsed"])
+def _votes(df: pd.DataFrame, mode) -> pd.Series:
+    """Each row's vote, as the analysis reads it: the mode's (:meth:`JudgeMode.vote`), else the
+    argmax label."""
+    if (vote := mode.vote(df)) is not None:
+        return vote
     # the verdict as the analysis computes it (a condition without a rubric has none in its rows)
     return add_verdicts(df.assign(**{k: df[k].fillna("") for k in CONFIG_KEYS}), "argmax")["label"]
 
@@ -96,7 +99,9 @@ def judge_adaptive(
     the job's backend and cache; ``orders_of``: the orders to present each item in). Returns the rows,
     the call counts of this wording's rows, and the walk's own counts (every wording's cells it asked
     for, most of them cache hits after the first job)."""
-    by_order = get_mode(condition.judge_mode).sparse_by_order
+    mode = get_mode(condition.judge_mode)
+    orders = design_orders(mode)
+    by_order = bool(orders)
     by_id = {it.id: it for it in items}
     own: list[pd.DataFrame] = []
     columns: list[pd.DataFrame] = []  # the table's columns, for a wording the walk never reached
@@ -105,8 +110,8 @@ def judge_adaptive(
     def labels_of(cell: str, ids: list[str]) -> dict[str, object]:
         variant, _, order = cell.partition(":")
         cond = dataclasses.replace(condition, variant=variant)
-        orders = {i: (order,) for i in ids} if by_order else None
-        df, stats = judge_cells([by_id[i] for i in ids], cond, orders_of=orders)
+        orders_of = {i: (order,) for i in ids} if by_order else None
+        df, stats = judge_cells([by_id[i] for i in ids], cond, orders_of=orders_of)
         _merge(walk_stats, stats)
         columns[:] = [df.iloc[0:0]]
         if variant == condition.variant:
@@ -114,11 +119,11 @@ def judge_adaptive(
             _merge(own_stats, stats)
         return {
             str(i): (None if pd.isna(v) else str(v))
-            for i, v in zip(df["item_id"], _votes(df, by_order), strict=True)
+            for i, v in zip(df["item_id"], _votes(df, mode), strict=True)
         }
 
     walks = walk(
-        [it.id for it in items], walk_cells(variants, by_order), labels_of,
+        [it.id for it in items], walk_cells(variants, orders), labels_of,
         rule=design["rule"], confidence=design["confidence"], seed=design["seed"],
     )  # fmt: skip
     df = pd.concat(own, ignore_index=True) if own else columns[0]
@@ -143,7 +148,7 @@ def judge_adaptive(
     summary = {
         "adaptive_items": len(items),
         "adaptive_calls": sum(w.calls for w in walks.values()),
-        "adaptive_full_calls": len(items) * len(walk_cells(variants, by_order)),
+        "adaptive_full_calls": len(items) * len(walk_cells(variants, orders)),
         "walk_cache_hits": walk_stats.cache_hits,
         "walk_cache_misses": walk_stats.cache_misses,
     }

@@ -54,7 +54,6 @@ from promptlottery.judging.table import (
     variant_order,
 )
 from promptlottery.modes import MODES
-from promptlottery.modes.pairwise import NAME as PAIRWISE
 from promptlottery.prompts.scales import Scale, get_scale
 
 #: the verdict kinds of a pointwise judge (one scale label per item and judge), see ``add_verdicts``
@@ -287,11 +286,10 @@ class JudgmentGrid:
         grid has none of its judgments)."""
         return self.by_mode.get(mode, {})
 
-    @property
-    def pairwise(self) -> dict[str, pd.DataFrame]:
-        """:meth:`rows` of the pairwise mode: the accessor the analysis reads until its sections name
-        the mode they read."""
-        return self.rows(PAIRWISE)
+    def mode_frames(self) -> list[pd.DataFrame]:
+        """The rows of every configuration of the modes without a label matrix, mode by mode (in
+        registration order), each mode's configurations sorted by id."""
+        return [g for rows in self.by_mode.values() for g in rows.values()]
 
     @property
     def n_judgments(self) -> int:

@@ -5,6 +5,7 @@ from."""
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from promptlottery.checks import check_choice
 from promptlottery.errors import ConfigError
@@ -31,11 +32,12 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         raise ConfigError(
             f"judge.design=sparse for {mode} judging samples both orders: judge.position_swap=true"
         )
-    from promptlottery.metrics.sparse_pairwise import ORDERS, cell, pairwise_plan
+    from promptlottery.metrics.sparse_pairwise import cell, pairwise_plan
     from promptlottery.metrics.sparse_plans import sparse_plan
 
     variants = list(group.variants)
-    make = pairwise_plan if judge_mode.sparse_by_order else sparse_plan
+    orders = judge_mode.orders
+    make = partial(pairwise_plan, orders=orders) if judge_mode.sparse_by_order else sparse_plan
     try:
         plan = make(
             [it.id for it in items], variants, budget=float(judge_cfg.budget), anchor=judge_cfg.anchor,
@@ -57,8 +59,8 @@ def sparse_design(judge_cfg, group, items, mode: str) -> dict | None:
         prob = {it.id: float(p) for it, p in zip(items, plan.prob[:, w], strict=True)}
         return {"judged": plan.mask[:, w].tolist(), "prob": prob, "columns": columns}
     columns["design_wordings"] = ",".join(variants)  # a wording no pair drew in this job is still one
-    cols = {o: plan.variants.index(cell(judge_cfg.variant, o)) for o in ORDERS}
-    orders_of = {it.id: tuple(o for o in ORDERS if plan.mask[i, cols[o]]) for i, it in enumerate(items)}
-    prob = {(it.id, o): float(plan.prob[i, cols[o]]) for i, it in enumerate(items) for o in ORDERS}
+    cols = {o: plan.variants.index(cell(judge_cfg.variant, o)) for o in orders}
+    orders_of = {it.id: tuple(o for o in orders if plan.mask[i, cols[o]]) for i, it in enumerate(items)}
+    prob = {(it.id, o): float(plan.prob[i, cols[o]]) for i, it in enumerate(items) for o in orders}
     return {"judged": [bool(orders_of[it.id]) for it in items], "prob": prob, "columns": columns,
             "orders_of": orders_of}  # fmt: skip

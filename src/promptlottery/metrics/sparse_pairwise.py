@@ -37,7 +37,6 @@ from promptlottery.metrics.sparse_plans import SparsePlan, sparse_plan
 from promptlottery.metrics.sparse_shares import share_parts
 
 __all__ = [
-    "ORDERS",
     "cell",
     "consistency_batch",
     "consistency_parts",
@@ -52,7 +51,6 @@ __all__ = [
     "two_order",
 ]
 
-ORDERS = ("12", "21")
 VERDICTS = ("1", "2", "tie")
 
 
@@ -61,18 +59,19 @@ def cell(wording: str, order: str) -> str:
 
 
 def pairwise_plan(
-    pairs: Any, wordings: Any, *, budget: float | int, anchor: str | None = None, full_share: float = 0.0,
-    seed: int = 0,
+    pairs: Any, wordings: Any, *, orders: tuple[str, ...], budget: float | int, anchor: str | None = None,
+    full_share: float = 0.0, seed: int = 0,
 ) -> SparsePlan:  # fmt: skip
-    """The sparse plan over each pair's (wording, order) cells; ``budget`` is a share of the ``2 K``
-    calls per pair or a number of calls; ``anchor`` a wording judged in both orders on every pair.
+    """The sparse plan over each pair's (wording, order) cells; ``orders``: the judge mode's
+    (``JudgeMode.orders``); ``budget`` is a share of the ``len(orders) K`` calls per pair or a number
+    of calls; ``anchor`` a wording judged in every order on every pair.
 
-    >>> p = pairwise_plan(["a", "b"], ["P1", "P2"], budget=1.0)
+    >>> p = pairwise_plan(["a", "b"], ["P1", "P2"], orders=("x", "y"), budget=1.0)
     >>> p.variants, p.n_calls
-    (('P1:12', 'P1:21', 'P2:12', 'P2:21'), 8)
+    (('P1:x', 'P1:y', 'P2:x', 'P2:y'), 8)
     """
-    cells = [cell(str(w), o) for w in wordings for o in ORDERS]
-    anchors = None if anchor is None else (cell(anchor, "12"), cell(anchor, "21"))
+    cells = [cell(str(w), o) for w in wordings for o in orders]
+    anchors = None if anchor is None else tuple(cell(anchor, o) for o in orders)
     if anchor is not None and anchors[0] not in cells:
         raise ValueError(f"anchor={anchor!r} is not one of the wordings {list(map(str, wordings))}")
     return sparse_plan(pairs, cells, budget=budget, anchor=anchors, full_share=full_share, seed=seed)
@@ -94,11 +93,16 @@ def _joint(prob_row: np.ndarray, cols: list[int]) -> float:
     return ((1 - frac) * _falling(lo, q) + frac * _falling(lo + 1, q)) / _falling(kk, q)
 
 
+def plan_orders(plan: SparsePlan) -> tuple[str, ...]:
+    """The orders of a :func:`pairwise_plan`'s cells, as they come in it."""
+    return tuple(dict.fromkeys(str(c).rsplit(":", 1)[1] for c in plan.variants))
+
+
 def pair_probabilities(plan: SparsePlan, wordings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """``both[i, a]``: P(both orders of wording ``a`` judged); ``four[i, a, b]``: P(both orders of ``a``
     and of ``b``), for every pair ``i`` of a :func:`pairwise_plan`."""
     col = {c: j for j, c in enumerate(plan.variants)}
-    idx = [[col[cell(w, o)] for o in ORDERS] for w in wordings]
+    idx = [[col[cell(w, o)] for o in plan_orders(plan)] for w in wordings]
     n, k = len(plan.items), len(wordings)
     both, four = np.zeros((n, k)), np.zeros((n, k, k))
     for i in range(n):

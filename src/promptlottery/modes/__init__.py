@@ -39,6 +39,7 @@ def check_mode(
 
 # the built-in modes register themselves on import (after MODES exists), in this order
 from promptlottery.modes import pointwise, pairwise, analytic  # noqa: E402, F401, I001
+from promptlottery.modes import listwise  # noqa: E402, F401, I001
 
 __all__ = [
     "check_mode",

@@ -44,6 +44,8 @@ class JudgeMode:
     scale_kind: ClassVar[str]
     #: the item inputs (``dataset.fields`` roles of a table) the mode reads besides the group's own
     fields: ClassVar[tuple[str, ...]] = ()
+    #: what its items are called in a message (``"pairs"``)
+    item_noun: ClassVar[str] = "items"
     #: the built-in group of your own judge (``+experiment=own_judge``) without a group file
     default_group: ClassVar[str | None] = None
     #: its judgments give one scale label per item and judge: the grid's pointwise configurations
@@ -52,11 +54,30 @@ class JudgeMode:
     #: ``judge.design=sparse`` is built for it; its cells are (wording, pair order), not wordings
     sparse: ClassVar[bool] = False
     sparse_by_order: ClassVar[bool] = False
+    #: the presentation orders a by-order design (``sparse_by_order``) crosses with the wordings: a
+    #: cell is ``"<wording>:<order>"`` (the mode's order vocabulary is declared here only)
+    orders: ClassVar[tuple[str, ...]] = ()
     #: ``judge.design=adaptive`` is built for it
     adaptive: ClassVar[bool] = False
+    #: what reads its rows in the analysis, each ``"module:attribute"`` (imported there: the analysis
+    #: sits above the modes): its report sections (``Section`` classes; a mode without a label matrix
+    #: needs one, else it is refused before any call) and its budget analysis of a full grid and of a
+    #: sparse grid (``run(opts, grid, job, mode)``; None: missing, refused in one line)
+    sections: ClassVar[tuple[str, ...]] = ()
+    budget_full: ClassVar[str | None] = None
+    budget_sparse: ClassVar[str | None] = None
     #: it judges a prompt group's criteria (``PromptGroup.criteria``) one by one; a mode that does
     #: not refuses a group that names criteria
     by_criterion: ClassVar[bool] = False
+
+    def check_options(self, judge) -> None:
+        """The mode's own ``judge.*`` options (the config node ``judge``), each checked in the one
+        style of :mod:`promptlottery.checks`; the config check asks every mode, whatever the mode."""
+
+    def vote(self, rows):
+        """Each row's vote in a by-order design's cell (a Series), as the analysis reads it; None: the
+        label matrix's argmax label (a mode that is not by order)."""
+        return None
 
     def check(
         self,
@@ -78,7 +99,13 @@ class JudgeMode:
     def check_group(self, scale: Scale, *, group: str, criteria: tuple = ()) -> None:
         """The group's criteria and scale suit the mode, in every mode's order: criteria named for a
         mode that judges an item whole, a scale of another kind (:meth:`wrong_scale`), no criteria
-        for a mode that judges them one by one. ``group`` names the group (and its file)."""
+        for a mode that judges them one by one. ``group`` names the group (and its file). A mode whose
+        rows neither the lottery (a label matrix) nor a section of its own reads is refused first."""
+        if not self.label_matrix and not self.sections:
+            raise ModeError(
+                f"judge.mode={self.name} has no report section to read its judgments (JudgeMode.sections "
+                "is empty): give the mode a Section before judging with it"
+            )
         if criteria and not self.by_criterion:
             modes = [name for name, m in MODES.items() if m.by_criterion]
             raise ModeError(

@@ -28,6 +28,7 @@ import logging
 import math
 from typing import Any
 
+from promptlottery.checks import check_choice
 from promptlottery.data.schema import DatasetError, Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
@@ -40,6 +41,11 @@ ORDERS = ("12", "21")
 PAIR_FIELDS = ("response_a", "response_b")
 #: a human preference value (1.0 / 0.0 / 0.5) -> the pair's terms
 HUMAN_TERMS = {1.0: "1", 0.0: "2", 0.5: "tie"}
+
+
+#: ``judge.identical_pairs``: a pair whose two responses are the same text is judged with a warning
+#: that counts them, or refused
+IDENTICAL_PAIRS = ("warn", "refuse")
 
 
 class PairwiseError(ModeError):
@@ -90,6 +96,18 @@ def check_pairs(items: list[Item], *, where: str, identical_pairs: str = "warn")
         if what not in _WARNED:  # the pre-flight and every job of a sweep check the same table
             _WARNED.add(what)
             logger.warning("%s; they are judged (judge.identical_pairs=refuse refuses them)", what)
+
+
+def for_order(scale: Scale, order: str) -> Scale:
+    """A pairwise scale whose scores are in the pair's own terms for presentation ``order``:
+    ``"12"`` keeps A = response_a (score 1), ``"21"`` shows response_b as A, so A scores 0 and B 1
+    (the tie stays 0.5). The labels are unchanged (they are what the judge was shown)."""
+    if not scale.pairwise or order == "12":
+        return scale
+    if order != "21":
+        raise ValueError(f"order must be '12' or '21', got {order!r}")
+    swap = {1.0: 0.0, 0.0: 1.0}
+    return dataclasses.replace(scale, scores=tuple(swap.get(s, s) for s in scale.scores))
 
 
 def shown(item: Item, order: str) -> Item:
@@ -174,13 +192,25 @@ class Pairwise(JudgeMode):
     name = NAME
     scale_kind = "pairwise"
     fields = PAIR_FIELDS
+    item_noun = "pairs"
     #: the prompt group of your own pairwise judge without a group file (``+experiment=own_judge``)
     default_group = "G17"
     #: judge.design=sparse: a plan of (wording, order) cells
     sparse = True
     sparse_by_order = True
+    orders = ORDERS
+    sections = ("promptlottery.analysis.sections.pairwise.section:PairwiseSection",)
+    budget_full = "promptlottery.analysis.budget_pairwise:run_pairwise_budget"
+    budget_sparse = "promptlottery.analysis.budget_pairwise:run_sparse_pairwise"
     #: judge.design=adaptive: each pair's walk over its (wording, order) cells
     adaptive = True
+
+    def check_options(self, judge) -> None:
+        check_choice("judge.identical_pairs", judge.get("identical_pairs", "warn"), IDENTICAL_PAIRS)
+
+    def vote(self, rows):
+        """The single-order preference: ``preferred``, falling back to ``preferred_parsed``."""
+        return rows["preferred"].where(rows["preferred"].notna(), rows["preferred_parsed"])
 
     def wrong_scale(self, scale: Scale, group: str) -> str:
         return (
@@ -211,7 +241,7 @@ class Pairwise(JudgeMode):
 
     def scoring_scale(self, scale: Scale, order: str | None) -> Scale:
         """The scale's scores in the pair's terms for ``order`` (1 = response_a wins)."""
-        return scale.for_order(order)
+        return for_order(scale, order)
 
     def known_label(
         self, item: Item, criterion: str, scale: Scale, p: Presentation, human_range

@@ -38,13 +38,18 @@ class Pointwise(JudgeMode):
         identical_pairs: str = "warn",
         criteria: tuple = (),
     ) -> None:
-        from promptlottery.modes.pairwise import is_pair
-
-        if items and all(is_pair(it) and "response" not in it.inputs for it in items):
-            raise ModeError(
-                f"{where}: {group} is pointwise (scale {scale.name}) but the items are pairs "
-                "(response_a/response_b, no response); use judge.mode=pairwise with a pairwise group (G17)"
-            )
+        for name, other in MODES.items():  # items made for another mode (its fields, no response)
+            need = other.fields
+            if (
+                need
+                and items
+                and all(set(need) <= set(it.inputs) and "response" not in it.inputs for it in items)
+            ):
+                raise ModeError(
+                    f"{where}: {group} is pointwise (scale {scale.name}) but the items are {other.item_noun} "
+                    f"({'/'.join(need)}, no response); use judge.mode={name} with a {other.scale_kind} group "
+                    f"({other.default_group})"
+                )
 
     def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
         return [Presentation(item)]

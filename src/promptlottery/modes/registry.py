@@ -21,7 +21,7 @@ class ModeError(ConfigError):
 #: the registered modes, in registration order (the order the error message lists them in)
 MODES: Registry[JudgeMode] = Registry(
     "judge.mode",
-    modules=tuple(f"promptlottery.modes.{m}" for m in ("pointwise", "pairwise", "analytic")),
+    modules=("promptlottery.modes",),  # the package imports every built-in mode, in order
     error=ConfigError,
 )
 #: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)

@@ -4,7 +4,7 @@ A *pairwise* scale (``kind="pairwise"``) holds preference labels: ``A`` (the ans
 better), ``B`` (the one shown second), optionally a tie label (``C``, as in FastChat's ``pair-v2``
 output format ``[[A]]`` / ``[[B]]`` / ``[[C]]``). Its scores are those of the shown order (A = 1,
 B = 0, tie = 0.5: the probability-weighted score is then p(first shown wins), a tie counted as half);
-the judging runner maps them into the pair's own terms per order (:meth:`Scale.for_order`).
+the pairwise judge mode maps them into the pair's own terms per order (``modes/pairwise.py:for_order``).
 """
 
 from __future__ import annotations
@@ -31,19 +31,6 @@ class Scale:
     @property
     def pairwise(self) -> bool:
         return self.kind == "pairwise"
-
-    def for_order(self, order: str) -> Scale:
-        """A pairwise scale whose scores are in the pair's own terms for presentation ``order``:
-        ``"12"`` keeps A = response_a (score 1), ``"21"`` shows response_b as A, so A scores 0 and B 1
-        (the tie stays 0.5). The labels are unchanged (they are what the judge was shown)."""
-        if not self.pairwise or order == "12":
-            return self
-        if order != "21":
-            raise ValueError(f"order must be '12' or '21', got {order!r}")
-        swap = {1.0: 0.0, 0.0: 1.0}
-        return Scale(
-            self.name, self.labels, tuple(swap.get(s, s) for s in self.scores), self.kind, self.tie_label
-        )
 
     def score_of(self, label: str) -> float:
         return self.scores[self.labels.index(label)]
@@ -107,6 +94,8 @@ _scale("pairwise_abc", "ABC", (1.0, 0.0, 0.5), kind="pairwise", tie_label="C")
 # the same, the positions numbered ("Response 1" / "Output (2)"), a tie as 0
 _scale("pairwise_12", "12", (1.0, 0.0), kind="pairwise")
 _scale("pairwise_120", "120", (1.0, 0.0, 0.5), kind="pairwise", tie_label="0")
+# listwise: the shown position of the best of three responses (modes/listwise.py)
+_scale("listwise_1_3", "123", (1.0, 2.0, 3.0), kind="listwise")
 
 
 def get_scale(name: str) -> Scale:

@@ -6,6 +6,7 @@ and :func:`~promptlottery.analysis.render.render_report` loop over
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
     from promptlottery.analysis import report as rp
     from promptlottery.analysis.options import LotteryOptions
     from promptlottery.judging.grid import JudgmentGrid
+
+
+def plugin(ref: str) -> Any:
+    """The object a judge mode names as ``"module:attribute"`` (``JudgeMode.sections``, its budget
+    analysis): the analysis sits above the modes, so a mode names what reads its rows by path."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)

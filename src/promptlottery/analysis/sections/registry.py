@@ -3,9 +3,15 @@ headline numbers and writes its part of report.md (:class:`~promptlottery.analys
 
 from __future__ import annotations
 
-from promptlottery.analysis.sections.base import Section
+from promptlottery.analysis.sections.base import Section, plugin
 from promptlottery.analysis.sections.human import HumanSection
 from promptlottery.analysis.sections.lottery import LotterySection
-from promptlottery.analysis.sections.pairwise.section import PairwiseSection
+from promptlottery.modes import MODES
 
-SECTIONS: tuple[Section, ...] = (LotterySection(), PairwiseSection(), HumanSection())
+#: the lottery's (the label-matrix modes'), then each judge mode's own sections in registration order,
+#: then the human baseline
+SECTIONS: tuple[Section, ...] = (
+    LotterySection(),
+    *(plugin(ref)() for _, mode in MODES.items() for ref in mode.sections),
+    HumanSection(),
+)

@@ -20,5 +20,6 @@ from promptlottery.data.loaders import (  # noqa: F401
     summeval,
     table,
     topical_chat_usr,
+    topical_chat_usr_lists,
     unieval_data2text,
 )

@@ -10,8 +10,8 @@ import pandas as pd
 
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import preference as pm
+from promptlottery.modes.pairwise import ORDERS  # declared once, by the mode
 
-ORDERS = ("12", "21")
 #: the columns a pairwise judging job writes besides the usual ones (docs/pairwise.md)
 CONTRACT_COLUMNS = (
     "judge_mode",

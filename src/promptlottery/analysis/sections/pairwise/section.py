@@ -16,7 +16,7 @@ from promptlottery.judging.grid import JudgmentGrid
 
 
 def _rows(grid: JudgmentGrid) -> pd.DataFrame:
-    return pd.concat(list(grid.pairwise.values()), ignore_index=True)
+    return pd.concat(list(grid.rows(PairwiseSection.mode).values()), ignore_index=True)
 
 
 class PairwiseSection(Section):
@@ -27,7 +27,7 @@ class PairwiseSection(Section):
     tables = TABLES
 
     def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:
-        return bool(grid.pairwise)
+        return bool(grid.rows(self.mode))
 
     def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The pairwise rows and their pair table, which raises every one-line contract error

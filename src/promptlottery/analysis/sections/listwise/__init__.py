@@ -1,0 +1,1 @@
+"""The lottery report's "Listwise judges" section (:mod:`.section`), its measures (:mod:`.measures`)."""

@@ -93,7 +93,7 @@ def test_the_files_a_mode_needs_are_there_for_every_mode_and_counted_right():
 
     table = after(EXT, "new mode touches:", "So a new mode is")
     files = re.findall(r"^\| `([^`]+)`( \([^)]*\))? \|", table, flags=re.M)
-    src = [f for f, note in files if f.startswith("src/promptlottery/") and f.endswith(".py")]
+    src = [f for f, note in files if f.startswith("src/promptlottery/") and f.endswith((".py", "/"))]
     for name, mode in MODES.items():
         for f in src:
             path = REPO / f.replace("<mode>", name)

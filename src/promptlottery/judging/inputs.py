@@ -174,7 +174,10 @@ def judge_inputs(cfg: DictConfig, options: dict | None = None, *, take: bool = F
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True) if options is None else options
     if _has_predictions(cfg):
         return _build(cfg, options)
-    key = _key(cfg, options)
+    try:
+        key = _key(cfg, options)
+    except Exception:  # noqa: BLE001 - a value only the job resolves (or a bad one): built, not kept
+        return _build(cfg, options)
     inputs = _KEPT.pop(key, None) or _build(cfg, options)
     if not take:
         _KEPT[key] = inputs

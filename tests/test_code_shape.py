@@ -40,7 +40,6 @@ LONG_FILES: dict[str, int] = {
     "promptlottery/analysis/card_render.py": 424,
     "promptlottery/analysis/card_sections.py": 805,
     "promptlottery/analysis/verdict.py": 430,
-    "promptlottery/prompts/groups.py": 448,
     "promptlottery/stages/study.py": 615,
 }
 

@@ -30,10 +30,10 @@ from promptlottery.judging.adaptive_job import adaptive_design
 from promptlottery.judging.judge_job import Condition, JudgeJob
 from promptlottery.judging.sparse_job import sparse_design
 from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
+from promptlottery.prompts.group_text import check_variables
 from promptlottery.prompts.groups import (
     PromptError,
     PromptGroup,
-    check_variables,
     own_default_group,
     resolve_group,
 )

@@ -33,7 +33,8 @@ from promptlottery.judging.inputs import (  # noqa: F401
 )
 from promptlottery.judging.judge_job import Condition, JudgeJob
 from promptlottery.judging.runner import condition_metrics
-from promptlottery.prompts.groups import PromptGroup, dump_group
+from promptlottery.prompts.group_text import dump_group
+from promptlottery.prompts.groups import PromptGroup
 from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.jobdir import file_sha256
 

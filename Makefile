@@ -97,8 +97,12 @@ demo-fast: setup
 	$(PY) -m run -m +experiment=demo
 	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
 
+# one worker per CPU (pytest-xdist), each test file on one worker (its module fixtures built once);
+# TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest -m "not slow and not gpu and not network and not cluster and not human and (not faults or fault_subset)" $(PYTEST_FLAGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
+		-m "not slow and not gpu and not network and not cluster and not human and (not faults or fault_subset)" $(PYTEST_FLAGS)
 
 # the fault suite (docs/guarantees.md, "What the fault suite proves"): SIGKILL at 20 seeded points of the demo
 # sweep on the fake judge and of its lottery analysis, each re-run to exactly the missing calls; a damaged cache,

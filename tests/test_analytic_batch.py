@@ -17,7 +17,8 @@ from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
 from promptlottery.modes import get_mode
-from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, dump_group, load_group_file
+from promptlottery.prompts.group_text import dump_group
+from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, load_group_file
 from promptlottery.prompts.requests import render_chat
 from promptlottery.prompts.scales import get_scale
 from tests.conftest import DATA_DIR, compose

@@ -125,7 +125,10 @@ def test_bootstrap_ci_kendall_equals_the_scipy_loop(kind):
 
 
 @pytest.mark.parametrize(
-    "stat", [kendall_tau, functools.partial(kendall_tau, variant="c"), pearson, spearman], ids=repr
+    "stat",
+    [kendall_tau, functools.partial(kendall_tau, variant="c"), pearson, spearman],
+    # names, not reprs: a repr holds the function's address, which differs between pytest-xdist workers
+    ids=["kendall_tau", "kendall_tau_c", "pearson", "spearman"],
 )
 def test_bootstrap_vectorised_equals_loop(stat):
     x, y = _data("rounded", 120, seed=1)

@@ -22,7 +22,8 @@ from promptlottery.data.schema import DatasetError
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.metrics.aggregate import majority
 from promptlottery.metrics.convergence import online_convergence
-from promptlottery.prompts.groups import PromptError, check_variables, group_from_template, load_group_file
+from promptlottery.prompts.group_text import check_variables
+from promptlottery.prompts.groups import PromptError, group_from_template, load_group_file
 from tests.conftest import MODEL_CACHE, REPO, compose, subprocess_env
 
 ROWS = [

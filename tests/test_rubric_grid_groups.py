@@ -104,7 +104,8 @@ def test_infobench_renders_the_studys_messages_with_each_items_own_questions(tmp
 
 
 def test_a_rubric_group_file_round_trips_and_its_completion_layout_refuses_solved_examples(tmp_path):
-    from promptlottery.prompts.groups import PromptError, dump_group, load_group_file
+    from promptlottery.prompts.group_text import dump_group
+    from promptlottery.prompts.groups import PromptError, load_group_file
     from promptlottery.prompts.requests import render_completion
 
     builder, sample, conditions = _study(tmp_path)

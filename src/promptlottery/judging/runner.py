@@ -1,210 +1,62 @@
-"""The runner: items x one prompt variant x one backbone -> cached calls -> judgments table."""
-
 from __future__ import annotations
 
 import json
 import logging
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
 
 from promptlottery import SCHEMA_VERSION
-from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse, KnownAnswer
-from promptlottery.calls.cache import CallCache, make_request
+from promptlottery.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from promptlottery.calls.cache import CallCache
 
 # the call loop lives in calls.loop (the gate and the rubric study use it without the grid)
-from promptlottery.calls.loop import BatchPlan, CallStats, run_calls
-from promptlottery.calls.spend import SpendCap
-from promptlottery.config import REPEAT_SOURCES
+from promptlottery.calls.loop import CallStats, run_calls
 from promptlottery.data.schema import Item
 from promptlottery.errors import ConfigError
-from promptlottery.modes import DEFAULT_MODE, get_mode
+
+# the judge job (its grid cell, repeat plans and requests) lives in judging.judge_job
+from promptlottery.judging.judge_job import Condition, JudgeJob, repeat_plans
 from promptlottery.prompts.groups import PromptGroup
-from promptlottery.prompts.requests import query_text, render_chat, render_completion
+from promptlottery.prompts.requests import query_text
 from promptlottery.prompts.scoring import score_response, unscored, verdict_context
+
+__all__ = ["Condition", "JudgeJob", "build_requests", "judge", "repeat_plans", "run"]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class Condition:
-    """One cell of the grid: what is judged, with which prompt, by which backbone."""
-
-    dataset: str
-    judge_family: str
-    prompt_group: str
-    variant: str
-    backbone: str
-    criterion: str
-    prompt_format: str = "chat"  # or "completion" for base models
-    rubric: str | None = None
-    #: the judge mode (``judge.mode``; promptlottery.modes): how an item is presented, keyed and recorded
-    judge_mode: str = DEFAULT_MODE
-    #: a pair's two orders ("12" and "21") each a call of its own (the pairwise mode)
-    position_swap: bool = True
-
-    @property
-    def id(self) -> str:
-        return "/".join([self.dataset, self.judge_family, self.prompt_group, self.variant, self.backbone])
-
-    @property
-    def configuration(self) -> str:
-        """What is judged, by whichever backbone and wording: dataset config x judge family x prompt
-        group x criterion (x rubric); the id the analysis, the study plan and W&B's group share."""
-        parts = [self.dataset, self.judge_family, self.prompt_group, self.criterion, self.rubric or ""]
-        return "/".join(p for p in parts if p)
-
-
-def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict[int, BatchPlan] | None:
-    """``{sample_index: BatchPlan}`` under ``repeat_source=source``, or ``None`` for ``none``.
-
-    ``none``: every sample is answered in one call list under the default plan; a deterministic
-    backend then gives its greedy repeats the same label probabilities, and they agree by
-    construction. ``batch`` (ours: an emulation of the batch-composition nondeterminism of the
-    paper's GPU runs, which the paper does not control): sample 0 under the default plan (length
-    order, the backend's batch size ``base_size``), and each sample ``k >= 1`` in its own batches,
-    the requests shuffled with seed ``seed * 100003 + k`` and cut into batches of ``base_size``,
-    ``base_size // 2`` and 1 request(s) for k = 1, 2, 3, then again from ``base_size`` (k = 4, ...).
-    Each request then meets other neighbours (other padding, another shared prefix, another batch
-    shape) and the backend's floating-point result moves as much as that moves it: at float32 on a
-    CPU very little, at bfloat16 more.
-    """
-    if source not in REPEAT_SOURCES:
-        raise ValueError(f"repeat_source must be one of {REPEAT_SOURCES}, got {source!r}")
-    if source == "none":
-        return None
-    base = max(1, int(base_size))
-    sizes = (base, max(1, base // 2), 1)
-    plans = {0: BatchPlan(size=base)}
-    for k in range(1, n_samples):
-        plans[k] = BatchPlan("shuffled", seed=seed * 100003 + k, size=sizes[(k - 1) % len(sizes)])
-    return plans
-
-
 def build_requests(
-    items: list[Item],
-    condition: Condition,
-    group: PromptGroup,
-    backend: Backend,
-    decoding: Decoding,
-    *,
-    n_samples: int = 1,
-    examples: list[tuple[Item, str]] = (),
-    repeat_source: str = "none",
-    human_range: tuple[float, float] | None = None,
-    orders_of: dict[str, tuple[str, ...]] | None = None,
-    round_k: int | None = None,
-    earlier: dict[str, tuple[str, ...]] | None = None,
-) -> list[tuple[Item, JudgeRequest]]:
-    """One request per item and sample. A repeat sample computed under its own batch plan
-    (``repeat_source=batch``, :func:`repeat_plans`) has the plan in its cache key; sample 0 under the
-    default plan keeps the key of an ordinary call, so it is shared with the paraphrase grid.
-
-    The judge mode (``condition.judge_mode``) presents each item once or several times (a pair in
-    both orders under ``position_swap``), one request per presentation and sample; what tells the
-    presentations apart (a pair's order and the group's assistant prefix) are named parts of the key
-    (a single presentation keeps the ordinary key). Every request carries its :class:`KnownAnswer`
-    (``human_range``: the dataset's, for the pointwise label), outside the key. ``orders_of``
-    (pairwise, a sparse plan's cells): the orders judged for each item id instead. A mode that asks
-    in rounds (:meth:`JudgeMode.rounds`, an analytic batch): round ``round_k`` after each item's
-    greedy answers ``earlier`` (by item id), or every round after placeholder answers (``round_k``
-    None: for counting calls, the dry run)."""
-    labels = group.scale.labels
-    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency) or {}
-    ident = backend.identity()
-    mode = get_mode(condition.judge_mode)
-    prefix = mode.assistant_prefix(group)
-    rounds = range(mode.rounds(group, items)) if round_k is None else (round_k,)
-    out = []
-    for item in items:
-        for shown in (
-            p
-            for k in rounds
-            for p in _presentations(mode, item, group, condition.position_swap, orders_of, k, earlier)
-        ):
-            own = prefix if shown.prefix is None else shown.prefix
-            messages, prompt = _render(condition, group, shown.item, examples, own)
-            known = KnownAnswer(
-                condition.variant,
-                group.scale.scores,
-                mode.known_label(item, condition.criterion, group.scale, shown, human_range),
-                group.variant(condition.variant).control,
-            )
-            for k in range(n_samples):
-                req = make_request(
-                    "judge",
-                    ident,
-                    decoding,
-                    messages=messages,
-                    prompt=prompt,
-                    labels=labels,
-                    sample_index=k,
-                    parts={
-                        "prompt_group": group.id,
-                        "variant": condition.variant,
-                        "rubric": condition.rubric,
-                        "text_version": group.version,
-                        "text_hash": group.text_hash(condition.variant),
-                        **({"batch_plan": asdict(plans[k])} if k in plans and k > 0 else {}),
-                        **mode.key_parts(shown, own),
-                    },
-                    # the presentation and the answer prefix are keyed as the mode's named parts
-                    assistant_prefix=own if messages is not None else None,
-                    order=shown.order,
-                    known=known,
-                )
-                out.append((shown.item, req))  # the item as presented: its mode's columns read it
-    return out
+    items: list[Item], condition: Condition, group: PromptGroup, backend: Backend, decoding: Decoding,
+    *, round_k: int | None = None, earlier: dict[str, tuple[str, ...]] | None = None, **options: Any,
+) -> list[tuple[Item, JudgeRequest]]:  # fmt: skip
+    """The (item as presented, request) pairs of :class:`JudgeJob` ``(items, condition, group,
+    backend, decoding, **options)`` (:meth:`JudgeJob.requests`, round ``round_k`` after ``earlier``)."""
+    return JudgeJob(items, condition, group, backend, decoding, **options).requests(round_k, earlier)
 
 
-def _presentations(
-    mode, item: Item, group: PromptGroup, position_swap: bool, orders_of, k: int = 0, earlier=None
-) -> list:
-    """The mode's presentations of ``item`` (in round ``k`` after ``earlier[item.id]`` where it asks
-    in rounds); under a sparse plan's cells (``orders_of``) those of the item's planned orders, in
-    the plan's order."""
-    if mode.rounds(group, [item]) > 1:
-        seen = None if earlier is None else earlier.get(item.id, ())
-        return mode.round_presentations(item, group=group, k=k, earlier=seen)
-    if k > 0:
-        return []
-    if orders_of is None:
-        return mode.presentations(item, group=group, position_swap=position_swap)
-    by_order = {p.order: p for p in mode.presentations(item, group=group, position_swap=True)}
-    return [by_order[o] for o in orders_of.get(item.id, ())]
-
-
-def _render(condition: Condition, group: PromptGroup, seen: Item, examples, prefix: str | None):
-    """``(messages, prompt)`` of one presentation: chat messages, or a completion prompt ending
-    with the answer prefix."""
-    if condition.prompt_format == "chat":
-        return render_chat(group, condition.variant, seen), None
-    if condition.prompt_format == "completion":
-        answer = group.completion_answer
-        prompt = render_completion(group, condition.variant, seen, examples, answer_prefix=answer)
-        if answer is None:  # the prefix its own paragraph
-            return None, "\n\n".join(p for p in (prompt, prefix) if p)
-        return None, (f"{prompt} {prefix}" if prefix else prompt)
-    raise ValueError(f"prompt_format must be 'chat' or 'completion', got {condition.prompt_format!r}")
+def judge(
+    items: list[Item], condition: Condition, group: PromptGroup, backend: Backend, cache: CallCache,
+    decoding: Decoding, **options: Any,
+) -> tuple[pd.DataFrame, CallStats]:  # fmt: skip
+    """:func:`run` of the :class:`JudgeJob` ``(items, condition, group, backend, decoding, cache=cache,
+    **options)``: the judgments table and call counts."""
+    return run(JudgeJob(items, condition, group, backend, decoding, cache=cache, **options))
 
 
 def judgments_table(
+    job: JudgeJob,
     pairs: list[tuple[Item, JudgeRequest]],
     answers: dict[str, JudgeResponse],
-    condition: Condition,
-    group: PromptGroup,
-    decoding: Decoding,
     cached_keys: set[str],
     stats: CallStats,
-    plans: dict[int, BatchPlan] | None = None,
-    repeat_source: str = "none",
     skipped: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """One row per request; a request in ``skipped`` (never sent, :func:`over_long`) is a row with
-    every score missing and the reason."""
-    mode = get_mode(condition.judge_mode)
+    """One row per request of ``job``; a request in ``skipped`` (never sent, :func:`over_long`) is a
+    row with every score missing and the reason."""
+    condition, group, decoding, mode, plans = job.condition, job.group, job.decoding, job.mode, job.plans
     rows = []
     for item, req in pairs:
         if req.key in (skipped or {}):
@@ -225,8 +77,8 @@ def judgments_table(
                 "item_id": item.id,
                 "system": item.system,
                 "sample_index": req.sample_index,
-                # what made this sample's computation differ from the other samples' (judging.runner.repeat_plans)
-                "repeat_source": repeat_source,
+                # what made this sample's computation differ from the other samples' (judge_job.repeat_plans)
+                "repeat_source": job.repeat_source,
                 "batch_plan": plans[req.sample_index].describe() if plans else "",
                 "temperature": decoding.temperature,
                 "seed": decoding.seed,
@@ -250,64 +102,38 @@ def judgments_table(
     return pd.DataFrame(rows)
 
 
-def judge(
-    items: list[Item],
-    condition: Condition,
-    group: PromptGroup,
-    backend: Backend,
-    cache: CallCache,
-    decoding: Decoding,
-    *,
-    n_samples: int = 1,
-    examples: list[tuple[Item, str]] = (),
-    max_retries: int = 4,
-    backoff_s: float = 1.0,
-    repeat_source: str = "none",
-    human_range: tuple[float, float] | None = None,
-    orders_of: dict[str, tuple[str, ...]] | None = None,
-    spend: SpendCap | None = None,
-) -> tuple[pd.DataFrame, CallStats]:
-    """Judge ``items`` under ``condition``; returns the judgments table and call counts.
+def run(job: JudgeJob) -> tuple[pd.DataFrame, CallStats]:
+    """Judge ``job``'s items under its condition; returns the judgments table and call counts.
 
-    ``repeat_source="batch"`` answers each sample under its own batch plan (:func:`repeat_plans`);
-    ``human_range`` (the dataset's) goes to :func:`build_requests`.
+    ``repeat_source="batch"`` answers each sample under its own batch plan (:func:`repeat_plans`).
+    A mode that asks in rounds judges round after round, each after the greedy answers before it.
     """
+    condition, group, items = job.condition, job.group, job.items
     if condition.criterion and not any(condition.criterion in it.human for it in items):
         logger.warning("no item has human label criterion=%s condition=%s", condition.criterion, condition.id)
     stats = CallStats()
-    plans = repeat_plans(repeat_source, n_samples, decoding.seed, backend.max_concurrency)
-    calls = dict(
-        max_retries=max_retries, backoff_s=backoff_s, repeat_source=repeat_source, plans=plans, spend=spend
-    )
-    request_options = dict(n_samples=n_samples, examples=examples, repeat_source=repeat_source)
-    request_options.update(human_range=human_range, orders_of=orders_of)
-    n_rounds = get_mode(condition.judge_mode).rounds(group, items)
+    n_rounds = job.mode.rounds(group, items)
     if n_rounds == 1:
-        pairs = build_requests(items, condition, group, backend, decoding, **request_options)
-        return _judged(pairs, condition, group, backend, cache, decoding, stats, **calls), stats
-    if n_samples != 1 or plans is not None or orders_of is not None:
+        return _judged(job, job.requests(), stats), stats
+    if job.n_samples != 1 or job.plans is not None or job.orders_of is not None:
         raise ConfigError(
             f"prompt group {group.id} asks its criteria in one reply (criteria_call={group.criteria_call}): "
             "each position is read after the greedy answers before it, so only n_samples=1, "
             "repeat_source=none and judge.design=full"
         )
-    if condition.prompt_format == "chat" and not backend.supports_assistant_prefix:
+    if condition.prompt_format == "chat" and not job.backend.supports_assistant_prefix:
         raise ConfigError(
             f"prompt group {group.id} reads each answer after the reply so far in the assistant turn, which "
-            f"backend {type(backend).__name__} does not honour (Backend.supports_assistant_prefix); use "
+            f"backend {type(job.backend).__name__} does not honour (Backend.supports_assistant_prefix); use "
             "backbone.prompt_format=completion"
         )
     so_far: dict[str, tuple[str, ...]] = {it.id: () for it in items}
     tables = []
     for k in range(n_rounds):  # round k: criterion k of every item whose earlier answers all have a label
-        pairs = build_requests(
-            items, condition, group, backend, decoding, **request_options, round_k=k, earlier=so_far
-        )
+        pairs = job.requests(round_k=k, earlier=so_far)
         if not pairs:
             break
-        table = _judged(
-            pairs, condition, group, backend, cache, decoding, stats, **calls, desc=f" position {k + 1}"
-        )
+        table = _judged(job, pairs, stats, desc=f" position {k + 1}")
         for item_id, argmax, parsed in zip(table["item_id"], table["argmax_label"], table["parsed_label"]):
             greedy = argmax if isinstance(argmax, str) else parsed
             if isinstance(greedy, str):
@@ -317,12 +143,11 @@ def judge(
 
 
 def _judged(
-    pairs: list[tuple[Item, JudgeRequest]], condition: Condition, group: PromptGroup, backend: Backend,
-    cache: CallCache, decoding: Decoding, stats: CallStats, *, max_retries: int, backoff_s: float,
-    repeat_source: str, plans: dict[int, BatchPlan] | None, desc: str = "", spend: SpendCap | None = None,
-) -> pd.DataFrame:  # fmt: skip
-    """``pairs`` answered (the cache first; a request too long for the context never sent) and
-    tabulated, the calls counted into ``stats``."""
+    job: JudgeJob, pairs: list[tuple[Item, JudgeRequest]], stats: CallStats, desc: str = ""
+) -> pd.DataFrame:
+    """``pairs`` of ``job`` answered (the cache first; a request too long for the context never
+    sent) and tabulated, the calls counted into ``stats``."""
+    backend, cache, decoding, plans = job.backend, job.cache, job.decoding, job.plans
     skipped = over_long(pairs, backend, decoding)
     stats.over_long += len(skipped)
     requests = [r for _, r in pairs if r.key not in skipped]
@@ -335,14 +160,12 @@ def _judged(
     )
     answers: dict[str, JudgeResponse] = {}
     for k, reqs in groups.items():
-        where = (condition.id if k is None else f"{condition.id} sample {k}") + desc
+        where = (job.condition.id if k is None else f"{job.condition.id} sample {k}") + desc
         answers.update(
-            run_calls(reqs, backend, cache, decoding, stats=stats, max_retries=max_retries, backoff_s=backoff_s,
-                      desc=where, plan=None if k is None else plans[k], spend=spend)
+            run_calls(reqs, backend, cache, decoding, stats=stats, max_retries=job.max_retries,
+                      backoff_s=job.backoff_s, desc=where, plan=None if k is None else plans[k], spend=job.spend)
         )  # fmt: skip
-    table = judgments_table(
-        pairs, answers, condition, group, decoding, cached_keys, stats, plans, repeat_source, skipped
-    )
+    table = judgments_table(job, pairs, answers, cached_keys, stats, skipped)
     stats.total += len(skipped)
     return table
 

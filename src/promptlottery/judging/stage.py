@@ -2,7 +2,9 @@
 
 ``judge(cfg, job) -> dict`` is pure with respect to Hydra: it reads the composed config, builds the
 backend, cache and decoding with ``calls.compose.build_judge_runtime`` and passes plain objects down to the library; it runs
-inside the job wrapper (``promptlottery.stages.run_stage``), which checked the config.
+inside the job wrapper (``promptlottery.stages.run_stage``), which checked the config. Its inputs
+(items, design, examples, rendered prompts) are the preflight's (:func:`~promptlottery.judging.inputs.judge_inputs`),
+and its judging one :class:`~promptlottery.judging.judge_job.JudgeJob` passed whole to the runner.
 """
 
 from __future__ import annotations
@@ -15,183 +17,82 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from promptlottery.atomic import atomic_write
-from promptlottery.calls.cache import CacheError, CallCache, cache_location
-from promptlottery.calls.cache_manifest import manifest_path
 from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
-from promptlottery.data import load_items
-from promptlottery.data.registry import dataset_id
-from promptlottery.data.schema import Item, check_text
-from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
-from promptlottery.judging.adaptive_job import adaptive_design, judge_adaptive
-from promptlottery.judging.job_inputs import job_examples, job_sample
-from promptlottery.judging.runner import Condition, build_requests, condition_metrics
-from promptlottery.judging.sparse_job import sparse_design
-from promptlottery.modes import DEFAULT_MODE, check_mode, default_group, get_mode
-from promptlottery.prompts.groups import (
-    PromptGroup,
-    check_variables,
-    dump_group,
-    own_default_group,
-    resolve_group,
+from promptlottery.judging.adaptive_job import judge_adaptive
+
+# the stage's checks and the counting before the first call, imported from here by other stages
+from promptlottery.judging.before_calls import check_lost_cache, dry_run  # noqa: F401
+from promptlottery.judging.inputs import (  # noqa: F401
+    build_condition,
+    check_inputs,
+    check_items,
+    few_shot_examples,
+    group_condition,
+    judge_inputs,
 )
-from promptlottery.prompts.requests import check_rendering
+from promptlottery.judging.judge_job import Condition, JudgeJob
+from promptlottery.judging.runner import condition_metrics
+from promptlottery.prompts.group_text import dump_group
+from promptlottery.prompts.groups import PromptGroup
 from promptlottery.tracking.job import StageJob
-from promptlottery.tracking.jobdir import file_sha256, previous_record, sibling_records
-from promptlottery.tracking.secrets import redact_text
+from promptlottery.tracking.jobdir import file_sha256
 
 logger = logging.getLogger(__name__)
 
 JUDGMENTS = "judgments.parquet"
 
 
-def build_condition(cfg: DictConfig, group: PromptGroup | None = None) -> Condition:
-    """The grid cell; a prompt group loaded from a file (judge.group_file / template) names itself."""
-    return Condition(
-        dataset=dataset_id(cfg.dataset),
-        judge_family=group.judge_family if group is not None else cfg.judge.family,
-        prompt_group=group.id if group is not None else cfg.judge.prompt_group,
-        variant=cfg.judge.variant,
-        backbone=cfg.backbone.name,
-        criterion=cfg.judge.criterion,
-        prompt_format=cfg.backbone.prompt_format,
-        judge_mode=cfg.judge.get("mode", DEFAULT_MODE),
-        position_swap=bool(cfg.judge.get("position_swap", True)),
-    )
-
-
-def _group_where(cfg: DictConfig, group: PromptGroup) -> str:
-    src = cfg.judge.get("group_file") or cfg.judge.get("template")
-    return f"{src} (prompt group {group.id})" if src else f"prompt group {group.id}"
-
-
-def _group_condition(cfg: DictConfig) -> tuple[PromptGroup, Condition, bool]:
-    """The prompt group, the grid cell and whether the group came from the user's file."""
-    group = resolve_group(cfg.judge, default_group(cfg.judge))
-    from_file = bool(cfg.judge.get("group_file") or cfg.judge.get("template"))
-    # your own judge without a file judges its mode's built-in group (G17), which names its own family
-    named_by_group = from_file or own_default_group(cfg.judge, default_group(cfg.judge))
-    condition = build_condition(cfg, group)
-    if not named_by_group and group.judge_family != cfg.judge.family:
-        raise ConfigError(
-            f"judge.family={cfg.judge.family!r} but prompt group {group.id} is {group.judge_family!r}"
-        )
-    group.variant(condition.variant)  # judge.variant=P9: one line naming the group's variants
-    if condition.variant in group.controls and not cfg.judge.get("controls", False):
-        raise ConfigError(
-            f"judge.variant={condition.variant} is a control variant of prompt group {group.id} "
-            "(it must move the verdict); judge it only with judge.controls=true"
-        )
-    return group, condition, from_file
-
-
-def _check_items(
-    cfg: DictConfig, group: PromptGroup, condition: Condition, items: list[Item], from_file: bool
-):
-    where = _dataset_where(cfg)
-    check_mode(
-        condition.judge_mode,
-        group.scale,
-        group=_group_where(cfg, group),
-        items=items,
-        where=where,
-        identical_pairs=cfg.judge.get("identical_pairs", "warn"),
-        criteria=group.criteria,
-    )
-    if from_file:  # built-in groups are checked by their tests (and may use optional {% if x %} inputs)
-        mode = get_mode(condition.judge_mode)
-        shown = (p.item for it in items for p in mode.presentations(it, group=group, position_swap=False))
-        check_variables(group, set().union(*(it.inputs for it in shown)), where=_group_where(cfg, group))
-
-
-def check_inputs(cfg: DictConfig) -> None:
-    """The judge stage's inputs, checked before any job of a sweep starts (``stages.preflight``): the
-    prompt group and variant, the mode, the table and its rows, every item's prompt rendered in the
-    sandbox. Each refusal is a one-line :class:`~promptlottery.errors.UserError`; no model is built."""
-    group, condition, from_file = _group_condition(cfg)
-    if cfg.predict and cfg.predict.get("systems"):
-        return  # the judged responses are generated by the job itself: no items to check before it
-    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    _, items = _load(cfg, options)
-    sparse_design(cfg.judge, group, items, condition.judge_mode)  # a bad design refused before any job
-    adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
-    _check_items(cfg, group, condition, items, from_file)
-    check_text(items, where=_dataset_where(cfg))
-    mode = get_mode(condition.judge_mode)
-    shown = (mode.presentations(it, group=group, position_swap=False)[0].item for it in items)
-    src = cfg.judge.get("group_file") or cfg.judge.get("template")
-    check_rendering(group, condition.variant, shown, condition.prompt_format, source=src)  # once, not per job
-
-
-def _dataset_where(cfg: DictConfig) -> str:
-    return f"dataset {cfg.dataset.name}" + (f" ({cfg.dataset.path})" if cfg.dataset.get("path") else "")
-
-
-def _load(cfg: DictConfig, options: dict) -> tuple[list[Item], list[Item]]:
-    all_items = load_items(cfg.dataset.name, data_dir=cfg.paths.data_dir, **options)
-    return all_items, job_sample(cfg, all_items)
-
-
 def judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, Any]:
     """Judge one condition and write ``judgments.parquet`` + ``results.json`` to ``job.output_dir``."""
     output_dir = job.output_dir
-    group, condition, from_file = _group_condition(cfg)
+    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    predicted = bool(cfg.predict and cfg.predict.get("systems"))
+    # the preflight's inputs; a job that generates the responses it judges loads them after that
+    inputs = None if predicted else judge_inputs(cfg, options, take=True)
+    condition = group_condition(cfg)[1] if inputs is None else inputs.condition
     job.label = "condition"
     job.fields["condition"] = condition.id
     job.track(name=condition.id, group=condition.configuration)
-    options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     decoding = run_decoding(cfg)
-    _add_predictions(cfg, options, decoding, output_dir)
-    all_items, items = _load(cfg, options)
-    design = sparse_design(cfg.judge, group, items, condition.judge_mode)
-    adaptive = adaptive_design(cfg.judge, condition.judge_mode, cfg.n_samples)
-    if design is not None:
-        items = [it for it, judged in zip(items, design["judged"], strict=True) if judged]
-    _check_items(cfg, group, condition, items, from_file)
-    examples = job_examples(cfg, all_items, items, group)
+    if inputs is None:
+        _add_predictions(cfg, options, decoding, output_dir)
+        inputs = judge_inputs(cfg, options, take=True)
+    group = inputs.group
+    check_items(cfg, inputs, inputs.items)
     backend, cache, _ = build_judge_runtime(cfg, backend=backend)
-    orders_of = (design or {}).get("orders_of")
-    check_lost_cache(
-        cfg,
-        cache,
-        output_dir,
-        # a mode asking in rounds: the first round's keys, the only ones known before any answer
-        keys=lambda: [
-            r.key
-            for _, r in _requests(cfg, items, condition, group, backend, decoding, examples, orders_of, 0)
-        ],
-    )
+    judged = JudgeJob(
+        inputs.items, condition, group, backend, decoding, cache=cache, n_samples=cfg.n_samples,
+        examples=inputs.examples, repeat_source=cfg.repeat_source, human_range=tuple(cfg.dataset.human_range),
+        orders_of=inputs.orders_of, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s, rendered=inputs.rendered,
+    )  # fmt: skip
+    # a mode asking in rounds: the first round's keys, the only ones known before any answer
+    check_lost_cache(cfg, cache, output_dir, keys=lambda: judged.keys(round_k=0))
     if cfg.dry_run:
-        return dry_run(cfg, items, condition, group, backend, cache, decoding, examples, job, orders_of)
+        return dry_run(cfg, judged, job)
     # a sweep's jobs share one budget (Hydra writes multirun.yaml in the sweep dir); a single job its own
     sweep = output_dir.parent if (output_dir.parent / "multirun.yaml").exists() else output_dir
-    spend = build_spend(cfg, ledger=sweep / "spend.json")
-    if spend.active:  # the dry run's count against the cap, before the first call
-        pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
-        spend.check_pending(
-            [r for _, r in pairs], backend, cache, decoding, where=f"condition {condition.id}"
+    judged.spend = build_spend(cfg, ledger=sweep / "spend.json")
+    if judged.spend.active:  # the dry run's count against the cap, before the first call
+        judged.spend.check_pending(
+            [r for _, r in judged.requests()], backend, cache, decoding, where=f"condition {condition.id}"
         )
     job.tracker  # noqa: B018 - the W&B run starts before the calls, so it times them
 
-    def judge_cells(cells: list[Item], cond: Condition, orders_of=orders_of):
-        return runner.judge(
-            cells, cond, group, backend, cache, decoding, n_samples=cfg.n_samples, examples=examples,
-            max_retries=cfg.max_retries, repeat_source=cfg.repeat_source, backoff_s=cfg.backoff_s,
-            human_range=tuple(cfg.dataset.human_range),
-            orders_of=orders_of, spend=spend,
-        )  # fmt: skip
+    def judge_cells(cells: list, cond: Condition, orders_of=judged.orders_of):
+        return runner.run(judged.replace(items=cells, condition=cond, orders_of=orders_of))
 
     walk_summary = {}
     try:
-        if adaptive is None:
-            df, stats = judge_cells(items, condition)
+        if inputs.adaptive is None:
+            df, stats = runner.run(judged)
         else:  # the walk asks every wording it reaches; this job keeps its own wording's rows
             df, stats, walk_summary = judge_adaptive(
-                items, condition, list(group.variants), adaptive, judge_cells
+                inputs.items, condition, list(group.variants), inputs.adaptive, judge_cells
             )
     finally:  # closed, so the SQLite WAL is checkpointed: a read-only (immutable) reader sees every answer
         cache.close()
-    df = _with_job_columns(cfg, df, items, design, group, from_file, output_dir)
+    df = _with_job_columns(cfg, df, inputs.items, inputs.design, group, inputs.from_file, output_dir)
     return _write(job, df, stats, backend, walk_summary)
 
 
@@ -276,111 +177,3 @@ def _write(job: StageJob, df, stats, backend, walk_summary: dict) -> dict[str, A
         **walk_summary,
     )
     return record
-
-
-def _requests(
-    cfg, items, condition, group, backend, decoding, examples, orders_of=None, round_k=None
-) -> list:
-    """The job's (item, request) pairs, as the runner will build them (for counting, not calling; a
-    mode asking in rounds: after placeholder answers, or round ``round_k`` alone)."""
-    return build_requests(
-        items,
-        condition,
-        group,
-        backend,
-        decoding,
-        n_samples=cfg.n_samples,
-        examples=examples,
-        repeat_source=cfg.repeat_source,
-        orders_of=orders_of,
-        round_k=round_k,
-    )
-
-
-def _cache_where(paths: Any) -> str:
-    loc = cache_location(paths)
-    return redact_text(loc) if isinstance(loc, str) else str(Path(loc).resolve())
-
-
-def check_lost_cache(cfg: DictConfig, cache: CallCache, output_dir: Path, *, keys) -> None:
-    """Say, before any call, how many of this job's calls are made again because the cache that held
-    them is gone: an empty (0-byte, new or renamed) cache where this job's previous run or the jobs
-    beside it recorded calls cached there, or a SQLite file that replaced the one its manifest names
-    (:mod:`promptlottery.calls.cache_manifest`; a new sweep dir too). With a paid API
-    (``backbone.price_per_mtok_input`` set), refuse unless ``paths.allow_paid_recompute=true``.
-    ``keys()`` gives this job's cache keys."""
-    message = _lost_by_records(cfg, cache, output_dir, keys) or _lost_by_manifest(cfg, cache, keys)
-    if message is None:
-        return
-    if cfg.backbone.get("price_per_mtok_input") is not None and not cfg.paths.get("allow_paid_recompute"):
-        raise CacheError(
-            f"{message}, on a paid API; point paths.cache_dir / paths.cache_url at the cache that holds "
-            "them, or set paths.allow_paid_recompute=true to pay for them again"
-        )
-    logger.warning(message)
-
-
-def _lost_by_records(cfg: DictConfig, cache: CallCache, output_dir: Path, keys) -> str | None:
-    if len(cache):
-        return None
-    where = _cache_where(cfg.paths)
-    previous = previous_record(output_dir)
-    records = [
-        r for r in ([previous] if previous else []) + sibling_records(output_dir) if r.get("status") == "ok"
-    ]
-    cached = [
-        int((r.get("calls") or {}).get("total") or 0)
-        for r in records
-        if isinstance((r.get("config") or {}).get("paths"), dict)
-        and _cache_where(r["config"]["paths"]) == where
-    ]
-    cached = [n for n in cached if n > 0]
-    if not cached:
-        return None
-    by = "this job's previous run" if previous and len(cached) == 1 else f"{len(cached)} completed jobs here"
-    return (
-        f"call cache {where} is empty (0-byte, missing or replaced), but {by} cached {sum(cached)} calls "
-        f"in it: all {len(keys())} calls of this job will be made again"
-    )
-
-
-def _lost_by_manifest(cfg: DictConfig, cache: CallCache, keys) -> str | None:
-    lost = cache.replaced
-    if lost is None:
-        return None
-    wanted = keys()
-    again = len(set(wanted) - set(cache.get_many(wanted)))
-    if not again:
-        return None
-    return (
-        f"call cache {_cache_where(cfg.paths)} is not the file that held {lost['answers']} calls when its "
-        f"manifest was written ({lost.get('written')}): it was emptied, removed or renamed and holds "
-        f"{len(cache)} now; {again} of this job's {len(wanted)} calls will be made again (remove "
-        f"{manifest_path(cache.location)} if the loss is meant)"
-    )
-
-
-def dry_run(
-    cfg, items, condition, group, backend, cache, decoding, examples, job: StageJob, orders_of=None
-) -> dict:
-    """Count calls, prompt tokens, cached calls and cost without calling a model."""
-    pairs = _requests(cfg, items, condition, group, backend, decoding, examples, orders_of)
-    keys = [r.key for _, r in pairs]
-    cached = cache.get_many(keys)
-    tokens = sum(backend.count_tokens(r) for _, r in pairs)
-    uncached_tokens = sum(backend.count_tokens(r) for _, r in pairs if r.key not in cached)
-    price = cfg.backbone.price_per_mtok_input
-    estimate = {
-        "conditions": 1,
-        "calls": len(pairs),
-        "cached_calls": len(cached),
-        "prompt_tokens": tokens,
-        "uncached_prompt_tokens": uncached_tokens,
-        "cost_usd": None if price is None else round(uncached_tokens / 1e6 * price, 6),
-        # "tokenizer", or how the backend approximated when its tokenizer could not be loaded
-        "token_count": backend.token_count_method,
-    }
-    if cfg.judge.get("design") == "adaptive":  # the walk's stops are known only from the answers
-        estimate["calls_bound"] = "upper"
-    print(f"dry_run condition={condition.id} " + " ".join(f"{k}={v}" for k, v in estimate.items()))
-    return job.write("dry_run", estimate=estimate)

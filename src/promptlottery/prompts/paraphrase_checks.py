@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 from jinja2 import TemplateSyntaxError
 
-from promptlottery.prompts.groups import PromptError, PromptGroup, Variant, text_variables
+from promptlottery.prompts.group_text import text_variables
+from promptlottery.prompts.groups import PromptError, PromptGroup, Variant
 from promptlottery.prompts.scales import Scale
 from promptlottery.prompts.template_parts import Part, assemble, labels_named, parse_rewording
 from promptlottery.prompts.validation import DEFAULT_THRESHOLD, TARGET_MAX_OVERLAP, jaccard, variant_texts

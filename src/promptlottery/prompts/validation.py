@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from promptlottery.prompts.groups import PromptGroup, render, template_variables
+from promptlottery.prompts.group_text import template_variables
+from promptlottery.prompts.groups import PromptGroup, render
 
 log = logging.getLogger(__name__)
 

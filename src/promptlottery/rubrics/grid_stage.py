@@ -34,7 +34,7 @@ from promptlottery.calls.compose import build_judge_runtime
 from promptlottery.calls.loop import CallStats
 from promptlottery.errors import ConfigError
 from promptlottery.judging import runner
-from promptlottery.judging.stage import check_lost_cache, dry_run
+from promptlottery.judging.before_calls import check_lost_cache, dry_run
 from promptlottery.rubrics.grid_groups import condition_group, grid_items, scores_from_judgments
 from promptlottery.rubrics.prompts import RubricCondition
 from promptlottery.rubrics.study import Study, header, load_study, write_tables
@@ -111,7 +111,11 @@ def rubric_judge(cfg: DictConfig, job: StageJob, *, backend=None) -> dict[str, A
         keys=lambda: [r.key for _, r in runner.build_requests(items, condition, group, runtime.backend, runtime.decoding, round_k=0)],
     )  # fmt: skip
     if cfg.dry_run:
-        return dry_run(cfg, items, condition, group, *runtime, [], job)
+        counted = runner.JudgeJob(
+            items, condition, group, runtime.backend, runtime.decoding, cache=runtime.cache,
+            n_samples=cfg.n_samples, repeat_source=cfg.repeat_source,
+        )  # fmt: skip
+        return dry_run(cfg, counted, job)
     job.track(name=f"rubric/{cfg.dataset.name}/{name}", group=f"rubric/{cfg.dataset.name}", job_type="rubric")
     try:
         df, stats = judge_job(

@@ -24,7 +24,8 @@ from promptlottery.prompts.generate import (
     part_text,
     rejection_reasons,
 )
-from promptlottery.prompts.groups import PromptError, PromptGroup, dump_group
+from promptlottery.prompts.group_text import dump_group
+from promptlottery.prompts.groups import PromptError, PromptGroup
 from promptlottery.prompts.paraphrase_checks import extreme_items
 from promptlottery.prompts.template_parts import rewording_prompt, split_template
 from promptlottery.tracking.job import StageJob
@@ -38,7 +39,8 @@ def paraphrase(cfg, job: StageJob, *, backend=None, encode: Callable | None = No
 
     from promptlottery.backends.base import Decoding
     from promptlottery.calls.compose import build_judge_runtime
-    from promptlottery.prompts.groups import check_variables, group_from_template
+    from promptlottery.prompts.group_text import check_variables
+    from promptlottery.prompts.groups import group_from_template
 
     job.fields["stage"] = "paraphrase"
     opts = ParaphraseOptions.from_dict(OmegaConf.to_container(cfg.paraphrase, resolve=True))

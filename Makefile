@@ -89,13 +89,13 @@ demo: setup setup-panel
 	@echo "make demo: judge backbone=$(DEMO_BACKBONE) (CPU bf16 unit: $$(grep -ow -m1 -E 'amx_bf16' /proc/cpuinfo || echo 'no amx_bf16'))"
 	$(if $(filter %_fast,$(DEMO_BACKBONE)),$(MAKE) setup-fast)
 	$(PY) -m run -m +experiment=demo_panel backbone=$(DEMO_BACKBONE) hydra.sweep.dir=$(DEMO_DIR)
-	$(PY) -m promptlottery.analysis.verdict $(DEMO_DIR)/lottery
+	$(PY) -m promptlottery.analysis.lottery.verdict $(DEMO_DIR)/lottery
 
 # the same lottery with SmolLM2-135M (no setup-panel; under a minute after `make setup`): a judge that does
 # not track the labels, the quick check that everything runs
 demo-fast: setup
 	$(PY) -m run -m +experiment=demo
-	$(PY) -m promptlottery.analysis.verdict outputs/demo/lottery
+	$(PY) -m promptlottery.analysis.lottery.verdict outputs/demo/lottery
 
 # one worker per CPU (pytest-xdist), each test file on one worker (its module fixtures built once);
 # TEST_WORKERS=0 runs the suite in one process

@@ -131,8 +131,8 @@ def paper_grid(sweep: Path, root: Path, n_tasks: int, items: int = 100, seed: in
 
 def loop_vs_vectorised(globs: list[list[str]], n_resamples: int) -> None:
     """Part 2, on the first configuration of the grid (task 0, backbone 0)."""
-    from promptlottery.analysis.analyse import analyse
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.analyse import analyse
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.judging.grid import JudgmentGrid
     from promptlottery.metrics import bootstrap
 
@@ -162,7 +162,7 @@ def loop_vs_vectorised(globs: list[list[str]], n_resamples: int) -> None:
 
 def growth(globs: list[list[str]], work: Path, plots: bool, n_jobs: int, extrapolate: int) -> None:
     """Part 3: the first 1, 2, 4, ... tasks analysed end to end."""
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
 
     sizes = sorted({min(s, len(globs)) for s in (1, 2, 4, 8, 16, 33)} | {len(globs)})

@@ -93,7 +93,7 @@ def write_study(root: Path, *, items: int, configurations: int = 33, seed: int =
 
 
 def main(argv: list[str] | None = None) -> int:
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -21,10 +21,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from promptlottery.analysis.budget_report import _human_hits
-from promptlottery.analysis.wording_model import QUANTILES, fit_wording_model
-from promptlottery.analysis.wording_report import _covariates
-from promptlottery.analysis.wording_simulation import tune_penalties
+from promptlottery.analysis.budget.report import _human_hits
+from promptlottery.analysis.budget.wording_model import QUANTILES, fit_wording_model
+from promptlottery.analysis.budget.wording_model_report import _covariates
+from promptlottery.analysis.budget.wording_model_simulation import tune_penalties
 from promptlottery.judging.grid import JudgmentGrid
 
 

@@ -153,7 +153,7 @@ def demo(out: Path) -> None:
           f"paths.output_dir={out / 'sweep'}", "analysis.embeddings=none", f"paths.cache_dir={out / 'cache'}"], log)  # fmt: skip
     shutil.rmtree(out / "cache")
     sweep = out / "sweep" / "demo"
-    printout = _run([PY, "-m", "promptlottery.analysis.verdict", str(sweep / "lottery")], log)
+    printout = _run([PY, "-m", "promptlottery.analysis.lottery.verdict", str(sweep / "lottery")], log)
     (out / "printout.txt").write_text(printout.replace(str(out), "OUT"), encoding="utf-8")
     # the judged jobs' own files beyond judgments.parquet hold times and paths: keep the judgments
     for job in sweep.iterdir():
@@ -167,7 +167,7 @@ _TOY = """
 import sys
 from pathlib import Path
 import pandas as pd
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
 from tests.pairwise_toys import toy_table
 from tests.test_analysis_fixtures import default_judgments, fake_encode, write_sweep

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.budget import simulate_adaptive
+from promptlottery.analysis.budget.simulation import simulate_adaptive
 from promptlottery.metrics.adaptive import dirichlet_confidence, item_order, stop_reason, walk
 from tests.conftest import compose
 

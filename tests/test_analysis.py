@@ -11,13 +11,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.agreement import agreement_by_task_type, agreement_collapse, variant_agreement
-from promptlottery.analysis.agreement_measures import agreement_measures
-from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis, ensemble_designs
-from promptlottery.analysis.humans import best_variant_counts, variant_human_correlation
-from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.ranks import _pair_stats, _system_means, rank_reversals
-from promptlottery.analysis.wording import similarity_vs_stability, wording_dimensions
+from promptlottery.analysis.lottery.agreement import (
+    agreement_by_task_type,
+    agreement_collapse,
+    variant_agreement,
+)
+from promptlottery.analysis.lottery.agreement_measures import agreement_measures
+from promptlottery.analysis.lottery.ensembles import (
+    aggregation_vs_humans,
+    convergence_analysis,
+    ensemble_designs,
+)
+from promptlottery.analysis.lottery.human_correlation import best_variant_counts, variant_human_correlation
+from promptlottery.analysis.lottery.options import LotteryOptions
+from promptlottery.analysis.lottery.ranks import _pair_stats, _system_means, rank_reversals
+from promptlottery.analysis.lottery.similarity import similarity_vs_stability, wording_dimensions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.load import load_judgments
 from promptlottery.judging.table import AnalysisError, add_verdicts
@@ -346,8 +354,8 @@ def test_convergence_hand_computed(grid):
 
 def test_degenerate_judgments_still_analyse(tmp_path):
     """Parse failures, a variant with no verdict at all, no human labels, a lone variant: n/a, no crash."""
-    from promptlottery.analysis.analyse import analyse
-    from promptlottery.analysis.render import render_report
+    from promptlottery.analysis.lottery.analyse import analyse
+    from promptlottery.analysis.lottery.render import render_report
 
     a = judgments(config_a(baselines=False))
     a.loc[a["variant"] == "P2", ["argmax_label", "parsed_label", "weighted_score"]] = (
@@ -377,7 +385,7 @@ def test_degenerate_judgments_still_analyse(tmp_path):
 
 
 def test_headlines_use_squad_v2_when_present():
-    from promptlottery.analysis.analyse import analyse
+    from promptlottery.analysis.lottery.analyse import analyse
 
     squad = judgments(config_a(baselines=False))
     squad["dataset"] = "squad_v2"

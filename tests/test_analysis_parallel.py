@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
 from tests.test_analysis_fixtures import config_a, config_b, config_c, fake_encode, judgments, write_sweep
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from promptlottery.analysis import report as rp
-from promptlottery.analysis.analyse import analyse
-from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.render import render_report
-from promptlottery.analysis.sections import registry
-from promptlottery.analysis.sections.base import Section
+from promptlottery.analysis.common import report as rp
+from promptlottery.analysis.lottery.analyse import analyse
+from promptlottery.analysis.lottery.options import LotteryOptions
+from promptlottery.analysis.lottery.render import render_report
+from promptlottery.analysis.lottery.sections import registry
+from promptlottery.analysis.lottery.sections.base import Section
 from promptlottery.analysis.stage import summary_metrics
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.load import load_judgments
@@ -98,8 +98,8 @@ def test_paraphrase_rows_keyed_by_order_keep_an_ordinary_row_per_order():
 
 
 def test_the_lottery_section_builds_exactly_the_tables_it_declares():
-    from promptlottery.analysis import lottery_tables as lt
-    from promptlottery.analysis.parallel import configuration_tables
+    from promptlottery.analysis.lottery import table_names as lt
+    from promptlottery.analysis.lottery.parallel import configuration_tables
 
     lottery = registry.SECTIONS[0]
     assert lottery.tables == lt.TABLES
@@ -116,7 +116,7 @@ def test_no_lottery_table_is_read_by_a_string_key():
     import re
     from pathlib import Path
 
-    from promptlottery.analysis import lottery_tables as lt
+    from promptlottery.analysis.lottery import table_names as lt
 
     names = "|".join(sorted((v for v in lt.TABLES), key=len, reverse=True))
     # a table looked up in a tables dict by its literal name: tables["x"], t['x'], tables.get("x"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
 from tests.conftest import compose
 from tests.test_analysis_fixtures import fake_encode, write_sweep
@@ -242,7 +242,7 @@ def test_notebook_executes(analysis, tmp_path):
 def test_compare_results_and_wandb_offline(sweep, analysis, tmp_path, monkeypatch):
     import wandb
 
-    from promptlottery.analysis.compare import _read_wandb_log, main
+    from promptlottery.analysis.compare.runs import _read_wandb_log, main
 
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
     out_dir, _ = analysis

@@ -1,7 +1,7 @@
 """An analysis directory is read only when its results.json vouches for every file in it.
 
 The lottery analysis writes its tables, figures and report.md aside and moves them into place, then
-writes results.json with the sha256 of each; ``python -m promptlottery.analysis.verdict`` and
+writes results.json with the sha256 of each; ``python -m promptlottery.analysis.lottery.verdict`` and
 ``compare`` refuse, in one line with exit status 2, a directory killed mid-way (no results.json), a
 failed analysis, a results.json without digests, or a file that differs from its digest.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from promptlottery.analysis import report as rp
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.common import report as rp
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
 from promptlottery.tracking.jobdir import file_sha256
 from tests.conftest import REPO, compose, subprocess_env
@@ -49,7 +49,7 @@ def analyse(runs: Path, out: Path) -> dict:
 
 
 def verdict_cli(d: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "promptlottery.analysis.verdict", str(d)]
+    cmd = [sys.executable, "-m", "promptlottery.analysis.lottery.verdict", str(d)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=subprocess_env(d))
 
 
@@ -95,7 +95,7 @@ def test_killed_when_headlines_appeared_the_verdict_is_refused(runs, tmp_path, m
         analyse(runs / "five", out)
     assert not (out / "results.json").exists() and not (out / "report.md").exists()
     assert_refused(verdict_cli(out), says=f"{out}: no results.json (the analysis did not finish")
-    from promptlottery.analysis.compare import main as compare_main
+    from promptlottery.analysis.compare.runs import main as compare_main
 
     assert compare_main([str(out), str(out)]) == 2
 
@@ -126,8 +126,8 @@ def test_a_reanalysis_killed_mid_way_leaves_the_old_files_together_and_is_refuse
 _SIGKILL_SCRIPT = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from promptlottery.analysis import report as rp
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.common import report as rp
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.stage import run_lottery
 write = rp.write_table
 def dying(df, name, tables_dir, **kw):
@@ -162,7 +162,7 @@ def test_a_failed_or_old_or_changed_analysis_is_refused_by_verdict_and_compare(r
     saved = verdict.read_bytes()
     verdict.write_bytes(saved.replace(b"P1", b"P9", 1) + b"\n")
     assert_refused(verdict_cli(good), says=f"{verdict}: not the file results.json describes")
-    cmd = [sys.executable, "-m", "promptlottery.analysis.compare", str(good), str(other)]
+    cmd = [sys.executable, "-m", "promptlottery.analysis.compare.runs", str(good), str(other)]
     proc = subprocess.run(
         cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=subprocess_env(tmp_path)
     )

@@ -88,7 +88,7 @@ def test_a_backend_is_built_in_calls_compose_only():
 
 def test_the_files_a_mode_needs_are_there_for_every_mode_and_counted_right():
     import promptlottery.modes  # noqa: F401 - registers the built-in modes
-    from promptlottery.analysis.sections.registry import SECTIONS
+    from promptlottery.analysis.lottery.sections.registry import SECTIONS
     from promptlottery.modes.registry import MODES
 
     table = after(EXT, "new mode touches:", "So a new mode is")

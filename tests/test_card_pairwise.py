@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from promptlottery.analysis import card as card_mod
+from promptlottery.analysis.card import build as card_mod
 from promptlottery.stages import run_stage
 from tests.conftest import compose
 
@@ -142,9 +142,9 @@ def test_card_cli_on_a_pairwise_sweep_and_its_controls(cards, capsys):
 
 
 def test_verdict_on_a_pairwise_lottery_prints_its_sentence_and_the_card(cards):
-    """``python -m promptlottery.analysis.verdict`` on a pairwise sweep's lottery (whose verdict table
+    """``python -m promptlottery.analysis.lottery.verdict`` on a pairwise sweep's lottery (whose verdict table
     has a sentence but no kappa columns) prints that sentence and the card's headline."""
-    from promptlottery.analysis.verdict import show
+    from promptlottery.analysis.lottery.verdict import show
 
     _, _, tmp = cards["constant"]
     cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp)

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.card_corrected import _discordant, coverage, rank_changes
-from promptlottery.analysis.card_sections import scale_mapper
-from promptlottery.analysis.ppi_coverage import simulated_judges
+from promptlottery.analysis.card.corrected import _discordant, coverage, rank_changes
+from promptlottery.analysis.card.ppi_coverage import simulated_judges
+from promptlottery.analysis.card.sections import scale_mapper
 
 
 def test_discordant_pairs_by_hand():
@@ -50,7 +50,7 @@ def test_simulated_judges_and_scale_mapping():
 def test_rogan_gladen_section_and_per_system_estimates():
     from types import SimpleNamespace
 
-    from promptlottery.analysis.card_corrected import per_system, rogan_gladen_section
+    from promptlottery.analysis.card.corrected import per_system, rogan_gladen_section
 
     opts = SimpleNamespace(slices=(25, 50), n_draws=100, seed=0, ppi_level=0.9)
     y = np.array([1.0, 3.0] * 40)  # binary human labels at the ends of a 1-3 scale, share of 3s = 0.5
@@ -72,7 +72,7 @@ def test_rogan_gladen_section_and_per_system_estimates():
 
 
 def test_ppi_coverage_cli_refuses_in_one_line(capsys):
-    from promptlottery.analysis.ppi_coverage import main
+    from promptlottery.analysis.card.ppi_coverage import main
     from tests.conftest import DATA_DIR
 
     assert main(["--dataset", "summeval", "--criterion", "nope", "--data-dir", str(DATA_DIR)]) == 2

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.design_rows import design_items, one_design
+from promptlottery.analysis.budget.design_rows import design_items, one_design
 from promptlottery.judging.table import AnalysisError
 
 PARAMS = ["design_seed", "design_items"]

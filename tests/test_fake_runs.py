@@ -80,7 +80,7 @@ def test_fake_demo_and_its_lottery_say_fake_in_every_report_and_table(tmp_path):
         assert "judge_is_fake" in table.columns and table["judge_is_fake"].all(), p
     # the first screen says so in its first line, above the finding
     shown = subprocess.run(
-        [sys.executable, "-m", "promptlottery.analysis.verdict", str(lottery)],
+        [sys.executable, "-m", "promptlottery.analysis.lottery.verdict", str(lottery)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     first = shown.stdout.splitlines()
@@ -92,7 +92,7 @@ def test_fake_demo_and_its_lottery_say_fake_in_every_report_and_table(tmp_path):
 def test_fake_judge_line_names_the_fake_backbones(name):
     from types import SimpleNamespace
 
-    from promptlottery.analysis.render import fake_judge_line
+    from promptlottery.analysis.lottery.render import fake_judge_line
 
     grid = SimpleNamespace(judgments=pd.DataFrame({"backbone": [name, "smollm2"]}), pairwise={})
     assert fake_judge_line(grid).startswith(f"**Fake judge** (backbone {name}):")

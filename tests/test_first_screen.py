@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis import plots_verdict
-from promptlottery.analysis.verdict import finding, show
+from promptlottery.analysis.lottery import plots_verdict
+from promptlottery.analysis.lottery.verdict import finding, show
 from promptlottery.tracking.staging import digests
 
 
@@ -178,7 +178,7 @@ def test_constant_judge_metrics_log_one_line_instead_of_warnings(caplog, recwarn
 
 
 def test_first_screen_shows_at_most_ten_of_the_papers_rows(tmp_path):
-    from promptlottery.analysis.headlines import paper_keys
+    from promptlottery.analysis.lottery.headlines import paper_keys
 
     d = _written(tmp_path)
     keys = paper_keys()
@@ -210,7 +210,7 @@ def test_first_screen_shows_at_most_ten_of_the_papers_rows(tmp_path):
 def test_one_configuration_has_one_fleiss_interval_everywhere(tmp_path):
     # the demo's shape: one configuration; its Fleiss' kappa across the wordings is printed in the
     # verdict, the headline row, section 1 and section 2: with one interval, section 1's (studentized)
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
     from promptlottery.tracking import tables
     from tests.test_analysis_fixtures import default_judgments, write_sweep

@@ -175,7 +175,7 @@ def test_numbers_alpha_of_the_unrounded_weighted_score_is_not_rounded_first():
     alpha = 1 - (n - 1) sum_o / sum_e over the n = 6 pairable values): sum_o = 2 x 0.004^2 per
     disagreeing item = 6.4e-5; sum_e = 2 (n sum x^2 - (sum x)^2) = 2 (6 x 28.024032 - 12.008^2) =
     47.904256; alpha = 1 - 5 x 6.4e-5 / 47.904256. Rounded to 0.01 first, every item agrees: 1."""
-    from promptlottery.analysis.agreement_measures import agreement_measures
+    from promptlottery.analysis.lottery.agreement_measures import agreement_measures
 
     values = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     cont = np.array([[1.004, 1.0], [2.0, 2.004], [3.0, 3.0]])
@@ -224,8 +224,8 @@ def test_numbers_bradley_terry_strengths_equal_to_solver_noise_tie_in_the_rank_s
 def test_numbers_a_grid_constant_within_each_wording_is_collapsed():
     """Three wordings, four items: P1 says 5 to every item, P2 4, P3 3. No label has 95% of the
     verdicts (a third each), yet nothing is measured: the grid is collapsed, and kappa is n/a."""
-    from promptlottery.analysis.agreement_measures import agreement_measures
-    from promptlottery.analysis.labels import collapse_reason
+    from promptlottery.analysis.lottery.agreement_measures import agreement_measures
+    from promptlottery.analysis.lottery.labels import collapse_reason
 
     labels = ["5"] * 4 + ["4"] * 4 + ["3"] * 4
     judges = ["P1"] * 4 + ["P2"] * 4 + ["P3"] * 4

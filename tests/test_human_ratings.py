@@ -160,7 +160,7 @@ def test_unknown_human_option_is_one_line():
 def test_lottery_report_section_and_metrics(tmp_path):
     """The lottery stage with analysis.human_ratings: the human tables, the report section and the
     results.json metrics; without it, no human table (the report as before)."""
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
     from promptlottery.stages import run_stage as judge
 

@@ -1,6 +1,6 @@
 """The judge card end to end on known-answer judges: tc_usr_engaging (G1, yes/no, three USR raters per
 item, six systems) judged by the fake backend under the five paraphrases and G1's four P1 controls
-(``judge.controls=true``), then ``python -m promptlottery.analysis.card`` on the two sweep dirs.
+(``judge.controls=true``), then ``python -m promptlottery.analysis.card.build`` on the two sweep dirs.
 
 Hand-derived numbers (``p``: the share of items whose human mean, mapped from the experiment's
 ``dataset.human_range`` (USR engaging: 1-3) onto the yes/no scale, is nearer yes, i.e. >= 2; the
@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from promptlottery.analysis import card as card_mod
+from promptlottery.analysis.card import build as card_mod
 from promptlottery.stages import run_stage
 from tests.conftest import compose
 
@@ -116,7 +116,7 @@ def test_meaning_following_oracle_follows(judged):
 
 
 def test_verdict_prints_the_card_headline(judged):
-    from promptlottery.analysis.verdict import show
+    from promptlottery.analysis.lottery.verdict import show
 
     card, page, _ = judged["meaning_following"]
     text = show(page.parent.parent.parent / "lottery")

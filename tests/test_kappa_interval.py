@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptlottery.analysis.agreement_measures import agreement_measures
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.agreement_measures import agreement_measures
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.errors import ConfigError
 from promptlottery.metrics import bootstrap_ci, fleiss_kappa
 from promptlottery.metrics.kappa_interval import fleiss_interval, fleiss_studentized, item_bootstrap_t

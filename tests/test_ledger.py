@@ -101,7 +101,7 @@ def test_the_ledger_covers_each_papers_tables_and_figures():
 
 @pytest.fixture(scope="module")
 def lottery_report(tmp_path_factory):
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
 
     root = tmp_path_factory.mktemp("ledger")

@@ -9,8 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.analyse import check_read
-from promptlottery.analysis.sections.listwise.measures import listwise_tables, tau_b
+from promptlottery.analysis.lottery.analyse import check_read
+from promptlottery.analysis.lottery.sections.listwise.measures import listwise_tables, tau_b
 from promptlottery.data.schema import Item
 from promptlottery.errors import UserError
 from promptlottery.judging.grid import JudgmentGrid
@@ -112,7 +112,7 @@ def test_measures_by_hand():
 
 
 def test_a_mode_no_section_reads_is_refused_in_one_line(monkeypatch):
-    from promptlottery.analysis.sections import registry
+    from promptlottery.analysis.lottery.sections import registry
 
     grid = JudgmentGrid(pd.DataFrame(), by_mode={"listwise": {"c": _rows({("P1", "123"): "2"})}})
     check_read(grid)  # the listwise section reads it
@@ -178,7 +178,7 @@ def test_a_mode_without_a_section_is_refused_before_any_call():
 
 
 def test_the_budget_stage_asks_the_mode_and_names_a_missing_one():
-    from promptlottery.analysis.budget_modes import mode_budget
+    from promptlottery.analysis.budget.modes import mode_budget
 
     grid = JudgmentGrid(pd.DataFrame(), by_mode={"listwise": {"c": _rows({("P1", "123"): "2"})}})
     with pytest.raises(UserError, match=r"^\+analysis=budget of a judge.mode=listwise grid: missing"):

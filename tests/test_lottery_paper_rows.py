@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.agreement import agreement_collapse, paper_band
-from promptlottery.analysis.analyse import analyse
-from promptlottery.analysis.ensembles import aggregation_vs_humans, convergence_analysis
-from promptlottery.analysis.headline_rows import BY_CONSTRUCTION
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.agreement import agreement_collapse, paper_band
+from promptlottery.analysis.lottery.analyse import analyse
+from promptlottery.analysis.lottery.ensembles import aggregation_vs_humans, convergence_analysis
+from promptlottery.analysis.lottery.headline_rows import BY_CONSTRUCTION
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.load import load_judgments
 from tests.test_analysis_fixtures import _row, config_a, config_b, config_c, judgments
@@ -60,7 +60,7 @@ def test_p1_match_and_online_convergence_on_the_toy():
 def test_every_headline_is_the_papers_definition_on_our_population_or_ours():
     """The report computes every row on our runs: no row may claim the paper's population, and the
     objective / subjective split (the summary lists no family under it) is ours."""
-    from promptlottery.analysis.headlines import HEADLINES, ON_OURS
+    from promptlottery.analysis.lottery.headlines import HEADLINES, ON_OURS
 
     assert ON_OURS == "paper's definition on our population"
     for h in HEADLINES:
@@ -251,7 +251,11 @@ def test_cross_model_agreement_per_paraphrase_and_the_strictness_slope():
     #   P3: bb1 1 2 2 1, bb2 2 2 1 1 -> P-bar = 2/4; P_e = 1/2; kappa = 0
     # strictness (G12 tags): P1 plain = 1 step, P2 and P3 strict = 2 steps; two levels, so the OLS slope is
     # mean(strict) - mean(plain) = (7/15 + 0) / 2 - 1 = -23/30 (centring within the task moves no slope)
-    from promptlottery.analysis.wording import cross_model_agreement, strictness_regression, variant_texts
+    from promptlottery.analysis.lottery.similarity import (
+        cross_model_agreement,
+        strictness_regression,
+        variant_texts,
+    )
 
     bb2 = {"P1": ["1", "1", "2", "2"], "P2": ["1", "2", "2", "2"], "P3": ["2", "2", "1", "1"]}
     d = JudgmentGrid.from_frame(

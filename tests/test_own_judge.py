@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.verdict import NO_CONSENSUS, agreement_band, item_table
+from promptlottery.analysis.lottery.verdict import NO_CONSENSUS, agreement_band, item_table
 from promptlottery.data.loaders.table import load_table
 from promptlottery.data.schema import DatasetError
 from promptlottery.judging.grid import JudgmentGrid
@@ -269,8 +269,8 @@ def _judgments(labels: dict[str, list[str]], systems: list[str]) -> pd.DataFrame
 
 
 def test_item_table_and_summary_by_hand():
-    from promptlottery.analysis.options import LotteryOptions
-    from promptlottery.analysis.verdict import verdict_summary
+    from promptlottery.analysis.lottery.options import LotteryOptions
+    from promptlottery.analysis.lottery.verdict import verdict_summary
 
     # 4 items x 3 variants: i0 stable; i1 majority 2 overrides P1's 1; i2 no consensus; i3 majority = P1
     df = _judgments(
@@ -296,9 +296,9 @@ def test_item_table_and_summary_by_hand():
 
 
 def _verdict_section(labels: dict[str, list[str]]) -> str:
-    from promptlottery.analysis import report as rp
-    from promptlottery.analysis.options import LotteryOptions
-    from promptlottery.analysis.verdict import render_verdict, verdict_summary
+    from promptlottery.analysis.common import report as rp
+    from promptlottery.analysis.lottery.options import LotteryOptions
+    from promptlottery.analysis.lottery.verdict import render_verdict, verdict_summary
 
     t = item_table(JudgmentGrid.from_verdicts(_judgments(labels, ["a", "a", "b", "b"])))
     R = rp.Report("r")
@@ -381,7 +381,7 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     assert all(
         texts[i] == (c, r) for i, c, r in zip(unstable["item_id"], unstable["context"], unstable["response"])
     )
-    from promptlottery.analysis.verdict import show
+    from promptlottery.analysis.lottery.verdict import show
 
     shown = show(tmp_path / "sweep" / "lottery")  # what `make demo` prints
     assert "| Fleiss' kappa across the five paraphrases | about 0.24 |" in shown

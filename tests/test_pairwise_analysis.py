@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.analyse import analyse
-from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.render import write_outputs
-from promptlottery.analysis.sections.pairwise import pair_table, pairwise_metrics, pairwise_tables
+from promptlottery.analysis.lottery.analyse import analyse
+from promptlottery.analysis.lottery.options import LotteryOptions
+from promptlottery.analysis.lottery.render import write_outputs
+from promptlottery.analysis.lottery.sections.pairwise import pair_table, pairwise_metrics, pairwise_tables
 from promptlottery.analysis.stage import summary_metrics
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.load import load_judgments

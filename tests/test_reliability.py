@@ -169,7 +169,7 @@ def test_sigkill_between_writes_and_stale_parquets_are_not_analysed(tmp_path):
 
 
 def test_failed_job_in_a_sweep_is_reported_not_analysed(tmp_path):
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
     from promptlottery.analysis.stage import run_lottery
 
     sweep = tmp_path / "sweep"
@@ -189,7 +189,7 @@ def test_failed_job_in_a_sweep_is_reported_not_analysed(tmp_path):
     with pytest.raises(AnalysisError, match=r"n/a: P2 missing: job failed: .*refused request"):
         load_judgments(str(sweep))
     # the gate and compare read the same way
-    from promptlottery.analysis.compare import compare
+    from promptlottery.analysis.compare.runs import compare
     from promptlottery.gating.data import load_examples
 
     with pytest.raises(AnalysisError, match="P2 missing: job failed"):

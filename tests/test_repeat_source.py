@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.analyse import analyse
-from promptlottery.analysis.options import LotteryOptions
+from promptlottery.analysis.lottery.analyse import analyse
+from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.backends.base import Decoding, JudgeResponse
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.calls.cache import CallCache
@@ -205,7 +205,7 @@ def test_the_judging_job_takes_the_option_and_records_it(tmp_path):
 
 
 def test_tables_write_small_values_with_significant_digits(tmp_path):
-    from promptlottery.analysis.report import write_table
+    from promptlottery.analysis.common.report import write_table
 
     df = pd.DataFrame(
         {"setting": ["fixed T=1e-05 batch"], "temperature": [1e-5], "cont_range_max": [4.1e-6], "x": [0.5]}

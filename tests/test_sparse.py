@@ -1,5 +1,5 @@
 """Sparse designs and their estimators (metrics/sparse_plans.py, metrics/sparse.py), the budget simulator and adaptive stopping
-(analysis/budget.py, the ``budget`` stage). Every expected value is computed by hand in the comments."""
+(analysis/budget/simulation.py, the ``budget`` stage). Every expected value is computed by hand in the comments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from promptlottery.analysis.budget import beta_confidence, full_statistics, simulate_adaptive
+from promptlottery.analysis.budget.simulation import beta_confidence, full_statistics, simulate_adaptive
 from promptlottery.metrics import fleiss_kappa, krippendorff_alpha
 from promptlottery.metrics.sparse import (
     alpha_observed,
@@ -165,7 +165,7 @@ def test_budget_stage_end_to_end(tmp_path):
 
 
 def test_budget_options_are_checked():
-    from promptlottery.analysis.budget_report import BudgetOptions
+    from promptlottery.analysis.budget.report import BudgetOptions
     from promptlottery.errors import ConfigError
 
     with pytest.raises(ConfigError, match="analysis.budgets"):

@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.budget_pairwise_sim import simulate_pairwise_adaptive, simulate_pairwise_budgets
+from promptlottery.analysis.budget.pairwise_simulation import (
+    simulate_pairwise_adaptive,
+    simulate_pairwise_budgets,
+)
 from promptlottery.metrics import sparse_pairwise as spp
 from promptlottery.metrics.sparse_shares import (
     ht_share,
@@ -176,7 +179,7 @@ def test_a_full_pairwise_grid_through_the_budget_stage(tmp_path):
 
 def test_pointwise_human_agreement_in_the_budget_simulator_by_hand():
     # 8 items x 3 wordings: A agrees with the humans on every item, B on half of them, C on none
-    from promptlottery.analysis.budget import simulate_budgets
+    from promptlottery.analysis.budget.simulation import simulate_budgets
 
     rng = np.random.default_rng(0)
     labels = rng.integers(1, 4, (8, 3)).astype(float)

@@ -357,7 +357,7 @@ def test_the_study_breakdown_is_the_median_and_the_bands():
     judge a's kappas 0.9, 0.5, 0.7 -> median 0.7, one robust, one usable, one below)."""
     import pandas as pd
 
-    from promptlottery.analysis.study_report import breakdown
+    from promptlottery.analysis.lottery.study_report import breakdown
 
     verdict = pd.DataFrame(
         {
@@ -395,7 +395,7 @@ def test_the_study_page_puts_the_papers_section_4_2_beside_ours(tmp_path):
     §4.2 / §C.3 words, with ours as mean [interval]; the pooled grouping is not a row."""
     import pandas as pd
 
-    from promptlottery.analysis.study_report import paper_breakdown
+    from promptlottery.analysis.lottery.study_report import paper_breakdown
 
     cols = {"n_configs": 2, "overlap": 0.8, "overlap_lo": 0.7, "overlap_hi": 0.9, "fleiss_kappa_n": 2}
     rows = [

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.compare import _read_wandb_log, compare
-from promptlottery.analysis.headlines import paper_keys
+from promptlottery.analysis.compare.runs import _read_wandb_log, compare
+from promptlottery.analysis.lottery.headlines import paper_keys
 from promptlottery.stages import run_stage
 from tests.conftest import compose
 from tests.test_analysis_fixtures import write_sweep

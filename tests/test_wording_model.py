@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptlottery.analysis.wording_model import (
+from promptlottery.analysis.budget.wording_model import (
     agreement_quantiles,
     fit_wording_model,
     wording_covariates,
@@ -123,7 +123,7 @@ def test_budget_report_rows_for_the_oracle_judge_are_its_known_answer(tmp_path):
 def test_simulation_at_the_full_budget_returns_the_empirical_quantiles():
     # budget 1.0: every cell is judged, the filled grid is the grid, so every method's estimate is the
     # full grid's quantile exactly (wordings' means 1/4, 2/4, 3/4 on 4 items -> 5%: 0.25 + 0.1 * 0.25)
-    from promptlottery.analysis.wording_simulation import simulate_wording_model, split_items
+    from promptlottery.analysis.budget.wording_model_simulation import simulate_wording_model, split_items
 
     y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
     # the reported items are the split's other half: duplicate the grid so they are these 4 rows
@@ -152,7 +152,7 @@ def test_a_plan_that_judges_no_reported_cell_is_counted_not_fitted():
     """A pairwise plan at a low budget can judge both orders of no (pair, wording) among the reported
     pairs: it gives no estimate (counted in ``n_plans_without_cells``), the other plans still do. Found on
     the fast 1.5B's 60 LLMBar Natural pairs, where one such plan stopped the whole budget analysis."""
-    from promptlottery.analysis.wording_simulation import simulate_wording_model, split_items
+    from promptlottery.analysis.budget.wording_model_simulation import simulate_wording_model, split_items
 
     y = np.array([[1, 1, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=float)
     val, rep = split_items(8, 0.5, 0)
@@ -187,7 +187,7 @@ def test_a_plan_that_judges_no_reported_cell_is_counted_not_fitted():
     ],
 )
 def test_bad_model_option_is_one_line_config_error(bad, message):
-    from promptlottery.analysis.budget_report import BudgetOptions
+    from promptlottery.analysis.budget.report import BudgetOptions
     from promptlottery.errors import ConfigError
 
     with pytest.raises(ConfigError) as exc:
@@ -196,7 +196,7 @@ def test_bad_model_option_is_one_line_config_error(bad, message):
 
 
 def test_items_split_into_validation_and_reported_is_seeded_and_disjoint():
-    from promptlottery.analysis.wording_simulation import split_items
+    from promptlottery.analysis.budget.wording_model_simulation import split_items
 
     val, rep = split_items(10, 0.3, seed=4)
     assert (
@@ -208,7 +208,7 @@ def test_items_split_into_validation_and_reported_is_seeded_and_disjoint():
 
 
 def test_penalties_are_tuned_on_held_out_cells():
-    from promptlottery.analysis.wording_simulation import tune_penalties
+    from promptlottery.analysis.budget.wording_model_simulation import tune_penalties
 
     # y = 1 under wordings 0-1 and 0 under 2-3 on every item: a wording effect and nothing else, so the
     # least penalised fit predicts the held-out cells best (a large lam shrinks b_j towards 1/2)

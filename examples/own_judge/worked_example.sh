@@ -30,4 +30,4 @@ $PY -m run -m +experiment=own_judge judge.group_file="$OUT/cola_group.yaml" back
   "${TABLE[@]}" hydra.sweep.dir="$OUT/sweep" "${EXTRA_ARGS[@]}"
 
 # 3. the headline table and the verdict sentence (report: $OUT/sweep/lottery/report.md)
-$PY -m promptlottery.analysis.verdict "$OUT/sweep/lottery"
+$PY -m promptlottery.analysis.lottery.verdict "$OUT/sweep/lottery"

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 def check_after_sweep_options(a) -> None:
     """The ``analysis`` options of a judging sweep, checked as the callback will read them when the
     sweep ends (a typo'd key, ``n_resamples=0``): one-line ConfigError before the first call."""
-    from promptlottery.analysis.options import LotteryOptions
+    from promptlottery.analysis.lottery.options import LotteryOptions
 
     a = OmegaConf.to_container(a, resolve=True) if isinstance(a, DictConfig) else dict(a or {})
     LotteryOptions.from_dict({**a, "runs": a.get("runs") or "."})
@@ -55,7 +55,7 @@ class LotteryAnalysis(Callback):
         if not any(sweep_dir.rglob("judgments.parquet")):
             logger.warning("lottery analysis skipped: no judgments.parquet under %s", sweep_dir)
             return
-        from promptlottery.analysis.options import LotteryOptions
+        from promptlottery.analysis.lottery.options import LotteryOptions
         from promptlottery.analysis.stage import make_analysis_tracker, run_lottery
 
         out = sweep_dir / self.output_subdir
@@ -68,7 +68,7 @@ class LotteryAnalysis(Callback):
         except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep
             logger.error("lottery analysis failed sweep_dir=%s error=%s", sweep_dir, exc)
             return
-        from promptlottery.analysis.verdict import verdict_sentences
+        from promptlottery.analysis.lottery.verdict import verdict_sentences
 
         for sentence in verdict_sentences(out):
             logger.info("verdict %s", sentence)

@@ -1,5 +1,5 @@
 """The analysis stages: ``lottery`` (judgments of one or many sweeps in, tables + figures + report.md
-out) and ``compare`` (two or more runs side by side, :mod:`~promptlottery.analysis.compare`).
+out) and ``compare`` (two or more runs side by side, :mod:`~promptlottery.analysis.compare.runs`).
 
     python -m run +analysis=lottery analysis.runs='outputs/cpu_study/grid/*/*'
     python -m run +analysis=compare analysis.runs='[outputs/a,outputs/b]'
@@ -11,9 +11,9 @@ Never calls a judge model (the only model it loads is the small sentence encoder
 file above as ``outputs``); the files are written into a staging directory and moved into place
 before results.json is written (:mod:`promptlottery.tracking.staging`), so a killed analysis leaves
 no results.json saying ok beside files it does not describe. Logs the same to W&B when
-``logger=wandb``. The options live in :mod:`~promptlottery.analysis.options`, the analyses in
-:mod:`~promptlottery.analysis.analyse`, the headline rows in :mod:`~promptlottery.analysis.headlines`
-and the report in :mod:`~promptlottery.analysis.render`.
+``logger=wandb``. The options live in :mod:`~promptlottery.analysis.lottery.options`, the analyses in
+:mod:`~promptlottery.analysis.lottery.analyse`, the headline rows in :mod:`~promptlottery.analysis.lottery.headlines`
+and the report in :mod:`~promptlottery.analysis.lottery.render`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from promptlottery.analysis import lottery_tables as lt
-from promptlottery.analysis.analyse import analyse
-from promptlottery.analysis.budget_link import find_budget
-from promptlottery.analysis.options import LotteryOptions
-from promptlottery.analysis.render import write_outputs
-from promptlottery.analysis.sections import registry
+from promptlottery.analysis.lottery import table_names as lt
+from promptlottery.analysis.lottery.analyse import analyse
+from promptlottery.analysis.lottery.budget_link import find_budget
+from promptlottery.analysis.lottery.options import LotteryOptions
+from promptlottery.analysis.lottery.render import write_outputs
+from promptlottery.analysis.lottery.sections import registry
 from promptlottery.judging.grid import JudgmentGrid
 from promptlottery.judging.table import AnalysisError
 from promptlottery.tracking.job import StageJob, run_job
@@ -275,7 +275,7 @@ def compare(cfg, job: StageJob) -> dict[str, Any]:
     """Stage ``compare``: ``analysis.runs`` lists the runs; writes compare.md, config_diff.csv, metrics.csv."""
     from omegaconf import OmegaConf
 
-    from promptlottery.analysis.compare import compare as compare_runs
+    from promptlottery.analysis.compare.runs import compare as compare_runs
 
     job.fields["stage"] = "compare"
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
@@ -297,7 +297,7 @@ def budget(cfg, job: StageJob) -> dict[str, Any]:
     """Stage ``budget``: sparse designs and adaptive stopping simulated on the full grid of ``analysis.runs``."""
     from omegaconf import OmegaConf
 
-    from promptlottery.analysis.budget_report import BudgetOptions, run_budget
+    from promptlottery.analysis.budget.report import BudgetOptions, run_budget
 
     job.fields["stage"] = "budget"
     job.label = "budget simulation"

@@ -18,7 +18,7 @@ The estimators take the items x wordings matrix with NaN where a cell was not ju
   scores, each mean a Hajek (inverse-probability weighted) mean over the items judged.
 
 All are pure functions over arrays (no I/O); the intervals (items resampled with the cells each item
-drew, so they include the design's uncertainty) are built by :mod:`promptlottery.analysis.budget`.
+drew, so they include the design's uncertainty) are built by :mod:`promptlottery.analysis.budget.simulation`.
 """
 
 from __future__ import annotations

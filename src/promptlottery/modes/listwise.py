@@ -76,7 +76,7 @@ class Listwise(JudgeMode):
 
     name = NAME
     scale_kind = "listwise"
-    sections = ("promptlottery.analysis.sections.listwise.section:ListwiseSection",)
+    sections = ("promptlottery.analysis.lottery.sections.listwise.section:ListwiseSection",)
 
     def wrong_scale(self, scale: Scale, group: str) -> str:
         return (

@@ -199,9 +199,9 @@ class Pairwise(JudgeMode):
     sparse = True
     sparse_by_order = True
     orders = ORDERS
-    sections = ("promptlottery.analysis.sections.pairwise.section:PairwiseSection",)
-    budget_full = "promptlottery.analysis.budget_pairwise:run_pairwise_budget"
-    budget_sparse = "promptlottery.analysis.budget_pairwise:run_sparse_pairwise"
+    sections = ("promptlottery.analysis.lottery.sections.pairwise.section:PairwiseSection",)
+    budget_full = "promptlottery.analysis.budget.pairwise:run_pairwise_budget"
+    budget_sparse = "promptlottery.analysis.budget.pairwise:run_sparse_pairwise"
     #: judge.design=adaptive: each pair's walk over its (wording, order) cells
     adaptive = True
 

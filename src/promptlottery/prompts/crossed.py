@@ -10,7 +10,7 @@ overlap with P1 is high by construction, so the paraphrase generator's overlap c
 apply; checks (a) variables and (b) scale do, and the similarity to P1 is recorded).
 
 The tags of ``PaFb`` are those of ``Pa`` with ``format_strictness`` of ``Pb``, plus ``instruction``
-(``Pa``) and ``format`` (``Pb``): the wording covariates of :mod:`promptlottery.analysis.wording_model`.
+(``Pa``) and ``format`` (``Pb``): the wording covariates of :mod:`promptlottery.analysis.budget.wording_model`.
 
 ``roles=True`` adds a third factor, the role line (the paper's role framing): every crossed wording whose
 instruction has a system prompt also appears without it (``PaFbN``, tag ``role_framing: none``,

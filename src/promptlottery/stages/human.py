@@ -217,8 +217,8 @@ def human_analyse(cfg, job: StageJob, **_kw) -> dict[str, Any]:
 
 
 def _analyse(opts: HumanOptions, job: StageJob, config: dict) -> dict[str, Any]:
-    from promptlottery.analysis import report as rp
-    from promptlottery.analysis.human_section import render_human_section
+    from promptlottery.analysis.common import report as rp
+    from promptlottery.analysis.common.human_baseline import render_human_section
     from promptlottery.human.analysis import HumanAnalysisOptions, human_metrics, human_vs_judge
     from promptlottery.human.per_rater import judge_bench_raters, per_rater_table, raters_agreement
     from promptlottery.human.ratings import load_ratings

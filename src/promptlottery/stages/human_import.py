@@ -111,7 +111,7 @@ def _typed(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
-    from promptlottery.analysis import report as rp
+    from promptlottery.analysis.common import report as rp
 
     imp = import_checked(opts)
     df = imp.ratings

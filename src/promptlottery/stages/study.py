@@ -156,11 +156,11 @@ class SweepPlan(Callback):
 def study(cfg: DictConfig, job) -> dict[str, Any]:
     """Stage ``study`` (``+analysis=study``): the lottery analysis of every configuration of a study dir
     (each kept separate), then the study page ``study.md`` with the paper's rows and the breakdowns
-    per backbone and per judge family (:mod:`promptlottery.analysis.study_report`)."""
+    per backbone and per judge family (:mod:`promptlottery.analysis.lottery.study_report`)."""
     import pandas as pd
 
+    from promptlottery.analysis.lottery.study_report import not_analysed, write_study_page
     from promptlottery.analysis.stage import lottery
-    from promptlottery.analysis.study_report import not_analysed, write_study_page
 
     record = lottery(cfg, job)
     configs = pd.read_csv(Path(job.output_dir) / "tables" / "configurations.csv")

@@ -22,7 +22,9 @@ PAIRWISE = [
     "llmbar_natural_pairwise", "llmbar_adversarial_pairwise", "mtbench_human_pairwise", "autoj_pairwise",
     "pandalm_pairwise", "mt_bench_ranking_pairwise",
 ]  # fmt: skip
-NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", "demo_panel", *EXTRA, *PAIRWISE}
+# listwise judges (G18, rotated lists): their own known answers are in tests/test_listwise.py
+LISTWISE = ["tc_usr_listwise"]
+NOT_GRID = {"smoke", "validate_prompts", "own_judge", "demo", "demo_panel", *EXTRA, *PAIRWISE, *LISTWISE}
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 GRID = [e for e in EXPERIMENTS if e not in NOT_GRID and not e.startswith("rubric_")]
 

@@ -94,7 +94,9 @@ def test_fake_judge_line_names_the_fake_backbones(name):
 
     from promptlottery.analysis.lottery.render import fake_judge_line
 
-    grid = SimpleNamespace(judgments=pd.DataFrame({"backbone": [name, "smollm2"]}), pairwise={})
+    grid = SimpleNamespace(judgments=pd.DataFrame({"backbone": [name, "smollm2"]}), mode_frames=lambda: [])
     assert fake_judge_line(grid).startswith(f"**Fake judge** (backbone {name}):")
-    grid = SimpleNamespace(judgments=pd.DataFrame({"backbone": ["smollm2", "fakeish"]}), pairwise={})
+    grid = SimpleNamespace(
+        judgments=pd.DataFrame({"backbone": ["smollm2", "fakeish"]}), mode_frames=lambda: []
+    )
     assert fake_judge_line(grid) is None

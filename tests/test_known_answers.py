@@ -72,6 +72,8 @@ NOT_JUDGED = {
         if e.startswith("rubric_")
     },
 }
+#: listwise judges (G18, rotated lists): their known answers end to end are in tests/test_listwise.py
+NOT_JUDGED["tc_usr_listwise"] = "a listwise judge: its known answers are tests/test_listwise.py's"
 JUDGED = [e for e in EXPERIMENTS if e not in NOT_JUDGED]
 #: the pairwise judges (own_judge: on the shipped table of pairs, OVERRIDES)
 PAIRWISE = [e for e in JUDGED if e.endswith("_pairwise") or e == "own_judge"]

@@ -374,5 +374,5 @@ def test_every_loader_has_a_raw_file_test():
     here = {"pandalm", "llmbar", "autoj_pairwise", "mt_bench", "mt_bench_pairs", "squad_v2", "qa_eval_nq301",
             "evouna_qa_eval", "infobench", "table"}  # fmt: skip
     ratings = {"summeval", "hanna", "newsroom", "stsb", "unieval_data2text", "topical_chat_usr", "fed", "qags",
-               "begin_groundedness", "asap"}  # fmt: skip
+               "begin_groundedness", "asap", "topical_chat_usr_lists"}  # fmt: skip
     assert here | ratings == set(LOADERS)

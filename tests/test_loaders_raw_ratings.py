@@ -295,3 +295,22 @@ def test_asap_every_essay():
             expected.append(expect(f"asap-{row['essay_id']}", None, inputs, human, **meta))
     assert len(expected) == 12975
     check("asap", expected, essay_set="all")
+
+
+def test_usr_lists_every_context():
+    """topical_chat_usr_lists, read back from the raw file: one item per context, its three systems'
+    responses in the loader's order, each one's mean "Engaging" score, the last 4 turns of the history."""
+    contexts = read_json(folder("topical_chat_usr") / "tc_usr_data.json")
+    systems = ["Original Ground Truth", "Argmax Decoding", "Nucleus Decoding (p = 0.3)"]
+    items = {it.id: it for it in load_items("topical_chat_usr_lists", data_dir=DATA_DIR)}
+    assert len(items) == len(contexts) == 60
+    for ci, ctx in enumerate(contexts):
+        by_model = {r["model"]: r for r in ctx["responses"]}
+        turns = [t.strip() for t in ctx["context"].split("\n") if t.strip()]
+        it = items[f"usr-tc-c{ci}-k3"]
+        assert it.inputs["context"] == "\n".join(_speakers_from_the_end(turns).split("\n")[-4:])
+        for k, s in enumerate(systems, start=1):
+            assert it.inputs[f"response_{k}"] == by_model[s]["response"].strip()
+        means = [sum(by_model[s]["Engaging"]) / len(by_model[s]["Engaging"]) for s in systems]
+        assert it.human["engaging"] == pytest.approx(means)
+        assert it.meta["systems"] == systems and it.human_kind == "per_response"

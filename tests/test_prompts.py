@@ -29,6 +29,8 @@ from promptlottery.stages.validation import run_validation
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 GROUP_IDS = [f"G{i}" for i in range(1, 18)]
+#: the listwise group (best of k replies): its own tests are tests/test_listwise.py
+LISTWISE_GROUPS = ["G18"]
 
 # the fixed group -> (family, scale) mapping other modules rely on
 FAMILY = {
@@ -120,7 +122,7 @@ def make_item(family: str, **overrides: str) -> Item:
 
 
 def test_all_sixteen_groups_are_listed():
-    assert list_groups() == GROUP_IDS
+    assert list_groups() == GROUP_IDS + LISTWISE_GROUPS
 
 
 @pytest.mark.parametrize("gid", GROUP_IDS)
@@ -371,13 +373,13 @@ def test_validate_prompts_experiment_composes_and_runs(tmp_path):
     assert get_stage(cfg.stage) is validate_prompts
 
     record = run_stage(cfg, tmp_path)
-    assert record["status"] == "ok" and record["n_groups"] == len(GROUP_IDS)
-    assert json.loads((tmp_path / "results.json").read_text())["n_groups"] == len(GROUP_IDS)
+    assert record["status"] == "ok" and record["n_groups"] == len(GROUP_IDS + LISTWISE_GROUPS)
+    assert json.loads((tmp_path / "results.json").read_text())["n_groups"] == len(GROUP_IDS + LISTWISE_GROUPS)
     table = (tmp_path / "validation.md").read_text()
-    for gid in GROUP_IDS:
+    for gid in GROUP_IDS + LISTWISE_GROUPS:
         assert f"| {gid} " in table
     df = pd.read_csv(tmp_path / "validation.csv")
-    assert list(df["group"]) == GROUP_IDS
+    assert list(df["group"]) == GROUP_IDS + LISTWISE_GROUPS
     assert df["mean_jaccard"].between(0, 1).all() and df["mean_sim"].between(-1, 1).all()
     assert (tmp_path / "validation_variants.csv").exists()
 

@@ -10,7 +10,9 @@ from promptlottery.data.loaders.topical_chat_usr import CRITERIA
 from tests.conftest import compose
 
 EXPERIMENTS = sorted(
-    p.stem for p in (Path(__file__).parents[1] / "conf" / "experiment").glob("[tp]c_usr_*.yaml")
+    p.stem
+    for p in (Path(__file__).parents[1] / "conf" / "experiment").glob("[tp]c_usr_*.yaml")
+    if "listwise" not in p.stem
 )
 RANGES = {criterion: [lo, hi] for criterion, lo, hi in CRITERIA.values()}
 

@@ -37,6 +37,7 @@ from ._validation import (
 
 __all__ = [
     "BootstrapResult",
+    "percentile_bounds",
     "Seed",
     "resample_indices",
     "bootstrap_ci",

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from promptlottery.analysis.card.sections import EPSILON_BY_DATASET, SOURCES, _matrix, _raters
+from promptlottery.analysis.card.sections import EPSILON_BY_DATASET, SOURCES, rater_columns, rater_matrix
 from promptlottery.metrics.alt_test import EPSILON, alt_test
 
 
@@ -24,11 +24,11 @@ def _epsilon(dataset: str, opts) -> tuple[float, str]:
 
 
 def alt_test_pointwise(para, wordings, dataset, to_human, opts) -> dict:
-    raters = _raters(para)
+    raters = rater_columns(para)
     if raters.empty or raters.notna().sum(axis=1).max() < 3:
         return {"missing": "fewer than 3 human raters per item (the alt-test asks for >= 3)"}
     eps, why = _epsilon(dataset, opts)
-    m = _matrix(para, wordings).reindex(raters.index)
+    m = rater_matrix(para, wordings).reindex(raters.index)
     per = {}
     for w in wordings:
         r = alt_test(
@@ -87,7 +87,7 @@ def _rho_ci(
 
 
 def alt_test_pairwise(para, wordings, dataset, opts) -> dict:
-    raters = _raters(para[para["order"] == "12"])
+    raters = rater_columns(para[para["order"] == "12"])
     if raters.empty or raters.notna().sum(axis=1).max() < 3:
         return {"missing": "fewer than 3 human votes per pair (the alt-test asks for >= 3)"}
     code = {"1": 0.0, "2": 1.0, "tie": 2.0}

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.card.corrected import _discordant
-from promptlottery.analysis.card.sections import _pref_value
+from promptlottery.analysis.card.corrected import discordant_share
+from promptlottery.analysis.card.sections import pref_value
 from promptlottery.metrics.bradley_terry_ppi import bt_design, bt_fit, ppi_bradley_terry
 
 SOURCE = (
@@ -32,10 +32,10 @@ def _pairs(para: pd.DataFrame, wordings: list[str]) -> tuple[pd.DataFrame, dict]
     if not {"system_1", "system_2"} <= set(para.columns):
         return "the pairs carry no system identities (system_1 / system_2)"
     first = para.drop_duplicates("item_id").set_index("item_id")
-    y = first["human_preferred"].map(_pref_value)
+    y = first["human_preferred"].map(pref_value)
     f_by_w = {}
     for w in wordings:
-        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(_pref_value))
+        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(pref_value))
         f_by_w[w] = rows.groupby("item_id")["p"].mean().reindex(y.index)
     keep = y.notna() & first["system_1"].notna() & first["system_2"].notna()
     keep &= pd.concat(f_by_w.values(), axis=1).notna().all(axis=1)
@@ -60,8 +60,8 @@ def _mean_discordant(est: dict, human: pd.Series) -> tuple[float, float]:
     if any(v.isna().any() for v in est.values()) or human.isna().any():
         return float("nan"), float("nan")
     ws = list(est)
-    between = [_discordant(est[a], est[b]) for i, a in enumerate(ws) for b in ws[i + 1 :]]
-    vs_humans = float(np.mean([_discordant(est[w], human) for w in ws]))
+    between = [discordant_share(est[a], est[b]) for i, a in enumerate(ws) for b in ws[i + 1 :]]
+    vs_humans = float(np.mean([discordant_share(est[w], human) for w in ws]))
     return (float(np.mean(between)) if between else float("nan")), vs_humans
 
 

@@ -11,7 +11,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.card.sections import SOURCES, _matrix, _pref_value
+from promptlottery.analysis.card.sections import SOURCES, pref_value, rater_matrix
 from promptlottery.metrics.human_corrected import human_only_mean, judge_only_mean, ppi_mean, rogan_gladen
 
 
@@ -70,7 +70,7 @@ def slice_sizes(n_items: int, slices) -> list[int]:
     return [n for n in slices if n <= n_items // 2] or sorted({max(5, n_items // 4), n_items // 2})
 
 
-def _discordant(a: pd.Series, b: pd.Series) -> float:
+def discordant_share(a: pd.Series, b: pd.Series) -> float:
     pairs = list(combinations(a.index, 2))
     if not pairs:
         return float("nan")
@@ -86,8 +86,8 @@ def rank_changes(
     human = pd.Series({s: y[systems == s].mean() for s in sys_ids})
     raw = {w: pd.Series({s: f[systems == s].mean() for s in sys_ids}) for w, f in f_by_w.items()}
     wpairs = list(combinations(f_by_w, 2))
-    before = float(np.mean([_discordant(raw[a], raw[b]) for a, b in wpairs])) if wpairs else float("nan")
-    before_h = float(np.mean([_discordant(raw[w], human) for w in f_by_w]))
+    before = float(np.mean([discordant_share(raw[a], raw[b]) for a, b in wpairs])) if wpairs else float("nan")
+    before_h = float(np.mean([discordant_share(raw[w], human) for w in f_by_w]))
     rng = np.random.default_rng(seed)
     after, after_h = [], []
     for _ in range(n_draws):
@@ -107,8 +107,8 @@ def rank_changes(
                     for s in sys_ids
                 }
             )
-        after.append(np.mean([_discordant(est[a], est[b]) for a, b in wpairs]) if wpairs else np.nan)
-        after_h.append(np.mean([_discordant(est[w], human) for w in f_by_w]))
+        after.append(np.mean([discordant_share(est[a], est[b]) for a, b in wpairs]) if wpairs else np.nan)
+        after_h.append(np.mean([discordant_share(est[w], human) for w in f_by_w]))
     return {
         "n_systems": int(len(sys_ids)),
         "share_labelled": share,
@@ -121,7 +121,7 @@ def rank_changes(
 
 
 def corrected_section(para, wordings, to_human, opts) -> dict:
-    m = _matrix(para, wordings)
+    m = rater_matrix(para, wordings)
     first = para.drop_duplicates("item_id").set_index("item_id").reindex(m.index)
     y_all = first["human"].to_numpy(float)
     keep = ~np.isnan(y_all) & m.notna().all(axis=1).to_numpy()
@@ -167,10 +167,10 @@ def corrected_section(para, wordings, to_human, opts) -> dict:
 def corrected_pairwise(para, wordings, opts) -> dict:
     """PPI++ of the share of pairs won by response 1 (ties 0.5): ``y`` the human majority, ``f`` the
     judge's preference averaged over the two orders; coverage over random human-labelled slices."""
-    y = para.drop_duplicates("item_id").set_index("item_id")["human_preferred"].map(_pref_value)
+    y = para.drop_duplicates("item_id").set_index("item_id")["human_preferred"].map(pref_value)
     f_by_w = {}
     for w in wordings:
-        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(_pref_value))
+        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(pref_value))
         f_by_w[w] = rows.groupby("item_id")["p"].mean().reindex(y.index)
     keep = y.notna() & pd.concat(f_by_w.values(), axis=1).notna().all(axis=1)
     if keep.sum() < 10:

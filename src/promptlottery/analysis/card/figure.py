@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from promptlottery.analysis.card.render_common import _f
+from promptlottery.analysis.card.render_common import fmt_num
 
 
 def bars(ax, names, est, ci, title, ylabel, ref=None) -> None:
@@ -109,7 +109,7 @@ def _alt_test(ax, alt: dict) -> None:
         list(per),
         [v["advantage_probability"] for v in per.values()],
         [v.get("rho_ci", [np.nan, np.nan]) for v in per.values()],
-        f"alt-test: rho (omega: {', '.join(_f(v['winning_rate']) for v in per.values())})",
+        f"alt-test: rho (omega: {', '.join(fmt_num(v['winning_rate']) for v in per.values())})",
         "advantage probability",
         ref=0.5,
     )

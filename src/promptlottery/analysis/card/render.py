@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptlottery.analysis.card.render_common import _ci, _f, _section, _table
+from promptlottery.analysis.card.render_common import ci_text, fmt_num, md_table, section_text
 from promptlottery.analysis.card.render_corrected import corrected
 
 
@@ -12,48 +12,54 @@ def _lottery(card: dict) -> str:
     lot = card["lottery"]
     if "per_wording" in lot:
         metric = "spearman" if "spearman" in next(iter(lot["per_wording"].values()), {}) else "agreement"
-        rows = [[w, _f(v[metric]), _ci(v["ci"]), str(v["n"])] for w, v in lot["per_wording"].items()]
+        rows = [[w, fmt_num(v[metric]), ci_text(v["ci"]), str(v["n"])] for w, v in lot["per_wording"].items()]
         body = (
-            f"Items whose verdict changes between two paraphrases: **{_f(100 * lot['changed'], 0)}%** "
-            f"{_ci([100 * c for c in lot['changed_ci']], 0)}, n={lot['n']}.\n\n"
-            + _table(["wording", metric, "95% CI", "n"], rows)
+            f"Items whose verdict changes between two paraphrases: **{fmt_num(100 * lot['changed'], 0)}%** "
+            f"{ci_text([100 * c for c in lot['changed_ci']], 0)}, n={lot['n']}.\n\n"
+            + md_table(["wording", metric, "95% CI", "n"], rows)
         )
     else:
         body = ""
-    return _section("The lottery", lot, body)
+    return section_text("The lottery", lot, body)
 
 
 def _position(card: dict) -> str:
     pos = card["position"]
-    body = _table(
+    body = md_table(
         ["wording", "inconsistent", "95% CI", "first-position rate", "95% CI", "n"],
         [
             [
                 w,
-                _f(v["inconsistent"]),
-                _ci(v["inconsistent_ci"]),
-                _f(v["first_rate"]),
-                _ci(v["first_rate_ci"]),
+                fmt_num(v["inconsistent"]),
+                ci_text(v["inconsistent_ci"]),
+                fmt_num(v["first_rate"]),
+                ci_text(v["first_rate_ci"]),
                 str(v["n"]),
             ]
             for w, v in pos.get("per_wording", {}).items()
         ],
     )
-    return _section("Position bias", pos, body)
+    return section_text("Position bias", pos, body)
 
 
 def _length(card: dict) -> str:
     ln = card["length"]
     if "per_wording" in ln and "slope" in next(iter(ln["per_wording"].values())):
-        body = f"Unit: {ln['unit']}.\n\n" + _table(
+        body = f"Unit: {ln['unit']}.\n\n" + md_table(
             ["wording", "slope", "95% CI", "n", "sd of length (chars)"],
             [
-                [w, _f(v["slope"], 3), _ci(v["ci"], 3), str(v["n"]), _f(v["sd_length_chars"], 0)]
+                [
+                    w,
+                    fmt_num(v["slope"], 3),
+                    ci_text(v["ci"], 3),
+                    str(v["n"]),
+                    fmt_num(v["sd_length_chars"], 0),
+                ]
                 for w, v in ln["per_wording"].items()
             ],
         )
     else:
-        body = _table(
+        body = md_table(
             [
                 "wording",
                 "LC win rate (1)",
@@ -68,33 +74,35 @@ def _length(card: dict) -> str:
             [
                 [
                     w,
-                    _f(v["lc_win_rate_1"]),
-                    _ci(v["ci"]),
-                    _f(v["win_rate_1"]),
-                    _f(v["phi"]),
-                    _ci(v["phi_ci"]),
-                    _f(v["longer_wins_judge"]),
-                    _f(v["longer_wins_humans"]),
+                    fmt_num(v["lc_win_rate_1"]),
+                    ci_text(v["ci"]),
+                    fmt_num(v["win_rate_1"]),
+                    fmt_num(v["phi"]),
+                    ci_text(v["phi_ci"]),
+                    fmt_num(v["longer_wins_judge"]),
+                    fmt_num(v["longer_wins_humans"]),
                     str(v["n"]),
                 ]
                 for w, v in ln.get("per_wording", {}).items()
             ],
         )
-    return _section("Length bias", ln, body)
+    return section_text("Length bias", ln, body)
 
 
 def _controls(card: dict) -> str:
     ctl = card["controls"]
     if "verdict" in ctl:
         body = (
-            f"Verdict: **{ctl['verdict']}**. Signal {_f(ctl['signal'])} {_ci(ctl['signal_ci'])}, paraphrase noise "
-            f"{_f(ctl['noise'])} {_ci(ctl['noise_ci'])}, margin {_f(ctl['margin'])} {_ci(ctl['margin_ci'])}, ratio "
-            f"{_f(ctl['ratio'])} {_ci(ctl['ratio_ci'])}; n={ctl.get('n_text') or str(ctl['n']) + ' items'}, controls {', '.join(ctl['controls'])}.\n\n"
-            + _table(["direction", "mean shift"], [[d, _f(v)] for d, v in ctl["per_direction"].items()])
+            f"Verdict: **{ctl['verdict']}**. Signal {fmt_num(ctl['signal'])} {ci_text(ctl['signal_ci'])}, paraphrase noise "
+            f"{fmt_num(ctl['noise'])} {ci_text(ctl['noise_ci'])}, margin {fmt_num(ctl['margin'])} {ci_text(ctl['margin_ci'])}, ratio "
+            f"{fmt_num(ctl['ratio'])} {ci_text(ctl['ratio_ci'])}; n={ctl.get('n_text') or str(ctl['n']) + ' items'}, controls {', '.join(ctl['controls'])}.\n\n"
+            + md_table(
+                ["direction", "mean shift"], [[d, fmt_num(v)] for d, v in ctl["per_direction"].items()]
+            )
         )
     else:
         body = ""
-    return _section("Control sensitivity (stable, or deaf?)", ctl, body)
+    return section_text("Control sensitivity (stable, or deaf?)", ctl, body)
 
 
 def _alt_test(card: dict) -> str:
@@ -104,7 +112,7 @@ def _alt_test(card: dict) -> str:
             f"epsilon = {alt['epsilon']} ({alt['epsilon_reason']}); alignment: {alt['scoring']}."
             + (f" Note: {alt['note']}." if alt.get("note") else "")
             + " The rho interval resamples items (ours; the paper gives none).\n\n"
-            + _table(
+            + md_table(
                 [
                     "wording",
                     "winning rate omega",
@@ -117,9 +125,9 @@ def _alt_test(card: dict) -> str:
                 [
                     [
                         w,
-                        _f(v["winning_rate"]),
-                        _f(v["advantage_probability"]),
-                        _ci(v.get("rho_ci", [float("nan")] * 2)),
+                        fmt_num(v["winning_rate"]),
+                        fmt_num(v["advantage_probability"]),
+                        ci_text(v.get("rho_ci", [float("nan")] * 2)),
                         "yes" if v["passed"] else "no",
                         str(v["n_items"]),
                         str(v["n_annotators"]),
@@ -130,7 +138,7 @@ def _alt_test(card: dict) -> str:
         )
     else:
         body = ""
-    return _section("Alt-test: can it replace the annotators?", alt, body)
+    return section_text("Alt-test: can it replace the annotators?", alt, body)
 
 
 def markdown(card: dict) -> str:

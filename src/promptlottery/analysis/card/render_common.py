@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _f(x, d: int = 2) -> str:
+def fmt_num(x, d: int = 2) -> str:
     if x is None:
         return "n/a"
     x = float(x)
@@ -16,17 +16,17 @@ def _f(x, d: int = 2) -> str:
     return f"{x:.{d}f}"
 
 
-def _ci(c, d: int = 2) -> str:
-    return f"[{_f(c[0], d)}, {_f(c[1], d)}]"
+def ci_text(c, d: int = 2) -> str:
+    return f"[{fmt_num(c[0], d)}, {fmt_num(c[1], d)}]"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def md_table(header: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)
 
 
-def _section(title: str, sec: dict, body: str) -> str:
+def section_text(title: str, sec: dict, body: str) -> str:
     if "missing" in sec:
         return f"## {title}\n\nMissing: {sec['missing']}\n"
     return f"## {title}\n\n{body}\n\nSource: {sec.get('source', '')}\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from promptlottery.analysis.card.render_common import _ci, _f, _section, _table
+from promptlottery.analysis.card.render_common import ci_text, fmt_num, md_table, section_text
 
 COVERAGE_HEADER = [
     "wording",
@@ -23,21 +23,21 @@ def _coverage(cor: dict) -> str:
             w,
             str(r["n"]),
             str(r["N"]),
-            _f(r["ppi_coverage"]),
-            _f(r["ppi_width"], 3),
-            _f(r["human_coverage"]),
-            _f(r["human_width"], 3),
+            fmt_num(r["ppi_coverage"]),
+            fmt_num(r["ppi_width"], 3),
+            fmt_num(r["human_coverage"]),
+            fmt_num(r["human_width"], 3),
             "yes" if r["judge_covers"] else "no",
-            _f(r["judge_mean"], 3),
+            fmt_num(r["judge_mean"], 3),
         ]
         for w, rs in cor["per_wording"].items()
         for r in rs
     ]
     draws = next(iter(cor["per_wording"].values()))[0]["draws"]
     return (
-        f"All-human mean {_f(cor['all_human_mean'], 3)} over {cor['n_items']} items ({cor['unit']}); "
+        f"All-human mean {fmt_num(cor['all_human_mean'], 3)} over {cor['n_items']} items ({cor['unit']}); "
         f"{int(100 * cor['level'])}% intervals, coverage over {draws} random slices per size.\n\n"
-        + _table(COVERAGE_HEADER, rows)
+        + md_table(COVERAGE_HEADER, rows)
     )
 
 
@@ -46,10 +46,10 @@ def _ranks(rk: dict) -> str:
         return f"\n\nRank changes: missing ({rk.get('missing', '')})."
     return (
         f"\n\nRanking of {rk['n_systems']} systems: system pairs in opposite order between two wordings, before "
-        f"correction {_f(rk['between_wordings_before'], 3)}, after PPI++ with {int(100 * rk['share_labelled'])}% of "
-        f"each system's {rk.get('unit', 'items')} labelled {_f(rk['between_wordings_after'], 3)} (mean over "
-        f"{rk['draws']} slices); against the human ranking {_f(rk['vs_humans_before'], 3)} before, "
-        f"{_f(rk['vs_humans_after'], 3)} after."
+        f"correction {fmt_num(rk['between_wordings_before'], 3)}, after PPI++ with {int(100 * rk['share_labelled'])}% of "
+        f"each system's {rk.get('unit', 'items')} labelled {fmt_num(rk['between_wordings_after'], 3)} (mean over "
+        f"{rk['draws']} slices); against the human ranking {fmt_num(rk['vs_humans_before'], 3)} before, "
+        f"{fmt_num(rk['vs_humans_after'], 3)} after."
     )
 
 
@@ -60,11 +60,11 @@ def _per_system(ps: dict, level: float) -> str:
         [
             w,
             s,
-            _f(v["judge_only"], 3),
-            _f(v["ppi"], 3),
-            _ci(v["ci"], 3),
+            fmt_num(v["judge_only"], 3),
+            fmt_num(v["ppi"], 3),
+            ci_text(v["ci"], 3),
             f"{v['n_labelled']}/{v['n']}",
-            _f(v["human"], 3),
+            fmt_num(v["human"], 3),
         ]
         for w, sys_rows in ps["per_wording"].items()
         for s, v in sys_rows.items()
@@ -73,7 +73,7 @@ def _per_system(ps: dict, level: float) -> str:
         f"\n\nPer system ({ps.get('estimand', 'mean score')}; {int(100 * ps['share_labelled'])}% of each system's "
         f"{ps.get('unit', 'items')} human-labelled, one seeded slice, {int(100 * level)}% CLT intervals, which are "
         "not to be trusted below about 10 labels a system):\n\n"
-        + _table(["wording", "system", "judge-only", "PPI++", "CI", "labelled", "all-human"], rows)
+        + md_table(["wording", "system", "judge-only", "PPI++", "CI", "labelled", "all-human"], rows)
     )
 
 
@@ -84,16 +84,18 @@ def _rogan_gladen(rg: dict) -> str:
         [
             w,
             str(v["n"]),
-            _f(v["coverage"]),
-            _f(v["mean_estimate"], 3),
-            _f(v["judge_share"], 3),
+            fmt_num(v["coverage"]),
+            fmt_num(v["mean_estimate"], 3),
+            fmt_num(v["judge_share"], 3),
             f"{v['defined_draws']}/{rg['draws']}",
         ]
         for w, v in rg["per_wording"].items()
     ]
     return (
-        f"\n\nRogan-Gladen (binary verdicts; {rg['source']}): all-human share {_f(rg['human_share'], 3)}.\n\n"
-        + _table(["wording", "n labelled", "coverage", "mean estimate", "judge share", "defined draws"], rows)
+        f"\n\nRogan-Gladen (binary verdicts; {rg['source']}): all-human share {fmt_num(rg['human_share'], 3)}.\n\n"
+        + md_table(
+            ["wording", "n labelled", "coverage", "mean estimate", "judge share", "defined draws"], rows
+        )
     )
 
 
@@ -103,7 +105,7 @@ def _bradley_terry(bt: dict) -> str:
     if "per_wording" not in bt:
         return f"\n\nCorrected Bradley-Terry ranking: missing ({bt.get('missing', '')})."
     rows = [
-        [w, s, _f(v["judge_only"], 2), _f(v["ppi"], 2), _ci(v["ci"], 2), _f(v["human"], 2)]
+        [w, s, fmt_num(v["judge_only"], 2), fmt_num(v["ppi"], 2), ci_text(v["ci"], 2), fmt_num(v["human"], 2)]
         for w, sys_rows in bt["per_wording"].items()
         for s, v in sys_rows.items()
     ]
@@ -111,10 +113,10 @@ def _bradley_terry(bt: dict) -> str:
         f"\n\nBradley-Terry strengths (log-odds against {bt['reference']}; {bt['n_labelled']} of {bt['n_pairs']} pairs "
         f"human-labelled, seeded slice {bt['shown_slice']} (the first with a finite fit); {int(100 * bt['level'])}% "
         f"intervals; {bt['estimator']}). System pairs in opposite order between two wordings: "
-        f"{_f(bt['between_wordings_before'], 3)} judge-only, {_f(bt['between_wordings_after'], 3)} corrected (mean over "
+        f"{fmt_num(bt['between_wordings_before'], 3)} judge-only, {fmt_num(bt['between_wordings_after'], 3)} corrected (mean over "
         f"the {bt['defined_draws']} of {bt['draws']} slices with a finite fit); against the all-human fit "
-        f"{_f(bt['vs_humans_before'], 3)} and {_f(bt['vs_humans_after'], 3)}.\n\n"
-        + _table(["wording", "system", "judge-only", "PPI++", "CI", "all-human"], rows)
+        f"{fmt_num(bt['vs_humans_before'], 3)} and {fmt_num(bt['vs_humans_after'], 3)}.\n\n"
+        + md_table(["wording", "system", "judge-only", "PPI++", "CI", "all-human"], rows)
     )
 
 
@@ -129,4 +131,4 @@ def corrected(card: dict) -> str:
             + _rogan_gladen(cor.get("rogan_gladen", {}))
             + _bradley_terry(cor.get("bradley_terry", {}))
         )
-    return _section("The human-corrected estimate", cor, body)
+    return section_text("The human-corrected estimate", cor, body)

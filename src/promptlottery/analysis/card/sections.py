@@ -82,7 +82,7 @@ def scale_mapper(scale: tuple[float, float], human_range: tuple[float, float]):
 
 def observed_range(para: pd.DataFrame) -> tuple[float, float] | None:
     """The lowest and highest label the raters gave (``human_raters``), or None without raters."""
-    r = _raters(para)
+    r = rater_columns(para)
     vals = (
         pd.to_numeric(pd.Series(r.to_numpy().ravel()), errors="coerce").dropna()
         if not r.empty
@@ -91,13 +91,13 @@ def observed_range(para: pd.DataFrame) -> tuple[float, float] | None:
     return (float(vals.min()), float(vals.max())) if len(vals) and vals.max() > vals.min() else None
 
 
-def _matrix(para: pd.DataFrame, wordings: list[str], column: str = "value") -> pd.DataFrame:
+def rater_matrix(para: pd.DataFrame, wordings: list[str], column: str = "value") -> pd.DataFrame:
     return para.pivot_table(index="item_id", columns="variant", values=column, aggfunc="first").reindex(
         columns=wordings
     )
 
 
-def _raters(para: pd.DataFrame) -> pd.DataFrame:
+def rater_columns(para: pd.DataFrame) -> pd.DataFrame:
     """Items x raters (by position in ``human_raters``) of the first wording's rows."""
     first = para.drop_duplicates("item_id").set_index("item_id")
     rows = {}
@@ -115,7 +115,7 @@ def _raters(para: pd.DataFrame) -> pd.DataFrame:
 
 
 def lottery_pointwise(para, wordings, scale, opts) -> dict:
-    m = _matrix(para, wordings)
+    m = rater_matrix(para, wordings)
     lab = para.pivot_table(index="item_id", columns="variant", values="label", aggfunc="first").reindex(
         columns=wordings
     )
@@ -162,7 +162,7 @@ def lottery_pointwise(para, wordings, scale, opts) -> dict:
     }
 
 
-def _pref_value(preferred) -> float:
+def pref_value(preferred) -> float:
     return {"1": 1.0, "2": 0.0, "tie": 0.5}.get(preferred, np.nan)
 
 
@@ -259,7 +259,7 @@ def length_pairwise(para, wordings, texts, note, opts) -> dict:
         return {"missing": note or "no item texts"}
     per = {}
     for w in wordings:
-        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(_pref_value))
+        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(pref_value))
         pref = rows.groupby("item_id")["p"].mean()  # the two orders averaged
         l1 = np.array([len(texts.get(i, {}).get("response_a", "")) for i in pref.index], float)
         l2 = np.array([len(texts.get(i, {}).get("response_b", "")) for i in pref.index], float)
@@ -267,7 +267,7 @@ def length_pairwise(para, wordings, texts, note, opts) -> dict:
             rows.drop_duplicates("item_id")
             .set_index("item_id")["human_preferred"]
             .reindex(pref.index)
-            .map(_pref_value)
+            .map(pref_value)
         )
         r = length_controlled_win_rate(
             pref.to_numpy(), l1, l2, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.card.corrected import _discordant, coverage, rank_changes
+from promptlottery.analysis.card.corrected import coverage, discordant_share, rank_changes
 from promptlottery.analysis.card.ppi_coverage import simulated_judges
 from promptlottery.analysis.card.sections import scale_mapper
 
@@ -12,8 +12,8 @@ from promptlottery.analysis.card.sections import scale_mapper
 def test_discordant_pairs_by_hand():
     a = pd.Series({"s1": 1.0, "s2": 2.0, "s3": 3.0})
     b = pd.Series({"s1": 1.0, "s2": 3.0, "s3": 2.0})  # only (s2, s3) swaps: 1 of 3 pairs
-    assert _discordant(a, b) == pytest.approx(1 / 3)
-    assert _discordant(a, a) == 0.0
+    assert discordant_share(a, b) == pytest.approx(1 / 3)
+    assert discordant_share(a, a) == 0.0
 
 
 def test_coverage_of_a_biased_judge():

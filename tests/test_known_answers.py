@@ -72,9 +72,9 @@ NOT_JUDGED = {
         if e.startswith("rubric_")
     },
 }
-#: listwise judges (G18, rotated lists): their known answers end to end are in tests/test_listwise.py
-NOT_JUDGED["tc_usr_listwise"] = "a listwise judge: its known answers are tests/test_listwise.py's"
-JUDGED = [e for e in EXPERIMENTS if e not in NOT_JUDGED]
+#: listwise judges (G18, rotated lists): judged, their known answers end to end in tests/test_listwise.py
+LISTWISE = ["tc_usr_listwise"]
+JUDGED = [e for e in EXPERIMENTS if e not in NOT_JUDGED and e not in LISTWISE]
 #: the pairwise judges (own_judge: on the shipped table of pairs, OVERRIDES)
 PAIRWISE = [e for e in JUDGED if e.endswith("_pairwise") or e == "own_judge"]
 POINTWISE = [e for e in JUDGED if e not in PAIRWISE]
@@ -236,7 +236,10 @@ APPROX = {"abs": 6e-5}  # the tables are written with four decimals
 
 
 def test_every_experiment_config_is_judged_or_says_why_not():
-    assert set(JUDGED) | set(NOT_JUDGED) == set(EXPERIMENTS) and len(EXPERIMENTS) >= 50
+    assert set(JUDGED) | set(NOT_JUDGED) | set(LISTWISE) == set(EXPERIMENTS) and len(EXPERIMENTS) >= 50
+    for name in LISTWISE:
+        cfg = compose([f"+experiment={name}"])
+        assert cfg.stage == "judge" and cfg.judge.mode == "listwise", name
     for name, why in NOT_JUDGED.items():
         cfg = compose([f"+experiment={name}"])
         assert cfg.stage != "judge", (name, why)

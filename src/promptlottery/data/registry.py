@@ -69,7 +69,9 @@ def sample_items(items: list[Item], *, limit: int | None, seed: int = 0, by: str
 
     ``by="item"`` draws ``limit`` items; ``by="group"`` draws ``limit`` groups (articles, questions,
     dialogues: ``item.meta["group"]``) and keeps every item of each, so every system is judged on the
-    same inputs, as a ranking of systems needs.
+    same inputs, as a ranking of systems needs. The groups are the first ``limit`` of one seeded
+    permutation, so a larger limit keeps every group of a smaller one (a study grown from 5 contexts to 30
+    is answered from the call cache for the first 5).
     """
     if by not in ("item", "group"):
         raise DatasetError(f"dataset.sample_by={by!r}: expected 'item' or 'group'")
@@ -91,5 +93,7 @@ def sample_items(items: list[Item], *, limit: int | None, seed: int = 0, by: str
     groups = list(dict.fromkeys(it.meta["group"] for it in items))
     if limit is None or limit >= len(groups):
         return items
-    keep = {groups[i] for i in random.Random(seed).sample(range(len(groups)), limit)}
+    order = list(range(len(groups)))
+    random.Random(seed).shuffle(order)  # one seeded permutation: a larger limit keeps a smaller one's groups
+    keep = {groups[i] for i in order[:limit]}
     return [it for it in items if it.meta["group"] in keep]

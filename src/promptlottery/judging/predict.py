@@ -114,11 +114,10 @@ def ensure_predictions(
 
     from promptlottery.calls.compose import build_backend
     from promptlottery.data import load_items
-    from promptlottery.data.registry import sample_items
 
     out = Path(predict_cfg.output)
     base_items = load_items(dataset, data_dir=data_dir)
-    items = sample_items(base_items, limit=predict_cfg.limit, seed=predict_cfg.seed)
+    items = sampled_questions(base_items, predict_cfg)
     systems = {}
     for name, spec in predict_cfg.systems.items():
         systems[name] = {
@@ -152,17 +151,22 @@ def ensure_predictions(
     return out
 
 
+def sampled_questions(base_items: list, predict_cfg) -> list:
+    """The questions the candidate systems answer: sampled as the judge stage samples them
+    (``sample_by=group``, a question its own group), so every judged question has its answers."""
+    from promptlottery.data.registry import sample_items
+
+    return sample_items(base_items, limit=predict_cfg.limit, seed=predict_cfg.seed, by="group")
+
+
 def placeholder_predictions(predict_cfg, *, dataset: str, data_dir: str, output_dir) -> Path:
     """For dry runs: the sampled questions x systems with empty answers, so calls can be counted
     without generating anything (a finished predictions file is used when it exists)."""
     from promptlottery.data import load_items
-    from promptlottery.data.registry import sample_items
 
     if Path(predict_cfg.output).exists():
         return Path(predict_cfg.output)
-    items = sample_items(
-        load_items(dataset, data_dir=data_dir), limit=predict_cfg.limit, seed=predict_cfg.seed
-    )
+    items = sampled_questions(load_items(dataset, data_dir=data_dir), predict_cfg)
     df = pd.DataFrame(
         [{"item_id": it.id, "system": s, "response": ""} for s in predict_cfg.systems for it in items]
     )

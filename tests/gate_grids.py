@@ -138,34 +138,10 @@ def tiny_deberta_v3(path: Path, texts: list[str], *, vocab_size: int = 400) -> P
 
 
 def wandb_records(run_dir: Path) -> list:
-    """The records of an offline W&B run's ``run-*.wandb`` log (W&B's LevelDB-style record log:
-    32 KiB blocks of chunks with a 7-byte header, FULL / FIRST / MIDDLE / LAST), as protobufs."""
-    import struct
+    """The records of an offline W&B run's ``run-*.wandb`` log, as protobufs."""
+    from promptlottery.tracking.wandb_offline import wandb_log_records
 
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = next(run_dir.glob("run-*.wandb")).read_bytes()
-    block, pos, buf, out = 32768, 7, b"", []
-    while pos + 7 <= len(data):
-        if block - pos % block < 7:
-            pos += block - pos % block
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        chunk = data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):
-            raw, buf = (chunk if kind == 1 else buf + chunk), b""
-            r = pb.Record()
-            try:
-                r.ParseFromString(raw)
-            except Exception:  # noqa: BLE001 - a torn last record
-                continue
-            out.append(r)
-        elif kind == 2:
-            buf = chunk
-        elif kind == 3:
-            buf += chunk
-    return out
+    return wandb_log_records(next(run_dir.glob("run-*.wandb")))
 
 
 def wandb_history(run_dir: Path) -> list[dict]:

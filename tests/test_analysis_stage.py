@@ -242,7 +242,8 @@ def test_notebook_executes(analysis, tmp_path):
 def test_compare_results_and_wandb_offline(sweep, analysis, tmp_path, monkeypatch):
     import wandb
 
-    from promptlottery.analysis.compare.runs import _read_wandb_log, main
+    from promptlottery.analysis.compare.runs import main
+    from promptlottery.tracking.wandb_offline import read_wandb_log
 
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
     out_dir, _ = analysis
@@ -260,7 +261,7 @@ def test_compare_results_and_wandb_offline(sweep, analysis, tmp_path, monkeypatc
     # wandb-core may still be flushing the run's log when finish() returns
     log = next(wandb_run.glob("run-*.wandb"))
     for _ in range(100):
-        if "judge" in _read_wandb_log(log)[0]:
+        if "judge" in read_wandb_log(log)[0]:
             break
         time.sleep(0.1)
     rc = main([str(jobs[0]), str(out_dir), str(wandb_run), "--out", str(tmp_path / "cmp")])

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.compare.runs import _read_wandb_log, compare
+from promptlottery.analysis.compare.runs import compare
 from promptlottery.analysis.lottery.headlines import paper_keys
 from promptlottery.stages import run_stage
+from promptlottery.tracking.wandb_offline import read_wandb_log
 from tests.conftest import compose
 from tests.test_analysis_fixtures import write_sweep
 
@@ -26,7 +27,7 @@ def _read_back(wandb_dir: Path) -> tuple[Path, dict, dict]:
     log = next(run.glob("run-*.wandb"))
     seen = None
     for _ in range(100):  # wandb-core may still be flushing the log when finish() returns
-        config, summary = _read_wandb_log(log)
+        config, summary = read_wandb_log(log)
         if config and summary and seen == (len(config), len(summary)):
             break  # read twice alike: written out
         seen = (len(config), len(summary))
@@ -177,6 +178,12 @@ def test_the_gate_stage_logs_its_cost_curves_as_line_plots(tmp_path):
     )  # fmt: skip
     assert run_stage(cfg, tmp_path / "gate")["status"] == "ok"
     run, config, summary = _read_back(tmp_path / "wb")
+    # the grid the gate read, not the composition's dataset / judge groups; the LLM baseline's judge
+    # (backbone=fake here) under its own key
+    assert config["judged"]["dataset"] == "stsb" and config["judged"]["backbone"] == "fake"
+    assert config["judged"]["wording"] == "P1, P2, P3, P4, P5" and config["judged"]["n_items"] == 20
+    assert config["llm_baseline_judge"]["backbone"]["name"] == "fake"
+    assert not {"dataset", "judge", "backbone"} & set(config) and config["stage"] == "gate"
     written = pd.read_csv(tmp_path / "gate" / "cost_curve.csv")
     for name, suffix in (("all", ""), ("no-consensus", "_nc")):
         got = _line_table(run, summary, f"cost_curves/{name}")
@@ -192,3 +199,119 @@ def test_the_gate_stage_logs_its_cost_curves_as_line_plots(tmp_path):
     assert summary["gate/learned_gate/calls_saved"] == pytest.approx(
         json.loads((tmp_path / "gate" / "results.json").read_text())["metrics"]["learned_gate"]["calls_saved"]
     )
+
+
+def _check_script():
+    """``scripts/wandb_offline_check.py`` as a module (scripts/ is no package)."""
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "wandb_offline_check", REPO / "scripts" / "wandb_offline_check.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _settled_listing(run: Path) -> dict:
+    """The run's listing once wandb-core has flushed it (two reads alike)."""
+    from promptlottery.tracking.wandb_offline import describe_run
+
+    seen = None
+    for _ in range(100):
+        listing = describe_run(run)
+        shape = (len(listing["config"]), len(listing["scalars"]), len(listing["line_plots"]))
+        if shape == seen and listing["scalars"]:
+            break
+        seen = shape
+        time.sleep(0.2)
+    return listing
+
+
+def test_a_study_analysis_is_a_comparison_surface_in_its_offline_run(tmp_path, monkeypatch, capsys):
+    """A fake study of three configurations (Topical-Chat and PersonaChat share a loader) analysed as
+    one with ``logger=wandb`` in W&B's offline mode, read back from the run's log by
+    ``scripts/wandb_offline_check.py``: the analysed grid as resolved config keys, the paper's
+    headlines and the study's breakdowns as summary scalars (estimate, ``_lo``, ``_hi``), and the
+    lottery's curve as a native line plot. A logger that wrote files only fails here."""
+    from tests.test_study import _fake_study
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    root = _fake_study(
+        tmp_path, experiments=("tc_usr_engaging", "pc_usr_engaging", "evouna_nq_correctness"),
+        variants=("P1", "P2", "P3"),
+    )  # fmt: skip
+    cfg = compose(
+        [
+            "+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none", "analysis.n_jobs=1",
+            "analysis.n_resamples=40", "analysis.n_permutations=40", "analysis.plots=false",
+            "logger=wandb", f"logger.dir={tmp_path / 'wb'}",
+        ],
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    rec = run_stage(cfg, tmp_path / "study_analysis")
+    assert rec["status"] == "ok"
+    (run,) = sorted((tmp_path / "wb" / "wandb").glob("offline-run-*"))
+    listing = _settled_listing(run)
+    assert listing["run"]["name"] == "study" and listing["run"]["job_type"] == "analysis"
+    config = listing["config"]
+    # what was analysed, not the composition's defaults (dataset stsb, backbone smollm2)
+    assert config["stage"] == "study"
+    assert config["dataset"] == "evouna_nq, persona_chat_usr, topical_chat_usr"
+    assert config["backbone"] == "fake" and config["wording"] == "P1, P2, P3"
+    assert config["n_configurations"] == 3 and config["n_judgments"] == rec["n_judgments"]
+    assert not [k for k, v in config.items() if "${" in str(v) or "smollm2" in str(v)]
+    scalars = listing["scalars"]
+    for key, v in rec["metrics"].items():  # every headline of results.json, the same number
+        assert scalars[f"metrics/{key}"] == pytest.approx(v), key
+    k = scalars["metrics/paraphrase_kappa"]
+    assert scalars["metrics/paraphrase_kappa_lo"] <= k <= scalars["metrics/paraphrase_kappa_hi"]
+    family = pd.read_csv(tmp_path / "study_analysis" / "tables" / "study_by_family.csv")
+    for row in family.itertuples():  # the study page's breakdown, as scalars
+        assert scalars[f"study/by_family/{row.judge_family}/configurations"] == row.configurations
+    assert scalars["study/analysed"] == 3 and scalars["study/judge_is_fake"] == 1
+    assert scalars["study/backbone/fake/fleiss_kappa_lo"] <= scalars["study/backbone/fake/fleiss_kappa_hi"]
+    settled = listing["line_plots"]["lottery/curve/settled_by_k"]
+    assert (settled["x"], settled["y"], settled["stroke"]) == ("wordings", "settled_share", "config_id")
+    assert settled["rows"] == 3 * 3  # three configurations x k = 1..3
+    assert {"study/table/by_backbone", "study/table/by_family"} <= set(listing["tables"])
+    # the script prints the same and passes it
+    script = _check_script()
+    assert script.main([str(tmp_path / "wb"), "--expect-line", "lottery/curve/settled_by_k"]) == 0
+    out = capsys.readouterr().out
+    assert 'stage = "study"' in out and "lottery/curve/settled_by_k: x=wordings y=settled_share" in out
+    assert f"metrics/paraphrase_kappa = {k:.4g} [" in out and out.rstrip().endswith("ok: 0 problems")
+
+
+def test_the_check_fails_a_run_of_files_only(tmp_path, capsys):
+    """A run that logged its curve as a PNG and its config as the composition's defaults: the check
+    names each problem and exits 1."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from promptlottery.tracking.wandb_logger import WandbTracker
+
+    png = tmp_path / "curve.png"
+    plt.figure().savefig(png)
+    t = WandbTracker(
+        project="t", mode="offline", dir=str(tmp_path), name="files",
+        config={"backbone": {"name": "smollm2"}, "dataset": "${oc.env:X}"},
+    )  # fmt: skip
+    t.log_image("lottery/figure/settled", str(png))
+    t.run.summary.update({"metrics/kappa_lo": 0.1})
+    t.finish()
+    (run,) = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    _settled_listing(run)
+    assert _check_script().main([str(run), "--expect-line", "lottery/curve/settled_by_k"]) == 1
+    problems = [x for x in capsys.readouterr().out.splitlines() if x.startswith("PROBLEM")]
+    assert [p.split(": ", 1)[1].split(" ")[0:2] for p in problems] == [
+        ["config", "backbone.name='smollm2':"],
+        ["config", "dataset='${oc.env:X}':"],
+        ["scalar", "metrics/kappa_lo:"],
+        ["no", "native"],
+        ["line", "plot"],
+    ]

@@ -175,9 +175,10 @@ def load_grid(opts: LotteryOptions) -> JudgmentGrid:
     )
 
 
-def make_analysis_tracker(logger_cfg, opts: LotteryOptions):
+def make_analysis_tracker(logger_cfg, opts: LotteryOptions, *, stage: str = "lottery"):
     """The W&B (or no-op) tracker of one lottery analysis, from the ``logger`` config group. Its W&B
-    config is the analysis' own options (resolved), then the analysed grid's datasets, backbones and
+    config is the stage (``lottery``, or ``study`` for a whole study's analysis: also the run's name)
+    and the analysis' own options (resolved), then the analysed grid's datasets, backbones and
     wordings (:func:`grid_config`, added once the grid is loaded), never the composition's defaults
     (a standalone analysis composes ``backbone=smollm2 dataset=stsb``; an after-sweep one, the
     judge stage's config)."""
@@ -187,8 +188,8 @@ def make_analysis_tracker(logger_cfg, opts: LotteryOptions):
 
     return make_tracker(
         OmegaConf.to_container(logger_cfg, resolve=True),
-        config={"stage": "lottery", "analysis": asdict(opts)},
-        name=opts.name,
+        config={"stage": stage, "analysis": asdict(opts)},
+        name=opts.name if stage == "lottery" else stage,
         group="analysis",
         job_type="analysis",
     )
@@ -258,15 +259,16 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     return out
 
 
-def lottery(cfg, job: StageJob) -> dict[str, Any]:
-    """Stage ``lottery``: the options of ``cfg.analysis``, the analysis into ``job.output_dir``."""
+def lottery(cfg, job: StageJob, *, stage: str = "lottery") -> dict[str, Any]:
+    """Stage ``lottery``: the options of ``cfg.analysis``, the analysis into ``job.output_dir``;
+    ``stage`` names the W&B run (``study``: the lottery part of a whole study's analysis)."""
     from omegaconf import OmegaConf
 
     job.fields["stage"] = "lottery"
     job.label = "lottery analysis"
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     opts = LotteryOptions.from_dict(a)
-    job.track(make_analysis_tracker(cfg.logger, opts))
+    job.track(make_analysis_tracker(cfg.logger, opts, stage=stage))
     res = _lottery_blas_threads(opts, job)  # the Hydra stage pins BLAS as run_lottery does
     return {k: v for k, v in res.items() if k not in ("files", "written")}
 

@@ -116,14 +116,50 @@ class Simulation:
 def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
     """Stage ``gate``: the gate's options (checked with the config), then the five steps."""
     g = GateConfig.from_dict(job.config.get("gate"))
-    job.track(name=f"gate/{g.classifier.name}", group="gate", job_type="gate")
     data = prepare(g)
+    job.track(
+        name=f"gate/{g.classifier.name}",
+        group="gate",
+        job_type="gate",
+        config=run_config(job.config, g, data),
+    )
     res = train_gate(g, data, job.output_dir, tracker=job.tracker)
     base = run_baselines(cfg, g, data)
     sim = simulate_gate(g, data, base)
     transfer = evaluate_transfer(g, data, base, sim, job.output_dir)
     fr = evaluate_frontier(g, data, job.output_dir)
     return write_outputs(g, data, res, base, sim, transfer, job, fr)
+
+
+#: the composed config's keys a gate run's W&B config keeps (the gate's own); the judge's groups
+#: (backbone, decoding) only under ``llm_baseline_judge`` when the LLM baseline calls that judge:
+#: otherwise they are the composition's defaults (backbone smollm2), not what was judged
+RUN_KEYS = ("stage", "task_name", "seed", "gate", "logger", "paths")
+
+
+def run_config(config: dict, g: GateConfig, data: GateData) -> dict[str, Any]:
+    """The gate run's W&B config: :data:`RUN_KEYS`, the LLM baseline's judge when it runs, and
+    ``judged``: the judgments' datasets, backbones (from the configuration ids), wordings,
+    configuration ids and items, so that runs over different grids are told apart."""
+    out = {k: config[k] for k in RUN_KEYS if k in config}
+    if g.llm_baseline.enabled:
+        out["llm_baseline_judge"] = {k: config[k] for k in ("backbone", "decoding") if k in config}
+    frames = [data.train, data.val, data.test, data.transfer, data.config_transfer]
+    ex = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    ids = sorted(ex["config_id"].astype(str).unique())
+
+    def joined(values) -> str:
+        values = sorted(set(values))
+        return values[0] if len(values) == 1 else ", ".join(values)
+
+    out["judged"] = {
+        "dataset": joined(i.split("/", 1)[0] for i in ids),
+        "backbone": joined(i.rsplit("/", 1)[-1] for i in ids),
+        "wording": ", ".join(data.variants),
+        "config_ids": ids,
+        "n_items": int(ex["item_key"].nunique()),
+    }
+    return out
 
 
 def selection_config(g: GateConfig):

@@ -162,14 +162,33 @@ def study(cfg: DictConfig, job) -> dict[str, Any]:
     from promptlottery.analysis.lottery.study_report import not_analysed, write_study_page
     from promptlottery.analysis.stage import lottery
 
-    record = lottery(cfg, job)
-    configs = pd.read_csv(Path(job.output_dir) / "tables" / "configurations.csv")
+    record = lottery(cfg, job, stage="study")
+    tables = Path(job.output_dir) / "tables"
+    configs = pd.read_csv(tables / "configurations.csv")
     fake = bool(
         (configs["backbone"].astype(str) == "fake").any()
         or (configs["model"].astype(str) == "fake-judge").any()
     )
     page = write_study_page(job.output_dir, fake=fake)
-    for line in not_analysed(Path(job.output_dir) / "tables"):
+    for line in not_analysed(tables):
         logger.warning("configuration not analysed (incomplete): %s", line)
+    log_study(job.tracker, tables, fake=fake)
     print(f"study page: {page}" + (" (FAKE judge)" if fake else ""))
     return record
+
+
+def log_study(tracker, tables: Path, *, fake: bool) -> None:
+    """The study page to W&B, beside the lottery's headlines: its numbers as ``study/...`` scalars
+    (:func:`~promptlottery.analysis.lottery.study_report.study_metrics`: the §4.2 breakdowns with
+    their intervals, per backbone and per judge family), its breakdown tables, and
+    ``study/judge_is_fake`` (1 for a fake judge: a fake study says so in W&B too)."""
+    import pandas as pd
+
+    from promptlottery.analysis.lottery.study_report import paper_breakdown, study_metrics
+
+    tracker.log_metrics({"study": {**study_metrics(tables), "judge_is_fake": int(fake)}})
+    for name in ("study_by_backbone", "study_by_family"):
+        tracker.log_table(f"study/table/{name[len('study_') :]}", pd.read_csv(tables / f"{name}.csv"))
+    beside = paper_breakdown(tables)
+    if len(beside):
+        tracker.log_table("study/table/paper_section_4_2", beside)

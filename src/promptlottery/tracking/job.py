@@ -31,7 +31,8 @@ class StageJob:
 
     ``fields`` go into every record the job writes, ok or failed (e.g. ``stage``, ``condition``);
     ``tracker`` is a tracker (finished by :func:`run_job`), or the keywords of
-    :func:`tracking.wandb_logger.make_tracker` (``name``, ``group``, ``job_type``) to build one
+    :func:`tracking.wandb_logger.make_tracker` (``name``, ``group``, ``job_type``; ``config``: what
+    the run's config shows, default the job's whole config) to build one
     from ``config["logger"]`` on first use of :attr:`tracker` (a dry run that never logs starts no
     W&B run), or None (no-op). A stage body that learns them late (a judge job names its tracker
     after its condition) sets them with :meth:`track` and ``fields`` before first use. ``label``
@@ -76,9 +77,12 @@ class StageJob:
         if self._tracker is None:
             from promptlottery.tracking.wandb_logger import NullTracker, make_tracker
 
-            kw = self._tracker_source
+            kw = dict(self._tracker_source or {})
+            config = kw.pop("config", self.config)  # a stage may log less than its composed config
             self._tracker = (
-                NullTracker() if kw is None else make_tracker(self.config["logger"], config=self.config, **kw)
+                NullTracker()
+                if self._tracker_source is None
+                else make_tracker(self.config["logger"], config=config, **kw)
             )
         return self._tracker
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import pandas as pd
@@ -57,7 +58,13 @@ class WandbTracker(NullTracker):
         logger.info("wandb run mode=%s dir=%s id=%s", mode, dir, self.run.id)
 
     def log_metrics(self, metrics: dict[str, Any]) -> None:
-        flat = {k: v for k, v in _flatten(metrics).items() if isinstance(v, (int, float)) and v is not None}
+        """Numbers as summary scalars (and one history step); an undefined one (NaN, inf) is left
+        out: W&B's run table would sort it as a value."""
+        flat = {
+            k: v
+            for k, v in _flatten(metrics).items()
+            if isinstance(v, (int, float)) and v is not None and math.isfinite(v)
+        }
         self.run.summary.update(flat)
         self.run.log(flat)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.common.report import CSV_FLOAT, markdown_table
+from promptlottery.tracking.wandb_offline import read_wandb_log
 
 #: config keys that differ between any two runs without meaning anything
 IGNORED_PREFIXES = ("_wandb", "hydra", "paths.", "logger.")
@@ -107,53 +107,6 @@ def _wandb_config(raw: dict) -> dict:
     return out
 
 
-def _read_wandb_log(path: Path) -> tuple[dict, dict]:
-    """Config and summary from a ``run-*.wandb`` file (W&B's LevelDB-style record log)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = path.read_bytes()
-    block, pos, buf = 32768, 7, b""  # 7-byte header ":W&B" + magic + version
-    records = []
-    while pos + 7 <= len(data):
-        if block - pos % block < 7:  # block trailer too short for a header: padding
-            pos += block - pos % block
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        chunk = data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind == 1:
-            records.append(chunk)
-        elif kind == 2:
-            buf = chunk
-        elif kind == 3:
-            buf += chunk
-        elif kind == 4:
-            records.append(buf + chunk)
-            buf = b""
-    config: dict[str, Any] = {}
-    summary: dict[str, Any] = {}
-    for raw in records:
-        r = pb.Record()
-        try:
-            r.ParseFromString(raw)
-        except Exception:  # noqa: BLE001 - a torn last record (run still open): skip it
-            continue
-        kind = r.WhichOneof("record_type")
-        updates = []
-        if kind == "run":
-            updates = [(u.key or ".".join(u.nested_key), u.value_json, config) for u in r.run.config.update]
-        elif kind == "config":
-            updates = [(u.key or ".".join(u.nested_key), u.value_json, config) for u in r.config.update]
-        elif kind == "summary":
-            updates = [(u.key or "/".join(u.nested_key), u.value_json, summary) for u in r.summary.update]
-        for key, value, target in updates:
-            try:
-                target[key] = json.loads(value)
-            except ValueError:
-                target[key] = value
-    return config, summary
-
-
 def load_wandb_run(run_dir: Path) -> Run:
     files = run_dir / "files"
     summary_file, config_file = files / "wandb-summary.json", files / "config.yaml"
@@ -169,7 +122,7 @@ def load_wandb_run(run_dir: Path) -> Run:
             raise FileNotFoundError(
                 f"{run_dir}: no files/wandb-summary.json, files/config.yaml or run-*.wandb"
             )
-        config, summary = _read_wandb_log(logs[0])
+        config, summary = read_wandb_log(logs[0])
         source = "wandb-log"
     config = _wandb_config(config or {})
     flat = flatten(_drop_media(summary), "", "/")

@@ -126,6 +126,50 @@ def paper_breakdown(tables: Path) -> pd.DataFrame:
     )
 
 
+#: the §4.2 groupings of ``agreement_by_task_type.csv`` as W&B scalar prefixes, and the measures kept
+PAPER_GROUPINGS = {"task type": "task_type", "judge family type": "family_type", "backbone": "backbone"}
+PAPER_MEASURES = ("fleiss_kappa", "overlap")
+BREAKDOWN_MEASURES = ("configurations", "items", "kappa_median", "changed_median")
+
+
+def _finite(values: dict[str, object]) -> dict[str, float]:
+    out = {}
+    for k, v in values.items():
+        x = pd.to_numeric(v, errors="coerce")
+        if pd.notna(x) and np.isfinite(x):
+            out[k] = float(x)
+    return out
+
+
+def study_metrics(tables: Path) -> dict[str, float]:
+    """The study page's numbers as flat scalars (W&B's run table and parallel coordinates sort them
+    across study runs): the §4.2 breakdowns, ``<grouping>/<group>/{fleiss_kappa,overlap}`` with
+    ``_lo`` / ``_hi`` (an estimate beside its interval); the per-backbone and per-judge-family
+    breakdowns, ``by_backbone/<b>/kappa_median`` etc.; and the configurations analysed and left out.
+    Undefined values are left out. Written after :func:`write_study_page`, from its tables."""
+    tables = Path(tables)
+    out: dict[str, float] = {}
+    path = tables / "agreement_by_task_type.csv"
+    if path.exists() and path.stat().st_size:
+        t = pd.read_csv(path)
+        for row in t[t["grouping"].isin(list(PAPER_GROUPINGS))].to_dict("records"):
+            key = f"{PAPER_GROUPINGS[row['grouping']]}/{row['group']}"
+            cols = [f"{m}{s}" for m in PAPER_MEASURES for s in ("", "_lo", "_hi") if f"{m}{s}" in row]
+            out.update(_finite({f"{key}/{c}": row[c] for c in cols}))
+    for by in ("backbone", "family"):
+        path = tables / f"study_by_{by}.csv"
+        if not path.exists() or not path.stat().st_size:
+            continue
+        t = pd.read_csv(path)
+        for row in t.to_dict("records"):
+            key = f"by_{by}/{row['backbone' if by == 'backbone' else 'judge_family']}"
+            out.update(_finite({f"{key}/{m}": row.get(m) for m in BREAKDOWN_MEASURES}))
+    configs = pd.read_csv(tables / "configurations.csv")
+    out["analysed"] = float(len(configs))
+    out["not_analysed"] = float(len(not_analysed(tables)))
+    return out
+
+
 def _fmt(x, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "n/a"

@@ -460,3 +460,22 @@ def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cach
         for job in (root / exp).glob("[0-9]_*"):
             calls = json.loads((job / "results.json").read_text())["calls"]
             assert calls["cache_misses"] == 0  # the second run's record: every call from the cache
+
+
+def test_the_bench_studys_stand_in_judges_are_named_fake_in_its_report(tmp_path):
+    """benchmarks/bench_study.py writes made-up judgments under backbone names: its report must say so."""
+    import importlib.util
+
+    from promptlottery.analysis.lottery.options import LotteryOptions
+    from promptlottery.analysis.stage import run_lottery
+
+    spec = importlib.util.spec_from_file_location("bench_study", REPO / "benchmarks" / "bench_study.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.write_study(tmp_path / "study", items=12, configurations=1)
+    opts = LotteryOptions.from_dict(
+        {"runs": [str(tmp_path / "study" / "*" / "*")], "embeddings": "none", "plots": False}
+    )
+    run_lottery(opts, tmp_path / "out")
+    report = next((tmp_path / "out").rglob("report.md")).read_text()
+    assert "**Fake judge**" in report.split("\n\n")[0] + report[:2000]

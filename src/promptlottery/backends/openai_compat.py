@@ -32,7 +32,7 @@ from typing import Any
 
 from promptlottery.backends.answer_checks import check_answer, deadline_error, scrub, secret_values
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.http_client import LoopClient
+from promptlottery.backends.http_client import LoopClient, check_event_loop
 from promptlottery.backends.openai_wire import (
     TransientBackendError,
     classify_http_error,
@@ -133,7 +133,9 @@ class OpenAICompatBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         tokenizer: str | None = None,
         cache_dir: str = ".cache/promptlottery",
+        event_loop: str = "asyncio",
     ):
+        check_event_loop(event_loop, where=type(self).__name__)
         base_url = base_url or self.default_base_url
         if not base_url:
             raise ValueError(f"{type(self).__name__}: base_url is required")
@@ -149,6 +151,8 @@ class OpenAICompatBackend(Backend):
         self.extra_body = dict(extra_body or {})
         self.tokenizer_source = tokenizer
         self.cache_dir = cache_dir
+        #: the HTTP client's event loop (http_client.new_loop: asyncio, auto, uvloop); never changes an answer
+        self.event_loop = event_loop
         self.token_count_method = "tokenizer" if tokenizer else "approx_chars_div_4"
         #: (key, decoding) -> answer, for the answered requests of the last batch that failed: its
         #: retry (the same batch) sends only the others
@@ -287,6 +291,7 @@ class OpenAICompatBackend(Backend):
                 max_connections=self.max_concurrency,
                 timeout_s=self.timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
+                event_loop=self.event_loop,
             )
         return client
 

@@ -308,8 +308,13 @@ class OpenAICompatBackend(Backend):
         return {k: v for k, v in self.__dict__.items() if k != "_loop_client"}
 
     async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
-        """Send ``request`` once; a transient failure is a :class:`TransientBackendError` (with the
-        server's ``Retry-After`` and HTTP ``status``)."""
+        """Send ``request`` once and read the answer (:meth:`afetch`, :meth:`read_answer`)."""
+        return self.read_answer(await self.afetch(request, decoding), request, decoding)
+
+    async def afetch(self, request: JudgeRequest, decoding: Decoding) -> tuple[bytes, float]:
+        """Send ``request`` once: the 200 answer's bytes and the seconds it took (read by
+        :meth:`read_answer`); a transient failure is a :class:`TransientBackendError` (with the server's
+        ``Retry-After`` and HTTP ``status``)."""
         import aiohttp
 
         path, body = self._payload(request, decoding)
@@ -329,17 +334,25 @@ class OpenAICompatBackend(Backend):
             ) from None
         self.rate_headroom = rate_headroom(headers)
         if status == 200:
-            try:
-                data = json.loads(raw)
-            except ValueError as exc:
-                text = raw[:200].decode("utf-8", "replace")
-                raise BackendError(f"{self.name}: response is not JSON: {text}") from exc
-            return self._parse(data, request, decoding, time.perf_counter() - t0)
+            return raw, time.perf_counter() - t0
         err = self._classify(status, raw.decode("utf-8", "replace"), request)
         if isinstance(err, TransientBackendError):
             err.retry_after = _seconds(headers.get("retry-after"))
             err.status = status
         raise err
+
+    def read_answer(
+        self, fetched: tuple[bytes, float], request: JudgeRequest, decoding: Decoding
+    ) -> JudgeResponse:
+        """The answer's bytes (:meth:`afetch`) as a JudgeResponse: JSON, checked at the boundary
+        (:mod:`~promptlottery.backends.answer_checks`), label probabilities read."""
+        raw, latency = fetched
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            text = raw[:200].decode("utf-8", "replace")
+            raise BackendError(f"{self.name}: response is not JSON: {text}") from exc
+        return self._parse(data, request, decoding, latency)
 
     async def agenerate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         """Send every request not answered before, once; the batch fails with its first error (a

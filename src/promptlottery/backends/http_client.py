@@ -52,10 +52,8 @@ def new_loop(event_loop: str = "asyncio") -> asyncio.AbstractEventLoop:
     """A new event loop of the kind ``event_loop`` names (:func:`check_event_loop` checked it): uvloop's
     for ``uvloop``, and for ``auto`` where uvloop is installed (else asyncio's: the same answers, the loop
     only moves their bytes); asyncio's own for ``asyncio``, the default. uvloop takes an answer and
-    sends the next request for less CPU (at D = 0: 8% less a call, docs/benchmarks.md); it is not the
-    default because at a server's rate limit its quicker turnaround makes the adaptive window
-    (calls/window.py) shrink twice in a row more often, dipping below the sawtooth that
-    tests/test_call_window.py checks."""
+    sends the next request for less CPU at D = 0 (12% less a call), but gave nothing at C = 256 calls in
+    flight to a server answering in 100 ms (docs/benchmarks.md): an option, not the default."""
     uvloop = _uvloop() if event_loop in ("auto", "uvloop") else None
     return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 

@@ -5,11 +5,14 @@ Up to ``window.size`` calls run on the backend's own event loop (:meth:`Backend.
 call starts the next one, so a slow answer holds one slot, not a batch. Each call is retried on its
 own; answers are handed to the caller's thread in lists and written to the cache there.
 
-The window is a set of worker coroutines, each sending its next request in the step that read its last
-answer: one event loop thread serves every call, so at C calls in flight what it spends per call
+The window is a set of worker coroutines, each sending its next request in the step that received its
+last answer: one event loop thread serves every call, so at C calls in flight what it spends per call
 between an answer and the next request adds up over the answers that arrive together (a server of
-fixed delay D answers in waves of up to C): at C = 256 and D = 100 ms the window reaches what a bare
-aiohttp client reaches on the same machine (docs/benchmarks.md).
+fixed delay D answers in waves of up to C). So an answer is received (``Backend.afetch``) and read
+(``Backend.read_answer``: JSON, the boundary checks, label probabilities: a quarter of the client's CPU
+a call) apart, a turn's answers after the requests of that turn went out: at C = 256 and D = 100 ms
+the window reaches or passes what a bare aiohttp client reaches on the same machine
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -232,7 +232,10 @@ class _Calls:
         batch, self.unread = self.unread, []
         self.pending -= len(batch)
         for item in batch:
-            self._read(*item)
+            try:
+                self._read(*item)
+            except Exception as exc:  # noqa: BLE001 - not an answer's error but ours: the caller raises it
+                self._done(item[0], exc)
         if not self.pending:
             self._wake(len(self.parked))  # nothing can come back: the idle workers may end
 

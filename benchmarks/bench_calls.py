@@ -2,10 +2,12 @@
 after a fixed delay D (tests/openai_stub.py, its own process), at C calls in flight.
 
     .venv/bin/python benchmarks/bench_calls.py [--rounds 2] [--concurrency 16,64,256] [--delays-ms 0,100]
-        [--inspect-python /path/to/venv/bin/python] [--no-ceilings]
+        [--inspect-python /path/to/venv/bin/python] [--no-ceilings] [--no-loop-row]
 
 For each (C, D): calls/s through ``run_calls`` (the vLLM-server backend, a real SQLite call cache, every
-answer parsed and stored), the client's CPU seconds per call (this process: the stub's CPU is not
+answer parsed and stored, on asyncio's event loop; where uvloop is installed a second row runs the same
+engine with ``event_loop=uvloop``, ``--no-loop-row`` leaves it out), the client's CPU
+seconds per call (this process: the stub's CPU is not
 counted), and the ratio to the bound min(C / D, the client's CPU limit), the CPU limit being
 1 / (CPU seconds per call) measured in the same run. The measured ceilings, against the same stub in
 the same run (benchmarks/bare_clients.py, each its own process): a bare aiohttp client (N requests, a
@@ -110,8 +112,18 @@ def run_queue_wait_s() -> float:
     return total / 1e9
 
 
-def ours(url: str, c: int, n: int, tag: str, tmp: Path) -> dict:
-    backend = VLLMServerBackend("stub-judge", base_url=url, api_key_env="", max_concurrency=c)
+def uvloop_installed() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ours(url: str, c: int, n: int, tag: str, tmp: Path, event_loop: str = "asyncio") -> dict:
+    backend = VLLMServerBackend(
+        "stub-judge", base_url=url, api_key_env="", max_concurrency=c, event_loop=event_loop
+    )
     reqs = requests(n, tag)
     cache = CallCache(tmp / f"{tag}.sqlite")
     t0, c0, w0 = time.perf_counter(), time.process_time(), run_queue_wait_s()
@@ -122,11 +134,13 @@ def ours(url: str, c: int, n: int, tag: str, tmp: Path) -> dict:
     again = run_calls(reqs, backend, cache, Decoding(), stats=CallStats(), desc=tag)
     cached_s = time.perf_counter() - t1
     assert len(again) == n
+    loop = type(backend._client.loop).__module__.split(".")[0]  # "uvloop" or "asyncio"
     close = getattr(backend, "close", None)
     if close:
         close()
     cache.close()
     return {
+        "loop": loop,
         "calls_s": n / wall,
         "cpu_per_call_ms": 1000 * cpu / n,
         "wait_per_call_ms": 1000 * wait / n,
@@ -194,6 +208,8 @@ def ceiling(kind: str, url: str, c: int, n: int) -> dict | None:
 
 #: the ceiling clients: their key in the results, the table's name for them
 CEILINGS = {"aiohttp": "bare aiohttp client (ceiling)", "raw": "raw asyncio client (the stub's ceiling)"}
+#: the engine on uvloop's loop (event_loop=uvloop), beside its default (asyncio's): the loop's share
+UVLOOP_ROW = "promptlottery-uvloop"
 
 
 def main() -> None:
@@ -205,6 +221,7 @@ def main() -> None:
     ap.add_argument("--inspect-python", default=os.environ.get("INSPECT_PYTHON"))
     ap.add_argument("--inspect-calls", type=int, default=1000)
     ap.add_argument("--no-ceilings", action="store_true", help="leave out the bare aiohttp and raw clients")
+    ap.add_argument("--no-loop-row", action="store_true", help="leave out the engine on uvloop")
     ap.add_argument("--save", type=Path, help="also write every run's numbers here (JSON), for --table")
     ap.add_argument("--table", type=Path, help="print the table of a --save file, run nothing")
     args = ap.parse_args()
@@ -221,6 +238,7 @@ def main() -> None:
     stubs = {d: start_stub(d) for d in ds}
     results: dict[tuple[str, int, float], list[dict]] = {}
     has_inspect = bool(args.inspect_python) and Path(args.inspect_python).exists()
+    loop_row = uvloop_installed() and not args.no_loop_row
     loads = [load()]
     print(f"load_average_start={loads[0]}", flush=True)
 
@@ -246,8 +264,14 @@ def main() -> None:
                         n = n_calls(c, d, args.seconds)
                         url = stubs[d][1]
                         r = timed("promptlottery", c, d, ours, url, c, n, f"r{rnd}-c{c}-d{int(d)}", tmp)
-                        print(f"round={rnd} engine=promptlottery C={c} D_ms={d:g} n={n} calls_s={r['calls_s']:.1f} "
+                        print(f"round={rnd} engine=promptlottery loop={r['loop']} C={c} D_ms={d:g} n={n} calls_s={r['calls_s']:.1f} "
                               f"cpu_ms_per_call={r['cpu_per_call_ms']:.3f} cached_rerun_s={r['cached_s']:.2f}", flush=True)  # fmt: skip
+                        if loop_row:  # the same engine on uvloop, right after: the loop's share
+                            t = timed(
+                                UVLOOP_ROW, c, d, ours, url, c, n, f"r{rnd}-c{c}-d{int(d)}-u", tmp, "uvloop"
+                            )
+                            print(f"round={rnd} engine={UVLOOP_ROW} C={c} D_ms={d:g} n={n} calls_s={t['calls_s']:.1f} "
+                                  f"cpu_ms_per_call={t['cpu_per_call_ms']:.3f}", flush=True)  # fmt: skip
                         for kind in () if args.no_ceilings else CEILINGS:
                             t = timed(kind, c, d, ceiling, kind, url, c, n)
                             if t:
@@ -299,20 +323,25 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
         "| stub CPU per call |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    engines = ["promptlottery", *(CEILINGS if ceilings else ())]
+    engines = ["promptlottery", *([UVLOOP_ROW] if any(e == UVLOOP_ROW for e, _, _ in results) else []),
+               *(CEILINGS if ceilings else ())]  # fmt: skip
+
+    def name_of(engine: str, c: int, d: float) -> str:
+        """The table's name for a row: the engine's with its event loop (saved runs before it had none)."""
+        loop = (results.get((engine, c, d)) or [{}])[0].get("loop")
+        return CEILINGS.get(engine) or (f"promptlottery ({loop})" if loop else engine)
+
     for d in ds:
         for c in cs:
             for engine in engines:
                 m = med.get((engine, c, d))
-                name = CEILINGS.get(engine, engine)
+                name = name_of(engine, c, d)
                 if m is None:
                     rows.append(f"| {name} | {d:g} ms | {c} | failed (see stderr) | | | | | | |")
                     continue
                 b, which = bound(engine, c, d)
                 bare = med.get(("aiohttp", c, d))
-                vs_bare = (
-                    f"{m['calls_s'] / bare['calls_s']:.0%}" if engine == "promptlottery" and bare else ""
-                )
+                vs_bare = f"{m['calls_s'] / bare['calls_s']:.0%}" if engine not in CEILINGS and bare else ""
                 rows.append(
                     f"| {name} | {d:g} ms | {c} | {m['calls_s']:.0f} | {b:.0f} ({which}) | {m['calls_s'] / b:.0%} "
                     f"| {vs_bare} | {ms(m.get('cpu_per_call_ms'))} | {ms(m.get('wait_per_call_ms'))} "

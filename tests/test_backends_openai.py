@@ -385,3 +385,84 @@ def test_stopping_at_a_label_token_refuses_a_two_token_label(stub, monkeypatch):
     stub.script = [(200, None, {})]
     out = backend.generate(req, Decoding(top_logprobs=5, max_new_tokens=4, stop_at_label=False))
     assert "stop_token_ids" not in stub.seen[-1]["body"] and out[0].raw_text == "4"
+
+
+# -- the answer check's fast path ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("where", "value", "ok"),
+    [
+        ("position", -0.7, True), ("position", 0, True), ("position", -3, True), ("position", -math.inf, True),
+        ("position", 0.0, True), ("alternative", 1e-7, True), ("legacy", -1, True), ("legacy_top", -0.5, True),
+        ("position", math.nan, False), ("position", math.inf, False), ("alternative", 0.5, False),
+        ("alternative", True, False), ("alternative", "-0.1", False), ("alternative", None, False),
+        ("legacy", math.nan, False), ("legacy_top", 2, False), ("legacy_top", "x", False),
+    ],
+)  # fmt: skip
+def test_the_answer_check_reads_each_logprob_once_and_refuses_the_same_values(where, value, ok):
+    """A float at most 0 passes at once; anything else (an int, -inf, NaN, a string, a bool, a positive
+    number) is judged by the slow path: the same verdicts, the field named in the one-line error."""
+    from promptlottery.backends.answer_checks import MalformedAnswerError, check_answer
+
+    top = [
+        {"token": "4", "logprob": -0.1},
+        {"token": "5", "logprob": value if where == "alternative" else -2.0},
+    ]
+    pos = {"token": "4", "logprob": value if where == "position" else -0.1, "top_logprobs": top}
+    lp = {"content": [pos]}
+    if where.startswith("legacy"):
+        lp = {"tokens": ["4"], "token_logprobs": [value if where == "legacy" else -0.1],
+              "top_logprobs": [{"4": value if where == "legacy_top" else -0.1}]}  # fmt: skip
+    data = {"choices": [{"logprobs": lp}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    if ok:
+        check_answer(data, where="judge at x (request abc)")
+        return
+    with pytest.raises(MalformedAnswerError, match=r"^judge at x \(request abc\): malformed answer: ") as err:
+        check_answer(data, where="judge at x (request abc)")
+    named = {"position": "logprobs.content[0]", "alternative": "token '5' at position 0",
+             "legacy": "logprobs.token_logprobs[0]", "legacy_top": "token '4' at position 0"}[where]  # fmt: skip
+    assert named in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("count", [-1, 1.5, "3", True, math.inf])
+def test_the_answer_check_refuses_a_token_count_that_is_no_count(count):
+    from promptlottery.backends.answer_checks import MalformedAnswerError, check_answer
+
+    check_answer({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2.0}}, where="w")
+    with pytest.raises(MalformedAnswerError, match=r"usage\.completion_tokens is "):
+        check_answer({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": count}}, where="w")
+
+
+# -- the HTTP client's event loop ----------------------------------------------------------------------
+def _answers(url, tmp_path, tag, **kw):
+    """run_calls' answers through a backend with ``kw`` (without their latency), and its loop's module."""
+    backend = _backend(url, max_concurrency=4, **kw)
+    got = run_calls(_reqs(12), backend, CallCache(tmp_path / f"{tag}.sqlite"), Decoding(), stats=CallStats())
+    loop = type(backend._client.loop).__module__.split(".")[0]
+    backend.close()
+    return {k: {**r.to_json(), "latency_s": None} for k, r in got.items()}, loop
+
+
+def test_without_uvloop_event_loop_auto_falls_back_to_asyncios_loop_with_the_same_answers(
+    stub, tmp_path, monkeypatch
+):
+    import sys
+
+    plain, loop = _answers(stub.url, tmp_path, "plain")
+    assert loop == "asyncio" and len(plain) == 12
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as where it is not installed: the import fails
+    fallback, loop = _answers(stub.url, tmp_path, "auto", event_loop="auto")
+    assert loop == "asyncio" and fallback == plain
+    with pytest.raises(
+        ValueError, match=r"^VLLMServerBackend: event_loop='uvloop' but uvloop is not installed"
+    ):
+        _backend(stub.url, event_loop="uvloop")  # asked for by name: refused before any call
+    with pytest.raises(ValueError, match=r"event_loop='trio' must be one of asyncio, auto, uvloop"):
+        _backend(stub.url, event_loop="trio")
+
+
+def test_uvloop_where_installed_gives_the_same_answers(stub, tmp_path):
+    pytest.importorskip("uvloop")
+    plain, _ = _answers(stub.url, tmp_path, "plain")
+    for name in ("uvloop", "auto"):
+        fast, loop = _answers(stub.url, tmp_path, name, event_loop=name)
+        assert loop == "uvloop" and fast == plain

@@ -63,6 +63,25 @@ def test_the_window_keeps_c_calls_in_flight_and_stores_every_answer_once(server,
     assert len(server.seen) == 48 and again["key0001"].raw_text == "4"  # all from the cache
 
 
+def test_answers_read_apart_send_a_malformed_one_again_and_store_each_answer_once(server, tmp_path):
+    """The window reads a turn's answers after the requests of that turn went out (calls.stream._Calls):
+    an answer that reads as malformed (a NaN logprob) is sent again, within max_retries, while the others
+    go on; every answer is stored once, the well-formed ones as the server gave them."""
+    bad = '{"choices": [{"message": {"content": "4"}, "logprobs": {"content": [{"token": "4", "logprob": NaN}]}}]}'
+    server.delay_s, server.script = 0.005, [(200, bad, {})] * 5  # the first five answers
+    cache = CallCache(tmp_path / "c.sqlite")
+    out = run_calls(_reqs(64), _backend(server.url, 8), cache, Decoding(), stats=CallStats(), backoff_s=0.01)
+    assert len(out) == 64 and len(cache) == 64 and len(server.seen) == 64 + 5  # five sent twice
+    sent = server.contents
+    assert len(set(sent)) == 64 and all(sent.count(c) <= 2 for c in sent)
+    assert all(r.label_probs["4"] == pytest.approx(0.6) for r in out.values())  # none of the bad ones stored
+    server.script = [(200, bad, {})] * 3  # malformed at every attempt: that call fails alone
+    with pytest.raises(JudgingError, match="1 call\\(s\\) failed.*malformed answer"):
+        run_calls(_reqs(65), _backend(server.url, 8), cache, Decoding(), stats=CallStats(), max_retries=2,
+                  backoff_s=0.01)  # fmt: skip
+    assert len(cache) == 64 and len(server.seen) == 64 + 5 + 3
+
+
 def test_a_throttled_call_is_retried_alone_after_retry_after(server, tmp_path):
     server.script = [(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.2"})]
     t0 = time.perf_counter()

@@ -38,23 +38,24 @@ def _number(value: Any) -> float | None:
 
 def check_answer(data: Any, *, where: str) -> None:
     """Refuse (:class:`MalformedAnswerError`, one line with ``where``) an answer whose logprobs are not
-    finite numbers at most 0, or whose token counts are not non-negative integers."""
+    finite numbers at most 0, or whose token counts are not non-negative integers.
 
-    def bad(what: str, value: Any) -> MalformedAnswerError:
-        return MalformedAnswerError(
-            f"{where}: malformed answer: {what} is {value!r:.40}; the call is retried and never stored"
-        )
-
+    Every logprob is read once: a float at most :data:`MAX_LOGPROB` (what a server sends) passes at
+    once, anything else is judged by :func:`_check_logprob` (an int that is a logprob passes there too),
+    and the field's name is spelt out only for an error: at hundreds of answers a second the check
+    costs a few microseconds an answer (docs/benchmarks.md)."""
     if not isinstance(data, dict):
-        raise bad("the answer", data)
+        raise _bad(where, "the answer", data)
     usage = data.get("usage")
     if usage is not None and not isinstance(usage, dict):
-        raise bad("usage", usage)
+        raise _bad(where, "usage", usage)
     for field in ("prompt_tokens", "completion_tokens", "total_tokens"):
         v = (usage or {}).get(field)
+        if v is None or (type(v) is int and v >= 0):
+            continue
         n = _number(v)
-        if v is not None and (n is None or not math.isfinite(n) or n < 0 or n != int(n)):
-            raise bad(f"usage.{field}", v)
+        if n is None or not math.isfinite(n) or n < 0 or n != int(n):
+            raise _bad(where, f"usage.{field}", v)
     choices = data.get("choices")
     if not isinstance(choices, list):
         return  # parse_response says "without choices"
@@ -63,27 +64,43 @@ def check_answer(data: Any, *, where: str) -> None:
         if lp is None:
             continue
         if not isinstance(lp, dict):
-            raise bad("logprobs", lp)
-        for k, pos in enumerate(lp.get("content") or []):
-            _check_logprob(
-                pos.get("logprob") if isinstance(pos, dict) else pos, f"logprobs.content[{k}]", bad
-            )
-            for alt in (pos.get("top_logprobs") or []) if isinstance(pos, dict) else []:
-                tok = alt.get("token") if isinstance(alt, dict) else alt
-                _check_logprob(alt.get("logprob") if isinstance(alt, dict) else None,
-                               f"the logprob of token {tok!r} at position {k}", bad)  # fmt: skip
+            raise _bad(where, "logprobs", lp)
+        _check_positions(lp.get("content") or [], where)
         for k, v in enumerate(lp.get("token_logprobs") or []):
-            if v is not None:  # the legacy API's first prompt token has none
-                _check_logprob(v, f"logprobs.token_logprobs[{k}]", bad)
+            if v is not None and not (type(v) is float and v <= MAX_LOGPROB):  # the legacy API's first
+                _check_logprob(v, f"logprobs.token_logprobs[{k}]", where)  # prompt token has None
         for k, top in enumerate(lp.get("top_logprobs") or []):
             for tok, v in (top or {}).items() if isinstance(top, dict) else []:
-                _check_logprob(v, f"the logprob of token {tok!r} at position {k}", bad)
+                if not (type(v) is float and v <= MAX_LOGPROB):
+                    _check_logprob(v, f"the logprob of token {tok!r} at position {k}", where)
 
 
-def _check_logprob(value: Any, what: str, bad) -> None:
+def _check_positions(positions: list, where: str) -> None:
+    """The chat API's ``logprobs.content``: each position's logprob and its ``top_logprobs``."""
+    for k, pos in enumerate(positions):
+        if not isinstance(pos, dict):
+            _check_logprob(pos, f"logprobs.content[{k}]", where)
+            continue
+        v = pos.get("logprob")
+        if not (type(v) is float and v <= MAX_LOGPROB):  # NaN and +inf fail the comparison
+            _check_logprob(v, f"logprobs.content[{k}]", where)
+        for alt in pos.get("top_logprobs") or []:
+            v = alt.get("logprob") if isinstance(alt, dict) else None
+            if not (type(v) is float and v <= MAX_LOGPROB):
+                tok = alt.get("token") if isinstance(alt, dict) else alt
+                _check_logprob(v, f"the logprob of token {tok!r} at position {k}", where)
+
+
+def _bad(where: str, what: str, value: Any) -> MalformedAnswerError:
+    return MalformedAnswerError(
+        f"{where}: malformed answer: {what} is {value!r:.40}; the call is retried and never stored"
+    )
+
+
+def _check_logprob(value: Any, what: str, where: str) -> None:
     x = _number(value)
     if x is None or math.isnan(x) or x == math.inf or x > MAX_LOGPROB:
-        raise bad(what, value)
+        raise _bad(where, what, value)
 
 
 def secret_values(api_key_env: str | None) -> list[str]:

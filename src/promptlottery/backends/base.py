@@ -161,6 +161,17 @@ class Backend(ABC):
         """Answer one request (a backend with ``streams``); raises BackendError."""
         raise NotImplementedError(f"{type(self).__name__} does not stream")
 
+    async def afetch(self, request: JudgeRequest, decoding: Decoding) -> Any:
+        """The answer to one request as received, for :meth:`read_answer` (a backend with ``streams``):
+        the call loop receives the answers and reads them apart (:mod:`promptlottery.calls.stream`), so
+        an answer's reading does not hold the next request back. Default: :meth:`acall`'s answer."""
+        return await self.acall(request, decoding)
+
+    def read_answer(self, fetched: Any, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
+        """``fetched`` (:meth:`afetch`) read into a JudgeResponse; raises BackendError (a transient one
+        is sent again). Default: it is one already."""
+        return fetched
+
     def submit(self, coro):
         """Run ``coro`` on the backend's one event loop; a ``concurrent.futures.Future`` (``streams``)."""
         raise NotImplementedError(f"{type(self).__name__} does not stream")

@@ -32,7 +32,7 @@ from typing import Any
 
 from promptlottery.backends.answer_checks import check_answer, deadline_error, scrub, secret_values
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.http_client import LoopClient
+from promptlottery.backends.http_client import LoopClient, check_event_loop
 from promptlottery.backends.openai_wire import (
     TransientBackendError,
     classify_http_error,
@@ -133,7 +133,9 @@ class OpenAICompatBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         tokenizer: str | None = None,
         cache_dir: str = ".cache/promptlottery",
+        event_loop: str = "asyncio",
     ):
+        check_event_loop(event_loop, where=type(self).__name__)
         base_url = base_url or self.default_base_url
         if not base_url:
             raise ValueError(f"{type(self).__name__}: base_url is required")
@@ -149,6 +151,8 @@ class OpenAICompatBackend(Backend):
         self.extra_body = dict(extra_body or {})
         self.tokenizer_source = tokenizer
         self.cache_dir = cache_dir
+        #: the HTTP client's event loop (http_client.new_loop: asyncio, auto, uvloop); never changes an answer
+        self.event_loop = event_loop
         self.token_count_method = "tokenizer" if tokenizer else "approx_chars_div_4"
         #: (key, decoding) -> answer, for the answered requests of the last batch that failed: its
         #: retry (the same batch) sends only the others
@@ -287,6 +291,7 @@ class OpenAICompatBackend(Backend):
                 max_connections=self.max_concurrency,
                 timeout_s=self.timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
+                event_loop=self.event_loop,
             )
         return client
 
@@ -303,8 +308,13 @@ class OpenAICompatBackend(Backend):
         return {k: v for k, v in self.__dict__.items() if k != "_loop_client"}
 
     async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
-        """Send ``request`` once; a transient failure is a :class:`TransientBackendError` (with the
-        server's ``Retry-After`` and HTTP ``status``)."""
+        """Send ``request`` once and read the answer (:meth:`afetch`, :meth:`read_answer`)."""
+        return self.read_answer(await self.afetch(request, decoding), request, decoding)
+
+    async def afetch(self, request: JudgeRequest, decoding: Decoding) -> tuple[bytes, float]:
+        """Send ``request`` once: the 200 answer's bytes and the seconds it took (read by
+        :meth:`read_answer`); a transient failure is a :class:`TransientBackendError` (with the server's
+        ``Retry-After`` and HTTP ``status``)."""
         import aiohttp
 
         path, body = self._payload(request, decoding)
@@ -324,17 +334,25 @@ class OpenAICompatBackend(Backend):
             ) from None
         self.rate_headroom = rate_headroom(headers)
         if status == 200:
-            try:
-                data = json.loads(raw)
-            except ValueError as exc:
-                text = raw[:200].decode("utf-8", "replace")
-                raise BackendError(f"{self.name}: response is not JSON: {text}") from exc
-            return self._parse(data, request, decoding, time.perf_counter() - t0)
+            return raw, time.perf_counter() - t0
         err = self._classify(status, raw.decode("utf-8", "replace"), request)
         if isinstance(err, TransientBackendError):
             err.retry_after = _seconds(headers.get("retry-after"))
             err.status = status
         raise err
+
+    def read_answer(
+        self, fetched: tuple[bytes, float], request: JudgeRequest, decoding: Decoding
+    ) -> JudgeResponse:
+        """The answer's bytes (:meth:`afetch`) as a JudgeResponse: JSON, checked at the boundary
+        (:mod:`~promptlottery.backends.answer_checks`), label probabilities read."""
+        raw, latency = fetched
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            text = raw[:200].decode("utf-8", "replace")
+            raise BackendError(f"{self.name}: response is not JSON: {text}") from exc
+        return self._parse(data, request, decoding, latency)
 
     async def agenerate(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         """Send every request not answered before, once; the batch fails with its first error (a

@@ -186,8 +186,9 @@ def rate_headroom(headers: Any) -> float | None:
     """
     shares = []
     for remaining, limit in RATE_LIMIT_HEADERS:
-        r, lim = headers.get(remaining), headers.get(limit)
-        if r is None or lim is None:
+        r = headers.get(remaining)
+        lim = None if r is None else headers.get(limit)  # most answers state none: one look-up each
+        if lim is None:
             continue
         try:
             r_, lim_ = float(r), float(lim)

@@ -5,11 +5,14 @@ Up to ``window.size`` calls run on the backend's own event loop (:meth:`Backend.
 call starts the next one, so a slow answer holds one slot, not a batch. Each call is retried on its
 own; answers are handed to the caller's thread in lists and written to the cache there.
 
-The window is a set of worker coroutines, each sending its next request in the step that read its last
-answer: one event loop thread serves every call, so at C calls in flight what it spends per call
+The window is a set of worker coroutines, each sending its next request in the step that received its
+last answer: one event loop thread serves every call, so at C calls in flight what it spends per call
 between an answer and the next request adds up over the answers that arrive together (a server of
-fixed delay D answers in waves of up to C): at C = 256 and D = 100 ms the window reaches what a bare
-aiohttp client reaches on the same machine (docs/benchmarks.md).
+fixed delay D answers in waves of up to C). So an answer is received (``Backend.afetch``) and read
+(``Backend.read_answer``: JSON, the boundary checks, label probabilities: a quarter of the client's CPU
+a call) apart, a turn's answers after the requests of that turn went out: at C = 256 and D = 100 ms
+the window reaches or passes what a bare aiohttp client reaches on the same machine
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -127,71 +130,160 @@ def stream_calls(
 async def _window(backend, misses, decoding, window: Window, out: queue.Queue, stop: threading.Event,
                   max_retries: int, backoff_s: float, spend: SpendCap | None = None) -> None:  # fmt: skip
     """On the backend's loop: keep ``window.size`` calls in flight, hand each answer (or its final
-    error) to the caller's thread in the order they arrive, one list per turn of the loop; ``None``
-    at the end.
-
-    ``window.ceiling`` workers (fewer for fewer calls), each sending its next request in the same step
-    that took its last answer (no task, callback or wake-up per call between an answer and the next
-    request); workers above ``window.size`` (the window shrank on a throttle) park until a call ends.
-    Each answer is added to ``spend`` here, so the cap stops the sending at once."""
-    loop = asyncio.get_running_loop()
-    finished: list[tuple[JudgeRequest, object]] = []
-    parked: collections.deque[asyncio.Future] = collections.deque()
-    it = iter(misses)
-    in_flight = 0
-
-    def hand_over() -> None:
-        nonlocal finished
-        if finished:
-            out.put(finished)
-            finished = []
-
-    def wake(n: int) -> None:
-        while parked and n > 0:
-            f = parked.popleft()
-            if not f.done():
-                f.set_result(None)
-                n -= 1
-
-    async def worker() -> None:
-        nonlocal in_flight
-        try:
-            while not stop.is_set():
-                if in_flight >= window.size:  # the window shrank: wait for a call to end
-                    f = loop.create_future()
-                    parked.append(f)
-                    await f
-                    continue
-                r = next(it, None)
-                if r is None:
-                    return
-                in_flight += 1
-                try:
-                    a = await _acall(backend, r, decoding, window, max_retries, backoff_s)
-                except Exception as exc:  # noqa: BLE001 - its final error, handed over like an answer
-                    a = exc
-                finally:
-                    in_flight -= 1
-                if spend is not None and isinstance(a, JudgeResponse):
-                    spend.add(a)  # the running total, on this thread: at the cap nothing more is sent
-                    if spend.reached:
-                        stop.set()
-                if not finished:  # one hand-over per turn of the loop, after this turn's answers
-                    loop.call_soon(hand_over)
-                finished.append((r, a))
-                wake(window.size - in_flight - 1)  # room for others beside this worker's next call
-        finally:
-            wake(len(parked))  # no more to send (or stopped): the parked workers end too
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(window.ceiling, len(misses)))]
+    error) to the caller's thread in the order they are read, one list per turn of the loop; ``None``
+    at the end (:class:`_Calls`)."""
+    calls = _Calls(backend, iter(misses), decoding, window, out, stop, max_retries, backoff_s, spend)
+    workers = [asyncio.ensure_future(calls.worker()) for _ in range(min(window.ceiling, len(misses)))]
     try:
         await asyncio.gather(*workers)
     finally:
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        hand_over()
-        out.put(None)
+        calls.close()
+
+
+class _Calls:
+    """The window's state on the backend's loop: ``window.ceiling`` worker coroutines, each sending its
+    next request in the step that received its last answer (no task, callback or wake-up per call
+    between an answer and the next request); workers above ``window.size`` (the window shrank on a
+    throttle) park until a call ends.
+
+    An answer is received (:meth:`Backend.afetch`: the HTTP round trip, its transient errors retried
+    there) and read (:meth:`Backend.read_answer`: JSON, the boundary checks, label probabilities) apart:
+    the answers of one turn of the loop are read together two turns later, after the requests their
+    workers sent went out, so a wave of answers from a server of fixed delay sends its next wave
+    without waiting for every answer's reading (docs/benchmarks.md). An answer that reads as a
+    transient error (a malformed answer) is sent again after :func:`retry_delay`, counted against
+    ``max_retries`` as before. With a spend cap each answer is read at once and added to ``spend``,
+    so the cap stops the sending at once."""
+
+    def __init__(self, backend, it, decoding, window, out, stop, max_retries, backoff_s, spend):
+        self.backend, self.it, self.decoding, self.window = backend, it, decoding, window
+        self.out, self.stop, self.max_retries, self.backoff_s, self.spend = (
+            out,
+            stop,
+            max_retries,
+            backoff_s,
+            spend,
+        )
+        self.loop = asyncio.get_running_loop()
+        self.finished: list[tuple[JudgeRequest, object]] = []
+        self.unread: list[tuple[JudgeRequest, object, int, int]] = []
+        self.parked: collections.deque[asyncio.Future] = collections.deque()
+        #: (request, attempt) to send again, and the timers that will put more there
+        self.again: collections.deque[tuple[JudgeRequest, int]] = collections.deque()
+        self.timers: list[asyncio.TimerHandle] = []
+        self.in_flight = 0
+        #: answers received but not read, and reads waiting to send their request again
+        self.pending = 0
+        self.closing = False
+
+    def _next(self) -> tuple[JudgeRequest, int] | None:
+        if self.again:
+            return self.again.popleft()
+        r = next(self.it, None)
+        return None if r is None else (r, 0)
+
+    async def worker(self) -> None:
+        try:
+            while not self.stop.is_set():
+                item = self._next() if self.in_flight < self.window.size else None
+                if item is None:
+                    if self.in_flight < self.window.size and not self.pending:
+                        return  # nothing left to send, nothing that may come back
+                    await self._park()  # the window shrank, or a read may send a call again
+                    continue
+                r, attempt = item
+                self.in_flight += 1
+                try:
+                    got = await _afetch(self.backend, r, self.decoding, self.window, self.max_retries,
+                                        self.backoff_s, attempt)  # fmt: skip
+                except Exception as exc:  # noqa: BLE001 - its final error, handed over like an answer
+                    got = exc
+                finally:
+                    self.in_flight -= 1
+                if isinstance(got, Exception):
+                    self._done(r, got)
+                elif self.spend is not None:
+                    self._read(r, *got)
+                else:
+                    if not self.unread:  # read after the requests sent in this turn went out
+                        self.loop.call_soon(self.loop.call_soon, self._read_all)
+                    self.unread.append((r, *got))
+                    self.pending += 1
+                self._wake(self.window.size - self.in_flight - 1)  # room beside this worker's next call
+        finally:
+            self._wake(len(self.parked))  # no more to send (or stopped): the parked workers look again
+
+    async def _park(self) -> None:
+        f = self.loop.create_future()
+        self.parked.append(f)
+        await f
+
+    def _wake(self, n: int) -> None:
+        while self.parked and n > 0:
+            f = self.parked.popleft()
+            if not f.done():
+                f.set_result(None)
+                n -= 1
+
+    def _read_all(self) -> None:
+        batch, self.unread = self.unread, []
+        self.pending -= len(batch)
+        for item in batch:
+            try:
+                self._read(*item)
+            except Exception as exc:  # noqa: BLE001 - not an answer's error but ours: the caller raises it
+                self._done(item[0], exc)
+        if not self.pending:
+            self._wake(len(self.parked))  # nothing can come back: the idle workers may end
+
+    def _read(self, r: JudgeRequest, fetched, attempt: int, epoch: int) -> None:
+        """Read one answer: to the caller, or (a transient error with retries left) sent again later."""
+        try:
+            a = self.backend.read_answer(fetched, r, self.decoding)
+        except Exception as exc:  # noqa: BLE001 - the predicate decides
+            if attempt < self.max_retries and not self.closing and self.backend.is_retryable(exc):
+                delay = retry_delay(attempt, self.backoff_s, exc)
+                logger.warning("retrying attempt=%d delay_s=%.1f error=%s", attempt + 1, delay, exc)
+                self.pending += 1
+                self.timers.append(self.loop.call_later(delay, self._again, r, attempt + 1))
+                return
+            a = exc
+        else:
+            self.window.on_answer(epoch, getattr(self.backend, "rate_headroom", None))
+            if self.spend is not None:
+                self.spend.add(a)  # the running total, on this thread: at the cap nothing more is sent
+                if self.spend.reached:
+                    self.stop.set()
+        self._done(r, a)
+
+    def _again(self, r: JudgeRequest, attempt: int) -> None:
+        self.pending -= 1
+        self.again.append((r, attempt))
+        self._wake(1)
+
+    def _done(self, r: JudgeRequest, a: object) -> None:
+        if not self.finished:  # one hand-over per turn of the loop, after this turn's answers
+            self.loop.call_soon(self._hand_over)
+        self.finished.append((r, a))
+
+    def _hand_over(self) -> None:
+        if self.finished:
+            self.out.put(self.finished)
+            self.finished = []
+
+    def close(self) -> None:
+        """The end (or a stop): every answer received is read and handed over (one that reads as a
+        transient error as its failure), then ``None``; the calls waiting to be sent again are not sent
+        (the re-run sends them)."""
+        self.closing = True
+        for t in self.timers:
+            t.cancel()
+        self._read_all()
+        self._hand_over()
+        self.out.put(None)
 
 
 #: a call throttled (HTTP 429) under the adaptive window is retried this many times before its
@@ -199,18 +291,19 @@ async def _window(backend, misses, decoding, window: Window, out: queue.Queue, s
 MAX_THROTTLED_RETRIES = 32
 
 
-async def _acall(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
-                 max_retries: int, backoff_s: float) -> JudgeResponse:  # fmt: skip
-    """:func:`_call` for one streamed request: retried while ``backend.is_retryable``, waiting
-    :func:`retry_delay` (at least the server's Retry-After); a 429 or nearly spent rate-limit
-    headers shrink the window (:class:`~promptlottery.calls.window.Window`), and a 429 is retried
-    up to :data:`MAX_THROTTLED_RETRIES` times before it counts as a failed attempt (it says "later",
-    not "no")."""
-    attempt = throttled = 0
+async def _afetch(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
+                  max_retries: int, backoff_s: float, attempt: int = 0) -> tuple[object, int, int]:  # fmt: skip
+    """The answer to ``request`` as received (:meth:`Backend.afetch`), the attempt it took and the
+    window's epoch it was sent in: :func:`_call` for one streamed request, retried while
+    ``backend.is_retryable``, waiting :func:`retry_delay` (at least the server's Retry-After); a 429
+    shrinks the window (:class:`~promptlottery.calls.window.Window`) and is retried up to
+    :data:`MAX_THROTTLED_RETRIES` times before it counts as a failed attempt (it says "later", not
+    "no"). Nearly spent rate-limit headers shrink the window when the answer is read."""
+    throttled = 0
     while True:
         epoch = window.epoch
         try:
-            answer = await backend.acall(request, decoding)
+            return await backend.afetch(request, decoding), attempt, epoch
         except Exception as exc:  # noqa: BLE001 - the predicate decides
             retryable = backend.is_retryable(exc)
             if retryable and getattr(exc, "status", None) == 429:
@@ -226,5 +319,3 @@ async def _acall(backend: Backend, request: JudgeRequest, decoding: Decoding, wi
                 await asyncio.sleep(delay)
                 continue
             raise
-        window.on_answer(epoch, getattr(backend, "rate_headroom", None))
-        return answer

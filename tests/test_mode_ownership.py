@@ -135,3 +135,28 @@ def test_the_scan_flags_what_it_should(tmp_path, rel, source, flagged):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source + "\n", encoding="utf-8")
     assert [w for _, _, w in findings(tmp_path, _modes())] == flagged
+
+
+def test_the_card_the_schema_and_the_job_hash_ask_the_mode():
+    """The judge card of a mode's rows is the one it names (the label matrix's by default; none: one
+    line); the run schema's ``judge`` fields and the job hash's neutral defaults hold every mode's own
+    options, in the place results.json has always had them (before ``controls``)."""
+    import dataclasses
+
+    from promptlottery.analysis.card.kind import MatrixCard, card_kind
+    from promptlottery.config import JudgeConfig
+    from promptlottery.judging.table import AnalysisError
+    from promptlottery.tracking.jobdir import config_hash, neutral_nested
+
+    assert isinstance(card_kind("pointwise"), MatrixCard) and isinstance(card_kind("analytic"), MatrixCard)
+    assert card_kind("pairwise").key == ("variant", "item_id", "order")
+    with pytest.raises(AnalysisError, match=r"^judge.mode=listwise has no judge card"):
+        card_kind("listwise")
+    own = {n: d for m in _modes().values() for n, d in m.options.items()}
+    assert own == {"identical_pairs": "warn"}
+    names = [f.name for f in dataclasses.fields(JudgeConfig)]
+    assert names[-2:] == ["identical_pairs", "controls"] and "position_swap" in names
+    assert neutral_nested()["judge"]["identical_pairs"] == "warn"
+    job = {"judge": {"mode": "pairwise", "variant": "P1"}}
+    assert config_hash({"judge": {**job["judge"], "identical_pairs": "warn"}}) == config_hash(job)
+    assert config_hash({"judge": {**job["judge"], "identical_pairs": "refuse"}}) != config_hash(job)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.budget.pairwise_simulation import simulate_pairwise_adaptive
+from promptlottery.analysis.budget.pairwise.simulation import simulate_pairwise_adaptive
 from promptlottery.metrics.adaptive import item_order
 from tests.conftest import compose
 

@@ -94,14 +94,25 @@ def test_the_files_a_mode_needs_are_there_for_every_mode_and_counted_right():
     table = after(EXT, "new mode touches:", "So a new mode is")
     files = re.findall(r"^\| `([^`]+)`( \([^)]*\))? \|", table, flags=re.M)
     src = [f for f, note in files if f.startswith("src/promptlottery/") and f.endswith((".py", "/"))]
+    optional = {f for f, note in files if "if the mode names it" in note}
     for name, mode in MODES.items():
+        named = [r for r in (*mode.sections, mode.budget_full, mode.budget_sparse, mode.card) if r]
         for f in src:
             path = REPO / f.replace("<mode>", name)
             if "/sections/" in f and mode.label_matrix:
                 continue  # a label_matrix mode is read by the lottery analysis: no section of its own
+            module = f.replace("<mode>", name).removeprefix("src/").rstrip("/").replace("/", ".")
+            if f in optional and not any(r.startswith(module + ".") for r in named):
+                continue  # a budget analysis or a card the mode does not name
             assert path.is_file() or path.with_suffix("").is_dir(), (name, f)
+        for f in optional:  # what a mode names by path is in its optional folder, where one is listed
+            module = f.replace("<mode>", name).removeprefix("src/").rstrip("/").replace("/", ".")
+            assert all(
+                (REPO / f.replace("<mode>", name)).is_dir() for r in named if r.startswith(module + ".")
+            ), (name, f)
         assert mode.label_matrix or any(s.mode == name for s in SECTIONS), name
     always = [f for f, note in files if f in src and not note]
+    assert optional and optional <= set(src), "the table lists a mode's budget and card folders"
     n_only_if = len([f for f, note in files if f in src and "only if" in note])
     n_label_matrix = len([f for f in always if "/sections/" not in f])  # no section of its own
     said = re.search(

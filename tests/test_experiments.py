@@ -59,7 +59,7 @@ def test_pairwise_experiment_composes_and_renders_both_orders(name, tmp_path):
     cfg = compose([f"+experiment={name}", "backbone=fake"], tmp_path=tmp_path)
     assert cfg.judge.mode == "pairwise" and cfg.judge.position_swap
     group = load_group(cfg.judge.prompt_group)
-    assert group.scale.pairwise and list(group.variants) == ["P1", "P2", "P3", "P4", "P5"]
+    assert group.scale.preference and list(group.variants) == ["P1", "P2", "P3", "P4", "P5"]
     options = OmegaConf.to_container(cfg.dataset.options, resolve=True)
     items = load_items(cfg.dataset.name, data_dir=DATA_DIR, limit=3, seed=0, sample_by="item", **options)
     assert name == "mt_bench_ranking_pairwise" or any(cfg.judge.criterion in it.human for it in items)

@@ -117,7 +117,7 @@ class Sweep:
         self.cfg = cfg
         self.group = resolve_group(cfg.judge, default_group(cfg.judge))
         self.scale = self.group.scale
-        self.pairwise = self.scale.pairwise
+        self.pairwise = self.scale.preference
         # smoke sweeps P1 and P2 only: its last wording is the inverted one
         self.inverted = INVERTED if INVERTED in self.variants else self.variants[-1]
         with open_dict(cfg):

@@ -106,7 +106,7 @@ def test_pairwise_shows_a_pair_in_both_orders_each_keyed_by_its_order():
 
 
 def test_each_mode_refuses_the_other_modes_group_in_one_line():
-    with pytest.raises(ModeError, match=r"^judge.mode=pairwise but G16 has the pointwise scale likert_1_10"):
+    with pytest.raises(ModeError, match=r"^judge.mode=pairwise but G16 has the rating scale likert_1_10"):
         check_mode("pairwise", get_scale("likert_1_10"), group="G16", items=[PAIR], where="d")
     with pytest.raises(
         ModeError,

@@ -274,7 +274,7 @@ def test_a_pairwise_group_in_pointwise_mode_and_a_pointwise_group_on_pairs_stop(
         ["dataset=llmbar_natural", "dataset.limit=3", "judge=mt_bench_quality", "judge.mode=pairwise"],
     )
     with pytest.raises(
-        ModeError, match=r"judge.mode=pairwise but prompt group G16 has the pointwise scale likert_1_10"
+        ModeError, match=r"judge.mode=pairwise but prompt group G16 has the rating scale likert_1_10"
     ):
         run(cfg, tmp_path / "job2", backend=AlwaysA())
     cfg = _cfg(tmp_path, ["dataset=llmbar_natural", "dataset.limit=3", "judge=mt_bench_quality"])

@@ -181,7 +181,7 @@ def test_every_variant_renders_and_asks_for_the_label(gid):
             assert value in user, (gid, vid, value)
         assert "{{" not in user and "{%" not in user
         tail = user.splitlines()[-1].lower()
-        if g.scale.pairwise:  # pair-v2 asks for [[A]] / [[B]] / [[C]] in its system prompt, read after "[["
+        if g.scale.preference:  # pair-v2 asks for [[A]] / [[B]] / [[C]] in its system prompt, read after "[["
             fmt = messages[0]["content"]
             assert all(f"[[{lab}]]" in fmt for lab in g.scale.labels), (gid, vid)
             assert g.assistant_prefix == "[["

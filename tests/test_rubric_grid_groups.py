@@ -13,7 +13,7 @@ from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data import load_items
 from promptlottery.judging.runner import Condition, build_requests
-from promptlottery.modes.base import ModeError
+from promptlottery.prompts.groups import PromptError
 from promptlottery.rubrics.grid_groups import condition_group, grid_items
 from promptlottery.rubrics.prompts import PromptBuilder
 from promptlottery.rubrics.study import conditions as study_conditions
@@ -99,7 +99,7 @@ def test_infobench_renders_the_studys_messages_with_each_items_own_questions(tmp
     shown = grid_items(builder, conditions[2], sample)[0]
     item = next(it for it in sample if it.id == shown.id)
     assert list(shown.meta["criteria"]) == [c.id for c in builder.task.criteria(item)]
-    with pytest.raises(ModeError, match=r"reads each item's criteria \(criteria: from_item\) but item"):
+    with pytest.raises(PromptError, match=r"reads each item's criteria \(criteria: from_item\) but item"):
         build_requests(sample, condition, group, FakeBackend(), Decoding())
 
 

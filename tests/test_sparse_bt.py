@@ -95,7 +95,7 @@ def test_known_answers_through_the_sparse_estimates():
     same games with the same weights): the wordings' rankings are identical in every resample, tau 1
     and no rank change, [1, 1] and [0, 0]; on the full plan each wording's strengths are scikit-learn's
     fit to the human preferences."""
-    from promptlottery.analysis.budget.pairwise import estimate_pairwise_sparse
+    from promptlottery.analysis.budget.pairwise.report import estimate_pairwise_sparse
 
     names = ["m1", "m2", "m3", "m4"]
     s1, s2 = zip(*[(a, b) for k, a in enumerate(names) for b in names[k + 1 :]] * 4)
@@ -146,7 +146,7 @@ def test_a_fixed_baseline_plays_but_is_not_ranked():
     against the baseline only, so the likelihood separates and a model's strength minus the
     baseline's is log(wins / losses) (C large). m1 wins 3 of 4, m2 2 of 4, m3 1 of 4: ranks 1, 2, 3;
     the baseline has no bradley_terry row and is left out of the rank changes."""
-    from promptlottery.analysis.budget.pairwise_simulation import bt_estimates
+    from promptlottery.analysis.budget.pairwise.simulation import bt_estimates
 
     s1 = ["m1"] * 4 + ["m2"] * 4 + ["m3"] * 4
     s2 = ["base"] * 12
@@ -166,7 +166,7 @@ def test_a_fixed_baseline_plays_but_is_not_ranked():
 def test_the_simulator_rows_for_the_oracle_under_an_item_subsample():
     """On a full grid, the item-subsample design gives every wording the same games: the oracle's
     rankings agree in every plan and resample, so tau's mean estimate is 1 and its intervals cover."""
-    from promptlottery.analysis.budget.pairwise_simulation import simulate_pairwise_budgets
+    from promptlottery.analysis.budget.pairwise.simulation import simulate_pairwise_budgets
 
     names = ["m1", "m2", "m3"]
     s1, s2 = zip(*[(a, b) for k, a in enumerate(names) for b in names[k + 1 :]] * 4)

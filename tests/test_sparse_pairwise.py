@@ -161,7 +161,7 @@ def test_cluster_weights_by_hand():
     weights are equal, the three clusters' draw counts sum to 3, and the counts are those of the plain
     bootstrap's draws of 3 units (the clusters, in order of first appearance). A pair without an id is
     its own cluster; without a cluster of two pairs the weights are the pairs' own, unchanged."""
-    from promptlottery.analysis.budget.pairwise_simulation import pair_weights
+    from promptlottery.analysis.budget.pairwise.simulation import pair_weights
     from promptlottery.analysis.budget.simulation import bootstrap_weights
     from promptlottery.metrics.bootstrap import resample_indices
     from promptlottery.metrics.cluster_bootstrap import cluster_codes, cluster_weights
@@ -198,7 +198,7 @@ def test_known_answers_under_the_cluster_bootstrap():
     the judge that always prefers the answer shown first ("1" in order 12, "2" in order 21 in the pair's
     terms) has position consistency 0 and first-position rate 1 in every resample, so [0, 0] and [1, 1];
     the oracle (the human preference in both orders) has consistency, kappa and human agreement 1."""
-    from promptlottery.analysis.budget.pairwise import estimate_pairwise_sparse
+    from promptlottery.analysis.budget.pairwise.report import estimate_pairwise_sparse
 
     pairs, wordings = [f"q{k:02d}" for k in range(13)], ["P1", "P2", "P3"]
     clusters = [f"c{k // 4}" for k in range(12)] + [None]
@@ -229,8 +229,8 @@ def test_clusters_with_opposite_outcomes_widen_the_interval():
     (a, a) -> 1, (b, b) -> 0 or mixed -> 1/2, with chances 1/4, 1/4, 1/2: the 95% percentile interval is
     [0, 1]. Drawing the 8 pairs one by one, 0 needs all 8 from b (1/256 < 2.5%), so the interval is
     inside (0, 1): the cluster interval is the wider one. The simulator's full-grid interval too."""
-    from promptlottery.analysis.budget.pairwise import estimate_pairwise_sparse
-    from promptlottery.analysis.budget.pairwise_simulation import simulate_pairwise_budgets
+    from promptlottery.analysis.budget.pairwise.report import estimate_pairwise_sparse
+    from promptlottery.analysis.budget.pairwise.simulation import simulate_pairwise_budgets
 
     pairs, wordings = [f"q{k}" for k in range(8)], ["P1", "P2"]
     clusters = ["a"] * 4 + ["b"] * 4

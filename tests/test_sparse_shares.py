@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.budget.pairwise_simulation import (
+from promptlottery.analysis.budget.pairwise.simulation import (
     simulate_pairwise_adaptive,
     simulate_pairwise_budgets,
 )

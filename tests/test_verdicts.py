@@ -98,7 +98,7 @@ def _requests(scale, order):
 @pytest.mark.parametrize("name", sorted(SCALES))
 def test_the_prose_judge_gives_exactly_its_chosen_label_on_every_scale(name):
     scale = get_scale(name)
-    order = "12" if scale.pairwise else None
+    order = "12" if scale.preference else None
     for req, label in itertools.product(_requests(scale, order), scale.labels):
         text = prose_answer(req, label)
         s = score_response(JudgeResponse(text, None, 1, 1, 0.0), scale, prompt=req.messages[0]["content"])

@@ -1,4 +1,4 @@
-"""The PromptEval-style wording model on pairwise grids (analysis/budget/wording_model_pairwise.py): the cell outcome
+"""The PromptEval-style wording model on pairwise grids (analysis/budget/pairwise/wording_model.py): the cell outcome
 by hand, and the known judges end to end on a full and a sparse pairwise grid of the fake backend."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from promptlottery.analysis.budget.wording_model_pairwise import pairwise_agreement
+from promptlottery.analysis.budget.pairwise.wording_model import pairwise_agreement
 
 
 def test_the_cell_outcome_by_hand():

@@ -83,7 +83,9 @@ class DatasetConfig:
 
 
 @dataclass
-class JudgeConfig:
+class JudgeCore:
+    """The ``judge`` node's options that every mode has (:data:`JudgeConfig` adds the modes' own)."""
+
     family: str = MISSING
     prompt_group: str = MISSING
     variant: str = "P1"
@@ -114,11 +116,25 @@ class JudgeConfig:
     stop_rule: str = "dirichlet"
     #: adaptive: the posterior probability of the plurality at which an item stops (beta, dirichlet)
     confidence: float = 0.95
-    #: pairwise: what a pair with response_a == response_b gets (modes/pairwise.py IDENTICAL_PAIRS)
-    identical_pairs: str = "warn"
-    #: judge a prompt group's control variants (``judge.variant=<control id>``): refused unless true,
-    #: so a paraphrase sweep never judges one by accident (docs/judge_card.md)
-    controls: bool = False
+
+
+def _judge_schema() -> type:
+    """The ``judge`` node's schema: :class:`JudgeCore`, then every registered mode's own options
+    (:attr:`JudgeMode.options`, each a field of its default's type, in registration order), then
+    ``controls``: the order every results.json written so far has (a mode option sat before it)."""
+    own = [
+        (name, Any if default is None else type(default), field(default=default))
+        for _, mode in MODES.items()
+        for name, default in mode.options.items()
+    ]
+    # judge a prompt group's control variants (``judge.variant=<control id>``): refused unless true,
+    # so a paraphrase sweep never judges one by accident (docs/judge_card.md)
+    controls = ("controls", bool, field(default=False))
+    return dataclasses.make_dataclass("JudgeConfig", [*own, controls], bases=(JudgeCore,))
+
+
+#: the ``judge`` node's schema (:func:`_judge_schema`): a key no field names fails at compose time
+JudgeConfig = _judge_schema()
 
 
 @dataclass

@@ -75,7 +75,8 @@ class JudgeRequest:
     #: backend that honours it declares ``Backend.supports_assistant_prefix``; completion prompts
     #: simply end with their prefix.
     assistant_prefix: str | None = None
-    #: pairwise requests: the presentation order ("12" = response_a shown first, "21" swapped)
+    #: the presentation order of a mode that shows an item in several orders (its label in the mode's
+    #: own vocabulary, ``JudgeMode.presentations``); None: an item shown once
     order: str | None = None
     #: judge requests of the grid: what a judge with known behaviour reads (never sent, never keyed)
     known: KnownAnswer | None = None

@@ -111,7 +111,7 @@ def check_items(cfg: DictConfig, inputs: JudgeInputs, items: list[Item]) -> None
         group=_group_where(cfg, group),
         items=items,
         where=dataset_where(cfg),
-        identical_pairs=cfg.judge.get("identical_pairs", "warn"),
+        options=cfg.judge,
         criteria=group.criteria,
     )
     if (

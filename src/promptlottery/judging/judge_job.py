@@ -38,7 +38,8 @@ class Condition:
     rubric: str | None = None
     #: the judge mode (``judge.mode``; promptlottery.modes): how an item is presented, keyed and recorded
     judge_mode: str = DEFAULT_MODE
-    #: a pair's two orders ("12" and "21") each a call of its own (the pairwise mode)
+    #: every order the mode presents an item in (``JudgeMode.presentations``) a call of its own
+    #: (false: the first order only)
     position_swap: bool = True
 
     @property

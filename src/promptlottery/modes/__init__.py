@@ -7,16 +7,17 @@ one-line error of a typo'd mode; :func:`mode_of_scale` the mode whose prompt gro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
-from promptlottery.modes.registry import DEFAULT_MODE, MODES, get_mode, mode_names, mode_of_scale
+from promptlottery.modes.registry import MODES, default_mode, get_mode, mode_names, mode_of_scale
 
 
 def default_group(judge: Any) -> str | None:
     """The built-in group of ``judge``'s mode for your own judge without a file (None where the
     mode has none or ``judge.mode`` is unknown: the config check names that)."""
-    name = judge.get("mode") or DEFAULT_MODE
+    name = judge.get("mode") or default_mode()
     return MODES.get(name).default_group if name in MODES else None
 
 
@@ -27,19 +28,26 @@ def check_mode(
     group: str,
     items: list,
     where: str,
-    identical_pairs: str = "warn",
+    options: Mapping[str, Any] | None = None,
     criteria: tuple = (),
 ) -> None:
     """``judge.mode`` agrees with the prompt group's scale and criteria and the items' kind (one
     line otherwise)."""
-    get_mode(mode).check(
-        scale, group=group, items=items, where=where, identical_pairs=identical_pairs, criteria=criteria
-    )
+    get_mode(mode).check(scale, group=group, items=items, where=where, options=options, criteria=criteria)
+
+
+def neutral_options() -> dict[str, dict[str, Any]]:
+    """Every registered mode's own options at their defaults (:attr:`JudgeMode.options`), by config
+    node: out of a job's config hash at those values (``tracking.jobdir.neutral_nested``)."""
+    return {"judge": {name: default for _, mode in MODES.items() for name, default in mode.options.items()}}
 
 
 # the built-in modes register themselves on import (after MODES exists), in this order
 from promptlottery.modes import pointwise, pairwise, analytic  # noqa: E402, F401, I001
 from promptlottery.modes import listwise  # noqa: E402, F401, I001
+
+#: ``judge.mode`` when the config names none (:func:`default_mode`: the mode declaring itself the default)
+DEFAULT_MODE = default_mode()
 
 __all__ = [
     "check_mode",
@@ -49,7 +57,9 @@ __all__ = [
     "ModeError",
     "Presentation",
     "default_group",
+    "default_mode",
     "get_mode",
     "mode_names",
     "mode_of_scale",
+    "neutral_options",
 ]

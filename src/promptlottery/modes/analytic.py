@@ -41,25 +41,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
-from promptlottery.prompts.groups import parse_criteria, render
+from promptlottery.prompts.groups import criteria_of, render
 from promptlottery.prompts.requests import to_scale_label
-from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.scales import RATING, Scale
 
 NAME = "analytic"
-#: the ``Item.meta`` key of an item's own criteria (a group's ``criteria: from_item``)
-ITEM_CRITERIA = "criteria"
 
 
 class Analytic(JudgeMode):
     """One request per item, criterion and sample; the criterion a named part of the key."""
 
     name = NAME
-    scale_kind = "pointwise"
+    scale_kind = RATING
     label_matrix = True
     by_criterion = True
 
@@ -70,7 +69,7 @@ class Analytic(JudgeMode):
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
         unlabelled = [c for c, _ in criteria if items and not any(c in it.human for it in items)]
@@ -158,20 +157,6 @@ def _own_prefix(group, shown: Item) -> str | None:
     if not group.assistant_prefix:
         return None
     return render(group.assistant_prefix, shown.inputs, where=f"prompt group {group.id} assistant_prefix")
-
-
-def criteria_of(group, item: Item) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
-    """``(criteria, criteria_info)`` that ``item`` is judged on: the group's, or the item's own
-    (``criteria: from_item``)."""
-    if not group.criteria_from_item:
-        return group.criteria, group.criteria_info
-    raw = item.meta.get(ITEM_CRITERIA)
-    if not raw:
-        raise ModeError(
-            f"prompt group {group.id} reads each item's criteria (criteria: from_item) but item {item.id} "
-            f"names none (Item.meta[{ITEM_CRITERIA!r}])"
-        )
-    return parse_criteria(raw)
 
 
 def _shown(item: Item, group, criterion: str, description: str, extra: dict | None = None) -> Item:

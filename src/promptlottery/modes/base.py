@@ -1,7 +1,7 @@
 """What a judge mode is: the one object that knows how a mode's items are judged and recorded.
 
-A :class:`JudgeMode` owns everything that differs between a rating of one response (pointwise) and
-a preference between two (pairwise): the scale kind and item fields it needs and its input checks,
+A :class:`JudgeMode` owns everything that differs between ways of judging (a rating of one response,
+a preference between two, a pick among k, ...): the scale kind and item fields it needs and its input checks,
 how an item is presented (its :class:`Presentation` s: once, or in both orders), the named parts a
 presentation adds to the cache key, the scale its answers are scored on, the label a judge that
 knew the human answer gives, and the columns its judgments add. The runner, the grid, the dry run
@@ -11,6 +11,7 @@ never name one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,10 +24,11 @@ __all__ = ["JudgeMode", "ModeError", "Presentation"]
 
 @dataclass(frozen=True)
 class Presentation:
-    """One way an item is shown to the judge: the item as seen, the pair order ("12" / "21" of a
-    pairwise judge; None otherwise), the part of the item judged (an analytic judge's criterion;
+    """One way an item is shown to the judge: the item as seen, the presentation order (a label of
+    the mode's own order vocabulary, :attr:`JudgeMode.orders`; None: an item shown once), the part of
+    the item judged (the criterion of a mode judging criteria one by one;
     None where the item is judged whole) and the text the answer starts with where it is the
-    presentation's own (an analytic batch position: the reply so far; None: the mode's
+    presentation's own (a batch of criteria: the reply so far; None: the mode's
     :meth:`JudgeMode.assistant_prefix`)."""
 
     item: Item
@@ -42,13 +44,15 @@ class JudgeMode:
     name: ClassVar[str]
     #: the :attr:`Scale.kind` of the prompt groups this mode judges with
     scale_kind: ClassVar[str]
+    #: ``judge.mode`` when the config names none (one registered mode declares itself the default)
+    default: ClassVar[bool] = False
     #: the item inputs (``dataset.fields`` roles of a table) the mode reads besides the group's own
     fields: ClassVar[tuple[str, ...]] = ()
     #: what its items are called in a message (``"pairs"``)
     item_noun: ClassVar[str] = "items"
     #: the built-in group of your own judge (``+experiment=own_judge``) without a group file
     default_group: ClassVar[str | None] = None
-    #: its judgments give one scale label per item and judge: the grid's pointwise configurations
+    #: its judgments give one scale label per item and judge: the grid's label-matrix configurations
     #: (else the grid keeps them apart, per configuration, as :meth:`JudgmentGrid.rows`)
     label_matrix: ClassVar[bool] = False
     #: ``judge.design=sparse`` is built for it; its cells are (wording, pair order), not wordings
@@ -66,13 +70,30 @@ class JudgeMode:
     sections: ClassVar[tuple[str, ...]] = ()
     budget_full: ClassVar[str | None] = None
     budget_sparse: ClassVar[str | None] = None
+    #: its judge card (``"module:attribute"``: a class whose instances give ``key``, the paraphrase
+    #: rows' key; ``verdict_note``; ``fill(card, para, ctrl, **parts)``); None: the label matrix's card
+    #: (a label-matrix mode), else the card stage refuses the mode's rows in one line
+    card: ClassVar[str | None] = None
     #: it judges a prompt group's criteria (``PromptGroup.criteria``) one by one; a mode that does
     #: not refuses a group that names criteria
     by_criterion: ClassVar[bool] = False
 
+    #: the mode's own ``judge.*`` options and their defaults (``{"identical_pairs": "warn"}``): the
+    #: config schema (``promptlottery.config.JudgeConfig``) has each as a field of its default's type,
+    #: :meth:`check_options` checks them, and a job at an option's default hashes as a job from before
+    #: the option (``tracking.jobdir``: every mode's options are neutral at their defaults)
+    options: ClassVar[dict[str, Any]] = {}
+
+    def option(self, judge: Mapping[str, Any] | None, name: str) -> Any:
+        """The value of the mode's own option ``name`` in the config node ``judge`` (None, or the
+        option not set: its default in :attr:`options`)."""
+        default = self.options[name]
+        return default if judge is None else judge.get(name, default)
+
     def check_options(self, judge) -> None:
-        """The mode's own ``judge.*`` options (the config node ``judge``), each checked in the one
-        style of :mod:`promptlottery.checks`; the config check asks every mode, whatever the mode."""
+        """The mode's own ``judge.*`` options (:attr:`options`, read from the config node ``judge``),
+        each checked in the one style of :mod:`promptlottery.checks`; the config check asks every
+        mode, whatever the mode."""
 
     def vote(self, rows):
         """Each row's vote in a by-order design's cell (a Series), as the analysis reads it; None: the
@@ -86,15 +107,13 @@ class JudgeMode:
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
         """The prompt group's scale and criteria (:meth:`check_group`) and the items
         (:meth:`check_items`) suit this mode; else a one-line :class:`ModeError`."""
         self.check_group(scale, group=group, criteria=criteria)
-        self.check_items(
-            scale, group=group, items=items, where=where, identical_pairs=identical_pairs, criteria=criteria
-        )
+        self.check_items(scale, group=group, items=items, where=where, options=options, criteria=criteria)
 
     def check_group(self, scale: Scale, *, group: str, criteria: tuple = ()) -> None:
         """The group's criteria and scale suit the mode, in every mode's order: criteria named for a
@@ -131,10 +150,11 @@ class JudgeMode:
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
-        """The items (of the dataset ``where``) suit this mode and the checked group (default: any)."""
+        """The items (of the dataset ``where``) suit this mode and the checked group (default: any);
+        ``options``: the config node ``judge`` (the mode's own :attr:`options`; None: their defaults)."""
 
     def presentations(self, item: Item, *, group, position_swap: bool = True) -> list[Presentation]:
         """How ``item`` is shown with prompt group ``group``, each presentation a call of its own

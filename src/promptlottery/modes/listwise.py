@@ -23,14 +23,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
-from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.scales import Scale, register_scale
 
 NAME = "listwise"
+#: the :attr:`Scale.kind` of the listwise scales (registered here)
+SCALE_KIND = NAME
+
+# the shown position of the best of three responses
+register_scale("listwise_1_3", "123", (1.0, 2.0, 3.0), kind=SCALE_KIND)
 
 
 def responses(item: Item) -> int:
@@ -75,7 +81,7 @@ class Listwise(JudgeMode):
     list's own terms (response numbers)."""
 
     name = NAME
-    scale_kind = "listwise"
+    scale_kind = SCALE_KIND
     sections = ("promptlottery.analysis.lottery.sections.listwise.section:ListwiseSection",)
 
     def wrong_scale(self, scale: Scale, group: str) -> str:
@@ -91,7 +97,7 @@ class Listwise(JudgeMode):
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
         """Every item lists as many non-empty responses as the scale has positions, and its human

@@ -26,13 +26,14 @@ import dataclasses
 import json
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from promptlottery.checks import check_choice
 from promptlottery.data.schema import DatasetError, Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES
-from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.scales import Scale, register_scale
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,18 @@ ORDERS = ("12", "21")
 PAIR_FIELDS = ("response_a", "response_b")
 #: a human preference value (1.0 / 0.0 / 0.5) -> the pair's terms
 HUMAN_TERMS = {1.0: "1", 0.0: "2", 0.5: "tie"}
+#: the :attr:`Scale.kind` of the pairwise scales (registered below)
+SCALE_KIND = NAME
+
+# Preference labels: A = the answer shown first is better, B = the second, C = a tie. Their scores
+# are those of the shown order (A = 1, B = 0, tie = 0.5: the probability-weighted score is then
+# p(first shown wins), a tie counted as half); :func:`for_order` maps them into the pair's own terms.
+# A tie label as in FastChat's ``pair-v2`` output format ``[[A]]`` / ``[[B]]`` / ``[[C]]``.
+register_scale("pairwise_ab", "AB", (1.0, 0.0), kind=SCALE_KIND, preference=True)
+register_scale("pairwise_abc", "ABC", (1.0, 0.0, 0.5), kind=SCALE_KIND, tie_label="C", preference=True)
+# the same, the positions numbered ("Response 1" / "Output (2)"), a tie as 0
+register_scale("pairwise_12", "12", (1.0, 0.0), kind=SCALE_KIND, preference=True)
+register_scale("pairwise_120", "120", (1.0, 0.0, 0.5), kind=SCALE_KIND, tie_label="0", preference=True)
 
 
 #: ``judge.identical_pairs``: a pair whose two responses are the same text is judged with a warning
@@ -102,12 +115,32 @@ def for_order(scale: Scale, order: str) -> Scale:
     """A pairwise scale whose scores are in the pair's own terms for presentation ``order``:
     ``"12"`` keeps A = response_a (score 1), ``"21"`` shows response_b as A, so A scores 0 and B 1
     (the tie stays 0.5). The labels are unchanged (they are what the judge was shown)."""
-    if not scale.pairwise or order == "12":
+    if scale.kind != SCALE_KIND or order == "12":
         return scale
     if order != "21":
         raise ValueError(f"order must be '12' or '21', got {order!r}")
     swap = {1.0: 0.0, 0.0: 1.0}
     return dataclasses.replace(scale, scores=tuple(swap.get(s, s) for s in scale.scores))
+
+
+def parse_preference(text: str, labels: tuple[str, ...], *, cued: bool = False) -> str | None:
+    r"""The preference label in a pairwise judge's raw text (:meth:`Scale.parse` on a pairwise scale
+    of ``labels``, the last one the tie where there are three): the letter right after the ``[[``
+    prefix (``"A]]\n\nExplanation: unlike [[B]]"`` is A: the verdict the judge gave where it was asked
+    for it), else the last verdict marker (``[[B]]``, ``Verdict: B``, ``Assistant B is better``; not
+    one after "not" / "unlike" / "than"), else a bare letter alone on the first line. ``[[D]]`` on an
+    A/B/C scale, or a leading letter outside the scale, is no label (a parse failure, missing with
+    its reason).
+
+    >>> [parse_preference(t, ("A", "B", "C")) for t in ("[[A]]", "so [[c]]", "B", "A]]", " [B", "a tie", "[[D]]")]
+    ['A', 'C', 'B', 'A', 'B', None, None]
+    >>> parse_preference("A]]\n\nExplanation: unlike [[B]]", ("A", "B", "C"))
+    'A'
+    """
+    scores = (1.0, 0.0, 0.5)[: len(labels)]
+    tie = labels[2] if len(labels) == 3 else None
+    scale = Scale("preference", tuple(labels), scores, SCALE_KIND, tie, preference=True)
+    return scale.parse(text or "", cued=cued)
 
 
 def shown(item: Item, order: str) -> Item:
@@ -190,7 +223,7 @@ class Pairwise(JudgeMode):
     prefix named parts of the key, the answer scored in the pair's terms, the preference columns."""
 
     name = NAME
-    scale_kind = "pairwise"
+    scale_kind = SCALE_KIND
     fields = PAIR_FIELDS
     item_noun = "pairs"
     #: the prompt group of your own pairwise judge without a group file (``+experiment=own_judge``)
@@ -200,13 +233,16 @@ class Pairwise(JudgeMode):
     sparse_by_order = True
     orders = ORDERS
     sections = ("promptlottery.analysis.lottery.sections.pairwise.section:PairwiseSection",)
-    budget_full = "promptlottery.analysis.budget.pairwise:run_pairwise_budget"
-    budget_sparse = "promptlottery.analysis.budget.pairwise:run_sparse_pairwise"
+    budget_full = "promptlottery.analysis.budget.pairwise.report:run_pairwise_budget"
+    budget_sparse = "promptlottery.analysis.budget.pairwise.report:run_sparse_pairwise"
+    card = "promptlottery.analysis.card.pairwise.card:PairwiseCard"
     #: judge.design=adaptive: each pair's walk over its (wording, order) cells
     adaptive = True
+    #: ``judge.identical_pairs``: a pair whose two responses are the same text is warned or refused
+    options = {"identical_pairs": IDENTICAL_PAIRS[0]}
 
     def check_options(self, judge) -> None:
-        check_choice("judge.identical_pairs", judge.get("identical_pairs", "warn"), IDENTICAL_PAIRS)
+        check_choice("judge.identical_pairs", self.option(judge, "identical_pairs"), IDENTICAL_PAIRS)
 
     def vote(self, rows):
         """The single-order preference: ``preferred``, falling back to ``preferred_parsed``."""
@@ -225,10 +261,10 @@ class Pairwise(JudgeMode):
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
-        check_pairs(items, where=where, identical_pairs=identical_pairs)
+        check_pairs(items, where=where, identical_pairs=self.option(options, "identical_pairs"))
 
     def presentations(self, item: Item, *, group=None, position_swap: bool = True) -> list[Presentation]:
         return [Presentation(shown(item, o), o) for o in orders(position_swap)]

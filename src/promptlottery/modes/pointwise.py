@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from promptlottery.data.schema import Item
 from promptlottery.modes.base import JudgeMode, ModeError, Presentation
 from promptlottery.modes.registry import MODES, mode_of_scale
 from promptlottery.prompts.requests import to_scale_label
-from promptlottery.prompts.scales import Scale
+from promptlottery.prompts.scales import RATING, Scale
 
 
 class Pointwise(JudgeMode):
@@ -17,7 +18,8 @@ class Pointwise(JudgeMode):
     where it has one), no columns of its own."""
 
     name = "pointwise"
-    scale_kind = "pointwise"
+    scale_kind = RATING
+    default = True
     label_matrix = True
     sparse = True
     adaptive = True
@@ -35,7 +37,7 @@ class Pointwise(JudgeMode):
         group: str,
         items: list[Item],
         where: str,
-        identical_pairs: str = "warn",
+        options: Mapping[str, Any] | None = None,
         criteria: tuple = (),
     ) -> None:
         for name, other in MODES.items():  # items made for another mode (its fields, no response)

@@ -24,8 +24,12 @@ MODES: Registry[JudgeMode] = Registry(
     modules=("promptlottery.modes",),  # the package imports every built-in mode, in order
     error=ConfigError,
 )
-#: ``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column)
-DEFAULT_MODE = "pointwise"
+
+
+def default_mode() -> str:
+    """``judge.mode`` when the config names none (the ``judge_mode`` of a table without the column):
+    the mode that declares itself the default (:attr:`JudgeMode.default`)."""
+    return next(name for name, mode in MODES.items() if mode.default)
 
 
 def mode_names() -> list[str]:
@@ -34,16 +38,18 @@ def mode_names() -> list[str]:
 
 
 def get_mode(name: str | None) -> JudgeMode:
-    """The mode ``name`` (None: :data:`DEFAULT_MODE`); unknown: one line listing the known ones."""
-    name = DEFAULT_MODE if name is None else name
+    """The mode ``name`` (None: :func:`default_mode`); unknown: one line listing the known ones."""
+    name = default_mode() if name is None else name
     if name not in MODES:
         raise ConfigError(f"unknown judge.mode {name!r} (known: {', '.join(mode_names())})")
     return MODES.get(name)
 
 
-def mode_of_scale(scale) -> JudgeMode:
-    """The mode whose prompt groups use ``scale``'s kind (the first registered one)."""
+def mode_of_scale(scale, *, by_criterion: bool | None = None) -> JudgeMode:
+    """The mode whose prompt groups use ``scale``'s kind (the first registered one); ``by_criterion``
+    True / False: the first that judges a group's criteria one by one / an item whole."""
     for _, mode in MODES.items():
-        if mode.scale_kind == scale.kind:
+        if mode.scale_kind == scale.kind and by_criterion in (None, mode.by_criterion):
             return mode
-    raise ModeError(f"scale {scale.name} is of kind {scale.kind!r}, which no judge mode judges with")
+    how = {None: "", True: " criterion by criterion", False: " whole"}[by_criterion]
+    raise ModeError(f"scale {scale.name} is of kind {scale.kind!r}, which no judge mode judges with{how}")

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 from jinja2 import TemplateSyntaxError
 
+from promptlottery.data.schema import Item
 from promptlottery.prompts.rendering import TEMPLATE_ENV, PromptError, check_template, render  # noqa: F401 - render: its home for importers
 from promptlottery.prompts.scales import SCALES, Scale, get_scale
 from promptlottery.tracking.jobdir import PathIdError, check_path_id
@@ -168,6 +169,22 @@ def parse_criteria(raw) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str
 
 #: ``criteria: from_item``: each item gives its own (``PromptGroup.criteria_from_item``)
 FROM_ITEM = "from_item"
+#: the ``Item.meta`` key of an item's own criteria (a group's ``criteria: from_item``)
+ITEM_CRITERIA = "criteria"
+
+
+def criteria_of(group, item: Item) -> tuple[tuple[tuple[str, str], ...], dict[str, dict[str, str]]]:
+    """``(criteria, criteria_info)`` that ``item`` is judged on: the group's, or the item's own
+    (``criteria: from_item``)."""
+    if not group.criteria_from_item:
+        return group.criteria, group.criteria_info
+    raw = item.meta.get(ITEM_CRITERIA)
+    if not raw:
+        raise PromptError(
+            f"prompt group {group.id} reads each item's criteria (criteria: from_item) but item {item.id} "
+            f"names none (Item.meta[{ITEM_CRITERIA!r}])"
+        )
+    return parse_criteria(raw)
 
 
 def _criteria_call(raw, criteria, from_item: bool = False) -> str:

@@ -8,9 +8,10 @@ hedges ("a 3 or a 4"). :func:`read_verdict` takes, in this order:
    prefix such as ``[[`` or ``Score:``, or a completion prompt's ``Answer:``), the label the text
    starts with (``A]]``, `` 4``); else a first line that is nothing but a label (``4``, ``**B**``);
 2. **the last explicit verdict marker**: ``Rating: 4``, ``Score: 4/5``, ``[[4]]``, ``I would rate
-   this a 4``, ``Answer: yes``; pairwise ``[[B]]``, ``Verdict: Assistant B``, ``Response 2 is
-   better``, ``it is a tie`` (a marker after "not", "unlike", "than" is no verdict);
-3. **the last label** of the text (pointwise only: a pairwise judge's bare letters are words too);
+   this a 4``, ``Answer: yes``; on a preference scale (:attr:`Scale.preference`) ``[[B]]``,
+   ``Verdict: Assistant B``, ``Response 2 is better``, ``it is a tie`` (a marker after "not",
+   "unlike", "than" is no verdict);
+3. **the last label** of the text (a rating scale only: a preference's bare letters are words too);
    a word label (``yes``/``no``) only where it stands as an answer (``No, ...``, ``... so yes.``).
 
 Before that, what is never a verdict is masked: lines echoed from the prompt, the restated scale
@@ -19,8 +20,9 @@ Before that, what is never a verdict is masked: lines echoed from the prompt, th
 the numbers of a numbered list. A verdict that names two labels (``3 or 4``, ``3-4``, ``between 3
 and 4``) is ambiguous: a parse failure with its reason, like a text without any label.
 
->>> from promptlottery.prompts.scales import get_scale
->>> five, abc = get_scale("likert_1_5"), get_scale("pairwise_abc")
+>>> from promptlottery.prompts.scales import Scale, get_scale
+>>> five = get_scale("likert_1_5")
+>>> abc = Scale("abc", ("A", "B", "C"), (1.0, 0.0, 0.5), tie_label="C", preference=True)
 >>> read_verdict("On a scale from 1 to 5, I would rate this answer a 4.", five).label
 '4'
 >>> read_verdict("1. Accurate.\\n2. Fluent.\\nRating: 4/5", five).label
@@ -67,7 +69,7 @@ def read_verdict(text: str | None, scale: Scale, *, prompt: str | None = None, c
     r = _Reader(scale, text)
     r.mask_echo(prompt)
     r.mask_restated()
-    found = r.at_start(cued) or r.last_marker() or (None if scale.pairwise else r.last_label())
+    found = r.at_start(cued) or r.last_marker() or (None if scale.preference else r.last_label())
     if found is None:
         if r.any_label(r.original):
             return Reading(None, f"no {scale.name} label at a verdict {shown}: only the restated scale, "
@@ -90,7 +92,7 @@ _QCLOSE = r"[\s*_`\"'”’)\]]*"  # quotes and brackets only (a label's sentenc
 _NEG = re.compile(r"(?:\bnot|\bunlike|\brather\s+than|\binstead\s+of|\bthan|\bnor|\bvs\.?|\bversus)\W*(?:\w+\W+)?$",
                   re.IGNORECASE)  # fmt: skip
 _PW_NOUN = r"(?:assistant|response|answer|output|option|model|candidate|system)"
-#: pointwise markers: the text right before the label
+#: a rating scale's markers: the text right before the label
 _PT_MARKERS = (
     r"\b(?:final\s+|overall\s+)?(?:rating|score|grade|verdict|answer|judg(?:e)?ment|evaluation|label|result|decision)"
     r"(?:\s+(?:is|would\s+be|will\s+be|should\s+be|of))?\s*[:=\-–]?\s*(?:an?\s+)?",
@@ -98,7 +100,7 @@ _PT_MARKERS = (
     r"\b(?:rate|give|assign|award)\s+(?:it|this|this\s+\w+|the\s+\w+)\s+",
     r"\[\[\s*",
 )
-#: pairwise markers (the ``better`` form is checked for a negation after it)
+#: a preference scale's markers (the ``better`` form is checked for a negation after it)
 _PW_MARKERS = (
     rf"\b(?:final\s+)?(?:verdict|winner|choice|decision|preference|answer|better\s+(?:one|{_PW_NOUN}))\s*"
     rf"(?:is|:|=|-)?\s*[*_`\"'(\[]*\s*(?:{_PW_NOUN}\s*)?\(?",
@@ -126,13 +128,13 @@ class _Reader:
         self.hedges: list[tuple[int, int, tuple[str, str], str]] = []
         alts = "|".join(re.escape(lab) for lab in sorted(scale.labels, key=len, reverse=True))
         self.alts = alts
-        # a label as a whole token (a decimal 3.5 holds none); one letter of a pairwise scale is
+        # a label as a whole token (a decimal 3.5 holds none); one letter of a preference scale is
         # case-sensitive outside brackets ("a" is an article)
         self.token = rf"(?<![\w.])(?:{alts})(?![\w]|\.\d)"
-        self.ci = not (scale.pairwise and all(len(lab) == 1 and lab.isalpha() for lab in scale.labels))
-        order = sorted(scale.labels, key=scale.score_of) if not scale.pairwise else list(scale.labels)
-        self.ends = {order[0].lower(), order[-1].lower()} if not scale.pairwise else set()
-        if scale.pairwise:  # the two positions (not the tie) are the scale's "ends"
+        self.ci = not (scale.preference and all(len(lab) == 1 and lab.isalpha() for lab in scale.labels))
+        order = sorted(scale.labels, key=scale.score_of) if not scale.preference else list(scale.labels)
+        self.ends = {order[0].lower(), order[-1].lower()} if not scale.preference else set()
+        if scale.preference:  # the two positions (not the tie) are the scale's "ends"
             self.ends = {lab.lower() for lab in scale.labels if lab != scale.tie_label}
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ class _Reader:
             if len(labs) >= 3:
                 self.blank(m.start(), m.end())
         # "out of 5", "/5": the scale's top as a denominator
-        if not self.scale.pairwise:
+        if not self.scale.preference:
             top = max(self.scale.labels, key=self.scale.score_of)
             for m in re.finditer(rf"(?:\bout\s+of|/)\s*{re.escape(top)}(?![\w]|\.\d)", self.masked, flags):
                 self.blank(m.start(), m.end())
@@ -207,7 +209,7 @@ class _Reader:
                 continue
             hedging = (
                 ("or", "/", "|")
-                if self.scale.pairwise
+                if self.scale.preference
                 else ("or", "/", "|", "to", "-", "–", "—", "through", "..")
             )
             if sep in hedging or (sep == "and" and m.group(1)):
@@ -245,10 +247,10 @@ class _Reader:
 
     def last_marker(self):
         found = []
-        for pattern in _PW_MARKERS if self.scale.pairwise else _PT_MARKERS:
+        for pattern in _PW_MARKERS if self.scale.preference else _PT_MARKERS:
             for m in re.finditer(rf"(?:{pattern}){_OPEN}({self.token})", self.masked, re.IGNORECASE):
                 self._keep(found, m, bracket="[[" in m.group(), noun=re.search(_PW_NOUN, m.group(), re.I))
-        if self.scale.pairwise:  # "Assistant B is better", "Response 2 gives a more accurate answer"
+        if self.scale.preference:  # "Assistant B is better", "Response 2 gives a more accurate answer"
             for m in re.finditer(rf"\b{_PW_NOUN}\s*\(?({self.token})", self.masked, re.IGNORECASE):
                 better = _BETTER.match(self.masked, m.end())
                 if better and not re.search(r"\b(?:not|never|less|n't)\b|n't\b", better.group(1), re.I):
@@ -261,7 +263,7 @@ class _Reader:
 
     def _keep(self, found: list, m, *, bracket: bool, noun) -> None:
         label = m.group(1)
-        # a pairwise letter outside brackets and after no noun must be upper case (not the article "a")
+        # a preference letter outside brackets and after no noun must be upper case (not the article "a")
         if not self.ci and label != label.upper() and not bracket and not noun:
             return
         if _NEG.search(self.masked[max(0, m.start() - 30) : m.start()]):

@@ -27,9 +27,16 @@ import pandas as pd
 
 from promptlottery.data.schema import Item
 from promptlottery.errors import UserError
-from promptlottery.modes.analytic import ITEM_CRITERIA, criteria_of
-from promptlottery.prompts.groups import PromptGroup, Variant, parse_criteria, render
-from promptlottery.rubrics.prompts import PromptBuilder, RubricCondition
+from promptlottery.modes import mode_of_scale
+from promptlottery.prompts.groups import (
+    ITEM_CRITERIA,
+    PromptGroup,
+    Variant,
+    criteria_of,
+    parse_criteria,
+    render,
+)
+from promptlottery.rubrics.prompts import ANALYTIC, PromptBuilder, RubricCondition
 
 #: the placeholders the grid fills per item (:func:`grid_items`) and per criterion (the analytic mode)
 ITEM = {"task": "{{ task }}", "response": "{{ response }}"}
@@ -90,7 +97,7 @@ def grid_items(builder: PromptBuilder, cond: RubricCondition, items: list[Item])
         human = {"holistic": t.human_holistic(item), **{c.id: t.human_criterion(item, c.id) for c in crits}}
         inputs = {"task": t.task_block(item), "response": t.response(item)}
         meta = dict(item.meta)
-        if cond.kind == "analytic" and not t.fixed_criteria:
+        if cond.kind == ANALYTIC and not t.fixed_criteria:
             meta[ITEM_CRITERIA] = _entries(builder, cond, crits)
             inputs["rubric_listing"] = t.batch_listing(crits)
             inputs["rubric_context"] = _context_lines(builder, cond, crits)
@@ -128,15 +135,16 @@ def _context_lines(builder: PromptBuilder, cond: RubricCondition, crits: list) -
 def condition_group(
     builder: PromptBuilder, cond: RubricCondition, items: list[Item]
 ) -> tuple[PromptGroup, str]:
-    """``(group, judge mode)`` of condition ``cond`` on the sample ``items``."""
+    """``(group, judge mode)`` of condition ``cond`` on the sample ``items``: the judge mode asked
+    of the group's scale, one judging an item whole (holistic) or criterion by criterion."""
     if cond.kind == "holistic":
-        return _holistic(builder, cond), "pointwise"
+        group = _holistic(builder, cond)
+        return group, mode_of_scale(group.scale, by_criterion=False).name
     per_item = [builder.task.criteria(it) for it in items]
     if len({c.scale.name for crits in per_item for c in crits}) != 1:
         raise RubricGroupError(f"rubric condition {cond.name}: the criteria have different scales")
-    if cond.mode == "batch":
-        return _batch(builder, cond, per_item), "analytic"
-    return _separate(builder, cond, per_item), "analytic"
+    group = _batch(builder, cond, per_item) if cond.mode == "batch" else _separate(builder, cond, per_item)
+    return group, mode_of_scale(group.scale, by_criterion=True).name
 
 
 def _group(builder: PromptBuilder, cond: RubricCondition, scale, user: str, **fields) -> PromptGroup:

@@ -33,7 +33,10 @@ from promptlottery.data.schema import Item
 from promptlottery.prompts.groups import render
 from promptlottery.rubrics.task_base import Criterion, Example, RubricTask, load_text
 
-KINDS = ("holistic", "analytic")
+#: the rubric kinds: one overall score, or one score per criterion (a rubric's kind, not a judge mode,
+#: although the mode that judges an analytic rubric's criteria one by one has the same name)
+HOLISTIC, ANALYTIC = "holistic", "analytic"
+KINDS = (HOLISTIC, ANALYTIC)
 MODES = ("separate", "batch")
 EXAMPLES = ("none", "three", "all")
 
@@ -58,11 +61,11 @@ class RubricCondition:
             raise ValueError(
                 f"rubric condition {self.name}: examples must be one of {EXAMPLES}, got {self.examples!r}"
             )
-        if self.kind == "analytic" and self.examples == "all":
+        if self.kind == ANALYTIC and self.examples == "all":
             raise ValueError(
                 f"rubric condition {self.name}: analytic conditions take 'none' or 'three' examples"
             )
-        if self.mode == "batch" and (self.kind != "analytic" or self.examples != "none"):
+        if self.mode == "batch" and (self.kind != ANALYTIC or self.examples != "none"):
             raise ValueError(f"rubric condition {self.name}: batch mode is analytic and takes no examples")
 
     @classmethod

@@ -11,7 +11,7 @@ import pandas as pd
 
 from promptlottery.data.schema import Item
 from promptlottery.metrics import kendall_tau, pareto_dominance_tau
-from promptlottery.rubrics.prompts import RubricCondition
+from promptlottery.rubrics.prompts import ANALYTIC, RubricCondition
 from promptlottery.rubrics.task_base import RubricTask
 
 
@@ -55,7 +55,7 @@ class StudyData:
         return [c for c in self.conditions if c.kind == "holistic"]
 
     def analytic_conditions(self) -> list[RubricCondition]:
-        return [c for c in self.conditions if c.kind == "analytic"]
+        return [c for c in self.conditions if c.kind == ANALYTIC]
 
     def _matrix(self, backbone: str, condition: str, column: str) -> np.ndarray:
         key = (backbone, condition, column)

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -201,9 +202,23 @@ NEUTRAL_NESTED = {
         "anchor": None,
         "full_share": 0.0,
         "design_seed": 0,
-        "identical_pairs": "warn",
     }
 }
+#: modules above this layer (named, not imported: ``neutral_options()`` of each is read on use) that
+#: add options neutral at their defaults: the judge modes' own options (``JudgeMode.options``), so a
+#: mode's new option never changes the hash of a job judged before it, nor of another mode's job
+NEUTRAL_FROM = ("promptlottery.modes",)
+
+
+def neutral_nested() -> dict[str, dict[str, Any]]:
+    """:data:`NEUTRAL_NESTED` with the options the modules of :data:`NEUTRAL_FROM` declare neutral."""
+    out = {group: dict(opts) for group, opts in NEUTRAL_NESTED.items()}
+    for module in NEUTRAL_FROM:
+        for group, opts in importlib.import_module(module).neutral_options().items():
+            out.setdefault(group, {}).update(opts)
+    return out
+
+
 #: options inside a group that change answers only under some designs: out of the hash under the others
 #: (a full or sparse job with ``judge.confidence=0.9`` is the job it was without it)
 DESIGN_ONLY = {"judge": {"stop_rule": ("adaptive",), "confidence": ("adaptive",)}}
@@ -229,6 +244,7 @@ def config_hash(config: dict) -> str:
     # later, at the default that keeps the old behaviour, leaves the hash as it was (a sweep dir of an
     # earlier version can still be resumed)
     config = _without_planning(config)
+    neutral = neutral_nested()
     keep = redact(
         {
             k: (
@@ -236,10 +252,10 @@ def config_hash(config: dict) -> str:
                     n: x
                     for n, x in v.items()
                     if n not in HANDLING_OPTIONS.get(k, ())
-                    and not (n in NEUTRAL_NESTED.get(k, {}) and x == NEUTRAL_NESTED[k][n])
+                    and not (n in neutral.get(k, {}) and x == neutral[k][n])
                     and not (n in DESIGN_ONLY.get(k, {}) and v.get("design") not in DESIGN_ONLY[k][n])
                 }
-                if isinstance(v, dict) and (k in HANDLING_OPTIONS or k in NEUTRAL_NESTED)
+                if isinstance(v, dict) and (k in HANDLING_OPTIONS or k in neutral)
                 else v
             )
             for k, v in config.items()

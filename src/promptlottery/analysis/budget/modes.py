@@ -7,7 +7,13 @@ import functools
 
 from promptlottery.analysis.common.plugin import plugin
 from promptlottery.judging.table import AnalysisError
-from promptlottery.modes import get_mode
+from promptlottery.modes import default_mode, get_mode
+
+
+def _matrix_mode(grid) -> str:
+    """The judge mode of the grid's label-matrix rows (their ``judge_mode``; none named: the default)."""
+    named = grid.judgments["judge_mode"] if "judge_mode" in grid.judgments.columns else ()
+    return next((str(m) for m in named if isinstance(m, str) and m), default_mode())
 
 
 def mode_budget(grid, *, sparse: bool):
@@ -19,7 +25,7 @@ def mode_budget(grid, *, sparse: bool):
     mode = modes[0]
     kind = " sparse" if sparse else ""
     if len(grid.judgments) or len(modes) > 1:
-        other = "pointwise" if len(grid.judgments) else modes[1].name
+        other = _matrix_mode(grid) if len(grid.judgments) else modes[1].name
         raise AnalysisError(
             f"analysis.runs mixes {other} and {mode.name}{kind} grids: analyse each sweep alone"
         )

@@ -15,7 +15,7 @@ from promptlottery.analysis.card.sections import EPSILON_BY_DATASET, SOURCES, ra
 from promptlottery.metrics.alt_test import EPSILON, alt_test
 
 
-def _epsilon(dataset: str, opts) -> tuple[float, str]:
+def epsilon_for(dataset: str, opts) -> tuple[float, str]:
     if opts.epsilon is not None:
         return float(opts.epsilon), "given (--epsilon)"
     return EPSILON_BY_DATASET.get(
@@ -27,7 +27,7 @@ def alt_test_pointwise(para, wordings, dataset, to_human, opts) -> dict:
     raters = rater_columns(para)
     if raters.empty or raters.notna().sum(axis=1).max() < 3:
         return {"missing": "fewer than 3 human raters per item (the alt-test asks for >= 3)"}
-    eps, why = _epsilon(dataset, opts)
+    eps, why = epsilon_for(dataset, opts)
     m = rater_matrix(para, wordings).reindex(raters.index)
     per = {}
     for w in wordings:
@@ -42,14 +42,14 @@ def alt_test_pointwise(para, wordings, dataset, to_human, opts) -> dict:
         per[w] = {
             "winning_rate": r.winning_rate,
             "advantage_probability": r.advantage_probability,
-            "rho_ci": _rho_ci(f, raters.to_numpy(float), eps, "neg_rmse", opts),
+            "rho_ci": rho_ci(f, raters.to_numpy(float), eps, "neg_rmse", opts),
             "passed": r.passed,
             "n_items": r.n_items,
             "n_annotators": r.n_annotators,
             "p_values": [v["p_value"] for v in r.per_annotator.values()],
         }
     return {
-        **_few_items_note(len(raters)),
+        **few_items_note(len(raters)),
         "per_wording": per,
         "epsilon": eps,
         "epsilon_reason": why,
@@ -58,7 +58,7 @@ def alt_test_pointwise(para, wordings, dataset, to_human, opts) -> dict:
     }
 
 
-def _few_items_note(n: int) -> dict:
+def few_items_note(n: int) -> dict:
     if n >= 30:
         return {}
     return {
@@ -66,7 +66,7 @@ def _few_items_note(n: int) -> dict:
     }
 
 
-def _rho_ci(
+def rho_ci(
     f: np.ndarray, h: np.ndarray, eps: float, scoring: str, opts, n_resamples: int = 200
 ) -> list[float]:
     """Percentile bootstrap interval of the advantage probability rho, resampling items."""
@@ -84,43 +84,3 @@ def _rho_ci(
         return [float("nan"), float("nan")]
     lo, hi = np.percentile(vals, [50 * (1 - opts.level), 50 * (1 + opts.level)])
     return [float(lo), float(hi)]
-
-
-def alt_test_pairwise(para, wordings, dataset, opts) -> dict:
-    raters = rater_columns(para[para["order"] == "12"])
-    if raters.empty or raters.notna().sum(axis=1).max() < 3:
-        return {"missing": "fewer than 3 human votes per pair (the alt-test asks for >= 3)"}
-    code = {"1": 0.0, "2": 1.0, "tie": 2.0}
-    h = raters.apply(lambda col: col.map(code))
-    eps, why = _epsilon(dataset, opts)
-    per = {}
-    for w in wordings:
-        f = (
-            para[(para["variant"] == w) & (para["order"] == "12")]
-            .set_index("item_id")["preferred"]
-            .reindex(h.index)
-            .map(code)
-        )
-        r = alt_test(
-            f.to_numpy(float),
-            h.to_numpy(float),
-            epsilon=eps,
-            scoring="accuracy",
-            min_items_per_human=min(30, len(h)),
-        )
-        per[w] = {
-            "winning_rate": r.winning_rate,
-            "advantage_probability": r.advantage_probability,
-            "rho_ci": _rho_ci(f.to_numpy(float), h.to_numpy(float), eps, "accuracy", opts),
-            "passed": r.passed,
-            "n_items": r.n_items,
-            "n_annotators": r.n_annotators,
-        }
-    return {
-        **_few_items_note(len(h)),
-        "per_wording": per,
-        "epsilon": eps,
-        "epsilon_reason": why,
-        "scoring": "accuracy (order 12 verdict)",
-        "source": SOURCES["alt_test"],
-    }

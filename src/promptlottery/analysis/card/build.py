@@ -37,12 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from promptlottery.analysis.card import alt as ca
-from promptlottery.analysis.card import bt as card_bt
-from promptlottery.analysis.card import controls as cc
-from promptlottery.analysis.card import corrected as cr
 from promptlottery.analysis.card import sections as cs
 from promptlottery.analysis.card import words as cw
+from promptlottery.analysis.card.kind import card_kind
 from promptlottery.judging.load import load_judgments
 from promptlottery.judging.table import add_verdicts, paraphrase_rows, variant_order
 from promptlottery.prompts.groups import PromptGroup, load_group, load_group_file
@@ -101,6 +98,7 @@ def card_id(key: dict) -> str:
 def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
     """The card of one judge x prompt group x dataset criterion (``rows``: its judgments with verdicts)."""
     key = {k: str(rows[k].iloc[0]) for k in CARD_KEYS}
+    kind = card_kind(key["judge_mode"])
     group = _group_of(rows)
     controls = dict(group.controls) if group is not None else {}
     scale = get_scale(str(rows["scale"].iloc[0]))
@@ -108,9 +106,7 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
     human_range = tuple(
         float(x) for x in (cfg.get("dataset", {}) or {}).get("human_range") or (np.nan, np.nan)
     )
-    para_all = paraphrase_rows(
-        rows, key=("variant", "item_id", "order") if scale.pairwise else ("variant", "item_id")
-    )
+    para_all = paraphrase_rows(rows, key=kind.key)
     para = para_all[~para_all["variant"].isin(controls)]
     ctrl = para_all[para_all["variant"].isin(controls)]
     wordings = variant_order(para["variant"].unique())
@@ -126,28 +122,18 @@ def build_card(rows: pd.DataFrame, opts: CardOptions) -> dict:
         "human_range": list(human_range),
     }
     texts, texts_note = cs.item_texts(cfg, para["item_id"].unique())
-    if scale.pairwise:
-        card["lottery"] = cs.lottery_pairwise(para, wordings, opts)
-        card["position"] = cs.position_bias(para, wordings, opts)
-        card["length"] = cs.length_pairwise(para, wordings, texts, texts_note, opts)
-        card["controls"] = cc.controls_pairwise(para, ctrl, wordings, controls, opts)
-        card["alt_test"] = ca.alt_test_pairwise(para, wordings, key["dataset"], opts)
-        card["corrected"] = cr.corrected_pairwise(para, wordings, opts)
-        if "per_wording" in card["corrected"]:
-            card["corrected"]["bradley_terry"] = card_bt.bradley_terry_section(para, wordings, opts)
-    else:
-        lo, hi = min(scale.scores), max(scale.scores)
-        card["lottery"] = cs.lottery_pointwise(para, wordings, (lo, hi), opts)
-        card["position"] = {"missing": "pointwise: one response per prompt, no position to favour"}
-        card["length"] = cs.length_pointwise(para, wordings, texts, texts_note, opts)
-        card["controls"] = cc.controls_section(para, ctrl, wordings, controls, (lo, hi), opts)
-        # the raters' observed range where they exist (a dataset config's human_range can be another
-        # criterion's: USR's is 1-5 for 'overall' while 'engaging' is 1-3), else the configured one
-        observed = cs.observed_range(para)
-        card["human_scale"] = list(observed or human_range)
-        to_human = cs.scale_mapper((lo, hi), observed or human_range)
-        card["alt_test"] = ca.alt_test_pointwise(para, wordings, key["dataset"], to_human, opts)
-        card["corrected"] = cr.corrected_section(para, wordings, to_human, opts)
+    kind.fill(
+        card,
+        para,
+        ctrl,
+        wordings=wordings,
+        controls=controls,
+        texts=texts,
+        texts_note=texts_note,
+        scale=scale,
+        human_range=human_range,
+        opts=opts,
+    )
     card["verdict_text"] = cw.verdict_paragraph(card)
     card["headline"] = cw.headline(card)
     return card

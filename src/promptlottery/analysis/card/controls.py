@@ -17,13 +17,9 @@ from promptlottery.analysis.card.sections import SOURCES
 from promptlottery.metrics.controls import control_sensitivity
 
 SOURCE = SOURCES["controls"]
-PAIRWISE_UNIT = (
-    "a pair in one order; its verdict the argmax preference for response 1 (1 wins, 0 loses, 0.5 tie); "
-    "stricter = toward a tie, more lenient = away from it, reversed = the other side preferred"
-)
 
 
-def _missing(ctrl: pd.DataFrame, controls: dict) -> dict | None:
+def missing_controls(ctrl: pd.DataFrame, controls: dict) -> dict | None:
     if not controls:
         return {"missing": "the prompt group carries no control variants"}
     if ctrl.empty:
@@ -34,7 +30,7 @@ def _missing(ctrl: pd.DataFrame, controls: dict) -> dict | None:
     return None
 
 
-def _section(pm: pd.DataFrame, cm: pd.DataFrame, wordings, controls, judged, opts, **kw) -> dict:
+def controls_measures(pm: pd.DataFrame, cm: pd.DataFrame, wordings, controls, judged, opts, **kw) -> dict:
     r = control_sensitivity(
         pm.to_numpy(float),
         cm.to_numpy(float),
@@ -65,34 +61,12 @@ def _section(pm: pd.DataFrame, cm: pd.DataFrame, wordings, controls, judged, opt
 
 def controls_section(para, ctrl, wordings, controls, scale, opts) -> dict:
     """Pointwise: items x wordings and items x controls of the verdict ``value`` on ``scale``."""
-    if (gone := _missing(ctrl, controls)) is not None:
+    if (gone := missing_controls(ctrl, controls)) is not None:
         return gone
     judged = [c for c in controls if c in set(ctrl["variant"])]
     pm = para.pivot_table(index="item_id", columns="variant", values="value", aggfunc="first")
     pm = pm.reindex(columns=wordings)
     cm = ctrl.pivot_table(index="item_id", columns="variant", values="value", aggfunc="first")
-    return _section(
+    return controls_measures(
         pm, cm.reindex(index=pm.index, columns=judged), wordings, controls, judged, opts, scale=scale
     )
-
-
-def _preferences(rows: pd.DataFrame, columns) -> pd.DataFrame:
-    """(pair, order) x variant: the argmax preference for response 1 (tie 0.5)."""
-    v = rows.assign(p=rows["preferred"].map({"1": 1.0, "2": 0.0, "tie": 0.5}))
-    return v.pivot_table(index=["item_id", "order"], columns="variant", values="p", aggfunc="first").reindex(
-        columns=columns
-    )
-
-
-def controls_pairwise(para, ctrl, wordings, controls, opts) -> dict:
-    """Pairwise: (pair, order) x wordings and x controls of the preference for response 1."""
-    if (gone := _missing(ctrl, controls)) is not None:
-        return gone
-    judged = [c for c in controls if c in set(ctrl["variant"])]
-    pm = _preferences(para, wordings)
-    cm = _preferences(ctrl, judged).reindex(index=pm.index)
-    clusters = pm.index.get_level_values("item_id").to_numpy()
-    out = _section(pm, cm, wordings, controls, judged, opts, pairwise=True, clusters=clusters)
-    n_pairs = len(set(clusters[~pm.isna().all(axis=1).to_numpy()]))
-    n_text = f"{out['n']} pair-orders of {n_pairs} pairs (unit: {PAIRWISE_UNIT})"
-    return {**out, "n_pairs": n_pairs, "unit": PAIRWISE_UNIT, "n_text": n_text}

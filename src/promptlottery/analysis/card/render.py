@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from promptlottery.analysis.card.kind import card_kind
 from promptlottery.analysis.card.render_common import ci_text, fmt_num, md_table, section_text
 from promptlottery.analysis.card.render_corrected import corrected
 
@@ -159,11 +160,7 @@ def markdown(card: dict) -> str:
         "",
         f"Verdict kind: `{card['verdict']}` (argmax: the most probable label's score; weighted: the logprob-weighted "
         f"score rounded to a label); the length slope uses the unrounded logprob-weighted score"
-        + (
-            "; pairwise, every number uses the argmax preference"
-            if card["key"]["judge_mode"] == "pairwise"
-            else ""
-        )
+        + card_kind(card["key"]["judge_mode"]).verdict_note
         + f". Scale `{card['scale']}`, "
         f"{card['n_items']} items, wordings {', '.join(card['wordings'])}; controls judged: "
         f"{', '.join(card['controls_judged']) or 'none'}. Intervals: 95% bootstrap unless said otherwise.",

@@ -11,7 +11,7 @@ import pandas as pd
 from promptlottery.metrics.alt_test import EPSILON
 from promptlottery.metrics.bootstrap import bootstrap_ci
 from promptlottery.metrics.correlation import spearman
-from promptlottery.metrics.length_bias import length_controlled_win_rate, length_slope
+from promptlottery.metrics.length_bias import length_slope
 
 #: the alt-test's epsilon per dataset and why (Calderon et al. 2025, FAQ: experts 0.2, skilled 0.15,
 #: crowd 0.1); a dataset not listed gets the skilled value
@@ -44,7 +44,7 @@ SOURCES = {
 RESPONSE_FIELDS = ("response", "prediction")
 
 
-def _ci(r) -> list[float]:
+def ci_bounds(r) -> list[float]:
     return [float(r.low), float(r.high)]
 
 
@@ -141,7 +141,7 @@ def lottery_pointwise(para, wordings, scale, opts) -> dict:
             )
             per[w] = {
                 "spearman": r.estimate,
-                "ci": _ci(r),
+                "ci": ci_bounds(r),
                 "n": int(keep.sum()),
                 "mean": float(np.nanmean(x)),
             }
@@ -155,74 +155,11 @@ def lottery_pointwise(para, wordings, scale, opts) -> dict:
             }
     return {
         "changed": ch.estimate,
-        "changed_ci": _ci(ch),
+        "changed_ci": ci_bounds(ch),
         "n": int(changed.size),
         "per_wording": per,
         "source": SOURCES["lottery"],
     }
-
-
-def pref_value(preferred) -> float:
-    return {"1": 1.0, "2": 0.0, "tie": 0.5}.get(preferred, np.nan)
-
-
-def lottery_pairwise(para, wordings, opts) -> dict:
-    p12 = para[para["order"] == "12"]
-    lab = p12.pivot_table(index="item_id", columns="variant", values="preferred", aggfunc="first").reindex(
-        columns=wordings
-    )
-    ok = lab.notna().sum(axis=1) >= 2
-    changed = np.array([len(set(r.dropna())) > 1 for _, r in lab[ok].iterrows()], dtype=float)
-    if changed.size < 2:
-        return {"missing": "fewer than 2 pairs with two paraphrase verdicts"}
-    ch = bootstrap_ci(np.mean, changed, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed)
-    hum = p12.drop_duplicates("item_id").set_index("item_id")["human_preferred"].reindex(lab.index)
-    per = {}
-    for w in wordings:
-        keep = lab[w].notna() & hum.notna()
-        agree = (lab[w][keep] == hum[keep]).to_numpy(float)
-        if agree.size >= 2:
-            r = bootstrap_ci(np.mean, agree, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed)
-            per[w] = {"agreement": r.estimate, "ci": _ci(r), "n": int(agree.size)}
-    return {
-        "changed": ch.estimate,
-        "changed_ci": _ci(ch),
-        "n": int(changed.size),
-        "per_wording": per,
-        "source": SOURCES["lottery"].replace(
-            "Spearman of each wording's verdict with the human mean",
-            "agreement with the human majority (order 12)",
-        ),
-    }
-
-
-def position_bias(para, wordings, opts) -> dict:
-    per = {}
-    for w in wordings:
-        rows = para[para["variant"] == w]
-        wide = rows.pivot_table(index="item_id", columns="order", values="preferred", aggfunc="first")
-        if not {"12", "21"} <= set(wide.columns):
-            continue
-        wide = wide.dropna()
-        incons = (wide["12"] != wide["21"]).to_numpy(float)
-        shown_first = np.r_[(wide["12"] == "1").to_numpy(float), (wide["21"] == "2").to_numpy(float)]
-        decided = np.r_[(wide["12"] != "tie").to_numpy(bool), (wide["21"] != "tie").to_numpy(bool)]
-        if incons.size < 2 or decided.sum() < 2:
-            continue
-        a = bootstrap_ci(np.mean, incons, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed)
-        b = bootstrap_ci(
-            np.mean, shown_first[decided], n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed
-        )
-        per[w] = {
-            "inconsistent": a.estimate,
-            "inconsistent_ci": _ci(a),
-            "first_rate": b.estimate,
-            "first_rate_ci": _ci(b),
-            "n": int(incons.size),
-        }
-    if not per:
-        return {"missing": "no wording judged in both orders (judge.position_swap=false?)"}
-    return {"per_wording": per, "source": SOURCES["position"]}
 
 
 # ----------------------------------------------------------------------------- length
@@ -246,49 +183,9 @@ def length_pointwise(para, wordings, texts, note, opts) -> dict:
             level=opts.level,
             seed=opts.seed,
         )
-        per[w] = {"slope": r.estimate, "ci": _ci(r), "n": r.n, "sd_length_chars": r.extra["sd_length"]}
+        per[w] = {"slope": r.estimate, "ci": ci_bounds(r), "n": r.n, "sd_length_chars": r.extra["sd_length"]}
     return {
         "per_wording": per,
         "unit": f"judge score points per sd of the `{field}` text's length in characters (logprob-weighted score `cont`)",
         "source": SOURCES["length_pointwise"],
     }
-
-
-def length_pairwise(para, wordings, texts, note, opts) -> dict:
-    if not texts:
-        return {"missing": note or "no item texts"}
-    per = {}
-    for w in wordings:
-        rows = para[para["variant"] == w].assign(p=lambda d: d["preferred"].map(pref_value))
-        pref = rows.groupby("item_id")["p"].mean()  # the two orders averaged
-        l1 = np.array([len(texts.get(i, {}).get("response_a", "")) for i in pref.index], float)
-        l2 = np.array([len(texts.get(i, {}).get("response_b", "")) for i in pref.index], float)
-        hum = (
-            rows.drop_duplicates("item_id")
-            .set_index("item_id")["human_preferred"]
-            .reindex(pref.index)
-            .map(pref_value)
-        )
-        r = length_controlled_win_rate(
-            pref.to_numpy(), l1, l2, n_resamples=opts.n_resamples, level=opts.level, seed=opts.seed
-        )
-        longer1 = l1 > l2
-        dec = (pref.to_numpy() != 0.5) & (l1 != l2) & ~np.isnan(pref.to_numpy())
-        longer_wins = (
-            float(np.mean((pref.to_numpy()[dec] > 0.5) == longer1[dec])) if dec.any() else float("nan")
-        )
-        hdec = (hum.to_numpy() != 0.5) & (l1 != l2) & ~np.isnan(hum.to_numpy())
-        h_longer = (
-            float(np.mean((hum.to_numpy()[hdec] > 0.5) == longer1[hdec])) if hdec.any() else float("nan")
-        )
-        per[w] = {
-            "lc_win_rate_1": r.estimate,
-            "ci": _ci(r),
-            "win_rate_1": r.extra["win_rate"],
-            "phi": r.extra["phi"],
-            "phi_ci": [r.extra["phi_low"], r.extra["phi_high"]],
-            "longer_wins_judge": longer_wins,
-            "longer_wins_humans": h_longer,
-            "n": r.n,
-        }
-    return {"per_wording": per, "source": SOURCES["length_pairwise"]}

@@ -44,7 +44,7 @@ ROLES = (
     "human",
 )
 TEXT_ROLES = ("response", "response_a", "response_b", "question", "context", "reference")
-#: a table of pairs: its human preference values (lower-cased) -> 1.0 / 0.0 / 0.5 (modes.pairwise)
+#: a table of pairs: its human preference values (lower-cased) -> 1.0 / 0.0 / 0.5, the codes every pair loader gives
 PREFERENCES = {"1": 1.0, "a": 1.0, "2": 0.0, "b": 0.0, "tie": 0.5, "c": 0.5}
 #: the criterion name the human label is stored under (``judge.criterion=human``)
 CRITERION = "human"

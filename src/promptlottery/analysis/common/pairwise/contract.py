@@ -10,7 +10,7 @@ import pandas as pd
 
 from promptlottery.judging.table import AnalysisError
 from promptlottery.metrics import preference as pm
-from promptlottery.modes.pairwise import ORDERS  # declared once, by the mode
+from promptlottery.modes.pairwise import NAME, ORDERS  # declared once, by the mode
 
 #: the columns a pairwise judging job writes besides the usual ones (docs/pairwise.md)
 CONTRACT_COLUMNS = (
@@ -32,10 +32,10 @@ PROBS = ("p_pref_1", "p_pref_2", "p_pref_tie")
 
 
 def is_pairwise(df: pd.DataFrame) -> pd.Series:
-    """True for the rows of a pairwise judge (``judge_mode == "pairwise"``; none without the column)."""
+    """True for the rows of a pairwise judge (``judge_mode`` the pairwise mode's name; none without the column)."""
     if "judge_mode" not in df.columns:
         return pd.Series(False, index=df.index)
-    return df["judge_mode"].fillna("pointwise").astype(str) == "pairwise"
+    return df["judge_mode"].fillna("").astype(str) == NAME
 
 
 def source_of(df: pd.DataFrame, rows: Any = None, source: str | None = None) -> str:

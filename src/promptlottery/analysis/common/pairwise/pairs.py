@@ -71,8 +71,8 @@ def _wording_part(df: pd.DataFrame, g: pd.DataFrame, cid: str, var: str, source:
     """The pair-table rows of one configuration's wording ``var`` (``g``: its selected rows)."""
     by = {o: g[g["order"] == o].set_index("item_id") for o in ORDERS}
     items = sorted(set(g["item_id"]), key=natural_key)
-    first = by["12"].reindex(items)
-    second = by["21"].reindex(items)
+    first = by[ORDERS[0]].reindex(items)
+    second = by[ORDERS[1]].reindex(items)
     meta = first.combine_first(second)
     h12, h21 = first["human_preferred"], second["human_preferred"]
     clash = h12.notna() & h21.notna() & (h12.astype(str) != h21.astype(str))

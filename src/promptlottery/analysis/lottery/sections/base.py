@@ -41,8 +41,10 @@ class Section:
 
     #: the section's name (its key in :data:`~promptlottery.analysis.lottery.sections.SECTIONS`)
     name: ClassVar[str]
-    #: the judge mode whose judgments it reads (the grid's verdict kind)
-    mode: ClassVar[str]
+    #: the judge mode whose judgments it reads (``grid.rows(mode)``), its name read from the mode's
+    #: class (``mode = Pairwise.name``); None: the label matrix (``grid.judgments``: the rows of every
+    #: ``label_matrix`` mode, which no section need name)
+    mode: ClassVar[str | None]
     #: the names of the tables it builds (``tables/<name>.csv``)
     tables: ClassVar[tuple[str, ...]]
 

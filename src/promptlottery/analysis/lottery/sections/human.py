@@ -23,7 +23,7 @@ class HumanSection(Section):
     ``analysis.human_raters``); nothing without them."""
 
     name = "human"
-    mode = "pointwise"
+    mode = None  # the label matrix
     tables = TABLES
 
     def active(self, grid, opts) -> bool:

@@ -181,7 +181,7 @@ class LotterySection(Section):
     """Analyses 1-8 and the headlines: the report's opening and sections 1-8."""
 
     name = "lottery"
-    mode = "pointwise"
+    mode = None  # the label matrix
     tables = lt.TABLES
 
     def compute(

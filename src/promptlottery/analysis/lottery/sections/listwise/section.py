@@ -17,8 +17,8 @@ from promptlottery.analysis.lottery.sections.listwise.measures import (
     listwise_tables,
 )
 from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.modes.listwise import Listwise
 
-MODE = "listwise"
 _WORDING_MEASURES = ("top1_agreement", "kendall_tau", "first_shown_win_rate", "order_consistency")
 _LOTTERY_MEASURES = ("kappa_top1", "systems_rank_changed", "max_rank_shift")
 
@@ -27,7 +27,7 @@ class ListwiseSection(Section):
     """Agreement with the human ranking, position bias in the list, order consistency, the lottery."""
 
     name = "listwise"
-    mode = MODE
+    mode = Listwise.name
     tables = TABLES
 
     def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:

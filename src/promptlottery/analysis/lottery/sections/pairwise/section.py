@@ -13,6 +13,7 @@ from promptlottery.analysis.lottery.sections.pairwise.names import TABLES, VERDI
 from promptlottery.analysis.lottery.sections.pairwise.report import pairwise_metrics, render_pairwise
 from promptlottery.analysis.lottery.sections.pairwise.tables import pairwise_tables
 from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.modes.pairwise import Pairwise
 
 
 def _rows(grid: JudgmentGrid) -> pd.DataFrame:
@@ -23,7 +24,7 @@ class PairwiseSection(Section):
     """Position bias, the wording lottery of an A-versus-B prompt, human agreement, rankings."""
 
     name = "pairwise"
-    mode = "pairwise"
+    mode = Pairwise.name
     tables = TABLES
 
     def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.card.corrected import discordant_share
-from promptlottery.analysis.card.sections import pref_value
+from promptlottery.analysis.card.pairwise.sections import pref_value
 from promptlottery.metrics.bradley_terry_ppi import bt_design, bt_fit, ppi_bradley_terry
 
 SOURCE = (

@@ -9,7 +9,7 @@ with the cells each drew (``lo`` / ``hi``); ``full_lo`` / ``full_hi`` narrowed b
 share)`` for the full grid's value on these pairs (ours, as for the pointwise estimates). Where the
 pairs' ``cluster_id`` puts two or more pairs in one cluster (the pairs of one instruction or question)
 the clusters are resampled, each with its pairs and their cells, as the lottery report's pairwise
-section does; otherwise the pairs one by one (:func:`~.budget_pairwise_sim.pair_weights`; the
+section does; otherwise the pairs one by one (:func:`~.simulation.pair_weights`; the
 ``resampled`` column says which).
 """
 
@@ -77,10 +77,10 @@ def estimate_pairwise_sparse(
 ):  # fmt: skip
     """One row per statistic (and wording, and system): the estimate and its intervals, as
     ``estimate_sparse``; with ``human`` (per pair) each wording's human agreement, with the systems
-    (per pair) each wording's win rates (:func:`~.budget_pairwise_sim.pairwise_estimates`). The
+    (per pair) each wording's win rates (:func:`~.simulation.pairwise_estimates`). The
     intervals resample the ``clusters`` (per pair, its ``cluster_id``) where one holds two pairs or
-    more, else the pairs (:func:`~.budget_pairwise_sim.pair_weights`): the ``resampled`` column."""
-    from promptlottery.analysis.budget.pairwise_simulation import pair_weights, pairwise_estimates
+    more, else the pairs (:func:`~.simulation.pair_weights`): the ``resampled`` column."""
+    from promptlottery.analysis.budget.pairwise.simulation import pair_weights, pairwise_estimates
 
     both, four = spp.pair_probabilities(plan, wordings)
     r, resampled = pair_weights(clusters, len(plan.items), n_resamples, seed)
@@ -123,7 +123,7 @@ def _with_bt_ranks(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_sparse_pairwise(opts, grid, job, mode) -> dict[str, Any]:
-    from promptlottery.analysis.budget.wording_model_pairwise import pairwise_model_sparse, write_model_sparse
+    from promptlottery.analysis.budget.pairwise.wording_model import pairwise_model_sparse, write_model_sparse
 
     tables, models = [], []
     for cid, rows in sorted(grid.rows(mode.name).items()):
@@ -235,12 +235,12 @@ def _full_pairs(pt: pd.DataFrame):
 
 def run_pairwise_budget(opts, grid, job, mode) -> dict[str, Any]:
     """``+analysis=budget`` on a full pairwise grid: the simulated sparse designs and adaptive stopping."""
-    from promptlottery.analysis.budget.pairwise_simulation import (
+    from promptlottery.analysis.budget.pairwise.simulation import (
         simulate_pairwise_adaptive,
         simulate_pairwise_budgets,
     )
+    from promptlottery.analysis.budget.pairwise.wording_model import pairwise_model_full, write_model_full
     from promptlottery.analysis.budget.plots import plot_budget
-    from promptlottery.analysis.budget.wording_model_pairwise import pairwise_model_full, write_model_full
 
     budget_rows, adaptive_rows, skipped, model_rows, model_summaries = [], [], {}, [], []
     for cid, rows in sorted(grid.rows(mode.name).items()):

@@ -68,6 +68,121 @@ def test_a_list_of_the_wrong_length_is_one_line():
         get_mode("listwise").check_items(SCALE, group="G18", items=[short], where="dataset toy")
 
 
+SYSTEMS3 = ["Original Ground Truth", "Argmax Decoding", "Nucleus Decoding (p = 0.3)"]
+
+
+def _usr_file(tmp_path, edit=None):
+    """A two-context USR Topical-Chat file (three systems each) in ``tmp_path``, ``edit``-ed first;
+    its path (the loader reads ``<data_dir>/topical_chat_usr/tc_usr_data.json``)."""
+    scores = {"Understandable": [1, 1, 1], "Natural": [3, 2, 3], "Maintains Context": [3, 3, 1],
+              "Engaging": [2, 3, 3], "Uses Knowledge": [1, 0, 0], "Overall": [5, 4, 4]}  # fmt: skip
+    data = [
+        {
+            "context": "hello there \n hi , how are you ? \n fine , and you ?",
+            "fact": "a fact",
+            "annotators": ["x", "y", "z"],
+            "responses": [
+                {"model": s, "response": f"reply {c}-{r}", **scores} for r, s in enumerate(SYSTEMS3)
+            ],
+        }
+        for c in range(2)
+    ]
+    if edit is not None:
+        edit(data)
+    path = tmp_path / "topical_chat_usr" / "tc_usr_data.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _lists(tmp_path, **options):
+    from promptlottery.data import load_items
+
+    return load_items("topical_chat_usr_lists", data_dir=tmp_path, **options)
+
+
+def test_the_toy_usr_file_loads_as_two_lists(tmp_path):
+    """The well-formed file the error tests below break one field of at a time."""
+    _usr_file(tmp_path)
+    items = _lists(tmp_path, turns=2)
+    assert [it.id for it in items] == ["usr-tc-c0-k3", "usr-tc-c1-k3"]
+    assert items[1].inputs["response_3"] == "reply 1-2" and items[0].human["overall"] == [13 / 3] * 3
+    assert items[0].inputs["context"].count("\n") == 1  # the last two turns
+
+
+@pytest.mark.parametrize(
+    "systems",
+    [SYSTEMS3[:2], [SYSTEMS3[0], SYSTEMS3[1], SYSTEMS3[0]], "Argmax Decoding", 3],
+    ids=["two", "a-repeat", "a-string", "a-number"],
+)
+def test_usr_lists_need_three_distinct_systems(tmp_path, systems):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError, match=r"must list 3 or more distinct systems of the file") as exc:
+        _lists(tmp_path, systems=systems)
+    assert str(exc.value).startswith(f"{path}: dataset.options.systems=") and "\n" not in str(exc.value)
+
+
+def test_usr_lists_name_an_unknown_system_and_the_files_systems(tmp_path):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, systems=[*SYSTEMS3[:2], "Beam Search"])
+    assert str(exc.value) == (
+        f"{path}: dataset.options.systems names ['Beam Search'], which no response of the file has; "
+        f"its systems: {sorted(SYSTEMS3)}"
+    )
+
+
+def test_usr_lists_name_the_context_that_lacks_a_system(tmp_path):
+    path = _usr_file(tmp_path, lambda d: d[1]["responses"].pop(1))
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path)
+    assert str(exc.value).startswith(f"{path}[1]: context 1 has no response of ['Argmax Decoding']")
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("turns", [0, -2, "4", True, 1.5])
+def test_usr_lists_turns_must_be_a_positive_integer(tmp_path, turns):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, turns=turns)
+    assert str(exc.value) == (
+        f"{path}: dataset.options.turns={turns!r} must be a positive integer (the dialogue turns kept)"
+    )
+
+
+def test_usr_lists_name_an_unknown_subset_and_the_folder(tmp_path):
+    _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, subset="dc")
+    assert str(exc.value) == (
+        f"{tmp_path / 'topical_chat_usr'}: dataset.options.subset='dc' is not a USR subset; valid: ['pc', 'tc']"
+    )
+
+
+@pytest.mark.parametrize(
+    "edit, where, what",
+    [
+        (lambda d: d[1]["responses"][2].pop("model"), "[1][responses][2]", "missing field 'model'"),
+        (lambda d: d[0]["responses"][1].update(Overall=[5, 9, 4]), "[0][responses][1]", "Overall"),
+        (lambda d: d[1]["responses"][0].update(Overall=[5, 4]), "[1][responses][0]", "Overall has 2 scores"),
+        (lambda d: d[0].pop("annotators"), "[0]", "missing field 'annotators'"),
+    ],
+    ids=["no-model", "score-out-of-range", "a-score-short", "no-annotators"],
+)
+def test_usr_lists_name_the_file_and_row_of_a_malformed_response(tmp_path, edit, where, what):
+    path = _usr_file(tmp_path, edit)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path)
+    assert str(exc.value).startswith(f"{path}{where}: ") and what in str(exc.value), str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_usr_lists_name_a_missing_file(tmp_path):
+    with pytest.raises(UserError, match="tc_usr_data.json") as exc:
+        _lists(tmp_path)
+    assert str(tmp_path / "topical_chat_usr" / "tc_usr_data.json") in str(exc.value)
+
+
 def test_tau_b_by_hand():
     # x = (1, 0, 0), y = (4.7, 3.3, 2.7): pairs (1,2) and (1,3) concordant, (2,3) tied in x:
     # tau_b = (2 - 0) / sqrt((3 - 1) * (3 - 0)) = 2 / sqrt(6)

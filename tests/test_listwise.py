@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -302,3 +303,46 @@ def test_the_budget_stage_asks_the_mode_and_names_a_missing_one():
     run = mode_budget(pairs, sparse=True)
     assert run.func.__name__ == "run_sparse_pairwise" and run.keywords["mode"] is get_mode("pairwise")
     assert mode_budget(JudgmentGrid(pd.DataFrame()), sparse=False) is None
+
+
+def kendall_tau_by_scipy(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Each wording's mean Kendall tau-b over its lists, recomputed from judgments.parquet's rows with
+    ``scipy.stats.kendalltau(variant="b")`` apart from the section's code: per list the judge's
+    probability of each response averaged over the orders judged, against the human scores; the lists
+    where tau is undefined (a side all tied) left out."""
+    from scipy.stats import kendalltau
+
+    rows = judgments[judgments["sample_index"] == 0] if "sample_index" in judgments else judgments
+    out = []
+    for variant, by_variant in rows[rows["human_scores"].notna()].groupby("variant"):
+        taus = []
+        for _, lst in by_variant.groupby("item_id"):
+            probs = pd.DataFrame([json.loads(v) for v in lst["p_responses"]]).mean(axis=0, skipna=True)
+            human = json.loads(lst["human_scores"].iloc[0])
+            if probs.nunique() > 1 and len(set(human)) > 1:
+                taus.append(kendalltau(probs.to_numpy(), human, variant="b").statistic)
+        out.append(
+            {"variant": variant, "kendall_tau": np.mean(taus) if taus else math.nan, "n_tau": len(taus)}
+        )
+    return pd.DataFrame(out)
+
+
+def test_kendall_tau_is_scipys_tau_b_on_a_fake_grid(tmp_path):
+    """The hash judge's listwise grid (probabilities that rank the responses), its lottery analysis,
+    and the table's kendall_tau against scipy's tau-b recomputed from the judgments."""
+    from promptlottery.stages import run_stage
+
+    base = ["+experiment=tc_usr_listwise", "backbone=fake", "dataset.limit=6", "stage=judge"]
+    for v in ("P1", "P2"):
+        run_stage(compose([*base, f"judge.variant={v}"], tmp_path=tmp_path), tmp_path / "sweep" / v)
+    lottery = ["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.embeddings=none"]
+    run_stage(compose(lottery, tmp_path=tmp_path), tmp_path / "lottery")
+    table = pd.read_csv(tmp_path / "lottery" / "tables" / "listwise_wordings.csv", comment="#")
+    judgments = pd.concat(pd.read_parquet(tmp_path / "sweep" / v / "judgments.parquet") for v in ("P1", "P2"))
+    want = kendall_tau_by_scipy(judgments).set_index("variant")
+    got = table.set_index("variant").loc[want.index]
+    assert (want["n_tau"] > 0).all()  # the hash judge ranks the responses: tau is defined on its lists
+    assert got["n_tau"].tolist() == want["n_tau"].tolist()
+    assert got["kendall_tau"].to_numpy() == pytest.approx(
+        want["kendall_tau"].to_numpy(), abs=5e-5
+    )  # 4 decimals

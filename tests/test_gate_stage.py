@@ -36,6 +36,22 @@ def grid(tmp_path_factory):
     return tmp
 
 
+def _gate_without_baselines(grid, *overrides: str):
+    """The gate on the STS-B grid alone (no held-out group), its LLM and embedding baselines off."""
+    return compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            "gate/classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.llm_baseline.enabled=false",
+            "gate.embedding_baseline.enabled=false",
+            *overrides,
+        ],
+        tmp_path=grid,
+    )
+
+
 def test_gate_stage_end_to_end(grid, tmp_path):
     from promptlottery.gating.stage import gate
     from promptlottery.stages import get_stage, run_stage
@@ -175,19 +191,7 @@ def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
     from promptlottery.stages import run_stage as run
 
-    cfg = compose(
-        [
-            "+gate=selective",
-            f"gate.runs={grid / 'grid'}/*",
-            "gate/classifier=deberta_tiny",
-            "backbone=fake",
-            "gate.llm_baseline.enabled=false",
-            "gate.embedding_baseline.enabled=false",
-            "gate.save_adapter=false",
-        ],
-        tmp_path=grid,
-    )
-    rec = run(cfg, tmp_path / "gate")
+    rec = run(_gate_without_baselines(grid, "gate.save_adapter=false"), tmp_path / "gate")
     assert rec["status"] == "ok"
     report = (tmp_path / "gate" / "report.md").read_text()
     assert "No judgments of a held-out prompt group (G15)" in report
@@ -223,19 +227,8 @@ def test_a_gate_killed_mid_write_leaves_the_previous_outputs(grid, tmp_path, mon
         raise Killed
 
     monkeypatch.setattr(report, "write_report", dying)
-    cfg = compose(
-        [
-            "+gate=selective",
-            f"gate.runs={grid / 'grid'}/*",
-            "gate/classifier=deberta_tiny",
-            "backbone=fake",
-            "gate.llm_baseline.enabled=false",
-            "gate.embedding_baseline.enabled=false",
-        ],
-        tmp_path=grid,
-    )
     with pytest.raises(Killed):
-        run_stage(cfg, out)
+        run_stage(_gate_without_baselines(grid), out)
     left = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert left == {k: v.encode() for k, v in earlier.items()} and not (out / STAGING).exists()
 

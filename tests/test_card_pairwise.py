@@ -144,7 +144,7 @@ def test_card_cli_on_a_pairwise_sweep_and_its_controls(cards, capsys):
 def test_verdict_on_a_pairwise_lottery_prints_its_sentence_and_the_card(cards):
     """``python -m promptlottery.analysis.lottery.verdict`` on a pairwise sweep's lottery (whose verdict table
     has a sentence but no kappa columns) prints that sentence and the card's headline."""
-    from promptlottery.analysis.lottery.verdict import show
+    from promptlottery.analysis.lottery.first_screen import show
 
     _, _, tmp = cards["constant"]
     cfg = compose(["+experiment=pandalm_pairwise", "backbone=fake", "dataset.limit=30"], tmp_path=tmp)

@@ -32,8 +32,6 @@ LONG_FILES: dict[str, int] = {
     "promptlottery/ledger.py": 512,
     "promptlottery/rubrics/strata.py": 448,
     "promptlottery/rubrics/tables.py": 491,
-    # grown in the 2026-12-06 merge of issues 45-50 (the card, the study, controls, verdict readers): to be split
-    "promptlottery/analysis/lottery/verdict.py": 430,
 }
 
 

@@ -10,8 +10,8 @@ from omegaconf import OmegaConf
 from promptlottery.backends.base import Decoding
 from promptlottery.backends.fake import FakeBackend
 from promptlottery.data import load_items
+from promptlottery.judging.inputs import build_condition
 from promptlottery.judging.runner import build_requests
-from promptlottery.judging.stage import build_condition
 from promptlottery.prompts import load_group
 from tests.conftest import DATA_DIR, REPO, compose
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from promptlottery.analysis.lottery import plots_verdict
-from promptlottery.analysis.lottery.verdict import finding, show
+from promptlottery.analysis.lottery.first_screen import finding, show
 from promptlottery.tracking.staging import digests
 
 

@@ -36,6 +36,22 @@ def grid(tmp_path_factory):
     return tmp
 
 
+def _gate_without_baselines(grid, *overrides: str):
+    """The gate on the STS-B grid alone (no held-out group), its LLM and embedding baselines off."""
+    return compose(
+        [
+            "+gate=selective",
+            f"gate.runs={grid / 'grid'}/*",
+            "gate/classifier=deberta_tiny",
+            "backbone=fake",
+            "gate.llm_baseline.enabled=false",
+            "gate.embedding_baseline.enabled=false",
+            *overrides,
+        ],
+        tmp_path=grid,
+    )
+
+
 def test_gate_stage_end_to_end(grid, tmp_path):
     from promptlottery.gating.stage import gate
     from promptlottery.stages import get_stage, run_stage
@@ -175,25 +191,46 @@ def test_gate_stage_with_the_papers_80_20_holdout(grid, tmp_path):
 def test_gate_stage_without_held_out_group_says_so(grid, tmp_path):
     from promptlottery.stages import run_stage as run
 
-    cfg = compose(
-        [
-            "+gate=selective",
-            f"gate.runs={grid / 'grid'}/*",
-            "gate/classifier=deberta_tiny",
-            "backbone=fake",
-            "gate.llm_baseline.enabled=false",
-            "gate.embedding_baseline.enabled=false",
-            "gate.save_adapter=false",
-        ],
-        tmp_path=grid,
-    )
-    rec = run(cfg, tmp_path / "gate")
+    rec = run(_gate_without_baselines(grid, "gate.save_adapter=false"), tmp_path / "gate")
     assert rec["status"] == "ok"
     report = (tmp_path / "gate" / "report.md").read_text()
     assert "No judgments of a held-out prompt group (G15)" in report
     assert "**Held-out prompt group (G15): not evaluated.** No judgments of a held-out" in report
     assert rec["frontier_heldout_group"] is None
     assert not (tmp_path / "gate" / "transfer_operating_points.csv").exists()
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: no handler of the job wrapper runs (it catches Exception only)."""
+
+
+def test_a_gate_killed_mid_write_leaves_the_previous_outputs(grid, tmp_path, monkeypatch):
+    """Every file goes through the one writer: killed while report.md is written (the tables, the
+    predictions, the figure already staged), the earlier run's files are as they were, none added."""
+    from promptlottery.gating import report
+    from promptlottery.stages import run_stage
+    from promptlottery.tracking.staging import STAGING
+
+    out = tmp_path / "gate"
+    earlier = {
+        "report.md": "an earlier gate's report\n",
+        "operating_points.csv": "policy\nP1_only\n",
+        "training_history.csv": "epoch\n0\n",
+        "adapter/adapter_config.json": "{}\n",
+    }
+    for name, text in earlier.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+
+    def dying(path, **kw):
+        path.write_text("# Selective aggregation: half a rep")
+        raise Killed
+
+    monkeypatch.setattr(report, "write_report", dying)
+    with pytest.raises(Killed):
+        run_stage(_gate_without_baselines(grid), out)
+    left = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert left == {k: v.encode() for k, v in earlier.items()} and not (out / STAGING).exists()
 
 
 def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path, monkeypatch):

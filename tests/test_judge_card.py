@@ -116,7 +116,7 @@ def test_meaning_following_oracle_follows(judged):
 
 
 def test_verdict_prints_the_card_headline(judged):
-    from promptlottery.analysis.lottery.verdict import show
+    from promptlottery.analysis.lottery.first_screen import show
 
     card, page, _ = judged["meaning_following"]
     text = show(page.parent.parent.parent / "lottery")

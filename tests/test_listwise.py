@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -66,6 +67,121 @@ def test_a_list_of_the_wrong_length_is_one_line():
     )
     with pytest.raises(UserError, match=r"^dataset toy: .*item 'x' lists 2 responses"):
         get_mode("listwise").check_items(SCALE, group="G18", items=[short], where="dataset toy")
+
+
+SYSTEMS3 = ["Original Ground Truth", "Argmax Decoding", "Nucleus Decoding (p = 0.3)"]
+
+
+def _usr_file(tmp_path, edit=None):
+    """A two-context USR Topical-Chat file (three systems each) in ``tmp_path``, ``edit``-ed first;
+    its path (the loader reads ``<data_dir>/topical_chat_usr/tc_usr_data.json``)."""
+    scores = {"Understandable": [1, 1, 1], "Natural": [3, 2, 3], "Maintains Context": [3, 3, 1],
+              "Engaging": [2, 3, 3], "Uses Knowledge": [1, 0, 0], "Overall": [5, 4, 4]}  # fmt: skip
+    data = [
+        {
+            "context": "hello there \n hi , how are you ? \n fine , and you ?",
+            "fact": "a fact",
+            "annotators": ["x", "y", "z"],
+            "responses": [
+                {"model": s, "response": f"reply {c}-{r}", **scores} for r, s in enumerate(SYSTEMS3)
+            ],
+        }
+        for c in range(2)
+    ]
+    if edit is not None:
+        edit(data)
+    path = tmp_path / "topical_chat_usr" / "tc_usr_data.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _lists(tmp_path, **options):
+    from promptlottery.data import load_items
+
+    return load_items("topical_chat_usr_lists", data_dir=tmp_path, **options)
+
+
+def test_the_toy_usr_file_loads_as_two_lists(tmp_path):
+    """The well-formed file the error tests below break one field of at a time."""
+    _usr_file(tmp_path)
+    items = _lists(tmp_path, turns=2)
+    assert [it.id for it in items] == ["usr-tc-c0-k3", "usr-tc-c1-k3"]
+    assert items[1].inputs["response_3"] == "reply 1-2" and items[0].human["overall"] == [13 / 3] * 3
+    assert items[0].inputs["context"].count("\n") == 1  # the last two turns
+
+
+@pytest.mark.parametrize(
+    "systems",
+    [SYSTEMS3[:2], [SYSTEMS3[0], SYSTEMS3[1], SYSTEMS3[0]], "Argmax Decoding", 3],
+    ids=["two", "a-repeat", "a-string", "a-number"],
+)
+def test_usr_lists_need_three_distinct_systems(tmp_path, systems):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError, match=r"must list 3 or more distinct systems of the file") as exc:
+        _lists(tmp_path, systems=systems)
+    assert str(exc.value).startswith(f"{path}: dataset.options.systems=") and "\n" not in str(exc.value)
+
+
+def test_usr_lists_name_an_unknown_system_and_the_files_systems(tmp_path):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, systems=[*SYSTEMS3[:2], "Beam Search"])
+    assert str(exc.value) == (
+        f"{path}: dataset.options.systems names ['Beam Search'], which no response of the file has; "
+        f"its systems: {sorted(SYSTEMS3)}"
+    )
+
+
+def test_usr_lists_name_the_context_that_lacks_a_system(tmp_path):
+    path = _usr_file(tmp_path, lambda d: d[1]["responses"].pop(1))
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path)
+    assert str(exc.value).startswith(f"{path}[1]: context 1 has no response of ['Argmax Decoding']")
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("turns", [0, -2, "4", True, 1.5])
+def test_usr_lists_turns_must_be_a_positive_integer(tmp_path, turns):
+    path = _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, turns=turns)
+    assert str(exc.value) == (
+        f"{path}: dataset.options.turns={turns!r} must be a positive integer (the dialogue turns kept)"
+    )
+
+
+def test_usr_lists_name_an_unknown_subset_and_the_folder(tmp_path):
+    _usr_file(tmp_path)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path, subset="dc")
+    assert str(exc.value) == (
+        f"{tmp_path / 'topical_chat_usr'}: dataset.options.subset='dc' is not a USR subset; valid: ['pc', 'tc']"
+    )
+
+
+@pytest.mark.parametrize(
+    "edit, where, what",
+    [
+        (lambda d: d[1]["responses"][2].pop("model"), "[1][responses][2]", "missing field 'model'"),
+        (lambda d: d[0]["responses"][1].update(Overall=[5, 9, 4]), "[0][responses][1]", "Overall"),
+        (lambda d: d[1]["responses"][0].update(Overall=[5, 4]), "[1][responses][0]", "Overall has 2 scores"),
+        (lambda d: d[0].pop("annotators"), "[0]", "missing field 'annotators'"),
+    ],
+    ids=["no-model", "score-out-of-range", "a-score-short", "no-annotators"],
+)
+def test_usr_lists_name_the_file_and_row_of_a_malformed_response(tmp_path, edit, where, what):
+    path = _usr_file(tmp_path, edit)
+    with pytest.raises(UserError) as exc:
+        _lists(tmp_path)
+    assert str(exc.value).startswith(f"{path}{where}: ") and what in str(exc.value), str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_usr_lists_name_a_missing_file(tmp_path):
+    with pytest.raises(UserError, match="tc_usr_data.json") as exc:
+        _lists(tmp_path)
+    assert str(tmp_path / "topical_chat_usr" / "tc_usr_data.json") in str(exc.value)
 
 
 def test_tau_b_by_hand():
@@ -187,3 +303,46 @@ def test_the_budget_stage_asks_the_mode_and_names_a_missing_one():
     run = mode_budget(pairs, sparse=True)
     assert run.func.__name__ == "run_sparse_pairwise" and run.keywords["mode"] is get_mode("pairwise")
     assert mode_budget(JudgmentGrid(pd.DataFrame()), sparse=False) is None
+
+
+def kendall_tau_by_scipy(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Each wording's mean Kendall tau-b over its lists, recomputed from judgments.parquet's rows with
+    ``scipy.stats.kendalltau(variant="b")`` apart from the section's code: per list the judge's
+    probability of each response averaged over the orders judged, against the human scores; the lists
+    where tau is undefined (a side all tied) left out."""
+    from scipy.stats import kendalltau
+
+    rows = judgments[judgments["sample_index"] == 0] if "sample_index" in judgments else judgments
+    out = []
+    for variant, by_variant in rows[rows["human_scores"].notna()].groupby("variant"):
+        taus = []
+        for _, lst in by_variant.groupby("item_id"):
+            probs = pd.DataFrame([json.loads(v) for v in lst["p_responses"]]).mean(axis=0, skipna=True)
+            human = json.loads(lst["human_scores"].iloc[0])
+            if probs.nunique() > 1 and len(set(human)) > 1:
+                taus.append(kendalltau(probs.to_numpy(), human, variant="b").statistic)
+        out.append(
+            {"variant": variant, "kendall_tau": np.mean(taus) if taus else math.nan, "n_tau": len(taus)}
+        )
+    return pd.DataFrame(out)
+
+
+def test_kendall_tau_is_scipys_tau_b_on_a_fake_grid(tmp_path):
+    """The hash judge's listwise grid (probabilities that rank the responses), its lottery analysis,
+    and the table's kendall_tau against scipy's tau-b recomputed from the judgments."""
+    from promptlottery.stages import run_stage
+
+    base = ["+experiment=tc_usr_listwise", "backbone=fake", "dataset.limit=6", "stage=judge"]
+    for v in ("P1", "P2"):
+        run_stage(compose([*base, f"judge.variant={v}"], tmp_path=tmp_path), tmp_path / "sweep" / v)
+    lottery = ["+analysis=lottery", f"analysis.runs={tmp_path / 'sweep'}/*", "analysis.embeddings=none"]
+    run_stage(compose(lottery, tmp_path=tmp_path), tmp_path / "lottery")
+    table = pd.read_csv(tmp_path / "lottery" / "tables" / "listwise_wordings.csv", comment="#")
+    judgments = pd.concat(pd.read_parquet(tmp_path / "sweep" / v / "judgments.parquet") for v in ("P1", "P2"))
+    want = kendall_tau_by_scipy(judgments).set_index("variant")
+    got = table.set_index("variant").loc[want.index]
+    assert (want["n_tau"] > 0).all()  # the hash judge ranks the responses: tau is defined on its lists
+    assert got["n_tau"].tolist() == want["n_tau"].tolist()
+    assert got["kendall_tau"].to_numpy() == pytest.approx(
+        want["kendall_tau"].to_numpy(), abs=5e-5
+    )  # 4 decimals

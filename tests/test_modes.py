@@ -118,7 +118,7 @@ def test_each_mode_refuses_the_other_modes_group_in_one_line():
 
 
 def test_a_pairwise_group_file_naming_criteria_is_one_config_line_naming_the_file(tmp_path):
-    from promptlottery.judging.stage import check_inputs
+    from promptlottery.judging.inputs import check_inputs
     from promptlottery.prompts.groups import GROUPS_DIR
 
     text = (GROUPS_DIR / "G17.yaml").read_text()

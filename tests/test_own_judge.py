@@ -381,7 +381,7 @@ def test_own_judge_command_judges_every_variant_of_the_file_and_opens_with_the_v
     assert all(
         texts[i] == (c, r) for i, c, r in zip(unstable["item_id"], unstable["context"], unstable["response"])
     )
-    from promptlottery.analysis.lottery.verdict import show
+    from promptlottery.analysis.lottery.first_screen import show
 
     shown = show(tmp_path / "sweep" / "lottery")  # what `make demo` prints
     assert "| Fleiss' kappa across the five paraphrases | about 0.24 |" in shown

@@ -4,7 +4,8 @@ The files go to a staging directory first and move into the output directory tog
 stage's writing is done; a stage killed mid-write leaves no half-written file among its outputs
 and the files of an earlier run as they were. The lottery analysis has its own tests
 (tests/test_analysis_staging.py); these cover the writer itself and the stages routed through it
-later: compare, validation (and, by the same code path, budget, rubric, human campaign and analyse).
+later: compare, validation, human import and export, the gate's search (the gate stage's own test is in
+tests/test_gate_stage.py; budget, rubric, human campaign and analyse go by the same code path).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from promptlottery.tracking.jobdir import file_sha256
 from promptlottery.tracking.staging import STAGING, OutputsError, staged_outputs
-from tests.conftest import compose
+from tests.conftest import REPO, compose
 
 
 class Killed(BaseException):
@@ -122,3 +123,105 @@ def test_validation_killed_mid_write_keeps_the_earlier_validation(tmp_path, monk
     with pytest.raises(Killed):
         run_validation(cfg12, out, encoder=_fake_encoder)
     assert files(out) == old  # validation.csv of G12 never replaced G1's
+
+
+HUMAN = REPO / "tests" / "data" / "human"  # the recorded campaign and its Label Studio exports
+
+
+def test_human_import_killed_mid_write_keeps_the_earlier_ratings(tmp_path, monkeypatch):
+    """Killed after human_ratings.parquet was staged, before import_report.md: the earlier import's
+    ratings and report as they were (before the one writer, the new parquet was already in place)."""
+    from promptlottery.analysis.common import report
+    from promptlottery.stages import run_stage
+
+    exports = sorted(str(p) for p in HUMAN.glob("export_*.json"))
+
+    def stage(paths):
+        cfg = compose(
+            ["+human=import", f"human.campaign={HUMAN}", f"human.export=[{','.join(paths)}]"],
+            tmp_path=tmp_path,
+        )
+        return run_stage(cfg, tmp_path / "import")
+
+    out = tmp_path / "import"
+    assert stage(exports)["n_ratings"] == 36
+    old = {k: v for k, v in files(out).items() if k != "results.json"}
+    assert set(old) == {"human_ratings.parquet", "import_report.md"}
+
+    def dying(self):
+        assert (out / STAGING / "human_ratings.parquet").is_file()  # staged, not yet published
+        raise Killed
+
+    monkeypatch.setattr(report.Report, "text", dying)
+    with pytest.raises(Killed):
+        stage(exports[:1])  # one annotator's ratings would have replaced all three's
+    assert files(out) == old and not (out / STAGING).exists()
+
+
+def test_human_export_failing_mid_way_keeps_the_earlier_exports(tmp_path, monkeypatch):
+    """A project whose export fails (the server, after the first projects came): the earlier export
+    files as they were, none of the new ones published, the failure recorded in one line."""
+    import json
+
+    from promptlottery.human import labelstudio
+    from promptlottery.stages import run_stage
+
+    projects = json.loads((HUMAN / "campaign.json").read_text())["label_studio_projects"]
+    by_id = {pid: (HUMAN / f"export_{a}.json").read_bytes() for a, pid in projects.items()}
+    failing: set[int] = set()
+
+    class Exports:
+        def download_sync(self, id, export_type):
+            if id in failing:
+                raise ConnectionError("connection reset by peer")
+            yield by_id[id].replace(b'"annotations"', b'"annotations" ') if failing else by_id[id]
+
+    def offline(self, url, *, api_key_env):
+        self.url = url
+        self.sdk = type("SDK", (), {"projects": type("Projects", (), {"exports": Exports()})()})()
+
+    monkeypatch.setattr(labelstudio.LabelStudioClient, "__init__", offline)
+    cfg = compose(["+human=export", f"human.campaign={HUMAN}"], tmp_path=tmp_path)
+    out = tmp_path / "export"
+    rec = run_stage(cfg, out)
+    assert rec["annotations_per_annotator"] == {"a01": 12, "a02": 12, "a03": 12}
+    old = {k: v for k, v in files(out).items() if k != "results.json"}
+    assert set(old) == {"export_a01.json", "export_a02.json", "export_a03.json"}
+    failing.add(max(projects.values()))  # the last project fails; the first two come (changed)
+    with pytest.raises(labelstudio.LabelStudioError, match="connection reset"):
+        run_stage(cfg, out)
+    assert {k: v for k, v in files(out).items() if k != "results.json"} == old
+    assert not (out / STAGING).exists()
+    assert json.loads((out / "results.json").read_text())["status"] == "failed"
+
+
+def test_gate_search_killed_mid_write_keeps_the_earlier_summary(tmp_path, monkeypatch):
+    """The Optuna search's files (trials.csv / .md, best_overrides.txt, best_params.json) go through the
+    one writer: killed before best_params.json, the earlier search's files as they were."""
+    import json
+
+    import optuna
+
+    from promptlottery.gating import tune
+
+    def search(n_trials: int):
+        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+        study.optimize(lambda t: (t.suggest_float("lr", 1e-5, 1e-3, log=True) - 1e-4) ** 2, n_trials=n_trials)
+        space = {"lr": {"path": "gate.classifier.lr"}}
+        return tune._write_outputs(study, tmp_path / "tune", space, {"metric": "toy"}, t0=0.0, overrides=[])
+
+    summary, _ = search(2)
+    old = files(tmp_path / "tune")
+    assert set(old) == {"trials.csv", "trials.md", "best_overrides.txt", "best_params.json"}
+    assert json.loads((tmp_path / "tune" / "best_params.json").read_text())["n_trials"] == 2
+    dumps = json.dumps
+
+    def dying(obj, *a, **kw):
+        if isinstance(obj, dict) and "n_trials" in obj:  # the summary: best_params.json's text
+            raise Killed
+        return dumps(obj, *a, **kw)
+
+    monkeypatch.setattr(json, "dumps", dying)
+    with pytest.raises(Killed):
+        search(3)
+    assert files(tmp_path / "tune") == old and not (tmp_path / "tune" / STAGING).exists()

@@ -127,7 +127,7 @@ def test_a_partial_configuration_is_named_in_the_study_page_and_the_log(tmp_path
 
 
 def test_the_wandb_group_and_condition_id_name_the_configuration(tmp_path):
-    from promptlottery.judging.stage import build_condition
+    from promptlottery.judging.inputs import build_condition
 
     pc = build_condition(compose(["+experiment=pc_usr_engaging", "backbone=fake"], tmp_path=tmp_path))
     tc = build_condition(compose(["+experiment=tc_usr_engaging", "backbone=fake"], tmp_path=tmp_path))

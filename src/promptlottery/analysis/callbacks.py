@@ -68,7 +68,7 @@ class LotteryAnalysis(Callback):
         except Exception as exc:  # noqa: BLE001 - a failed analysis must not fail the finished sweep
             logger.error("lottery analysis failed sweep_dir=%s error=%s", sweep_dir, exc)
             return
-        from promptlottery.analysis.lottery.verdict import verdict_sentences
+        from promptlottery.analysis.lottery.first_screen import verdict_sentences
 
         for sentence in verdict_sentences(out):
             logger.info("verdict %s", sentence)

@@ -8,7 +8,7 @@ it held when a job last opened or closed it. A job that opens a file whose id is
 (a new file: the old one was emptied, removed or renamed) learns what it *replaced*: the old count,
 carried in the manifest from then on, until the new file holds as many answers again or the user
 removes the manifest (the loss was meant). The judge stage says how many of its calls are made again
-(:func:`promptlottery.judging.stage.check_lost_cache`).
+(:func:`promptlottery.judging.before_calls.check_lost_cache`).
 
 A manifest is a lower bound: a job killed before it closed the cache leaves the count of its open.
 A PostgreSQL cache has none (a dropped table is the server's to report); the job records beside a

@@ -13,13 +13,14 @@ from promptlottery.gating.config import GateConfig
 from promptlottery.gating.simulate import item_block
 from promptlottery.gating.split import GateData
 
-__all__ = ["append_frontier", "evaluate_frontier", "frontier_section", "log_frontier"]
+__all__ = ["append_frontier", "evaluate_frontier", "frontier_section", "frontier_tables", "log_frontier"]
 
 
-def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any]:
+def evaluate_frontier(g: GateConfig, data: GateData) -> dict[str, Any]:
     """Every policy on the test items (and on the left-out configurations' unseen items), at the
     thresholds and confidences chosen on the validation items, with item-cluster intervals
-    (:mod:`~promptlottery.gating.frontier`); the learned gate's test MCC with its interval."""
+    (:mod:`~promptlottery.gating.frontier`); the learned gate's test MCC with its interval. Writes
+    nothing: :func:`frontier_tables` are the stage's to write."""
     from promptlottery.gating import frontier as fr
 
     boot = {"n_resamples": g.n_bootstrap, "level": g.bootstrap_level, "seed": g.seed}
@@ -60,25 +61,34 @@ def evaluate_frontier(g: GateConfig, data: GateData, out: Path) -> dict[str, Any
         "heldout_note": data.transfer_note,
         "backbones": backbones,
     }
-    rep.write_table(test.table, out, "frontier")
-    rep.write_table(test.headline, out, "frontier_headline")
-    rep.write_table(mccs, out, "classifier_intervals")
     # the configuration as a column: each configuration's test items on their own
     result["by_config"] = fr.by_configuration(item_block(data.test, data.variants), data.test, params, **kw)
-    rep.write_table(result["by_config"], out, "frontier_by_config")
     if len(data.config_transfer):
         result["configs"] = fr.frontier(
             item_block(data.config_transfer, data.variants), data.config_transfer, params,
             label="unseen configurations", **kw,
         )  # fmt: skip
-        rep.write_table(result["configs"].table, out, "frontier_unseen_configs")
     if len(data.transfer):  # the held-out prompt group (G15): trained on the other groups only
         result["heldout_group"] = fr.frontier(
             item_block(data.transfer, data.variants), data.transfer, params,
             label=f"held-out group {','.join(data.held_out)}", **kw,
         )  # fmt: skip
-        rep.write_table(result["heldout_group"].table, out, "frontier_heldout_group")
     return result
+
+
+def frontier_tables(fr_out: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """The frontier's tables by file name: the test items', the headline, the MCC intervals, per
+    configuration, and those of the unseen configurations and the held-out group where evaluated."""
+    tables = {
+        "frontier": fr_out["test"].table,
+        "frontier_headline": fr_out["test"].headline,
+        "classifier_intervals": fr_out["mcc"],
+        "frontier_by_config": fr_out["by_config"],
+    }
+    for name, key in (("frontier_unseen_configs", "configs"), ("frontier_heldout_group", "heldout_group")):
+        if fr_out[key] is not None:
+            tables[name] = fr_out[key].table
+    return tables
 
 
 def frontier_section(fr_out: dict[str, Any], g: GateConfig) -> str:

@@ -7,7 +7,9 @@
 :func:`write_outputs` (``classifier_metrics``, ``operating_points``, ``cost_curve``,
 ``training_history`` and, with held-out group judgments, ``transfer_*`` tables as CSV and Markdown,
 ``heldout_predictions.parquet``, ``cost_curve.png``, ``report.md``, ``results.json`` and the LoRA
-adapter ``adapter/``; everything is logged to W&B as well).
+adapter ``adapter/``; everything is logged to W&B as well). The steps compute; :func:`write_outputs`
+alone writes, through the one writer (:class:`~promptlottery.tracking.staging.staged_outputs`), so a
+gate killed mid-way (training, the baselines' calls, a table) leaves the previous run's files as they were.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from omegaconf import DictConfig
 from promptlottery.calls.loop import CallStats
 from promptlottery.gating import report as rep
 from promptlottery.gating.config import GateConfig
-from promptlottery.gating.frontier_stage import append_frontier, evaluate_frontier, log_frontier
+from promptlottery.gating.frontier_stage import (
+    append_frontier,
+    evaluate_frontier,
+    frontier_tables,
+    log_frontier,
+)
 from promptlottery.gating.points import (
     PAPER_POLICIES,
     choose_thresholds,
@@ -38,6 +45,7 @@ from promptlottery.gating.points import (
 from promptlottery.gating.simulate import full_reference, item_block
 from promptlottery.gating.split import GateData, prepare
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -126,8 +134,8 @@ def gate(cfg: DictConfig, job: StageJob) -> dict[str, Any]:
     res = train_gate(g, data, job.output_dir, tracker=job.tracker)
     base = run_baselines(cfg, g, data)
     sim = simulate_gate(g, data, base)
-    transfer = evaluate_transfer(g, data, base, sim, job.output_dir)
-    fr = evaluate_frontier(g, data, job.output_dir)
+    transfer = evaluate_transfer(g, data, base, sim)
+    fr = evaluate_frontier(g, data)
     return write_outputs(g, data, res, base, sim, transfer, job, fr)
 
 
@@ -173,13 +181,9 @@ def selection_config(g: GateConfig):
 
 def train_gate(g: GateConfig, data: GateData, out: Path, tracker=None):
     """Train on train, pick the epoch on validation, add ``p_gate`` to validation, test and transfer.
-    With a W&B tracker, Lightning's per-epoch metrics go to its run as curves."""
-    from promptlottery.gating.model import (
-        lightning_wandb_logger,
-        predict_proba,
-        save_adapter,
-        train_classifier,
-    )
+    With a W&B tracker, Lightning's per-epoch metrics go to its run as curves. Writes nothing: the
+    adapter, the history and the predictions are :func:`write_outputs`'."""
+    from promptlottery.gating.model import lightning_wandb_logger, predict_proba, train_classifier
 
     run = getattr(tracker, "run", None)
     lw = lightning_wandb_logger({"name": "wandb"}, run=run) if run is not None else None
@@ -191,11 +195,6 @@ def train_gate(g: GateConfig, data: GateData, out: Path, tracker=None):
         if len(df):
             df["p_gate"] = predict_proba(res, df)
         setattr(data, part, df)
-    if g.save_adapter:
-        save_adapter(res, out / "adapter")
-    # kept at once, before the baselines run: rewritten with their columns at the end
-    rep.write_table(pd.DataFrame(res.history), out, "training_history")
-    data.test.drop(columns=["query"]).to_parquet(out / "heldout_predictions.parquet", index=False)
     return res
 
 
@@ -295,10 +294,9 @@ def simulate_gate(g: GateConfig, data: GateData, base: Baselines) -> Simulation:
     )
 
 
-def evaluate_transfer(
-    g: GateConfig, data: GateData, base: Baselines, sim: Simulation, out: Path
-) -> dict[str, Any]:
-    """The gates on held-out prompt groups, at the thresholds chosen on the validation items."""
+def evaluate_transfer(g: GateConfig, data: GateData, base: Baselines, sim: Simulation) -> dict[str, Any]:
+    """The gates on held-out prompt groups, at the thresholds chosen on the validation items (its
+    ``transfer_*`` tables are written by :func:`write_outputs`)."""
     transfer = data.transfer
     if not len(transfer):
         return {"evaluated": False, "note": data.transfer_note}
@@ -314,9 +312,6 @@ def evaluate_transfer(
         extra={"paper_gate@P1@operating_threshold": ("p_gate", sim.thresholds["paper_gate"])},
     ).iloc[:1]
     t_clf = pd.concat([t_clf, t_p1], ignore_index=True)
-    rep.write_table(t_operating, out, "transfer_operating_points")
-    rep.write_table(t_clf, out, "transfer_classifier_metrics")
-    rep.write_table(t_matched, out, "transfer_savings_at_recovery")
     return {
         "evaluated": True,
         "note": data.transfer_note + " Thresholds as chosen on the validation items of the training groups.",
@@ -339,50 +334,27 @@ def write_outputs(
     fr_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Tables, figure, report.md, the W&B log and the result record."""
-    from promptlottery.gating.outputs import (
-        gate_metrics,
-        gate_notes,
-        gate_summary,
-        log_and_print,
-        split_record,
-    )
+    from promptlottery.gating.outputs import gate_metrics, gate_summary, log_and_print, split_record
 
-    out, test = job.output_dir, data.test
+    out = job.output_dir
     history = pd.DataFrame(res.history)
     summary = gate_summary(g, data, res, history, sim)
-    comparison = rep.comparison_table(sim, summary, transfer)
     tables = {
         "classifier_metrics": sim.clf_table,
         "operating_points": sim.operating,
         "validation_operating_points": sim.val_operating,
         "cost_curve": sim.curves,
         "training_history": history,
-        "paper_comparison": comparison,
+        "paper_comparison": rep.comparison_table(sim, summary, transfer),
         "savings_at_recovery": sim.matched,
     }
-    for name, df in tables.items():
-        rep.write_table(df, out, name)
-    test[[c for c in test.columns if c != "query"]].to_parquet(
-        out / "heldout_predictions.parquet", index=False
-    )
-    rep.plot_cost_curves(
-        sim.curves,
-        sim.operating[~sim.operating["policy"].isin(base.scorers)],
-        sim.operating[sim.operating["policy"].isin(base.scorers)],
-        out / "cost_curve.png",
-        title=f"{g.classifier.name} gate, {sim.block.items.shape[0]} test items",
-    )
-    rep.write_report(
-        out / "report.md",
-        summary=summary,
-        clf_table=sim.clf_table,
-        operating=sim.operating,
-        comparison=comparison,
-        matched=sim.matched,
-        transfer=transfer,
-        notes=base.notes + gate_notes(g, sim, test),
-    )
-    frontier_record = append_frontier(out / "report.md", fr_out, g) if fr_out is not None else {}
+    frontier_record: dict[str, Any] = {}
+    with staged_outputs(out) as staging:  # the one writer: staged, then published together
+        _write_files(staging, g, data, res, base, sim, transfer, tables, summary)
+        if fr_out is not None:
+            frontier_record = append_frontier(staging / "report.md", fr_out, g)
+            for name, df in frontier_tables(fr_out).items():
+                rep.write_table(df, staging, name)
     metrics = gate_metrics(res, base, sim, transfer)
     record = job.ok(
         **frontier_record,
@@ -397,3 +369,46 @@ def write_outputs(
     if fr_out is not None:
         log_frontier(job.tracker, fr_out)
     return record
+
+
+def _write_files(
+    staging: Path, g: GateConfig, data: GateData, res, base: Baselines, sim: Simulation, transfer: dict,
+    tables: dict[str, pd.DataFrame], summary: dict[str, Any],
+) -> None:  # fmt: skip
+    """The gate's own files into ``staging``: ``tables`` and the transfer tables (CSV and Markdown), the
+    held-out predictions, the cost-curve figure, report.md and the LoRA adapter."""
+    from promptlottery.gating.model import save_adapter
+    from promptlottery.gating.outputs import gate_notes
+
+    if transfer.get("evaluated"):
+        tables = {
+            **tables,
+            "transfer_operating_points": transfer["operating"],
+            "transfer_classifier_metrics": transfer["classifiers"],
+            "transfer_savings_at_recovery": transfer["matched"],
+        }
+    for name, df in tables.items():
+        rep.write_table(df, staging, name)
+    test = data.test
+    test[[c for c in test.columns if c != "query"]].to_parquet(
+        staging / "heldout_predictions.parquet", index=False
+    )
+    rep.plot_cost_curves(
+        sim.curves,
+        sim.operating[~sim.operating["policy"].isin(base.scorers)],
+        sim.operating[sim.operating["policy"].isin(base.scorers)],
+        staging / "cost_curve.png",
+        title=f"{g.classifier.name} gate, {sim.block.items.shape[0]} test items",
+    )
+    rep.write_report(
+        staging / "report.md",
+        summary=summary,
+        clf_table=sim.clf_table,
+        operating=sim.operating,
+        comparison=tables["paper_comparison"],
+        matched=sim.matched,
+        transfer=transfer,
+        notes=base.notes + gate_notes(g, sim, test),
+    )
+    if g.save_adapter:
+        save_adapter(res, staging / "adapter")

@@ -276,14 +276,15 @@ def _create_study(tune: dict, storage: str, study_name: str, direction: str):
 
 def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, overrides: list[str]):
     """trials.csv / .md, best_overrides.txt and best_params.json (the summary: ``head``, the trial
-    counts, then the best trial's values). Returns the summary and the trials table."""
+    counts, then the best trial's values), through the one writer (staged, then published together:
+    a search killed while writing them leaves the previous files). Returns the summary and the trials
+    table."""
     import optuna
 
     from promptlottery.gating.report import to_markdown
+    from promptlottery.tracking.staging import staged_outputs
 
     trials = study.trials_dataframe()
-    trials.to_csv(out / "trials.csv", index=False)
-    (out / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     summary: dict[str, Any] = {
         **head,
@@ -304,8 +305,12 @@ def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, over
             best_overrides=[f"{p}={json.dumps(v)}" for p, v in params_by_path.items()],
             best_user_attrs=best.user_attrs,
         )
-        (out / "best_overrides.txt").write_text("\n".join(summary["best_overrides"]) + "\n")
-    (out / "best_params.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    with staged_outputs(out) as staging:
+        trials.to_csv(staging / "trials.csv", index=False)
+        (staging / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
+        if complete:
+            (staging / "best_overrides.txt").write_text("\n".join(summary["best_overrides"]) + "\n")
+        (staging / "best_params.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return summary, trials
 
 

@@ -20,17 +20,8 @@ from promptlottery.atomic import atomic_write
 from promptlottery.calls.compose import build_calls, build_judge_runtime, build_spend, run_decoding
 from promptlottery.judging import runner
 from promptlottery.judging.adaptive_job import judge_adaptive
-
-# the stage's checks and the counting before the first call, imported from here by other stages
-from promptlottery.judging.before_calls import check_lost_cache, dry_run  # noqa: F401
-from promptlottery.judging.inputs import (  # noqa: F401
-    build_condition,
-    check_inputs,
-    check_items,
-    few_shot_examples,
-    group_condition,
-    judge_inputs,
-)
+from promptlottery.judging.before_calls import check_lost_cache, dry_run
+from promptlottery.judging.inputs import check_items, group_condition, judge_inputs
 from promptlottery.judging.judge_job import Condition, JudgeJob
 from promptlottery.judging.runner import condition_metrics
 from promptlottery.prompts.group_text import dump_group

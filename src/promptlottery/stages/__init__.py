@@ -56,7 +56,7 @@ for _name, _target in {
 
 #: stage name -> the function that checks its user inputs before any job starts (:func:`preflight`)
 INPUT_CHECKS: Registry[str] = Registry("stage input check")
-INPUT_CHECKS.register("judge", "promptlottery.judging.stage:check_inputs")
+INPUT_CHECKS.register("judge", "promptlottery.judging.inputs:check_inputs")
 
 #: the modules of the stages' typed options: each has ``register_configs()`` (its schema in the
 #: ConfigStore) and ``check(cfg)`` (its cross-field checks, run with the config check)

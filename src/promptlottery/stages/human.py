@@ -179,7 +179,8 @@ def _emails(opts: HumanOptions, annotators: list[str]) -> dict[str, str]:
 
 def human_export(cfg, job: StageJob, **_kw) -> dict[str, Any]:
     """``stage: human_export``: every project of the campaign, exported from Label Studio (JSON) into
-    ``export_<annotator>.json`` in the job's directory."""
+    ``export_<annotator>.json`` in the job's directory, all published together once every project is
+    exported (the one writer: a failed or killed export leaves the previous files)."""
     from promptlottery.human.campaign import load_campaign
     from promptlottery.human.labelstudio import LabelStudioClient
 
@@ -195,8 +196,11 @@ def human_export(cfg, job: StageJob, **_kw) -> dict[str, Any]:
         )
     if not url:
         raise ConfigError("human_export needs human.label_studio_url=<the server> (campaign.json has none)")
-    paths = LabelStudioClient(url, api_key_env=opts.api_key_env).export(projects, job.output_dir)
-    n = {p.stem.removeprefix("export_"): _n_annotated(p) for p in paths}
+    client = LabelStudioClient(url, api_key_env=opts.api_key_env)
+    with staged_outputs(job.output_dir) as staging:  # one project failing leaves the earlier exports
+        staged = client.export(projects, staging)
+        n = {p.stem.removeprefix("export_"): _n_annotated(p) for p in staged}
+    paths = [job.output_dir / p.name for p in staged]
     job.note(projects=len(paths), annotations=sum(n.values()))
     return job.ok(exports=[str(p) for p in paths], annotations_per_annotator=n)
 

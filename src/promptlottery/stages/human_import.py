@@ -17,6 +17,7 @@ import pandas as pd
 from promptlottery.errors import ConfigError
 from promptlottery.stages.human import HumanOptions, options_of
 from promptlottery.tracking.job import StageJob
+from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -115,9 +116,6 @@ def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
 
     imp = import_checked(opts)
     df = imp.ratings
-    path = job.output_dir / "human_ratings.parquet"
-    job.output_dir.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(path, index=False)
     order = imp.order
     checks: dict[str, Any] = {
         "attribution": "every annotation completed by its annotator's Label Studio user"
@@ -150,7 +148,10 @@ def _import(opts: HumanOptions, job: StageJob) -> dict[str, Any]:
             f"{cov['cells_short']} of {cov['cells']} (item, wording) cells have fewer than their raters."
         )
         R.table(cov["per_annotator"], {c: c.replace("_", " ") for c in cov["per_annotator"].columns})
-    (job.output_dir / "import_report.md").write_text(R.text(), encoding="utf-8")
+    path = job.output_dir / "human_ratings.parquet"
+    with staged_outputs(job.output_dir) as staging:  # the one writer: staged, then published together
+        df.to_parquet(staging / path.name, index=False)
+        (staging / "import_report.md").write_text(R.text(), encoding="utf-8")
     for line in _warnings(checks):
         logger.warning(line)
     job.note(ratings=len(df), annotators=df["annotator"].nunique())

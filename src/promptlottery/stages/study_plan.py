@@ -172,9 +172,9 @@ PROBE = 256
 def _requests(cfg: DictConfig, backend, memo: _Memo, items=None):
     """The job's (item, request) pairs as the judge stage builds them (``items``: a subset)."""
     from promptlottery.calls.compose import run_decoding
+    from promptlottery.judging.inputs import build_condition
     from promptlottery.judging.job_inputs import job_examples
     from promptlottery.judging.runner import build_requests
-    from promptlottery.judging.stage import build_condition
     from promptlottery.modes import default_group
     from promptlottery.prompts.groups import resolve_group
 
@@ -200,7 +200,7 @@ def _requests(cfg: DictConfig, backend, memo: _Memo, items=None):
 
 
 def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[str, Any]:
-    """One job's estimate, as ``dry_run=true`` counts it (judging.stage.dry_run), from shared parts.
+    """One job's estimate, as ``dry_run=true`` counts it (judging.before_calls.dry_run), from shared parts.
 
     ``shared`` (a job of the same configuration, wording and prompt format judged by another backbone
     counted before): its calls and tokens are this job's (tokens are approximated alike for every

@@ -5,7 +5,8 @@ A stage that writes many files (the lottery analysis: tables, figures, report.md
 (:func:`staging_dir`), then :func:`publish` digests every staged file and moves each entry into
 place (a folder replaces the old folder whole), and the stage writes ``results.json`` last with the
 digests under ``outputs``. :class:`staged_outputs` is that sequence, the one way every stage
-(lottery, budget, compare, rubric, validation, human campaign) writes its outputs. Killed at any point, the directory has no results.json saying ``ok``, or
+(lottery, budget, compare, rubric, validation, gate, human campaign / import / export / analyse) writes
+its outputs. Killed at any point, the directory has no results.json saying ``ok``, or
 one whose digests match every file it names. A reader (:func:`check_outputs`) refuses a directory
 whose results.json is missing, not ``ok``, names no digests, or whose files differ from them.
 """

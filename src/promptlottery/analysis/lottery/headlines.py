@@ -125,6 +125,20 @@ _TASK_TYPE = (
 )
 
 
+def _task_type(family_type: str) -> Headline:
+    """Fleiss' kappa across the paraphrases on the judge families of one task type (``objective`` or
+    ``subjective``, §4.2's split)."""
+    return Headline(
+        f"{family_type}_kappa",
+        f"Fleiss' kappa across paraphrases, {family_type} families",
+        rp.PAPER[f"{family_type}_kappa"],
+        paraphrase_kappa,
+        where=("family_type", family_type),
+        definition=_TASK_TYPE,
+        measure="fleiss_kappa_all",
+    )
+
+
 #: the headline rows, in report order
 HEADLINES: tuple[Headline, ...] = (
     Headline(
@@ -175,24 +189,8 @@ HEADLINES: tuple[Headline, ...] = (
         definition="ours (the paper's Fleiss on the verdict source of the sampled fixed-prompt rows)",
         table=lt.PARSED_COLLAPSE,
     ),
-    Headline(
-        "objective_kappa",
-        "Fleiss' kappa across paraphrases, objective families",
-        rp.PAPER["objective_kappa"],
-        paraphrase_kappa,
-        where=("family_type", "objective"),
-        definition=_TASK_TYPE,
-        measure="fleiss_kappa_all",
-    ),
-    Headline(
-        "subjective_kappa",
-        "Fleiss' kappa across paraphrases, subjective families",
-        rp.PAPER["subjective_kappa"],
-        paraphrase_kappa,
-        where=("family_type", "subjective"),
-        definition=_TASK_TYPE,
-        measure="fleiss_kappa_all",
-    ),
+    _task_type("objective"),
+    _task_type("subjective"),
     Headline(
         "similarity_r",
         "similarity to P1 vs stability (Pearson r, kappa with others)",

@@ -15,13 +15,14 @@ import socket
 import pytest
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_compat import OpenAIBackend, VLLMServerBackend, approx_token_count
+from promptlottery.backends.openai_compat import OpenAIBackend, VLLMServerBackend
 from promptlottery.backends.openai_wire import (
     ContextOverflowError,
     ModelRefusedError,
     TransientBackendError,
     label_probs_from_top_logprobs,
 )
+from promptlottery.backends.tokenizers import approx_token_count
 from promptlottery.calls.cache import CallCache
 from promptlottery.calls.loop import CallStats, JudgingError, run_calls
 from promptlottery.prompts.scales import get_scale

@@ -29,8 +29,8 @@ from typing import Any
 
 from promptlottery.backends import tokens
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.openai_compat import approx_token_count, load_tokenizer
 from promptlottery.backends.openai_wire import ContextOverflowError
+from promptlottery.backends.tokenizers import approx_token_count, load_tokenizer
 from promptlottery.backends.transformers_local import resolve_dtype, stable_seed
 from promptlottery.backends.weights import materialize, source_revision
 

@@ -87,7 +87,7 @@ def _cache(paths: DictConfig, memo: _Memo):
 
 
 def _tokens(requests) -> int:
-    from promptlottery.backends.openai_compat import approx_token_count
+    from promptlottery.backends.tokenizers import approx_token_count
 
     return sum(approx_token_count(r) for r in requests)
 

@@ -102,6 +102,28 @@ def test_recommendation_takes_the_cheapest_policy_that_recovers_the_target():
     assert s.startswith("Take first_2_agree: it recovers 90% [85%, 95%]") and "2.50 [2.20, 2.80]" in s
     assert "one call alone recovers 80% [70%, 90%]" in s
     assert fr.recommendation(t, 0.75).startswith("Take P1_only")
+    assert "one wording's verdict" not in s and "on 12 items" in fr.recommendation(t.assign(n_items=12), 0.86)
+
+
+def test_a_one_call_stopping_rule_is_named_for_what_it_is():
+    """An adaptive rule whose validation confidence stops at the first vote makes one call per item
+    (calls 1.00 [1.00, 1.00]): the sentence says it is one wording's verdict, not an aggregation."""
+    t = pd.DataFrame(
+        {
+            "policy": ["P1_only", "adaptive_beta", "full_aggregation"],
+            "calls": [1.0, 1.0, 5.0],
+            "calls_lo": [1.0, 1.0, 5.0],
+            "calls_hi": [1.0, 1.0, 5.0],
+            "recovered": [0.83, 1.0, 1.0],
+            "recovered_lo": [0.5, 1.0, 1.0],
+            "recovered_hi": [1.0, 1.0, 1.0],
+            "human_agreement": [np.nan] * 3,
+            "n_items": [6] * 3,
+        }
+    )
+    s = fr.recommendation(t, 0.86)
+    assert s.startswith("Take adaptive_beta: it recovers 100% [100%, 100%]") and "on 6 items" in s
+    assert s.endswith("It makes one call on every item: one wording's verdict, no aggregation.")
 
 
 def test_stacked_gate_reads_both_inputs():

@@ -169,3 +169,21 @@ def test_a_trials_validation_mcc_interval_by_hand(monkeypatch):
     assert m["mcc"] == pytest.approx(1 / 3) and m["n_rows"] == 6
     assert m["mcc_hi"] == pytest.approx(1.0) and m["mcc_lo"] < 0 <= m["mcc"]
     assert tune.val_mcc_interval(object(), val.iloc[:0], g) == {}
+
+
+def test_a_second_worker_does_not_replay_the_first_workers_trials(tmp_path):
+    """Two workers with the same sampler seed on one study: the second joins after the first's trial
+    and must sample other parameters (before the fix both drew the same start-up trial)."""
+    import optuna
+
+    from promptlottery.gating import tune
+
+    opts = {"sampler_seed": 0, "tpe_startup_trials": 10, "heartbeat_s": None}
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    first = tune._create_study(opts, url, "s", "maximize")
+    first.optimize(lambda t: t.suggest_float("lr", 0.0, 1.0), n_trials=1)
+    second = tune._create_study(opts, url, "s", "maximize")
+    second.optimize(lambda t: t.suggest_float("lr", 0.0, 1.0), n_trials=1)
+    lrs = [t.params["lr"] for t in optuna.load_study(study_name="s", storage=url).trials]
+    assert len(lrs) == 2 and lrs[0] != lrs[1]
+    assert tune.worker_seed(5, 0) == 5 and tune.worker_seed(5, 2) == 7 and tune.worker_seed(None, 2) is None

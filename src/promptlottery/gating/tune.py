@@ -272,11 +272,16 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
 
 
 def _create_study(tune: dict, storage: str, study_name: str, direction: str):
-    """The Optuna study (loaded if it exists): TPE sampler, median pruner, the storage's heartbeat."""
+    """The Optuna study (loaded if it exists): TPE sampler, median pruner, the storage's heartbeat.
+
+    The sampler's seed is ``gate.tune.sampler_seed`` plus the number of trials the study already
+    holds (:func:`worker_seed`): a second worker joining the study, or a resumed search, would
+    otherwise replay the first worker's random start-up draws and train the same trials again (two
+    workers on the CPU study did: trials 0 and 1 had identical parameters)."""
     import optuna
 
     pr = tune.get("pruner") or {}
-    return optuna.create_study(
+    study = optuna.create_study(
         storage=make_storage(
             storage,
             heartbeat_s=tune.get("heartbeat_s"),
@@ -286,14 +291,26 @@ def _create_study(tune: dict, storage: str, study_name: str, direction: str):
         study_name=study_name,
         direction=direction,
         load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(
-            seed=tune.get("sampler_seed"), n_startup_trials=int(tune.get("tpe_startup_trials", 10))
-        ),
         pruner=optuna.pruners.MedianPruner(
             n_startup_trials=int(pr.get("n_startup_trials", 5)),
             n_warmup_steps=int(pr.get("n_warmup_steps", 0)),
         ),
     )
+    study.sampler = optuna.samplers.TPESampler(
+        seed=worker_seed(tune.get("sampler_seed"), len(study.trials)),
+        n_startup_trials=int(tune.get("tpe_startup_trials", 10)),
+    )
+    return study
+
+
+def worker_seed(seed: int | None, n_trials_before: int) -> int | None:
+    """The sampler seed of a worker joining a study that holds ``n_trials_before`` trials: a fresh
+    study keeps ``seed`` (reproducible), a joined or resumed one draws anew; None stays random.
+
+    >>> worker_seed(0, 0), worker_seed(0, 3), worker_seed(None, 3)
+    (0, 3, None)
+    """
+    return None if seed is None else int(seed) + int(n_trials_before)
 
 
 def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, overrides: list[str]):

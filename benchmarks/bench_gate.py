@@ -17,7 +17,8 @@ trained) is trained on full-length (answer, query) pairs, every example ``--max-
   stage runs; the throughput callback's figure, training batches only);
 * ``ratio_step`` / ``ratio_lightning``: measured / limit (target >= 0.5).
 
-Threads: ``--threads`` (default ``gating.model.free_cores()``, the gate's own default on a CPU).
+Threads: ``--threads`` (default ``gating.throughput.free_cores()``: the cores the load average leaves
+free, the gate's ``gate.classifier.num_threads=auto``; pass 1 on a CPU shared with other jobs).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ import time
 import numpy as np
 import pandas as pd
 import torch
+
+# at module level, so that tests/test_gate_speed.py fails when a name moves (it did: free_cores)
+from promptlottery.gating.model import load_tokenizer, make_module, train_classifier
+from promptlottery.gating.throughput import free_cores
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
@@ -70,8 +75,6 @@ def synthetic_rows(n: int, max_length: int, seed: int = 0) -> pd.DataFrame:
 
 def main(argv: list[str]) -> int:
     from torch.utils.flop_counter import FlopCounterMode
-
-    from promptlottery.gating.model import free_cores, load_tokenizer, make_module, train_classifier
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-length", type=int, default=256)

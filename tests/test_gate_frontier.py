@@ -85,23 +85,52 @@ def test_cluster_mean_ci_leaves_out_undefined_items():
     assert est == 0.5 and (lo, hi) == pytest.approx(tuple(np.quantile([0.5, 1.0, 0.0], [0.25, 0.75])))
 
 
-def test_recommendation_takes_the_cheapest_policy_that_recovers_the_target():
-    t = pd.DataFrame(
+def policy_rows(policy, calls, calls_ci, recovered, recovered_ci, human) -> pd.DataFrame:
+    """A frontier table by hand: each axis's estimate and its (lo, hi) per policy."""
+    return pd.DataFrame(
         {
-            "policy": ["P1_only", "first_2_agree", "full_aggregation"],
-            "calls": [1.0, 2.5, 5.0],
-            "calls_lo": [1.0, 2.2, 5.0],
-            "calls_hi": [1.0, 2.8, 5.0],
-            "recovered": [0.80, 0.90, 1.0],
-            "recovered_lo": [0.7, 0.85, 1.0],
-            "recovered_hi": [0.9, 0.95, 1.0],
-            "human_agreement": [0.5, 0.6, 0.6],
+            "policy": policy,
+            "calls": calls,
+            "calls_lo": [c[0] for c in calls_ci],
+            "calls_hi": [c[1] for c in calls_ci],
+            "recovered": recovered,
+            "recovered_lo": [r[0] for r in recovered_ci],
+            "recovered_hi": [r[1] for r in recovered_ci],
+            "human_agreement": human,
         }
+    )
+
+
+def test_recommendation_takes_the_cheapest_policy_that_recovers_the_target():
+    t = policy_rows(
+        ["P1_only", "first_2_agree", "full_aggregation"],
+        [1.0, 2.5, 5.0],
+        [(1.0, 1.0), (2.2, 2.8), (5.0, 5.0)],
+        [0.80, 0.90, 1.0],
+        [(0.7, 0.9), (0.85, 0.95), (1.0, 1.0)],
+        [0.5, 0.6, 0.6],
     )
     s = fr.recommendation(t, 0.86)
     assert s.startswith("Take first_2_agree: it recovers 90% [85%, 95%]") and "2.50 [2.20, 2.80]" in s
     assert "one call alone recovers 80% [70%, 90%]" in s
     assert fr.recommendation(t, 0.75).startswith("Take P1_only")
+    assert "one wording's verdict" not in s and "on 12 items" in fr.recommendation(t.assign(n_items=12), 0.86)
+
+
+def test_a_one_call_stopping_rule_is_named_for_what_it_is():
+    """An adaptive rule whose validation confidence stops at the first vote makes one call per item
+    (calls 1.00 [1.00, 1.00]): the sentence says it is one wording's verdict, not an aggregation."""
+    t = policy_rows(
+        ["P1_only", "adaptive_beta", "full_aggregation"],
+        [1.0, 1.0, 5.0],
+        [(1.0, 1.0), (1.0, 1.0), (5.0, 5.0)],
+        [0.83, 1.0, 1.0],
+        [(0.5, 1.0), (1.0, 1.0), (1.0, 1.0)],
+        [np.nan] * 3,
+    ).assign(n_items=6)
+    s = fr.recommendation(t, 0.86)
+    assert s.startswith("Take adaptive_beta: it recovers 100% [100%, 100%]") and "on 6 items" in s
+    assert s.endswith("It makes one call on every item: one wording's verdict, no aggregation.")
 
 
 def test_stacked_gate_reads_both_inputs():

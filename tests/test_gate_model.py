@@ -153,3 +153,37 @@ def test_unknown_classifier_key_fails():
         ClassifierConfig.from_dict({"lrr": 1.0})
     with pytest.raises(ValueError, match="needs gate.classifier.model_name"):
         ClassifierConfig.from_dict({"_target_": "promptlottery.gating.backbones.Pretrained"})
+
+
+def test_a_trials_validation_mcc_interval_by_hand(monkeypatch):
+    """The search reports its winner's validation MCC with an item-cluster interval: on 3 items of 2
+    verdicts each, a gate right on items a and b and wrong on item c has (cut 0.5) tp = 2, tn = 2,
+    fp = 1, fn = 1: MCC (4 - 1) / sqrt(3 * 3 * 3 * 3) = 1/3; a resample of items a and b only is
+    perfect (1), so the interval reaches 1; one of item c only is -1, so it reaches below 0."""
+    from promptlottery.gating import model, tune
+
+    val = pd.DataFrame({"item_key": ["a", "a", "b", "b", "c", "c"], "in_cluster": [1, 0, 1, 0, 1, 0]})
+    monkeypatch.setattr(model, "predict_proba", lambda res, df: np.array([0.9, 0.1, 0.8, 0.2, 0.3, 0.7]))
+    g = type("G", (), {"n_bootstrap": 2000, "bootstrap_level": 0.95, "seed": 0})()
+    m = tune.val_mcc_interval(object(), val, g)
+    assert m["mcc"] == pytest.approx(1 / 3) and m["n_rows"] == 6
+    assert m["mcc_hi"] == pytest.approx(1.0) and m["mcc_lo"] < 0 <= m["mcc"]
+    assert tune.val_mcc_interval(object(), val.iloc[:0], g) == {}
+
+
+def test_a_second_worker_does_not_replay_the_first_workers_trials(tmp_path):
+    """Two workers with the same sampler seed on one study: the second joins after the first's trial
+    and must sample other parameters (before the fix both drew the same start-up trial)."""
+    import optuna
+
+    from promptlottery.gating import tune
+
+    opts = {"sampler_seed": 0, "tpe_startup_trials": 10, "heartbeat_s": None}
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    first = tune._create_study(opts, url, "s", "maximize")
+    first.optimize(lambda t: t.suggest_float("lr", 0.0, 1.0), n_trials=1)
+    second = tune._create_study(opts, url, "s", "maximize")
+    second.optimize(lambda t: t.suggest_float("lr", 0.0, 1.0), n_trials=1)
+    lrs = [t.params["lr"] for t in optuna.load_study(study_name="s", storage=url).trials]
+    assert len(lrs) == 2 and lrs[0] != lrs[1]
+    assert tune.worker_seed(5, 0) == 5 and tune.worker_seed(5, 2) == 7 and tune.worker_seed(None, 2) is None

@@ -85,7 +85,7 @@ def test_llm_baseline_subset_takes_whole_items_and_never_more_than_exist():
     # max_rows=1000 or more rows per item than judges never asks for more items than exist
     import pandas as pd
 
-    from promptlottery.gating.stage import _llm_subset
+    from promptlottery.gating.baselines import llm_subset as _llm_subset
 
     val = pd.DataFrame({"item_key": [k for k in "abc" for _ in range(12)]})
     mask = _llm_subset(val, 24, 5, seed=0)

@@ -75,3 +75,21 @@ def test_backbone_dropout_off_keeps_loras():
     assert np.isclose(
         max(m.p for n, m in on.named_modules() if isinstance(m, torch.nn.Dropout) and "lora" not in n), 0.1
     )
+
+
+def test_the_gate_bench_loads_and_its_limit_is_a_ratio_of_rates():
+    """benchmarks/bench_gate.py (``make bench-gate``) imports what it uses (its ``free_cores`` import
+    broke when the function moved to gating.throughput), and its matmul rate is 2mkn FLOPs over the
+    median time: a 64 x 64 by 64 x 64 product is 524,288 FLOPs, so the rate is positive and finite."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gate.py"
+    spec = importlib.util.spec_from_file_location("bench_gate", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.free_cores is free_cores and callable(mod.main)
+    rate = mod.matmul_gflops(64, 64, 64, repeats=3)
+    assert 0 < rate < float("inf")
+    rows = mod.synthetic_rows(4, 8)
+    assert rows["in_cluster"].tolist() == [0, 1, 0, 1] and len(rows["query"][0].split()) == 16

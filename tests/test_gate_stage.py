@@ -241,7 +241,7 @@ def test_a_failing_llm_baseline_is_reported_and_the_gate_is_kept(grid, tmp_path,
     def fail(*args, **kwargs):
         raise JudgingError("gate llm baseline: 1 batch(es) failed; first error: prompt too long")
 
-    monkeypatch.setattr(stage, "_run_llm_baseline", fail)
+    monkeypatch.setattr(stage, "run_llm_baseline", fail)
     cfg = compose(
         [
             "+gate=selective",

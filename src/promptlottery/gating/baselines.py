@@ -293,3 +293,40 @@ def llm_prompt_classifier(
         )
     answers = run_calls(requests, backend, cache, dec, stats=stats, desc="gate llm baseline")
     return np.array([yes_probability(answers[r.key]) for r in requests], dtype=float)
+
+
+def llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: int) -> pd.Series:
+    """Whole items, seeded, up to ``max_rows`` examples."""
+    if not max_rows or len(val) <= max_rows:
+        return pd.Series(True, index=val.index)
+    items = sorted(val["item_key"].unique())
+    # an item key can hold several backbones' judges, so the rows per item come from the data
+    per_item = len(val) / len(items)
+    k = min(len(items), max(1, int(max_rows // per_item)))
+    chosen = set(random.Random(seed).sample(items, k))
+    return val["item_key"].isin(chosen)
+
+
+def run_llm_baseline(cfg, g, data, stats) -> dict[str, tuple]:
+    """The LLM prompt classifier's P(yes) on the validation and test rows: ``{part: (probs, mask)}``."""
+    from promptlottery.calls.compose import build_judge_runtime
+
+    backend, cache, decoding = build_judge_runtime(cfg)
+    out = {}
+    try:
+        for part, df in (("val", data.val), ("test", data.test)):
+            mask = llm_subset(df, g.llm_baseline.max_rows, len(data.variants), g.llm_baseline.seed)
+            probs = llm_prompt_classifier(
+                df[mask],
+                data.train,
+                backend,
+                cache,
+                decoding,
+                g.llm_baseline,
+                n_total=len(data.variants),
+                stats=stats,
+            )
+            out[part] = (probs, mask)
+    finally:
+        cache.close()
+    return out

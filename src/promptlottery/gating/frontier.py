@@ -340,7 +340,9 @@ def by_configuration(block: ItemBlock, df: pd.DataFrame, params: dict[str, float
 
 def recommendation(table: pd.DataFrame, target: float) -> str:
     """One plain sentence: the policy with the fewest calls per item among those that recover at
-    least ``target`` of the five-judge decisions (ties: the higher human agreement)."""
+    least ``target`` of the five-judge decisions (ties: the higher human agreement), on how many
+    items; a pick that makes one call on every item (a stopping rule whose validation confidence
+    stops at the first vote) is named for what it is, one wording's verdict, not an aggregation."""
     ok = table[table["recovered"] >= target - 1e-12]
     if ok.empty:
         return f"No policy recovers {target:.0%} of the five-judge decisions here: call every judge."
@@ -350,11 +352,15 @@ def recommendation(table: pd.DataFrame, target: float) -> str:
     if len(p1) and best["policy"] != p1.iloc[0]["policy"]:
         r = p1.iloc[0]
         tail = f" (one call alone recovers {r['recovered']:.0%} [{r['recovered_lo']:.0%}, {r['recovered_hi']:.0%}])"
+    n = best.get("n_items")
+    on = f" on {int(n)} items" if n is not None and not pd.isna(n) else ""
+    single = best["calls_hi"] <= 1 + 1e-12 and not str(best["policy"]).endswith("_only")
     return (
         f"Take {best['policy']}: it recovers {best['recovered']:.0%} [{best['recovered_lo']:.0%}, "
         f"{best['recovered_hi']:.0%}] of the five-judge decisions at {best['calls']:.2f} "
         f"[{best['calls_lo']:.2f}, {best['calls_hi']:.2f}] calls per item, the fewest of the policies "
-        f"recovering >= {target:.0%}{tail}."
+        f"recovering >= {target:.0%}{on}{tail}."
+        + (" It makes one call on every item: one wording's verdict, no aggregation." if single else "")
     )
 
 

@@ -59,7 +59,8 @@ def _headline(rows: list[dict]) -> list[str]:
 
 
 def _cell(r: dict | None) -> str:
-    return "" if r is None else f"{r['calls']:.2f} / {_ci(r, 'recovered', True)}"
+    """``calls [lo, hi] / recovered [lo, hi]``: both axes with their item-cluster intervals."""
+    return "" if r is None else f"{_ci(r, 'calls', False)} / {_ci(r, 'recovered', True)}"
 
 
 def _transfer(rec: dict[str, Any]) -> list[str]:
@@ -134,14 +135,31 @@ def frontier_markdown(rec: dict[str, Any], *, command: str, wall_s: float, runs:
             "No transfer by configuration: no configuration was left out (or none had unseen items).",
             "",
         ]
+    elif len(fitted) == 1:
+        lines += [_one_config_note(fitted[0], left), ""]
     if not rec.get("frontier_heldout_group"):
         lines += [f"Held-out prompt group (G15): not evaluated. {rec.get('transfer_note', '')}", ""]
-    mcc = [r for r in rec.get("classifier_intervals") or [] if r["classifier"] == "learned_gate"]
-    if mcc:
-        lines.append(
-            "The learned gate's MCC (cut 0.5): "
-            + "; ".join(f"{r['part']} {r['mcc']:.3f} [{r['mcc_lo']:.3f}, {r['mcc_hi']:.3f}]" for r in mcc)
-            + "."
+    return "\n".join(lines + _mcc_lines(rec.get("classifier_intervals") or []))
+
+
+def _one_config_note(fitted: str, left: list[str]) -> str:
+    """What a transfer split with a single training configuration can and cannot show."""
+    return (
+        f"With one configuration for training ({fitted}), the transfer column is one configuration "
+        f"learned and {len(left)} other(s) unseen ({', '.join(left)}): it shows whether the thresholds and "
+        "the gate fitted on one dataset and criterion carry over to another, not how transfer varies "
+        "across configurations, and the test column holds that one configuration's items only."
+    )
+
+
+def _mcc_lines(rows: list[dict]) -> list[str]:
+    """Each gate's MCC (cut 0.5) on each part with its item-cluster interval, one line per gate."""
+    lines = []
+    for name in dict.fromkeys(r["classifier"] for r in rows):
+        mine = [r for r in rows if r["classifier"] == name]
+        cells = "; ".join(
+            f"{r['part']} {r['mcc']:.3f} [{r['mcc_lo']:.3f}, {r['mcc_hi']:.3f}] ({r.get('n_rows', '?')} verdicts)"
+            for r in mine
         )
-        lines.append("")
-    return "\n".join(lines)
+        lines += [f"MCC of {name} (cut 0.5): {cells}.", ""]
+    return lines

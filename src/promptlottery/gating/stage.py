@@ -15,7 +15,6 @@ gate killed mid-way (training, the baselines' calls, a table) leaves the previou
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from omegaconf import DictConfig
 
 from promptlottery.calls.loop import CallStats
 from promptlottery.gating import report as rep
+from promptlottery.gating.baselines import run_llm_baseline
 from promptlottery.gating.config import GateConfig
 from promptlottery.gating.frontier_stage import (
     append_frontier,
@@ -48,44 +48,6 @@ from promptlottery.tracking.job import StageJob
 from promptlottery.tracking.staging import staged_outputs
 
 logger = logging.getLogger(__name__)
-
-
-def _llm_subset(val: pd.DataFrame, max_rows: int | None, n_judges: int, seed: int) -> pd.Series:
-    """Whole items, seeded, up to ``max_rows`` examples."""
-    if not max_rows or len(val) <= max_rows:
-        return pd.Series(True, index=val.index)
-    items = sorted(val["item_key"].unique())
-    # an item key can hold several backbones' judges, so the rows per item come from the data
-    per_item = len(val) / len(items)
-    k = min(len(items), max(1, int(max_rows // per_item)))
-    chosen = set(random.Random(seed).sample(items, k))
-    return val["item_key"].isin(chosen)
-
-
-def _run_llm_baseline(cfg: DictConfig, g: GateConfig, data: GateData, stats) -> dict[str, tuple]:
-    """The LLM prompt classifier's P(yes) on the validation and test rows: ``{part: (probs, mask)}``."""
-    from promptlottery.calls.compose import build_judge_runtime
-    from promptlottery.gating.baselines import llm_prompt_classifier
-
-    backend, cache, decoding = build_judge_runtime(cfg)
-    out = {}
-    try:
-        for part, df in (("val", data.val), ("test", data.test)):
-            mask = _llm_subset(df, g.llm_baseline.max_rows, len(data.variants), g.llm_baseline.seed)
-            probs = llm_prompt_classifier(
-                df[mask],
-                data.train,
-                backend,
-                cache,
-                decoding,
-                g.llm_baseline,
-                n_total=len(data.variants),
-                stats=stats,
-            )
-            out[part] = (probs, mask)
-    finally:
-        cache.close()
-    return out
 
 
 @dataclass
@@ -216,7 +178,7 @@ def run_baselines(cfg: DictConfig, g: GateConfig, data: GateData) -> Baselines:
     if not g.llm_baseline.enabled:
         return base
     try:
-        llm = _run_llm_baseline(cfg, g, data, base.llm_stats)
+        llm = run_llm_baseline(cfg, g, data, base.llm_stats)
     except Exception as e:  # noqa: BLE001 - the gate and the other baselines are kept
         base.llm_error = f"{type(e).__name__}: {e}"
         logger.error("gate llm baseline failed (the rest of the gate stage goes on): %s", base.llm_error)

@@ -163,6 +163,26 @@ def train_trial(ccfg, data, trial, metric: str, tokenizer, logger_cfg: dict, stu
             lw.experiment.finish()
 
 
+def val_mcc_interval(res, val: pd.DataFrame, g: GateConfig) -> dict[str, float]:
+    """The trial's validation MCC (cut 0.5, the best epoch's weights) with its item-cluster bootstrap
+    interval (``gate.n_bootstrap``, ``gate.bootstrap_level``; clusters = ``item_key``): how far the
+    search's winner stands from chance on these few validation items. Keys ``mcc``, ``mcc_lo``,
+    ``mcc_hi``, ``n_rows``."""
+    from promptlottery.gating.frontier import mcc_interval
+    from promptlottery.gating.model import predict_proba
+
+    if not len(val):
+        return {}
+    return mcc_interval(
+        val["in_cluster"].to_numpy(),
+        predict_proba(res, val),
+        val["item_key"].to_numpy(),
+        n_resamples=g.n_bootstrap,
+        level=g.bootstrap_level,
+        seed=g.seed,
+    )
+
+
 def with_gate(overrides: list[str]) -> list[str]:
     """Add ``+gate=selective`` unless the overrides pick a gate preset themselves."""
     if any(o.lstrip("+~").startswith("gate=") for o in overrides):
@@ -212,6 +232,8 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
         res = train_trial(ccfg, data, trial, metric, tokenizer, config["logger"], study_name, by_path)
         for k, v in res.best.items():
             trial.set_user_attr(k.replace("/", "_"), v)
+        for k, v in val_mcc_interval(res, data.val, g).items():
+            trial.set_user_attr(f"val_{k}", v)
         trial.set_user_attr("seconds", res.seconds)
         value = res.best.get(metric)
         logger.info("trial=%d %s=%s params=%s (%.0f s)", trial.number, metric, value, by_path, res.seconds)
@@ -250,11 +272,16 @@ def run_study(overrides: list[str]) -> dict[str, Any]:
 
 
 def _create_study(tune: dict, storage: str, study_name: str, direction: str):
-    """The Optuna study (loaded if it exists): TPE sampler, median pruner, the storage's heartbeat."""
+    """The Optuna study (loaded if it exists): TPE sampler, median pruner, the storage's heartbeat.
+
+    The sampler's seed is ``gate.tune.sampler_seed`` plus the number of trials the study already
+    holds (:func:`worker_seed`): a second worker joining the study, or a resumed search, would
+    otherwise replay the first worker's random start-up draws and train the same trials again (two
+    workers on the CPU study did: trials 0 and 1 had identical parameters)."""
     import optuna
 
     pr = tune.get("pruner") or {}
-    return optuna.create_study(
+    study = optuna.create_study(
         storage=make_storage(
             storage,
             heartbeat_s=tune.get("heartbeat_s"),
@@ -264,14 +291,26 @@ def _create_study(tune: dict, storage: str, study_name: str, direction: str):
         study_name=study_name,
         direction=direction,
         load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(
-            seed=tune.get("sampler_seed"), n_startup_trials=int(tune.get("tpe_startup_trials", 10))
-        ),
         pruner=optuna.pruners.MedianPruner(
             n_startup_trials=int(pr.get("n_startup_trials", 5)),
             n_warmup_steps=int(pr.get("n_warmup_steps", 0)),
         ),
     )
+    study.sampler = optuna.samplers.TPESampler(
+        seed=worker_seed(tune.get("sampler_seed"), len(study.trials)),
+        n_startup_trials=int(tune.get("tpe_startup_trials", 10)),
+    )
+    return study
+
+
+def worker_seed(seed: int | None, n_trials_before: int) -> int | None:
+    """The sampler seed of a worker joining a study that holds ``n_trials_before`` trials: a fresh
+    study keeps ``seed`` (reproducible), a joined or resumed one draws anew; None stays random.
+
+    >>> worker_seed(0, 0), worker_seed(0, 3), worker_seed(None, 3)
+    (0, 3, None)
+    """
+    return None if seed is None else int(seed) + int(n_trials_before)
 
 
 def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, overrides: list[str]):
@@ -305,6 +344,10 @@ def _write_outputs(study, out: Path, space: dict, head: dict, *, t0: float, over
             best_overrides=[f"{p}={json.dumps(v)}" for p, v in params_by_path.items()],
             best_user_attrs=best.user_attrs,
         )
+        if "val_mcc_lo" in best.user_attrs:  # the winner's validation MCC with its interval
+            summary["best_val_mcc_interval"] = {
+                k: best.user_attrs[f"val_{k}"] for k in ("mcc", "mcc_lo", "mcc_hi", "n_rows")
+            }
     with staged_outputs(out) as staging:
         trials.to_csv(staging / "trials.csv", index=False)
         (staging / "trials.md").write_text(to_markdown(trials.astype(object).where(trials.notna(), None)))
@@ -336,5 +379,11 @@ def main(argv: list[str]) -> int:
             f"tune_gate best_trial={s['best_trial']} {s['metric']}={s['best_value']:.4f} params={s['best_params']}"
         )
         print(f"tune_gate best overrides: {' '.join(s['best_overrides'])}")
+    if "best_val_mcc_interval" in s:
+        m = s["best_val_mcc_interval"]
+        print(
+            f"tune_gate best trial's validation MCC (cut 0.5) = {m['mcc']:.3f} [{m['mcc_lo']:.3f}, "
+            f"{m['mcc_hi']:.3f}] on {m['n_rows']} rows (item-cluster bootstrap; the test items untouched)"
+        )
     print(f"tune_gate output_dir={s['output_dir']} (best_params.json, trials.csv, trials.md)")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -479,3 +480,80 @@ def test_the_bench_studys_stand_in_judges_are_named_fake_in_its_report(tmp_path)
     run_lottery(opts, tmp_path / "out")
     report = next((tmp_path / "out").rglob("report.md")).read_text()
     assert "**Fake judge**" in report.split("\n\n")[0] + report[:2000]
+
+
+def test_the_plan_measures_each_backbones_rate_from_the_studys_finished_jobs(tmp_path):
+    """A finished job (status ok, some calls judged, not cached) gives its plan row's tokens x misses /
+    calls over its wall seconds; a cached, failed or unplanned job gives nothing. By hand: job a judged
+    30 of 30 calls of 3,000 tokens in 100 s, job b 10 of 20 calls of 2,000 tokens in 50 s -> (3,000 +
+    1,000) / 150 = 26.67 tokens/s; the 6,000 uncached tokens left take 6,000 / 26.67 / 3600 h."""
+    from promptlottery.stages.study import StudyExperiment
+    from promptlottery.stages.study_plan import measured_throughput
+    from promptlottery.stages.study_plan_text import format_plan, summarize_plan
+
+    exp = StudyExperiment("e", tmp_path / "e")
+    jobs = {
+        "0_a": {
+            "condition": "c/a",
+            "status": "ok",
+            "calls": {"total": 30, "cache_misses": 30},
+            "seconds": 100,
+        },
+        "1_b": {
+            "condition": "c/b",
+            "status": "ok",
+            "calls": {"total": 20, "cache_misses": 10},
+            "seconds": 50,
+        },
+        "2_cached": {
+            "condition": "c/c",
+            "status": "ok",
+            "calls": {"total": 20, "cache_misses": 0},
+            "seconds": 9,
+        },
+        "3_failed": {
+            "condition": "c/d",
+            "status": "failed",
+            "calls": {"total": 5, "cache_misses": 5},
+            "seconds": 9,
+        },
+        "4_unplanned": {
+            "condition": "x/y",
+            "status": "ok",
+            "calls": {"total": 5, "cache_misses": 5},
+            "seconds": 9,
+        },
+    }
+    for name, rec in jobs.items():
+        (exp.sweep_dir / name).mkdir(parents=True)
+        (exp.sweep_dir / name / "results.json").write_text(json.dumps(rec))
+    (exp.sweep_dir / "5_broken").mkdir()
+    (exp.sweep_dir / "5_broken" / "results.json").write_text("{not json")
+
+    def row(cond, tokens, uncached):
+        return {
+            "experiment": "e",
+            "condition": cond,
+            "configuration": "c",
+            "backbone": "judge",
+            "variant": "P1",
+            "calls": 30,
+            "cached_calls": 0,
+            "prompt_tokens": tokens,
+            "uncached_prompt_tokens": uncached,
+            "cost_usd": None,
+            "device": "cpu",
+            "hours": None,
+            "throughput": {"device": "cpu", "tokens_per_s": None, "engine_load_s": 0.0, "source": "none"},
+        }
+
+    rows = [row("c/a", 3000, 0), row("c/b", 2000, 1000), row("c/c", 2000, 0), row("c/d", 5000, 5000)]
+    measured = measured_throughput([exp], rows)
+    assert measured["judge"]["jobs"] == 2 and measured["judge"]["tokens"] == 4000
+    assert measured["judge"]["tokens_per_s"] == pytest.approx(4000 / 150)
+    plan = summarize_plan(rows, measured)
+    assert plan["measured_throughput"]["judge"]["hours_left"] == pytest.approx(
+        6000 / (4000 / 150) / 3600, abs=1e-3
+    )
+    text = format_plan(plan, study="t")
+    assert "| 0.06 | 26.7 (2) |" in text and "2 finished job(s) of this study judged 4,000" in text

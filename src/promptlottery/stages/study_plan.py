@@ -299,4 +299,46 @@ def plan_study(
             rows.append({"experiment": name, **row})
         for cache in memo.caches.values():
             cache.close()
-    return summarize_plan(rows)
+    return summarize_plan(rows, measured_throughput(experiments, rows))
+
+
+def measured_throughput(experiments: list[StudyExperiment], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each backbone's prompt tokens a second as judged on this machine by the study's own finished
+    jobs (``results.json`` in the experiments' sweep dirs: status ok, some calls not from the cache):
+    the approximated tokens of the calls each job judged (its plan row's tokens x misses / calls) over
+    the job's wall seconds, model load included, summed over jobs. A declared ``tokens_per_s`` was
+    measured on one machine; a study's own jobs are the rate of the machine that runs it (the 1.5B
+    judge: 131 tokens/s declared from a 2-core AMX VM, 17-64 a process on a 2-core AVX-512 one)."""
+    by_condition = {(r["experiment"], r["condition"]): r for r in rows}
+    acc: dict[str, list] = {}
+    for e in experiments:
+        for path in sorted(Path(e.sweep_dir).glob("*/results.json")):
+            try:
+                rec = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # a job being written or damaged: the plan informs, the preflight checks
+            row = by_condition.get((e.name, rec.get("condition")))
+            calls = rec.get("calls") or {}
+            misses, total = int(calls.get("cache_misses") or 0), int(calls.get("total") or 0)
+            if (
+                rec.get("status") != "ok"
+                or row is None
+                or misses <= 0
+                or total <= 0
+                or not rec.get("seconds")
+            ):
+                continue
+            a = acc.setdefault(row["backbone"], [0, 0.0, 0.0])
+            a[0] += 1
+            a[1] += row["prompt_tokens"] * misses / total
+            a[2] += float(rec["seconds"])
+    return {
+        bb: {
+            "tokens_per_s": tokens / seconds,
+            "jobs": n,
+            "tokens": round(tokens),
+            "seconds": round(seconds, 1),
+        }
+        for bb, (n, tokens, seconds) in acc.items()
+        if seconds > 0
+    }

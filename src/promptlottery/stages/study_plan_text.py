@@ -50,8 +50,10 @@ def slurm_layouts(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def summarize_plan(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals of a study plan: overall, per backbone, per configuration; the predict stages; SLURM."""
+def summarize_plan(rows: list[dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Totals of a study plan: overall, per backbone, per configuration; the predict stages; SLURM;
+    ``measured`` (:func:`~promptlottery.stages.study_plan.measured_throughput`): the rate each backbone
+    judged at in the study's finished jobs, and the hours left at that rate."""
 
     def total(rs: list[dict[str, Any]]) -> dict[str, Any]:
         priced = [r["cost_usd"] for r in rs if r["cost_usd"] is not None]
@@ -71,10 +73,15 @@ def summarize_plan(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     by = lambda key: {k: total([r for r in rows if r[key] == k]) for k in dict.fromkeys(r[key] for r in rows)}  # noqa: E731
     predicts = [r["predict"] for r in rows if "predict" in r]
+    backbones = by("backbone")
+    measured = {bb: dict(m) for bb, m in (measured or {}).items() if bb in backbones}
+    for bb, m in measured.items():
+        m["hours_left"] = round(backbones[bb]["uncached_prompt_tokens"] / m["tokens_per_s"] / 3600, 3)
     return {
         "token_count": APPROX,
         "total": total(rows),
-        "backbones": by("backbone"),
+        "backbones": backbones,
+        "measured_throughput": measured,
         "configurations": by("configuration"),
         "throughput": {r["backbone"]: r["throughput"] for r in rows},
         "predict": predicts,
@@ -101,19 +108,28 @@ def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
         f"cached), {_num(t['prompt_tokens'])} prompt tokens ({_num(t['uncached_prompt_tokens'])} uncached), "
         f"API cost ${_num(t['cost_usd'])}" + (f", {hours} of judging" if hours else ""),
         "",
-        "| backbone | device | conditions | calls | cached | prompt tokens | API cost USD | hours | at tokens/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| backbone | device | conditions | calls | cached | prompt tokens | API cost USD | hours | at tokens/s "
+        "| hours at the rate measured here | measured tokens/s (jobs) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     sources = {}
+    measured = plan.get("measured_throughput") or {}
     for bb, b in plan["backbones"].items():
-        tp = plan["throughput"][bb]
+        tp, m = plan["throughput"][bb], measured.get(bb)
         sources.setdefault(tp["source"], []).append(bb)
         h = next((v for k, v in b.items() if k.endswith("_hours")), None)
+        here = f"{_num(m['hours_left'])} | {m['tokens_per_s']:,.1f} ({m['jobs']})" if m else "- | -"
         lines.append(
             f"| {bb} | {tp['device']} | {b['conditions']} | {_num(b['calls'])} | {_num(b['cached_calls'])} | "
-            f"{_num(b['prompt_tokens'])} | {_num(b['cost_usd'])} | {_num(h)} | {_num(tp['tokens_per_s'])} |"
+            f"{_num(b['prompt_tokens'])} | {_num(b['cost_usd'])} | {_num(h)} | {_num(tp['tokens_per_s'])} | {here} |"
         )
     lines += ["", "throughput sources:"] + [f"  {', '.join(bbs)}: {src}" for src, bbs in sources.items()]
+    for bb, m in measured.items():
+        lines.append(
+            f"  {bb} measured here: {m['jobs']} finished job(s) of this study judged {m['tokens']:,} uncached "
+            f"prompt tokens in {m['seconds']:,.0f} s of wall time, model loads included ({m['tokens_per_s']:,.1f} "
+            "tokens/s a process; parallel processes divide the wall time, not the CPU-hours)"
+        )
     for p in plan["predict"]:
         calls = sum(s["calls"] for s in p["systems"].values())
         h = sum(s["hours"] or 0 for s in p["systems"].values())
@@ -145,7 +161,8 @@ def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
         "note: prompt tokens are approximated for every backbone (characters / 4 + 4 per chat message: the "
         "plan loads no tokenizer; the Hub's are unavailable offline); hours are uncached prompt tokens / the "
         "backbone's declared throughput (backbone.throughput: measured here for the CPU judges, an "
-        "assumption for the GPU ones)"
+        "assumption for the GPU ones), and where the study has finished jobs also at the rate they judged at "
+        "on this machine"
     )
     return "\n".join(lines)
 

@@ -557,3 +557,37 @@ def test_the_plan_measures_each_backbones_rate_from_the_studys_finished_jobs(tmp
     )
     text = format_plan(plan, study="t")
     assert "| 0.06 | 26.7 (2) |" in text and "2 finished job(s) of this study judged 4,000" in text
+
+
+def test_the_plan_counts_cached_calls_not_cached_keys(tmp_path, monkeypatch):
+    """Two items with one prompt are two calls of one key: once the key is cached, the plan says both
+    calls are cached (SummEval: systems that wrote the same summary; the plan said 28 of 32 cached
+    for a finished job whose 32 calls the cache answers)."""
+    from promptlottery.stages import study_plan
+
+    class Req:
+        def __init__(self, key):
+            self.key, self.messages, self.prompt = key, [{"role": "user", "content": "x" * 40}], None
+
+    class Cache:
+        def get_many(self, keys):
+            return {k: object() for k in keys if k == "k1"}
+
+    item = type("Item", (), {})
+    items = [item(), item(), item()]
+    for i, it in enumerate(items):
+        it.id = f"i{i}"
+    pairs = [(items[0], Req("k1")), (items[1], Req("k1")), (items[2], Req("k2"))]
+    monkeypatch.setattr(study_plan, "_predict_stage", lambda cfg, memo: None)
+    monkeypatch.setattr(study_plan, "_backend", lambda spec, name, memo: None)
+    monkeypatch.setattr(study_plan, "_cache", lambda paths, memo: Cache())
+    cond = type("C", (), {"id": "c/P1/b", "configuration": "c", "variant": "P1"})()
+    monkeypatch.setattr(study_plan, "_requests", lambda cfg, backend, memo, items=None: (cond, pairs))
+    monkeypatch.setattr(study_plan, "_tokens", lambda reqs: 10 * sum(1 for _ in reqs))
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create(
+        {"backbone": {"name": "b", "backend": {}}, "paths": {}, "judge": {}, "predict": None}
+    )
+    row, _ = study_plan.plan_job(cfg, study_plan._Memo(tmp_path))
+    assert (row["calls"], row["cached_calls"], row["uncached_prompt_tokens"]) == (3, 2, 10)

@@ -132,7 +132,7 @@ def _predict_stage(cfg: DictConfig, memo: _Memo) -> dict[str, Any] | None:
         systems[name] = {
             "backbone": str(bb.name),
             "calls": len(reqs),
-            "cached_calls": len(cached),
+            "cached_calls": sum(1 for k in keys if k in cached),
             "prompt_tokens": _tokens(reqs),
             "uncached_prompt_tokens": uncached,
             "device": tp["device"],
@@ -226,13 +226,16 @@ def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[s
         cfg, backend, memo, items=lambda sample: [it for it in sample if it.id in probe]
     )
     if not cache.get_many([r.key for _, r in probed]):
-        cached: dict = {}
+        cached: list = []
         uncached = tokens
     else:  # some are cached: look every call up
         if pairs is None:
             condition, pairs = _requests(cfg, backend, memo)
         cached = cache.get_many([r.key for _, r in pairs])
         uncached = _tokens(r for _, r in pairs if r.key not in cached)
+        # calls, not keys: two items with the same prompt (SummEval systems writing one summary) are
+        # two calls of one key, both answered by the cache
+        cached = [r.key for _, r in pairs if r.key in cached]
     price = cfg.backbone.get("price_per_mtok_input")
     tp = _throughput(cfg.backbone)
     row = {

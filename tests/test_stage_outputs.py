@@ -225,3 +225,73 @@ def test_gate_search_killed_mid_write_keeps_the_earlier_summary(tmp_path, monkey
     with pytest.raises(Killed):
         search(3)
     assert files(tmp_path / "tune") == old and not (tmp_path / "tune" / STAGING).exists()
+
+
+def test_a_tools_folder_keeps_a_results_json_it_does_not_own(tmp_path):
+    """``results=False`` (a command-line tool's folder: the judge cards, ``compare --out``) publishes the
+    same way but leaves a results.json already there alone: ``--out`` may name another's folder."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('{"status": "ok"}')
+    writer = staged_outputs(out, results=False)
+    with writer as staging:
+        (staging / "page.md").write_text("p\n")
+    assert (out / "results.json").read_text() == '{"status": "ok"}' and (out / "page.md").is_file()
+    assert writer.outputs == {"page.md": file_sha256(out / "page.md")} and not (out / STAGING).exists()
+
+
+def test_the_judge_cards_are_published_together_and_a_failed_write_keeps_the_earlier_ones(
+    tmp_path, monkeypatch
+):
+    """Before the one writer, write_cards wrote card.json, card.md and cards.json in place: a figure that
+    failed on the second card left the first card new and the index old."""
+    import json
+
+    from promptlottery.analysis.card import build, render
+
+    monkeypatch.setattr(render, "markdown", lambda card: f"# {card['headline']}\n")
+    monkeypatch.setattr(render, "figure", lambda card, path: path.write_bytes(b"png"))
+    out = tmp_path / "card"
+    cards = [{"id": i, "fake": True, "headline": f"{i} old"} for i in ("a", "b")]
+    assert build.write_cards(cards, out) == [out / "a" / "card.md", out / "b" / "card.md"]
+    index = json.loads((out / "cards.json").read_text())
+    assert [c["page"] for c in index] == [str(out / "a" / "card.md"), str(out / "b" / "card.md")]
+    old = files(out)
+    assert set(old) == {"cards.json", *(f"{i}/card.{x}" for i in "ab" for x in ("json", "md", "png"))}
+
+    def failing(card, path):
+        if card["id"] == "b":
+            raise OSError(28, "No space left on device")
+        path.write_bytes(b"png")
+
+    monkeypatch.setattr(render, "figure", failing)
+    with pytest.raises(OutputsError, match="could not be written into"):
+        build.write_cards([{**c, "headline": f"{c['id']} new"} for c in cards], out)
+    assert files(out) == old and not (out / STAGING).exists()
+
+
+def test_compare_cli_killed_mid_write_leaves_no_compare_md(tmp_path, monkeypatch):
+    """``python -m promptlottery.analysis.compare.runs A B --out DIR`` goes through the one writer too."""
+    from promptlottery.analysis.compare import runs as cmp
+    from promptlottery.stages import run_stage
+
+    runs = []
+    for v in ("P1", "P2"):
+        cfg = compose(["backbone=fake", "dataset.limit=4", f"judge.variant={v}"], tmp_path=tmp_path)
+        run_stage(cfg, tmp_path / "runs" / v)
+        runs.append(str(tmp_path / "runs" / v))
+    to_csv = pd.DataFrame.to_csv
+
+    def dying(self, path=None, *a, **kw):
+        if path is not None and str(path).endswith("metrics.csv"):
+            raise Killed
+        return to_csv(self, path, *a, **kw)
+
+    out = tmp_path / "cmp"
+    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+    with pytest.raises(Killed):
+        cmp.main([*runs, "--out", str(out)])
+    monkeypatch.undo()
+    assert not (out / "compare.md").exists() and not (out / STAGING).exists()
+    assert cmp.main([*runs, "--out", str(out)]) == 0
+    assert set(files(out)) == {"compare.md", "config_diff.csv", "metrics.csv"}

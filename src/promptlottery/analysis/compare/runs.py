@@ -280,13 +280,13 @@ def compare(paths: list[str], out_dir: str | Path | None = None) -> dict[str, An
 
 
 def _compare_cli(runs: list[str], out: str | None) -> dict[str, Any]:
-    """:func:`compare`, its files (``--out``) through the one writer: staged, then moved into place
-    together (the folder keeps no results.json of its own, and one already there is left alone)."""
+    """:func:`compare`, its files (``--out``; none without it) through the one writer: staged, then moved
+    into place together (the folder keeps no results.json of its own, and one already there is left alone)."""
+    from contextlib import nullcontext
+
     from promptlottery.tracking.staging import staged_outputs
 
-    if out is None:
-        return compare(runs)
-    with staged_outputs(out, results=False) as staging:
+    with nullcontext() if out is None else staged_outputs(out, results=False) as staging:
         return compare(runs, staging)
 
 

@@ -52,6 +52,12 @@ class Section:
         """Whether the section has anything to compute on ``grid`` under ``opts``."""
         return True
 
+    def in_report(self, ctx: ReportContext) -> bool:
+        """Whether report.md has this section: its mode judged something in the grid (``mode`` None: a
+        configuration of a label-matrix mode). A section whose mode has no rows is left out, so a
+        report of one mode's sweep never opens with another mode's sections saying n/a."""
+        return bool(ctx.grid.rows(self.mode)) if self.mode is not None else len(ctx.grid) > 0
+
     def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> Any:
         """Raise a one-line :class:`~promptlottery.judging.table.AnalysisError` on bad input, before
         any section spends time computing (default: nothing to check). What it returns (the input

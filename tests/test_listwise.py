@@ -283,7 +283,10 @@ def test_known_answer_judges_give_the_hand_derived_numbers_end_to_end(tmp_path, 
     # a listwise-only report leads with its own section: the pointwise sections (all n/a) are left out
     heads = [line for line in report.splitlines() if line.startswith("## ")]
     assert heads == ["## Listwise judges", "## Files"], heads
-    assert f"{len(judged) * len(variants)} judgments). No configuration judged in pointwise or analytic" in report
+    assert (
+        f"{len(judged) * len(variants)} judgments). No configuration judged in pointwise or analytic"
+        in report
+    )
 
 
 def test_a_mode_without_a_section_is_refused_before_any_call():

@@ -5,7 +5,10 @@ stage's writing is done; a stage killed mid-write leaves no half-written file am
 and the files of an earlier run as they were. The lottery analysis has its own tests
 (tests/test_analysis_staging.py); these cover the writer itself and the stages routed through it
 later: compare, validation, human import and export, the gate's search (the gate stage's own test is in
-tests/test_gate_stage.py; budget, rubric, human campaign and analyse go by the same code path).
+tests/test_gate_stage.py; budget, rubric, human campaign and analyse go by the same code path), the judge
+cards and ``compare --out``; the study page's is in tests/test_study.py. Last, a scan of the source with
+``ast``: any file write outside the writer, outside ``atomic_write`` and not named in :data:`ALLOWED`
+(with its reason) fails, so a new stage cannot write in place silently.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ A stage that writes many files (the lottery analysis: tables, figures, report.md
 (:func:`staging_dir`), then :func:`publish` digests every staged file and moves each entry into
 place (a folder replaces the old folder whole), and the stage writes ``results.json`` last with the
 digests under ``outputs``. :class:`staged_outputs` is that sequence, the one way every stage
-(lottery, budget, compare, rubric, validation, gate, human campaign / import / export / analyse) writes
-its outputs. Killed at any point, the directory has no results.json saying ``ok``, or
-one whose digests match every file it names. A reader (:func:`check_outputs`) refuses a directory
+(lottery and study, budget, compare, rubric, validation, gate, human campaign / import / export /
+analyse) and the command-line tools that write pages (the judge cards, ``compare --out``) write their
+outputs; tests/test_stage_outputs.py fails on a file write anywhere else that it does not name.
+Killed at any point, the directory has no results.json saying ``ok``, or one whose digests match
+every file it names. A reader (:func:`check_outputs`) refuses a directory
 whose results.json is missing, not ``ok``, names no digests, or whose files differ from them.
 """
 

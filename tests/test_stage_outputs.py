@@ -71,25 +71,38 @@ def test_a_full_disk_is_one_line_and_leaves_no_staging_dir(tmp_path):
     assert not (out / STAGING).exists() and not (out / "report.md").exists()
 
 
-def test_compare_killed_mid_write_leaves_no_compare_md(tmp_path, monkeypatch):
-    """Before the one writer, compare.md was in place when config_diff.csv's write died."""
+def _two_runs(tmp_path) -> list[str]:
+    """Two fake judging jobs (P1, P2) to compare."""
     from promptlottery.stages import run_stage
 
     runs = []
     for v in ("P1", "P2"):
         cfg = compose(["backbone=fake", "dataset.limit=4", f"judge.variant={v}"], tmp_path=tmp_path)
         run_stage(cfg, tmp_path / "runs" / v)
-        runs.append(tmp_path / "runs" / v)
+        runs.append(str(tmp_path / "runs" / v))
+    return runs
+
+
+def _killed_writing(monkeypatch, name: str) -> None:
+    """``DataFrame.to_csv`` dies (:class:`Killed`) when it writes a file named ``name``."""
     to_csv = pd.DataFrame.to_csv
 
     def dying(self, path=None, *a, **kw):
-        if path is not None and str(path).endswith("config_diff.csv"):
+        if path is not None and str(path).endswith(name):
             raise Killed
         return to_csv(self, path, *a, **kw)
 
+    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+
+
+def test_compare_killed_mid_write_leaves_no_compare_md(tmp_path, monkeypatch):
+    """Before the one writer, compare.md was in place when config_diff.csv's write died."""
+    from promptlottery.stages import run_stage
+
+    runs = _two_runs(tmp_path)
     out = tmp_path / "cmp"
     cfg = compose(["+analysis=compare", f"analysis.runs=[{runs[0]},{runs[1]}]"], tmp_path=tmp_path)
-    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+    _killed_writing(monkeypatch, "config_diff.csv")
     with pytest.raises(Killed):
         run_stage(cfg, out)
     monkeypatch.undo()
@@ -278,22 +291,10 @@ def test_the_judge_cards_are_published_together_and_a_failed_write_keeps_the_ear
 def test_compare_cli_killed_mid_write_leaves_no_compare_md(tmp_path, monkeypatch):
     """``python -m promptlottery.analysis.compare.runs A B --out DIR`` goes through the one writer too."""
     from promptlottery.analysis.compare import runs as cmp
-    from promptlottery.stages import run_stage
 
-    runs = []
-    for v in ("P1", "P2"):
-        cfg = compose(["backbone=fake", "dataset.limit=4", f"judge.variant={v}"], tmp_path=tmp_path)
-        run_stage(cfg, tmp_path / "runs" / v)
-        runs.append(str(tmp_path / "runs" / v))
-    to_csv = pd.DataFrame.to_csv
-
-    def dying(self, path=None, *a, **kw):
-        if path is not None and str(path).endswith("metrics.csv"):
-            raise Killed
-        return to_csv(self, path, *a, **kw)
-
+    runs = _two_runs(tmp_path)
     out = tmp_path / "cmp"
-    monkeypatch.setattr(pd.DataFrame, "to_csv", dying)
+    _killed_writing(monkeypatch, "metrics.csv")
     with pytest.raises(Killed):
         cmp.main([*runs, "--out", str(out)])
     monkeypatch.undo()

@@ -280,6 +280,13 @@ def test_known_answer_judges_give_the_hand_derived_numbers_end_to_end(tmp_path, 
     assert lot["kappa_top1"] == pytest.approx(kappa, nan_ok=True, **near) and lot["systems_rank_changed"] == 0
     report = (tmp_path / "lottery" / "report.md").read_text()
     assert "## Listwise judges" in report and "**Fake judge**" in report
+    # a listwise-only report leads with its own section: the pointwise sections (all n/a) are left out
+    heads = [line for line in report.splitlines() if line.startswith("## ")]
+    assert heads == ["## Listwise judges", "## Files"], heads
+    assert (
+        f"{len(judged) * len(variants)} judgments). No configuration judged in pointwise or analytic"
+        in report
+    )
 
 
 def test_a_mode_without_a_section_is_refused_before_any_call():

@@ -100,6 +100,31 @@ def test_a_fake_study_analysed_as_one_keeps_each_configuration(tmp_path):
     assert max(t["config_id"].nunique() for t in keyed) == 6
 
 
+def test_the_study_page_is_published_with_the_lottery_and_vouched_for_by_its_digests(tmp_path):
+    """study.md and its two breakdown tables are written into the lottery's staging dir and published
+    with it: results.json names each with its sha256, a reader accepts the directory, and refuses it
+    once one of the study's files is altered (before, they were written after results.json)."""
+    from promptlottery.stages import run_stage
+    from promptlottery.tracking.staging import STAGING, OutputsError, check_outputs
+
+    root = _fake_study(tmp_path, experiments=SIX[:1])
+    cfg = compose(
+        ["+analysis=study", f"analysis.runs={root}/*/*", "analysis.embeddings=none", "analysis.plots=false"],
+        tmp_path=tmp_path,
+    )
+    out = tmp_path / "lottery"
+    assert run_stage(cfg, out)["status"] == "ok"
+    outputs = json.loads((out / "results.json").read_text())["outputs"]
+    study_files = ["study.md", "tables/study_by_backbone.csv", "tables/study_by_family.csv"]
+    assert set(study_files) <= set(outputs) and "report.md" in outputs
+    assert not (out / STAGING).exists()
+    check_outputs(out, reader="test")
+    page = out / "study.md"
+    page.write_text(page.read_text() + "edited\n")
+    with pytest.raises(OutputsError, match=r"study\.md: not the file results\.json describes"):
+        check_outputs(out, reader="test")
+
+
 def test_a_partial_configuration_is_named_in_the_study_page_and_the_log(tmp_path, caplog):
     """A sweep dir with 2 of its 3 wordings finished (P3 killed: no results.json) is left out of the
     study, and said so in one line naming it, what is missing, what it had judged and its directory."""

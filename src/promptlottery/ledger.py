@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from promptlottery.atomic import atomic_write_text
 from promptlottery.tracking.tables import ON_OURS
 
 PAPER, ON_POP, OURS, MISSING = "paper", "paper_on_ours", "ours", "missing"
@@ -503,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{out} is out of date: run python -m promptlottery.ledger", file=sys.stderr)
         return 0 if same else 1
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    atomic_write_text(out, text)  # a generated doc: whole or not at all
     print(f"ledger rows={len(LEDGER)} out={out}")
     return 0
 

@@ -72,7 +72,7 @@ def run_lottery(
     return run_job(job, lambda job: _lottery_blas_threads(opts, job, encode=encode))
 
 
-def _lottery_blas_threads(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
+def _lottery_blas_threads(opts: LotteryOptions, job: StageJob, *, encode=None, extra=None) -> dict[str, Any]:
     """The analysis with BLAS on ``opts.blas_threads`` threads (default 1; None: as the environment
     set it). Its matrix products are many and small (one bootstrap's resamples at a time: the Kendall
     blocks, the kappa and Pearson batches), and OpenBLAS's threads, spinning for work on a shared
@@ -80,12 +80,15 @@ def _lottery_blas_threads(opts: LotteryOptions, job: StageJob, *, encode=None) -
     is the parallelism (joblib limits its workers' BLAS threads likewise). Every table is the same,
     byte for byte (tested by diffing a fake study)."""
     if opts.blas_threads is None:
-        return _lottery(opts, job, encode=encode)
+        return _lottery(opts, job, encode=encode, extra=extra)
     with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
-        return _lottery(opts, job, encode=encode)
+        return _lottery(opts, job, encode=encode, extra=extra)
 
 
-def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, Any]:
+def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None, extra=None) -> dict[str, Any]:
+    """The analysis into ``job.output_dir``, through the one writer; ``extra(staging)``, when given,
+    writes more files beside the lottery's (the study page: ``+analysis=study``) into the same staging
+    dir, after the lottery's and before the publish, so results.json vouches for them too."""
     output_dir = job.output_dir
     if opts.runs in (None, "", []):
         raise AnalysisError(
@@ -131,6 +134,8 @@ def _lottery(opts: LotteryOptions, job: StageJob, *, encode=None) -> dict[str, A
     writer = staged_outputs(output_dir)  # a full disk: one line, no .staging left, the old report kept
     with writer as staging:
         written = write_outputs(result, grid, opts, staging, files)
+        if extra is not None:
+            extra(staging)
     outputs = writer.outputs
     written = _moved(written, staging, output_dir)
     metrics = summary_metrics(result["tables"])
@@ -259,9 +264,10 @@ def summary_metrics(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     return out
 
 
-def lottery(cfg, job: StageJob, *, stage: str = "lottery") -> dict[str, Any]:
+def lottery(cfg, job: StageJob, *, stage: str = "lottery", extra=None) -> dict[str, Any]:
     """Stage ``lottery``: the options of ``cfg.analysis``, the analysis into ``job.output_dir``;
-    ``stage`` names the W&B run (``study``: the lottery part of a whole study's analysis)."""
+    ``stage`` names the W&B run (``study``: the lottery part of a whole study's analysis) and
+    ``extra(staging)`` writes that stage's own files into the lottery's staging dir (:func:`_lottery`)."""
     from omegaconf import OmegaConf
 
     job.fields["stage"] = "lottery"
@@ -269,7 +275,7 @@ def lottery(cfg, job: StageJob, *, stage: str = "lottery") -> dict[str, Any]:
     a = OmegaConf.to_container(cfg.analysis, resolve=True) if cfg.get("analysis") is not None else {}
     opts = LotteryOptions.from_dict(a)
     job.track(make_analysis_tracker(cfg.logger, opts, stage=stage))
-    res = _lottery_blas_threads(opts, job)  # the Hydra stage pins BLAS as run_lottery does
+    res = _lottery_blas_threads(opts, job, extra=extra)  # the Hydra stage pins BLAS as run_lottery does
     return {k: v for k, v in res.items() if k not in ("files", "written")}
 
 

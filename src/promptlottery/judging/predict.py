@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from promptlottery.atomic import atomic_write
 from promptlottery.backends.base import Backend, Decoding, JudgeRequest
 from promptlottery.calls.cache import CallCache, make_request
 from promptlottery.calls.loop import CallStats, run_calls
@@ -171,5 +172,4 @@ def placeholder_predictions(predict_cfg, *, dataset: str, data_dir: str, output_
         [{"item_id": it.id, "system": s, "response": ""} for s in predict_cfg.systems for it in items]
     )
     out = Path(output_dir) / "dry_run_predictions.parquet"
-    df.to_parquet(out, index=False)
-    return out
+    return atomic_write(out, lambda tmp: df.to_parquet(tmp, index=False))  # whole or not at all

@@ -156,27 +156,35 @@ class SweepPlan(Callback):
 def study(cfg: DictConfig, job) -> dict[str, Any]:
     """Stage ``study`` (``+analysis=study``): the lottery analysis of every configuration of a study dir
     (each kept separate), then the study page ``study.md`` with the paper's rows and the breakdowns
-    per backbone and per judge family (:mod:`promptlottery.analysis.lottery.study_report`)."""
-    import pandas as pd
-
+    per backbone and per judge family (:mod:`promptlottery.analysis.lottery.study_report`), written
+    into the lottery's staging dir and published with it: results.json vouches for the page too."""
     from promptlottery.analysis.lottery.study_report import not_analysed, write_study_page
     from promptlottery.analysis.stage import lottery
 
-    record = lottery(cfg, job, stage="study")
+    def page(staging: Path) -> None:
+        write_study_page(staging, fake=is_fake_study(staging / "tables"))
+
+    record = lottery(cfg, job, stage="study", extra=page)
     tables = Path(job.output_dir) / "tables"
+    fake = is_fake_study(tables)
+    for line in not_analysed(tables):
+        logger.warning("configuration not analysed (incomplete): %s", line)
+    log_study(job.tracker, tables, fake=fake)
+    print(f"study page: {Path(job.output_dir) / 'study.md'}" + (" (FAKE judge)" if fake else ""))
+    return record
+
+
+def is_fake_study(tables: Path) -> bool:
+    """Whether any configuration of the lottery tables in ``tables`` was judged by the fake backend."""
+    import pandas as pd
+
     configs = pd.read_csv(tables / "configurations.csv")
     backbones = configs["backbone"].astype(str)
-    fake = bool(
+    return bool(
         (backbones == "fake").any()
         or backbones.str.startswith("fake-").any()  # a stand-in named as fake (benchmarks/bench_study.py)
         or (configs["model"].astype(str) == "fake-judge").any()
     )
-    page = write_study_page(job.output_dir, fake=fake)
-    for line in not_analysed(tables):
-        logger.warning("configuration not analysed (incomplete): %s", line)
-    log_study(job.tracker, tables, fake=fake)
-    print(f"study page: {page}" + (" (FAKE judge)" if fake else ""))
-    return record
 
 
 def log_study(tracker, tables: Path, *, fake: bool) -> None:

@@ -5,9 +5,11 @@ A stage that writes many files (the lottery analysis: tables, figures, report.md
 (:func:`staging_dir`), then :func:`publish` digests every staged file and moves each entry into
 place (a folder replaces the old folder whole), and the stage writes ``results.json`` last with the
 digests under ``outputs``. :class:`staged_outputs` is that sequence, the one way every stage
-(lottery, budget, compare, rubric, validation, gate, human campaign / import / export / analyse) writes
-its outputs. Killed at any point, the directory has no results.json saying ``ok``, or
-one whose digests match every file it names. A reader (:func:`check_outputs`) refuses a directory
+(lottery and study, budget, compare, rubric, validation, gate, human campaign / import / export /
+analyse) and the command-line tools that write pages (the judge cards, ``compare --out``) write their
+outputs; tests/test_stage_outputs.py fails on a file write anywhere else that it does not name.
+Killed at any point, the directory has no results.json saying ``ok``, or one whose digests match
+every file it names. A reader (:func:`check_outputs`) refuses a directory
 whose results.json is missing, not ``ok``, names no digests, or whose files differ from them.
 """
 
@@ -87,17 +89,22 @@ class staged_outputs:
     """The one writer of a stage's outputs: ``with staged_outputs(output_dir) as staging:`` writes every
     file under ``staging`` (a fresh :func:`staging_dir`); leaving the block moves them all into
     ``output_dir`` (:func:`publish`) and keeps their digests in ``.outputs``. Entering removes
-    ``results.json`` (the stage writes it last, after publishing). An error inside the block removes
+    ``results.json`` (the stage writes it last, after publishing); ``results=False`` leaves it alone,
+    for a command-line tool whose folder has no results.json of its own (the judge cards beside a
+    sweep, ``compare --out``: a results.json there would make the folder look like a job to the
+    loaders, and ``--out`` may name a folder that holds another's). An error inside the block removes
     the staging dir and leaves ``output_dir``'s files as they were; an ``OSError`` becomes one line
     (:class:`no_debris`). So a stage killed mid-write leaves no half-written file among its outputs."""
 
-    def __init__(self, output_dir: str | Path):
+    def __init__(self, output_dir: str | Path, *, results: bool = True):
         self.output_dir = Path(output_dir)
+        self.results = results
         self.outputs: dict[str, str] = {}
 
     def __enter__(self) -> Path:
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        (self.output_dir / "results.json").unlink(missing_ok=True)
+        if self.results:
+            (self.output_dir / "results.json").unlink(missing_ok=True)
         self.staging = staging_dir(self.output_dir)
         self._guard = no_debris(self.staging, self.output_dir)
         return self.staging

@@ -154,23 +154,32 @@ def build_cards(runs, opts: CardOptions = CardOptions()) -> list[dict]:
 
 
 def write_cards(cards: list[dict], out: Path) -> list[Path]:
+    """Each card's ``<id>/card.json``, ``card.md`` and ``card.png`` and the index ``cards.json`` under
+    ``out``, through the one writer (:class:`~promptlottery.tracking.staging.staged_outputs`): written
+    aside, then moved into place together, so a run killed mid-write leaves the earlier cards whole.
+    No results.json (the folder sits in a sweep dir, where one would read as a judging job's)."""
     from promptlottery.analysis.card import render as card_render
+    from promptlottery.tracking.staging import staged_outputs
 
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for card in cards:
-        d = out / card["id"]
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "card.json").write_text(json.dumps(card, indent=1, default=_json), encoding="utf-8")
-        (d / "card.md").write_text(card_render.markdown(card), encoding="utf-8")
-        card_render.figure(card, d / "card.png")
-        written.append(d / "card.md")
-    index = [
-        {"id": c["id"], "fake": c["fake"], "headline": c["headline"], "page": str(out / c["id"] / "card.md")}
-        for c in cards
-    ]
-    (out / "cards.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
-    return written
+    out = Path(out)
+    with staged_outputs(out, results=False) as staging:
+        for card in cards:
+            d = staging / card["id"]
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "card.json").write_text(json.dumps(card, indent=1, default=_json), encoding="utf-8")
+            (d / "card.md").write_text(card_render.markdown(card), encoding="utf-8")
+            card_render.figure(card, d / "card.png")
+        index = [
+            {
+                "id": c["id"],
+                "fake": c["fake"],
+                "headline": c["headline"],
+                "page": str(out / c["id"] / "card.md"),
+            }
+            for c in cards
+        ]
+        (staging / "cards.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
+    return [out / c["id"] / "card.md" for c in cards]
 
 
 def _json(x):

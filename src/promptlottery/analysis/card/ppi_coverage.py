@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from promptlottery.analysis.card.corrected import coverage, rank_changes
+from promptlottery.atomic import atomic_write_text
 
 
 def simulated_judges(
@@ -159,8 +159,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(table(res))
-    if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
+    if args.out:  # the one file --out names, whole or not at all
+        atomic_write_text(args.out, json.dumps(res, indent=1))
     return 0
 
 

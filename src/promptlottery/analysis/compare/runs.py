@@ -279,6 +279,17 @@ def compare(paths: list[str], out_dir: str | Path | None = None) -> dict[str, An
     return {"runs": runs, "config_diff": diff, "metrics": deltas, "markdown": text}
 
 
+def _compare_cli(runs: list[str], out: str | None) -> dict[str, Any]:
+    """:func:`compare`, its files (``--out``; none without it) through the one writer: staged, then moved
+    into place together (the folder keeps no results.json of its own, and one already there is left alone)."""
+    from contextlib import nullcontext
+
+    from promptlottery.tracking.staging import staged_outputs
+
+    with nullcontext() if out is None else staged_outputs(out, results=False) as staging:
+        return compare(runs, staging)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m promptlottery.analysis.compare.runs", description=__doc__.split("\n")[0]
@@ -289,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="also write compare.md, config_diff.csv, metrics.csv here")
     args = ap.parse_args(argv)
     try:
-        res = compare(args.runs, args.out)
+        res = _compare_cli(args.runs, args.out)
     except (FileNotFoundError, ValueError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2

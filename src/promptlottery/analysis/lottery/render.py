@@ -15,6 +15,7 @@ from promptlottery.analysis.lottery.options import LotteryOptions
 from promptlottery.analysis.lottery.sections import registry
 from promptlottery.analysis.lottery.sections.base import ReportContext
 from promptlottery.judging.grid import JudgmentGrid
+from promptlottery.modes import MODES
 
 
 def write_outputs(
@@ -48,7 +49,10 @@ def render_report(
     R = rp.Report("Prompt lottery report")
     if fake := fake_judge_line(grid):
         R.p(fake)
-    for section in registry.SECTIONS:
+    shown = [section for section in registry.SECTIONS if section.in_report(ctx)]
+    if registry.SECTIONS[0] not in shown:  # the lottery's own (the opening): say what was read, and why
+        R.p(runs_line(ctx))
+    for section in shown:
         section.render(R, ctx)
     if result.get("budget_link"):
         link = result["budget_link"]
@@ -67,6 +71,17 @@ def render_report(
         ]
     )
     return R.text()
+
+
+def runs_line(ctx: ReportContext) -> str:
+    """The runs a report read when the lottery's own sections (its verdict, headlines and sections 1-8,
+    which read the label-matrix modes' configurations) are left out: none is in these runs."""
+    runs = ctx.opts.runs if isinstance(ctx.opts.runs, str) else ", ".join(map(str, ctx.opts.runs or []))
+    kinds = " or ".join(name for name, mode in MODES.items() if mode.label_matrix)
+    return (
+        f"Runs: `{runs}` ({len(ctx.files)} judgment files, {ctx.grid.n_judgments} judgments). No configuration "
+        f"judged in {kinds} mode: the lottery's verdict, headlines and sections 1-8 are left out."
+    )
 
 
 def fake_backbones(grid: JudgmentGrid) -> list[str]:

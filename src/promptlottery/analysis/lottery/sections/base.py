@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from promptlottery.modes import MODES
+
 if TYPE_CHECKING:
     from promptlottery.analysis.common import report as rp
     from promptlottery.analysis.lottery.options import LotteryOptions
@@ -51,6 +53,14 @@ class Section:
     def active(self, grid: JudgmentGrid, opts: LotteryOptions) -> bool:
         """Whether the section has anything to compute on ``grid`` under ``opts``."""
         return True
+
+    def in_report(self, ctx: ReportContext) -> bool:
+        """Whether report.md has this section: its mode judged something in the grid (``mode`` None or a
+        label-matrix mode: a configuration of the label matrix). A section whose mode has no rows is
+        left out, so a report of one mode's sweep never opens with another mode's sections saying n/a."""
+        if self.mode is None or (self.mode in MODES and MODES.get(self.mode).label_matrix):
+            return len(ctx.grid) > 0
+        return bool(ctx.grid.rows(self.mode))
 
     def check(self, grid: JudgmentGrid, opts: LotteryOptions) -> Any:
         """Raise a one-line :class:`~promptlottery.judging.table.AnalysisError` on bad input, before

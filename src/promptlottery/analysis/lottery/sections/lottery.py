@@ -198,6 +198,11 @@ class LotterySection(Section):
                     out[f"{r['key']}{suffix}"] = float(v)
         return out
 
+    def in_report(self, ctx: ReportContext) -> bool:
+        """With a label-matrix configuration, or another mode's verdict rows: the report's opening (the
+        verdict, the runs) is this section's, and a pairwise-only report leads with it."""
+        return super().in_report(ctx) or not ctx.tables[lt.VERDICT].empty
+
     def render(self, R, ctx: ReportContext) -> None:
         from promptlottery.analysis.lottery.sections.lottery_report import render_lottery
 

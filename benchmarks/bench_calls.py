@@ -13,7 +13,8 @@ client's CPU seconds per call (this process: the stub's CPU is not counted), and
 the same run (benchmarks/bare_clients.py, each its own process): a bare aiohttp client (N requests, a
 semaphore of C, nothing else: what any aiohttp client can reach on this machine) and a raw asyncio
 client (C keep-alive connections, nothing but the bytes: what the stub and the loopback allow); the
-engine's row gives its ratio to the bare aiohttp client too, and every row the stub's own CPU per call.
+engine's rows give their ratio to the bare aiohttp and the raw clients too, and every row the stub's
+own CPU per call.
 Configurations are interleaved over ``--rounds`` and the median is printed; one untimed warm-up run
 first (imports, the first connections). ``--inspect-python`` names a Python with inspect_ai installed:
 its ``eval`` against the same stub (max_connections = C) gives the comparison row; without it the row
@@ -331,9 +332,9 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
         f"load average {loads[0]} at the start, {loads[-1]} at the end",
         "",
         "| engine | D | C | calls/s | bound: min(C/D, client CPU limit) | ratio to bound "
-        "| ratio to the bare aiohttp client | client CPU per call | its threads waiting for a CPU, per call "
+        "| ratio to the bare aiohttp client | ratio to the raw asyncio client | client CPU per call | its threads waiting for a CPU, per call "
         "| stub CPU per call |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     engines = ["promptlottery", *[e for e in (AIOHTTP_ROW, UVLOOP_ROW) if any(k[0] == e for k in results)],
                *(CEILINGS if ceilings else ())]  # fmt: skip
@@ -352,14 +353,16 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
                 m = med.get((engine, c, d))
                 name = name_of(engine, c, d)
                 if m is None:
-                    rows.append(f"| {name} | {d:g} ms | {c} | failed (see stderr) | | | | | | |")
+                    rows.append(f"| {name} | {d:g} ms | {c} | failed (see stderr) | | | | | | | |")
                     continue
                 b, which = bound(engine, c, d)
-                bare = med.get(("aiohttp", c, d))
-                vs_bare = f"{m['calls_s'] / bare['calls_s']:.0%}" if engine not in CEILINGS and bare else ""
+                vs_bare, vs_raw = (
+                    f"{m['calls_s'] / x['calls_s']:.0%}" if engine not in CEILINGS and x else ""
+                    for x in (med.get(("aiohttp", c, d)), med.get(("raw", c, d)))
+                )
                 rows.append(
                     f"| {name} | {d:g} ms | {c} | {m['calls_s']:.0f} | {b:.0f} ({which}) | {m['calls_s'] / b:.0%} "
-                    f"| {vs_bare} | {ms(m.get('cpu_per_call_ms'))} | {ms(m.get('wait_per_call_ms'))} "
+                    f"| {vs_bare} | {vs_raw} | {ms(m.get('cpu_per_call_ms'))} | {ms(m.get('wait_per_call_ms'))} "
                     f"| {ms(m.get('stub_cpu_per_call_ms'))} |"
                 )
     for d in ds:
@@ -368,17 +371,17 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
         for c in cs:
             if not has_inspect:
                 why = "inspect_ai not installed (--inspect-python / INSPECT_PYTHON names its Python)"
-                rows.append(f"| inspect_ai | {d:g} ms | {c} | missing: {why} | | | | | | |")
+                rows.append(f"| inspect_ai | {d:g} ms | {c} | missing: {why} | | | | | | | |")
                 break
             m = med.get(("inspect_ai", c, d))
             if not m:
-                rows.append(f"| inspect_ai | {d:g} ms | {c} | failed (see stderr) | | | | | | |")
+                rows.append(f"| inspect_ai | {d:g} ms | {c} | failed (see stderr) | | | | | | | |")
                 continue
             b = min(c / (d / 1000), cpu_limit("promptlottery", c, d) or float("inf"))
             bare = med.get(("aiohttp", c, d))
             vs_bare = f"{m['calls_s'] / bare['calls_s']:.0%}" if bare else ""
             rows.append(f"| inspect_ai | {d:g} ms | {c} | {m['calls_s']:.0f} | {b:.0f} | {m['calls_s'] / b:.0%} "
-                        f"| {vs_bare} | | | {ms(m.get('stub_cpu_per_call_ms'))} |")  # fmt: skip
+                        f"| {vs_bare} | | | | {ms(m.get('stub_cpu_per_call_ms'))} |")  # fmt: skip
     ours_runs = [r for (e, _, _), v in results.items() if e == "promptlottery" for r in v]
     cached = statistics.median(r["cached_s"] * 1000 / r["n"] for r in ours_runs)
     rows.append(f"\nfully cached re-run: {cached:.3f} ms per call (median over configurations)")

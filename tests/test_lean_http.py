@@ -166,11 +166,13 @@ def test_a_fresh_connection_closed_unanswered_is_not_sent_again():
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_the_deadline_bounds_the_whole_request(openai_stub, transport):
     openai_stub.delay_s = 2.0
-    backend = _backend(openai_stub.url, transport, timeout_s=0.3)
+    backend = _backend(openai_stub.url, transport, timeout_s=0.3, max_concurrency=1)
     with pytest.raises(
         TransientBackendError, match=r"no complete answer within 0\.3 s \(backbone\.backend\.timeout_s"
     ):
         backend.generate(_reqs(1), Decoding())
+    openai_stub.delay_s = 0.0  # the one connection's room came back: the next requests are answered
+    assert [o.raw_text for o in backend.generate(_reqs(2), Decoding())] == ["4", "4"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -177,15 +177,21 @@ class LoopClient:
 def _shutdown(loop: asyncio.AbstractEventLoop, thread: threading.Thread, holder: list) -> None:
     if loop.is_closed():
         return
-    session, lean = holder
-    if lean is not None and thread.is_alive():
-        loop.call_soon_threadsafe(lean.close)
-    if session is not None and thread.is_alive():
+    if any(x is not None for x in holder) and thread.is_alive():
         try:
-            asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=5)
+            asyncio.run_coroutine_threadsafe(_close(*holder), loop).result(timeout=5)
         except Exception:  # noqa: BLE001 - closing on the way out: nothing left to tell
             pass
     loop.call_soon_threadsafe(loop.stop)
     thread.join(timeout=5)
     if not thread.is_alive():
         loop.close()
+
+
+async def _close(session, lean) -> None:
+    """Close the lean pool's connections (their sockets close on the loop's next turn) and the session."""
+    if lean is not None:
+        lean.close()
+        await asyncio.sleep(0)
+    if session is not None:
+        await session.close()

@@ -209,6 +209,7 @@ def test_auto_picks_lean_for_plain_http_and_aiohttp_for_https_or_a_proxy(monkeyp
     assert _backend("http://127.0.0.1:8000/v1", "auto").transport == "lean"
     assert OpenAIBackend("gpt-x").transport == "aiohttp"  # https://api.openai.com
     assert _backend("https://127.0.0.1:8000/v1", "lean").transport == "lean"  # asked for by name
+    assert _backend("http://user:pw@127.0.0.1:8000/v1", "auto").transport == "aiohttp"  # its basic auth
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
     assert _backend("http://127.0.0.1:8000/v1", "auto").transport == "aiohttp"
     with pytest.raises(

@@ -53,7 +53,8 @@ class DeadlineError(Exception):
 
 def resolve_transport(http_transport: str, base_url: str, *, where: str) -> str:
     """``lean`` or ``aiohttp`` for ``http_transport`` at ``base_url`` (``ValueError``, one line naming
-    ``where``, for a value not in :data:`HTTP_TRANSPORTS`): at the backend's construction."""
+    ``where``, for a value not in :data:`HTTP_TRANSPORTS`): at the backend's construction. ``auto`` is lean
+    only for a plain ``http://`` URL without credentials in it, and no proxy variable set."""
     if http_transport not in HTTP_TRANSPORTS:
         raise ValueError(
             f"{where}: http_transport={http_transport!r} must be one of {', '.join(HTTP_TRANSPORTS)}"
@@ -61,7 +62,9 @@ def resolve_transport(http_transport: str, base_url: str, *, where: str) -> str:
     if http_transport != "auto":
         return http_transport
     proxied = any(os.environ.get(v) for v in PROXY_VARIABLES)
-    return "lean" if base_url.startswith("http://") and not proxied else "aiohttp"
+    # user:password@host in the URL: aiohttp sends it as basic auth, the lean pool does not
+    userinfo = "@" in base_url.split("://", 1)[-1].split("/", 1)[0]
+    return "lean" if base_url.startswith("http://") and not proxied and not userinfo else "aiohttp"
 
 
 def _uvloop():

@@ -2,18 +2,19 @@
 after a fixed delay D (tests/openai_stub.py, its own process), at C calls in flight.
 
     .venv/bin/python benchmarks/bench_calls.py [--rounds 2] [--concurrency 16,64,256] [--delays-ms 0,100]
-        [--inspect-python /path/to/venv/bin/python] [--no-ceilings] [--no-loop-row]
+        [--inspect-python /path/to/venv/bin/python] [--no-ceilings] [--no-loop-row] [--no-aiohttp-row]
 
-For each (C, D): calls/s through ``run_calls`` (the vLLM-server backend, a real SQLite call cache, every
-answer parsed and stored, on asyncio's event loop; where uvloop is installed a second row runs the same
-engine with ``event_loop=uvloop``, ``--no-loop-row`` leaves it out), the client's CPU
-seconds per call (this process: the stub's CPU is not
-counted), and the ratio to the bound min(C / D, the client's CPU limit), the CPU limit being
+For each (C, D): calls/s through ``run_calls`` (the vLLM-server backend with its default transport, the
+lean one at the http:// stub, a real SQLite call cache, every answer parsed and stored, on asyncio's event
+loop; a second row runs the same engine with ``http_transport=aiohttp``, ``--no-aiohttp-row`` leaves it
+out; where uvloop is installed a third ``event_loop=uvloop``, ``--no-loop-row`` leaves it out), the
+client's CPU seconds per call (this process: the stub's CPU is not counted), and the ratio to the bound min(C / D, the client's CPU limit), the CPU limit being
 1 / (CPU seconds per call) measured in the same run. The measured ceilings, against the same stub in
 the same run (benchmarks/bare_clients.py, each its own process): a bare aiohttp client (N requests, a
 semaphore of C, nothing else: what any aiohttp client can reach on this machine) and a raw asyncio
 client (C keep-alive connections, nothing but the bytes: what the stub and the loopback allow); the
-engine's row gives its ratio to the bare aiohttp client too, and every row the stub's own CPU per call.
+engine's rows give their ratio to the bare aiohttp and the raw clients too, and every row the stub's
+own CPU per call.
 Configurations are interleaved over ``--rounds`` and the median is printed; one untimed warm-up run
 first (imports, the first connections). ``--inspect-python`` names a Python with inspect_ai installed:
 its ``eval`` against the same stub (max_connections = C) gives the comparison row; without it the row
@@ -120,10 +121,13 @@ def uvloop_installed() -> bool:
     return True
 
 
-def ours(url: str, c: int, n: int, tag: str, tmp: Path, event_loop: str = "asyncio") -> dict:
+def ours(
+    url: str, c: int, n: int, tag: str, tmp: Path, event_loop: str = "asyncio", transport="auto"
+) -> dict:
     backend = VLLMServerBackend(
-        "stub-judge", base_url=url, api_key_env="", max_concurrency=c, event_loop=event_loop
-    )
+        "stub-judge", base_url=url, api_key_env="", max_concurrency=c, event_loop=event_loop,
+        http_transport=transport,
+    )  # fmt: skip
     reqs = requests(n, tag)
     cache = CallCache(tmp / f"{tag}.sqlite")
     t0, c0, w0 = time.perf_counter(), time.process_time(), run_queue_wait_s()
@@ -141,6 +145,7 @@ def ours(url: str, c: int, n: int, tag: str, tmp: Path, event_loop: str = "async
     cache.close()
     return {
         "loop": loop,
+        "transport": backend.transport,
         "calls_s": n / wall,
         "cpu_per_call_ms": 1000 * cpu / n,
         "wait_per_call_ms": 1000 * wait / n,
@@ -210,6 +215,8 @@ def ceiling(kind: str, url: str, c: int, n: int) -> dict | None:
 CEILINGS = {"aiohttp": "bare aiohttp client (ceiling)", "raw": "raw asyncio client (the stub's ceiling)"}
 #: the engine on uvloop's loop (event_loop=uvloop), beside its default (asyncio's): the loop's share
 UVLOOP_ROW = "promptlottery-uvloop"
+#: the engine through aiohttp (http_transport=aiohttp), beside its default (the lean transport at the stub)
+AIOHTTP_ROW = "promptlottery-aiohttp"
 
 
 def main() -> None:
@@ -222,6 +229,7 @@ def main() -> None:
     ap.add_argument("--inspect-calls", type=int, default=1000)
     ap.add_argument("--no-ceilings", action="store_true", help="leave out the bare aiohttp and raw clients")
     ap.add_argument("--no-loop-row", action="store_true", help="leave out the engine on uvloop")
+    ap.add_argument("--no-aiohttp-row", action="store_true", help="leave out the engine through aiohttp")
     ap.add_argument("--save", type=Path, help="also write every run's numbers here (JSON), for --table")
     ap.add_argument("--table", type=Path, help="print the table of a --save file, run nothing")
     args = ap.parse_args()
@@ -272,6 +280,11 @@ def main() -> None:
                             )
                             print(f"round={rnd} engine={UVLOOP_ROW} C={c} D_ms={d:g} n={n} calls_s={t['calls_s']:.1f} "
                                   f"cpu_ms_per_call={t['cpu_per_call_ms']:.3f}", flush=True)  # fmt: skip
+                        if not args.no_aiohttp_row:  # the same engine through aiohttp: the transport's share
+                            t = timed(AIOHTTP_ROW, c, d, ours, url, c, n, f"r{rnd}-c{c}-d{int(d)}-a", tmp,
+                                      "asyncio", "aiohttp")  # fmt: skip
+                            print(f"round={rnd} engine={AIOHTTP_ROW} C={c} D_ms={d:g} n={n} calls_s={t['calls_s']:.1f} "
+                                  f"cpu_ms_per_call={t['cpu_per_call_ms']:.3f}", flush=True)  # fmt: skip
                         for kind in () if args.no_ceilings else CEILINGS:
                             t = timed(kind, c, d, ceiling, kind, url, c, n)
                             if t:
@@ -319,17 +332,20 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
         f"load average {loads[0]} at the start, {loads[-1]} at the end",
         "",
         "| engine | D | C | calls/s | bound: min(C/D, client CPU limit) | ratio to bound "
-        "| ratio to the bare aiohttp client | client CPU per call | its threads waiting for a CPU, per call "
+        "| ratio to the bare aiohttp client | ratio to the raw asyncio client | client CPU per call | its threads waiting for a CPU, per call "
         "| stub CPU per call |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    engines = ["promptlottery", *([UVLOOP_ROW] if any(e == UVLOOP_ROW for e, _, _ in results) else []),
+    engines = ["promptlottery", *[e for e in (AIOHTTP_ROW, UVLOOP_ROW) if any(k[0] == e for k in results)],
                *(CEILINGS if ceilings else ())]  # fmt: skip
 
     def name_of(engine: str, c: int, d: float) -> str:
         """The table's name for a row: the engine's with its event loop (saved runs before it had none)."""
-        loop = (results.get((engine, c, d)) or [{}])[0].get("loop")
-        return CEILINGS.get(engine) or (f"promptlottery ({loop})" if loop else engine)
+        first = (results.get((engine, c, d)) or [{}])[0]
+        how = ", ".join(
+            f"{x} {k}" for k, x in (("transport", first.get("transport")), ("loop", first.get("loop"))) if x
+        )
+        return CEILINGS.get(engine) or (f"promptlottery ({how})" if how else engine)
 
     for d in ds:
         for c in cs:
@@ -337,14 +353,16 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
                 m = med.get((engine, c, d))
                 name = name_of(engine, c, d)
                 if m is None:
-                    rows.append(f"| {name} | {d:g} ms | {c} | failed (see stderr) | | | | | | |")
+                    rows.append(f"| {name} | {d:g} ms | {c} | failed (see stderr) | | | | | | | |")
                     continue
                 b, which = bound(engine, c, d)
-                bare = med.get(("aiohttp", c, d))
-                vs_bare = f"{m['calls_s'] / bare['calls_s']:.0%}" if engine not in CEILINGS and bare else ""
+                vs_bare, vs_raw = (
+                    f"{m['calls_s'] / x['calls_s']:.0%}" if engine not in CEILINGS and x else ""
+                    for x in (med.get(("aiohttp", c, d)), med.get(("raw", c, d)))
+                )
                 rows.append(
                     f"| {name} | {d:g} ms | {c} | {m['calls_s']:.0f} | {b:.0f} ({which}) | {m['calls_s'] / b:.0%} "
-                    f"| {vs_bare} | {ms(m.get('cpu_per_call_ms'))} | {ms(m.get('wait_per_call_ms'))} "
+                    f"| {vs_bare} | {vs_raw} | {ms(m.get('cpu_per_call_ms'))} | {ms(m.get('wait_per_call_ms'))} "
                     f"| {ms(m.get('stub_cpu_per_call_ms'))} |"
                 )
     for d in ds:
@@ -353,17 +371,17 @@ def table(results, cs, ds, has_inspect: bool, ceilings: bool, loads: list[str]) 
         for c in cs:
             if not has_inspect:
                 why = "inspect_ai not installed (--inspect-python / INSPECT_PYTHON names its Python)"
-                rows.append(f"| inspect_ai | {d:g} ms | {c} | missing: {why} | | | | | | |")
+                rows.append(f"| inspect_ai | {d:g} ms | {c} | missing: {why} | | | | | | | |")
                 break
             m = med.get(("inspect_ai", c, d))
             if not m:
-                rows.append(f"| inspect_ai | {d:g} ms | {c} | failed (see stderr) | | | | | | |")
+                rows.append(f"| inspect_ai | {d:g} ms | {c} | failed (see stderr) | | | | | | | |")
                 continue
             b = min(c / (d / 1000), cpu_limit("promptlottery", c, d) or float("inf"))
             bare = med.get(("aiohttp", c, d))
             vs_bare = f"{m['calls_s'] / bare['calls_s']:.0%}" if bare else ""
             rows.append(f"| inspect_ai | {d:g} ms | {c} | {m['calls_s']:.0f} | {b:.0f} | {m['calls_s'] / b:.0%} "
-                        f"| {vs_bare} | | | {ms(m.get('stub_cpu_per_call_ms'))} |")  # fmt: skip
+                        f"| {vs_bare} | | | | {ms(m.get('stub_cpu_per_call_ms'))} |")  # fmt: skip
     ours_runs = [r for (e, _, _), v in results.items() if e == "promptlottery" for r in v]
     cached = statistics.median(r["cached_s"] * 1000 / r["n"] for r in ours_runs)
     rows.append(f"\nfully cached re-run: {cached:.3f} ms per call (median over configurations)")

@@ -165,6 +165,30 @@ def test_the_adaptive_window_settles_near_the_servers_limit_without_failing_call
     assert server.max_in_flight <= 33
 
 
+def test_a_burst_of_429s_while_the_admitted_calls_are_slow_shrinks_the_window_once_per_round_trip(
+    server, tmp_path
+):
+    """The server admits L = 6 calls and holds them 0.3 s; 26 of the first 32 get a 429 at once. Their
+    retries leave the window and are sent again only where it has room: before, each retried in its
+    slot, past the shrunk window, and every 429 of those retries was a new episode (32 -> 22 -> 15 -> ...
+    -> 1 within the first 0.3 s, at a server that admits 6)."""
+    server.delay_s, server.limit = 0.3, 6
+    from promptlottery.calls import stream as loop
+
+    window = loop.Window(32)
+    real = loop.Window
+    loop.Window = lambda ceiling: window
+    try:
+        out = run_calls(_reqs(64), _backend(server.url, 32), CallCache(tmp_path / "c.sqlite"), Decoding(),
+                        stats=CallStats(), backoff_s=0.01)  # fmt: skip
+    finally:
+        loop.Window = real
+    assert len(out) == 64 and server.throttled > 0
+    # never below 0.7 * L rounded down, less one: a decrease only for calls sent within the window of then
+    assert window.history[0] == 22 and min(window.history) >= 3, window.history
+    assert server.max_in_flight <= 32
+
+
 def test_the_spend_cap_stops_the_run_keeps_every_answer_and_says_how_to_resume(server, tmp_path):
     server.delay_s = 0.01
     cache = CallCache(tmp_path / "c.sqlite")

@@ -1,6 +1,7 @@
 """The OpenAI-compatible backends: `vllm serve`, llama.cpp's server, OpenAI, ... over HTTP.
 
-Requests go out concurrently (at most ``max_concurrency`` in flight) through one aiohttp session
+Requests go out concurrently (at most ``max_concurrency`` in flight) through one HTTP client (a
+lean keep-alive pool for a plain ``http://`` server, aiohttp's session otherwise: ``http_transport``)
 on one event loop for the backend's life (:mod:`~promptlottery.backends.http_client`): the call
 loop streams them through a sliding window (:meth:`~OpenAICompatBackend.acall`), and
 :meth:`~OpenAICompatBackend.generate` sends a batch, each request once. A transient failure (429, 5xx,
@@ -30,7 +31,13 @@ from typing import Any
 
 from promptlottery.backends.answer_checks import check_answer, deadline_error, scrub, secret_values
 from promptlottery.backends.base import Backend, BackendError, Decoding, JudgeRequest, JudgeResponse
-from promptlottery.backends.http_client import LoopClient, check_event_loop
+from promptlottery.backends.http_client import (
+    DeadlineError,
+    LoopClient,
+    TransportError,
+    check_event_loop,
+    resolve_transport,
+)
 from promptlottery.backends.openai_wire import (
     TransientBackendError,
     classify_http_error,
@@ -82,11 +89,15 @@ class OpenAICompatBackend(Backend):
         tokenizer: str | None = None,
         cache_dir: str = ".cache/promptlottery",
         event_loop: str = "asyncio",
+        http_transport: str = "auto",
     ):
         check_event_loop(event_loop, where=type(self).__name__)
         base_url = base_url or self.default_base_url
         if not base_url:
             raise ValueError(f"{type(self).__name__}: base_url is required")
+        #: what carries the bytes (http_client.resolve_transport: auto, aiohttp, lean); never changes an answer
+        self.http_transport = http_transport
+        self.transport = resolve_transport(http_transport, base_url, where=type(self).__name__)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.name = name or model
@@ -240,6 +251,8 @@ class OpenAICompatBackend(Backend):
                 timeout_s=self.timeout_s,
                 connect_timeout_s=self.connect_timeout_s,
                 event_loop=self.event_loop,
+                base_url=self.base_url,
+                transport=self.transport,
             )
         return client
 
@@ -263,23 +276,16 @@ class OpenAICompatBackend(Backend):
         """Send ``request`` once: the 200 answer's bytes and the seconds it took (read by
         :meth:`read_answer`); a transient failure is a :class:`TransientBackendError` (with the server's
         ``Retry-After`` and HTTP ``status``)."""
-        import aiohttp
-
         path, body = self._payload(request, decoding)
-        session = await self._client.session()
         t0 = time.perf_counter()
-
-        try:  # one deadline for the whole request (connect, send, every read): the session's total timeout
-            async with session.post(self.base_url + path, json=body, headers=self._headers()) as resp:
-                status, raw, headers = resp.status, await resp.read(), resp.headers
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, aiohttp.ServerTimeoutError):
-                raise deadline_error(
-                    f"{self.name} at {self.base_url} (request {request.key[:12]})", self.timeout_s
-                ) from None
-            raise TransientBackendError(
-                f"{self.name} at {self.base_url}: {type(exc).__name__}: {exc}"
+        try:  # one deadline for the whole request (connect, send, every read): the transport's
+            status, raw, headers = await self._client.post(path, body, self._headers())
+        except DeadlineError:
+            raise deadline_error(
+                f"{self.name} at {self.base_url} (request {request.key[:12]})", self.timeout_s
             ) from None
+        except TransportError as exc:
+            raise TransientBackendError(f"{self.name} at {self.base_url}: {exc}") from None
         self.rate_headroom = rate_headroom(headers)
         if status == 200:
             return raw, time.perf_counter() - t0

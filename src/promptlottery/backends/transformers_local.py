@@ -290,7 +290,10 @@ class TransformersBackend(Backend):
             shared = 0
         cache = None
         if shared:
-            out = self.model(input_ids=torch.tensor([encoded[0][:shared]], device=dev), use_cache=True)
+            # only its cache is used: logits_to_keep=1 skips the LM head over the prefix (a 40-shot
+            # prompt under gemma-3's 262k-token vocabulary is ~1 GB of unused float32 logits)
+            prefix = torch.tensor([encoded[0][:shared]], device=dev)
+            out = self.model(input_ids=prefix, use_cache=True, logits_to_keep=1)
             cache = _cache_of(out)
             cache.batch_repeat_interleave(n)
         rest = [r[shared:] for r in encoded]

@@ -151,7 +151,7 @@ def test_blas_threads_is_the_analysis_blas_pin(monkeypatch, threads):
 
     outside = blas()
     seen = []
-    monkeypatch.setattr(stage, "_lottery", lambda opts, job, encode=None: seen.append(blas()) or {})
+    monkeypatch.setattr(stage, "_lottery", lambda opts, job, encode=None, **_: seen.append(blas()) or {})
     assert LotteryOptions.from_dict({"runs": "x"}).blas_threads == 1
     stage._lottery_blas_threads(LotteryOptions.from_dict({"runs": "x", "blas_threads": threads}), None)
     assert outside and seen == [outside if threads is None else {min(threads, max(outside))}]

@@ -48,7 +48,7 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
     return 2 * m * k * n / statistics.median(times) / 1e9
 
 
-def minilm_config(max_length: int, batch_size: int):
+def minilm_config(max_length: int, batch_size: int, threads: int | None = None):
     from omegaconf import OmegaConf
 
     from promptlottery.gating.config import ClassifierConfig
@@ -56,6 +56,8 @@ def minilm_config(max_length: int, batch_size: int):
     raw = OmegaConf.to_container(OmegaConf.load("conf/gate/classifier/minilm.yaml"))
     raw.update(seed=0, max_length=max_length, batch_size=batch_size, accumulate_grad_batches=1, max_epochs=1)
     raw.update(eval_batch_size=64, accelerator="cpu")
+    if threads is not None:  # the epoch on the threads the step and the matmul rate are measured on
+        raw.update(num_threads=threads)
     return ClassifierConfig.from_dict(raw)
 
 
@@ -85,7 +87,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     threads = args.threads or free_cores()
     torch.set_num_threads(threads)
-    cfg = minilm_config(args.max_length, args.batch_size)
+    cfg = minilm_config(args.max_length, args.batch_size, threads)
     tok = load_tokenizer(cfg)
     module = make_module(cfg, tok, np.array([0, 1]))
     module.train()
@@ -107,6 +109,10 @@ def main(argv: list[str]) -> int:
     with FlopCounterMode(display=False) as fc:
         step()
     flops = fc.get_total_flops() / bs
+    # warm up first: the first steps and matmuls of a process run cold (allocator, kernel choice, the
+    # core's clock), 30-40% slower here; a cold matmul rate beside warm steps skews the ratio both ways
+    step()
+    matmul_gflops(bs * n_tok, 384, 1536)
     times = []
     for _ in range(args.steps):
         t = time.perf_counter()

@@ -216,3 +216,24 @@ def test_auto_picks_lean_for_plain_http_and_aiohttp_for_https_or_a_proxy(monkeyp
         ValueError, match=r"^VLLMServerBackend: http_transport='h2' must be one of auto, aiohttp, lean$"
     ):
         _backend("http://127.0.0.1:8000/v1", "h2")
+
+
+@pytest.mark.parametrize(
+    "answer_bytes, why",
+    [
+        (b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 70_000, "status line and headers longer than 65536 bytes"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{", "a body longer than 67108864 bytes"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nabc\r\n", "a negative chunk size -5"),
+    ],
+    ids=["endless headers", "huge content-length", "negative chunk"],
+)
+def test_a_broken_or_hostile_answer_is_refused_in_one_line_before_it_fills_memory(answer_bytes, why):
+    """Headers past 64 KB, a body announced or sent past 64 MB, a negative chunk size: the lean client
+    closes the connection and the call fails with one line naming what was wrong (retried, then
+    reported), not a read that grows until the deadline."""
+    server = RawServer(lambda body, n: [answer_bytes])
+    try:
+        with pytest.raises(TransientBackendError, match=f"malformed answer: {why}"):
+            _backend(server.url, "lean").generate(_reqs(1), Decoding())
+    finally:
+        server.stop()

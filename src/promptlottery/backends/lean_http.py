@@ -26,6 +26,10 @@ from urllib.parse import urlsplit
 
 #: the connection was closed before any byte of the answer arrived (a kept-alive one may be retried)
 NOTHING_READ = "Server disconnected"
+#: a server's status line and headers past this many bytes, or a body past :data:`MAX_BODY`, is refused:
+#: a judge's answer is a few KB (aiohttp's own header limit is 8,190 bytes a line), and a broken or
+#: hostile server must not fill the memory within the deadline
+MAX_HEAD, MAX_BODY = 64 * 1024, 64 * 1024 * 1024
 
 
 class TransportError(OSError):
@@ -66,8 +70,12 @@ class _Connection(asyncio.Protocol):
             return
         self.buf = self.buf + data if self.buf else data
         try:
+            if self.head is None and len(self.buf) > MAX_HEAD and self.buf.find(b"\r\n\r\n", 0, MAX_HEAD) < 0:
+                raise ValueError(f"status line and headers longer than {MAX_HEAD} bytes")
             if self.head is None and not self._read_head():
                 return
+            if len(self.buf) + sum(map(len, self.body)) > MAX_BODY or (self.length or 0) > MAX_BODY:
+                raise ValueError(f"a body longer than {MAX_BODY} bytes")
             if self.chunked:
                 self._read_chunks()
             elif self.length is not None and len(self.buf) >= self.length:
@@ -114,6 +122,8 @@ class _Connection(asyncio.Protocol):
             if eol < 0:
                 break
             size = int(buf[:eol].split(b";", 1)[0], 16)
+            if size < 0:
+                raise ValueError(f"a negative chunk size {size}")
             if size == 0:
                 end = buf.find(b"\r\n\r\n", eol)  # the trailers (none, usually) end with an empty line
                 if end < 0:

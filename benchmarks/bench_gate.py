@@ -109,8 +109,8 @@ def main(argv: list[str]) -> int:
     with FlopCounterMode(display=False) as fc:
         step()
     flops = fc.get_total_flops() / bs
-    # warm up first: the first steps and matmuls of a process run cold (allocator, kernel choice, the
-    # core's clock), 30-40% slower here; a cold matmul rate beside warm steps skews the ratio both ways
+    # warm up first: a process's first step and matmul pay one-off costs (allocations, kernel choice)
+    # that belong to neither the median step nor the rate
     step()
     matmul_gflops(bs * n_tok, 384, 1536)
     times = []

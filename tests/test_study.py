@@ -517,37 +517,17 @@ def test_the_plan_measures_each_backbones_rate_from_the_studys_finished_jobs(tmp
     from promptlottery.stages.study_plan_text import format_plan, summarize_plan
 
     exp = StudyExperiment("e", tmp_path / "e")
+
+    def rec(condition, status, total, misses, seconds):
+        return {"condition": condition, "status": status, "seconds": seconds,
+                "calls": {"total": total, "cache_misses": misses}}  # fmt: skip
+
     jobs = {
-        "0_a": {
-            "condition": "c/a",
-            "status": "ok",
-            "calls": {"total": 30, "cache_misses": 30},
-            "seconds": 100,
-        },
-        "1_b": {
-            "condition": "c/b",
-            "status": "ok",
-            "calls": {"total": 20, "cache_misses": 10},
-            "seconds": 50,
-        },
-        "2_cached": {
-            "condition": "c/c",
-            "status": "ok",
-            "calls": {"total": 20, "cache_misses": 0},
-            "seconds": 9,
-        },
-        "3_failed": {
-            "condition": "c/d",
-            "status": "failed",
-            "calls": {"total": 5, "cache_misses": 5},
-            "seconds": 9,
-        },
-        "4_unplanned": {
-            "condition": "x/y",
-            "status": "ok",
-            "calls": {"total": 5, "cache_misses": 5},
-            "seconds": 9,
-        },
+        "0_a": rec("c/a", "ok", 30, 30, 100),
+        "1_b": rec("c/b", "ok", 20, 10, 50),
+        "2_cached": rec("c/c", "ok", 20, 0, 9),
+        "3_failed": rec("c/d", "failed", 5, 5, 9),
+        "4_unplanned": rec("x/y", "ok", 5, 5, 9),
     }
     for name, rec in jobs.items():
         (exp.sweep_dir / name).mkdir(parents=True)

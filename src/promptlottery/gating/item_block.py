@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -54,6 +55,31 @@ class ItemBlock:
         """Calls the adaptive full aggregation makes per item: its online convergence, else every judge."""
         at = self.items["converged_at"].to_numpy(dtype=float)
         return np.where(np.isnan(at), self.n_judges, at).astype(int)
+
+    @cached_property
+    def human_comparable(self) -> np.ndarray:
+        """Per item: whether its human label can be compared with a decision's scale value (what
+        :func:`human_agreement_items` keeps): the label is one of the scale's values, and is not a 0 / 1
+        verdict (every human label of its configuration is 0 or 1) on a scale of more than two labels.
+        Computed once per block: the frontier asks it for every policy and threshold."""
+        from promptlottery.prompts.scales import get_scale
+
+        items = self.items
+        human = items["human"].to_numpy(dtype=float)
+        on_scale = np.array(
+            [
+                h == h and any(abs(h - get_scale(s).score_of(lab)) < 1e-9 for lab in get_scale(s).labels)
+                for h, s in zip(human, items["scale"])
+            ],
+            dtype=bool,
+        )
+        # a configuration whose human labels are all 0 / 1 (a correctness verdict, e.g. EvoUNA) judged on
+        # a scale of more than two labels: its 1 is "correct", not the scale's 1, so agreement is undefined
+        binary = items.groupby("config_id")["human"].transform(
+            lambda h: bool(h.notna().any() and h.dropna().isin([0, 1]).all())
+        )
+        wider = np.array([len(get_scale(s).labels) > 2 for s in items["scale"]], dtype=bool)
+        return on_scale & ~(binary.to_numpy(dtype=bool) & wider)
 
     def scores(self, ex: pd.DataFrame, column: str) -> np.ndarray:
         """An ``n x J`` matrix of ``ex[column]`` aligned with the block (NaN where absent)."""
@@ -120,25 +146,9 @@ def human_agreement_items(decisions: np.ndarray, block: ItemBlock) -> np.ndarray
     """Per item: 1.0 when the decision's scale value equals the human label, 0.0 when not, NaN when
     the human label is not one of the scale's values, or is a 0 / 1 verdict (every human label of its
     configuration is 0 or 1) on a scale of more than two labels (what :func:`human_agreement` averages)."""
-    from promptlottery.prompts.scales import get_scale
-
-    items = block.items
-    vals = _values(decisions, items["scale"].to_numpy())
-    human = items["human"].to_numpy(dtype=float)
-    on_scale = np.array(
-        [
-            h == h and any(abs(h - get_scale(s).score_of(lab)) < 1e-9 for lab in get_scale(s).labels)
-            for h, s in zip(human, items["scale"])
-        ],
-        dtype=bool,
-    )
-    # a configuration whose human labels are all 0 / 1 (a correctness verdict, e.g. EvoUNA) judged on a
-    # scale of more than two labels: its 1 is "correct", not the scale's 1, so agreement is undefined
-    binary = items.groupby("config_id")["human"].transform(
-        lambda h: bool(h.notna().any() and h.dropna().isin([0, 1]).all())
-    )
-    wider = np.array([len(get_scale(s).labels) > 2 for s in items["scale"]], dtype=bool)
-    on_scale &= ~(binary.to_numpy(dtype=bool) & wider)
+    vals = _values(decisions, block.items["scale"].to_numpy())
+    human = block.items["human"].to_numpy(dtype=float)
+    on_scale = block.human_comparable
     same = (np.abs(np.nan_to_num(vals, nan=np.inf) - human) < 1e-9).astype(float)
     return np.where(on_scale, same, np.nan)
 

@@ -157,6 +157,9 @@ class Backend(ABC):
     streams: bool = False
     #: calls go out through a provider's batch API (:mod:`promptlottery.backends.provider_batch`)
     batch_api: bool = False
+    #: how the call loop orders and cuts its batches by default (:class:`~promptlottery.calls.loop.BatchPlan`):
+    #: ``length`` (little padding), or ``prefix`` for a backend that runs a batch's shared prompt prefix once
+    batch_order: str = "length"
 
     async def acall(self, request: JudgeRequest, decoding: Decoding) -> JudgeResponse:
         """Answer one request (a backend with ``streams``); raises BackendError."""

@@ -62,6 +62,8 @@ def resolve_dtype(name: str, device: str) -> str:
 class TransformersBackend(Backend):
     #: chat requests may carry ``assistant_prefix`` (see backends.base.JudgeRequest)
     supports_assistant_prefix = True
+    #: a batch's shared prompt prefix runs once (:meth:`_prefill`): the call loop batches by text
+    batch_order = "prefix"
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from promptlottery.calls.stream import MAX_RETRY_AFTER_S, retry_delay, stream_ca
 __all__ = [
     "MAX_RETRY_AFTER_S",
     "BatchPlan",
+    "prefix_batches",
     "CallStats",
     "JudgingError",
     "SpendCapReached",
@@ -60,9 +61,12 @@ class BatchPlan:
     """How :func:`run_calls` forms its batches.
 
     ``order="length"`` (the default plan): requests sorted by prompt length, so a batch pads little;
-    ``order="shuffled"``: a permutation of that order drawn from ``seed``, so each request meets other
-    neighbours. ``size`` is the number of requests per batch (``None``: the backend's
-    ``max_concurrency``). A backend that computes a request differently with other neighbours (padding,
+    ``order="prefix"`` (the default of a backend that runs a batch's shared prompt prefix once,
+    ``Backend.batch_order``): requests sorted by their text, so the answers to one source (SummEval's
+    16 summaries of an article, a dialogue's 6 responses) sit together, and cut where a batch would cost
+    more than two (:func:`prefix_batches`); ``order="shuffled"``: a permutation of the length order
+    drawn from ``seed``, so each request meets other neighbours. ``size`` is the most requests per
+    batch (``None``: the backend's ``max_concurrency``). A backend that computes a request differently with other neighbours (padding,
     a shared prefix run once, another kernel for another batch shape) gives slightly different numbers
     under another plan: the nondeterminism of batched GPU serving, made deterministic and named
     (``repeat_source=batch``).
@@ -73,18 +77,16 @@ class BatchPlan:
     size: int | None = None
 
     def __post_init__(self):
-        if self.order not in ("length", "shuffled"):
-            raise ValueError(f"BatchPlan.order must be 'length' or 'shuffled', got {self.order!r}")
+        if self.order not in ("length", "prefix", "shuffled"):
+            raise ValueError(f"BatchPlan.order must be 'length', 'prefix' or 'shuffled', got {self.order!r}")
         if self.size is not None and self.size < 1:
             raise ValueError(f"BatchPlan.size must be >= 1, got {self.size}")
 
     def describe(self) -> str:
         size = "backend" if self.size is None else str(self.size)
-        return (
-            f"length order, batch {size}"
-            if self.order == "length"
-            else f"shuffled seed {self.seed}, batch {size}"
-        )
+        if self.order == "shuffled":
+            return f"shuffled seed {self.seed}, batch {size}"
+        return f"{self.order} order, batch {size}"
 
 
 class JudgingError(UserError, RuntimeError):
@@ -129,27 +131,31 @@ def run_calls(
 ) -> dict[str, JudgeResponse]:
     """Answer every request, from the cache where possible.
 
-    Batches are planned from the whole request list (sorted by length, fixed size), so a batch is
-    always computed with the same neighbours: a resumed run reproduces an uninterrupted one
-    exactly. A batch with any uncached request is computed whole and its misses written at once.
-    ``plan`` changes the order and the batch size (:class:`BatchPlan`; default: length order, the
-    backend's ``max_concurrency``). A batch that fails with an error the backend calls transient is
+    Batches are planned from the whole request list (sorted by length, or by text for a backend
+    whose ``batch_order`` is ``prefix``), so a batch is always computed with the same neighbours: a
+    resumed run reproduces an uninterrupted one exactly. A batch with any uncached request is
+    computed whole and its misses written at once. ``plan`` changes the order and the batch size
+    (:class:`BatchPlan`; default: the backend's ``batch_order`` and ``max_concurrency``). A batch that fails with an error the backend calls transient is
     retried up to ``max_retries`` times after ``backoff_s * 2**attempt`` seconds (:func:`_call`).
     A backend that ``streams`` (its answers do not depend on neighbours) gets the misses alone, in
     the same order, through a sliding window (:func:`~promptlottery.calls.stream.stream_calls`). ``spend``: the run's cap
     (:class:`~promptlottery.calls.spend.SpendCap`); at the cap the loop stops with
     :class:`SpendCapReached`, every answer kept.
     """
-    plan = plan or BatchPlan()
+    plan = plan or BatchPlan(order=getattr(backend, "batch_order", "length"))
     unique = list({r.key: r for r in requests}.values())
     cached = cache.get_many([r.key for r in unique])
     stats.total += len(requests)
-    order = sorted(unique, key=lambda r: (len(r.prompt or json.dumps(r.messages)), r.key))
-    if plan.order == "shuffled":
-        perm = np.random.default_rng(plan.seed).permutation(len(order))
-        order = [order[i] for i in perm]
     size = max(1, int(plan.size or backend.max_concurrency))
-    batches = [order[i : i + size] for i in range(0, len(order), size)]
+    if plan.order == "prefix":
+        order = sorted(unique, key=lambda r: (_text(r), r.key))
+        batches = prefix_batches(order, size)
+    else:
+        order = sorted(unique, key=lambda r: (len(_text(r)), r.key))
+        if plan.order == "shuffled":
+            perm = np.random.default_rng(plan.seed).permutation(len(order))
+            order = [order[i] for i in perm]
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
     todo = [b for b in batches if any(r.key not in cached for r in b)]
     answers = dict(cached)
     misses = sum(1 for r in unique if r.key not in cached)
@@ -178,6 +184,62 @@ def run_calls(
     stats.cache_misses += misses
     stats.cache_hits += len(requests) - misses
     return answers
+
+
+def _text(r: JudgeRequest) -> str:
+    return r.prompt or json.dumps(r.messages)
+
+
+#: what one more batch costs beyond its prompt characters (its decoding steps, the passes' fixed costs),
+#: in prompt characters: two requests with nothing in common share a batch when padding them to one
+#: length wastes less than this
+BATCH_OVERHEAD_CHARS = 256
+
+
+def prefix_batches(order: list[JudgeRequest], size: int, overhead: int = BATCH_OVERHEAD_CHARS) -> list[list]:
+    """``order`` (sorted by text) cut into batches of at most ``size`` requests for a backend that runs
+    a batch's common prompt prefix once and pads the rest (``TransformersBackend._prefill``).
+
+    A batch costs ``shared + n * (longest - shared) + overhead`` prompt characters (``shared``: the
+    prefix all its texts have in common, which for sorted texts is that of its first and last). The
+    next request joins the batch when that costs no more than a batch of its own would: the 16 summaries
+    of one article share a batch that computes the article once, where length order put each beside
+    summaries of other articles and computed every article 16 times. A function of the whole sorted
+    list, so a resumed run forms the same batches."""
+    batches: list[list] = []
+    texts = [_text(r) for r in order]
+    start, longest = 0, 0
+    for i, text in enumerate(texts):
+        if i > start:
+            n = i - start
+            joined_longest = max(longest, len(text))
+            alone = _batch_cost(texts[start], texts[i - 1], n, longest, overhead) + len(text) + overhead
+            joined = _batch_cost(texts[start], text, n + 1, joined_longest, overhead)
+            if n < size and joined <= alone:
+                longest = joined_longest
+                continue
+            batches.append(order[start:i])
+        start, longest = i, len(text)
+    if texts:
+        batches.append(order[start:])
+    return batches
+
+
+def _batch_cost(first: str, last: str, n: int, longest: int, overhead: int) -> int:
+    shared = _common_prefix(first, last) if n > 1 else 0
+    return shared + n * (longest - shared) + overhead
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # the longest k with a[:k] == b[:k], by bisection (whole-slice compares run in C)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _answer(todo, order, backend, cache, decoding, answers, cached, max_retries, backoff_s, desc,

@@ -596,3 +596,32 @@ def test_the_plan_counts_cached_calls_not_cached_keys(tmp_path, monkeypatch):
     )
     row, _ = study_plan.plan_job(cfg, study_plan._Memo(tmp_path))
     assert (row["calls"], row["cached_calls"], row["uncached_prompt_tokens"]) == (3, 2, 10)
+
+
+def test_the_plan_counts_the_tokens_a_prefix_judges_batches_run(tmp_path):
+    """A judge that batches by shared prefix (transformers, OpenVINO) runs a source its batch shares once:
+    by hand, 3 answers of 40 characters to one 400-character source (440 characters, 110 tokens at 4
+    characters a token) run 100 + 3 x 10 = 130 tokens in one batch, not 3 x 110 = 330; a finished job's
+    rate is counted in the tokens of the batch order it recorded (length where it recorded none)."""
+    from promptlottery.backends.base import JudgeRequest
+    from promptlottery.stages.study import StudyExperiment
+    from promptlottery.stages.study_plan import _run_tokens, measured_throughput
+
+    reqs = [JudgeRequest(key=f"k{k}", labels=("1",), prompt="S" * 400 + str(k) + "x" * 39) for k in range(3)]
+    assert _run_tokens(reqs, "length", 8) == 330
+    assert _run_tokens(reqs, "prefix", 8) == 130
+    assert _run_tokens(reqs, "prefix", 1) == 330  # batches of one share nothing
+
+    exp = StudyExperiment("e", tmp_path / "e")
+    for name, order in (("0_a", "prefix"), ("1_b", None)):
+        calls = {"total": 3, "cache_misses": 3} | ({"batch_order": order} if order else {})
+        (exp.sweep_dir / name).mkdir(parents=True)
+        rec = {"condition": f"c/{name}", "status": "ok", "seconds": 10, "calls": calls}
+        (exp.sweep_dir / name / "results.json").write_text(json.dumps(rec))
+    rows = [
+        {"experiment": "e", "condition": f"c/{n}", "backbone": "judge", "prompt_tokens": 330,
+         "run_tokens_by_order": {"length": 330, "prefix": 130}}
+        for n in ("0_a", "1_b")
+    ]  # fmt: skip
+    measured = measured_throughput([exp], rows)["judge"]
+    assert measured["tokens"] == 130 + 330 and measured["tokens_per_s"] == pytest.approx(460 / 20)

@@ -15,6 +15,7 @@ import random  # noqa: F401 - the retry wait's jitter (calls.stream.retry_delay)
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -48,12 +49,16 @@ class CallStats:
     #: requests never sent: their prompt does not fit the backend's context (judging.runner.over_long)
     over_long: int = 0
     errors: list[str] = field(default_factory=list)
+    #: the order the calls' batches were formed in (BatchPlan.order); recorded when not ``length``
+    batch_order: str = "length"
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[str, Any]:
         """``total``, ``cache_hits`` and ``cache_misses`` (and ``over_long`` where any request was too
-        long): the ``calls`` record of results.json."""
+        long, ``batch_order`` where the batches were not formed by length): the ``calls`` record of
+        results.json."""
         out = {"total": self.total, "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
-        return out | ({"over_long": self.over_long} if self.over_long else {})
+        out |= {"over_long": self.over_long} if self.over_long else {}
+        return out | ({"batch_order": self.batch_order} if self.batch_order != "length" else {})
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,7 @@ def run_calls(
     cached = cache.get_many([r.key for r in unique])
     stats.total += len(requests)
     size = max(1, int(plan.size or backend.max_concurrency))
+    stats.batch_order = plan.order
     if plan.order == "prefix":
         order = sorted(unique, key=lambda r: (_text(r), r.key))
         batches = prefix_batches(order, size)

@@ -92,6 +92,27 @@ def _tokens(requests) -> int:
     return sum(approx_token_count(r) for r in requests)
 
 
+def _run_tokens(requests: list, order: str, size: int) -> int:
+    """The approximated prompt tokens a backend's forward passes run for ``requests`` under its batch
+    ``order``: every prompt whole for ``length`` (what a server or an API is sent); for ``prefix``
+    (:func:`~promptlottery.calls.loop.prefix_batches`, the transformers and OpenVINO judges) each batch's
+    shared prefix once and every row padded to the batch's longest rest, as the backend runs it."""
+    from promptlottery.backends.tokenizers import APPROX_CHARS_PER_TOKEN, approx_token_count
+    from promptlottery.calls.loop import _common_prefix, _text, prefix_batches
+
+    if order != "prefix" or not requests:
+        return _tokens(requests)
+    total = 0
+    for batch in prefix_batches(sorted(requests, key=lambda r: (_text(r), r.key)), max(1, size)):
+        shared = (
+            _common_prefix(_text(batch[0]), _text(batch[-1])) // APPROX_CHARS_PER_TOKEN
+            if len(batch) > 1
+            else 0
+        )
+        total += shared + len(batch) * max(approx_token_count(r) - shared for r in batch)
+    return int(total)
+
+
 def _predict_stage(cfg: DictConfig, memo: _Memo) -> dict[str, Any] | None:
     """The candidate systems' answers a job needs first (SQuAD v2): calls, tokens, cached, per system."""
     from promptlottery.calls.compose import run_decoding
@@ -165,6 +186,9 @@ def _hours(tokens: int, tp: dict[str, Any]) -> float | None:
     return None if not tps else tokens / float(tps) / 3600
 
 
+#: the call loop's batch orders whose forward-pass tokens the plan counts (calls.loop.BatchPlan)
+BATCH_ORDERS = ("length", "prefix")
+
 #: evenly spaced calls of a job looked up in the cache before all of them are: none found, none cached
 PROBE = 256
 
@@ -215,10 +239,15 @@ def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[s
         per_item = {it.id: 0 for it, _ in pairs}
         for it, _ in pairs:
             per_item[it.id] += 1
-        shared_out = {"calls": calls, "tokens": tokens, "items": list(per_item)}
+        unique = list({r.key: r for _, r in pairs}.values())
+        size = int(getattr(backend, "max_concurrency", 1) or 1)
+        run = {order: _run_tokens(unique, order, size) for order in BATCH_ORDERS}
+        shared_out = {"calls": calls, "tokens": tokens, "items": list(per_item), "run_tokens": run}
     else:
         calls, tokens, pairs = shared["calls"], shared["tokens"], None
         shared_out = shared
+    order = getattr(backend, "batch_order", "length")
+    run_tokens = shared_out["run_tokens"].get(order, tokens)
     ids = shared_out["items"]
     step = max(1, len(ids) // PROBE)
     probe = set(ids[::step])
@@ -236,6 +265,8 @@ def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[s
         # calls, not keys: two items with the same prompt (SummEval systems writing one summary) are
         # two calls of one key, both answered by the cache
         cached = [r.key for _, r in pairs if r.key in cached]
+    # the forward passes left: the whole job's when nothing is cached, else in proportion to its tokens
+    uncached_run = run_tokens if uncached == tokens else round(run_tokens * uncached / max(tokens, 1))
     price = cfg.backbone.get("price_per_mtok_input")
     tp = _throughput(cfg.backbone)
     row = {
@@ -248,8 +279,12 @@ def plan_job(cfg: DictConfig, memo: _Memo, shared: dict | None = None) -> dict[s
         "prompt_tokens": tokens,
         "uncached_prompt_tokens": uncached,
         "cost_usd": None if price is None else uncached / 1e6 * float(price),
+        "batch_order": order,
+        "run_tokens": run_tokens,
+        "uncached_run_tokens": uncached_run,
+        "run_tokens_by_order": shared_out["run_tokens"],
         "device": tp["device"],
-        "hours": _hours(uncached, tp),
+        "hours": _hours(uncached_run, tp),
         "throughput": tp,
         **({"predict": predict} if predict else {}),
         **({"fake_judge_real_predictions": True} if _fake_with_real_predictions(cfg) else {}),
@@ -308,8 +343,9 @@ def plan_study(
 def measured_throughput(experiments: list[StudyExperiment], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Each backbone's prompt tokens a second as judged on this machine by the study's own finished
     jobs (``results.json`` in the experiments' sweep dirs: status ok, some calls not from the cache):
-    the approximated tokens of the calls each job judged (its plan row's tokens x misses / calls) over
-    the job's wall seconds, model load included, summed over jobs. A declared ``tokens_per_s`` was
+    the approximated tokens each job's forward passes ran (its plan row's tokens under the batch order
+    the job recorded, ``calls.batch_order``, length where none is recorded, x misses / calls) over the
+    job's wall seconds, model load included, summed over jobs. A declared ``tokens_per_s`` was
     measured on one machine; a study's own jobs are the rate of the machine that runs it (the 1.5B
     judge: 131 tokens/s declared from a 2-core AMX VM, 17-64 a process on a 2-core AVX-512 one)."""
     by_condition = {(r["experiment"], r["condition"]): r for r in rows}
@@ -333,7 +369,10 @@ def measured_throughput(experiments: list[StudyExperiment], rows: list[dict[str,
                 continue
             a = acc.setdefault(row["backbone"], [0, 0.0, 0.0])
             a[0] += 1
-            a[1] += row["prompt_tokens"] * misses / total
+            ran = (row.get("run_tokens_by_order") or {}).get(
+                calls.get("batch_order", "length"), row["prompt_tokens"]
+            )
+            a[1] += ran * misses / total
             a[2] += float(rec["seconds"])
     return {
         bb: {

@@ -67,6 +67,7 @@ def summarize_plan(rows: list[dict[str, Any]], measured: dict[str, Any] | None =
             "cached_calls": sum(r["cached_calls"] for r in rs),
             "prompt_tokens": sum(r["prompt_tokens"] for r in rs),
             "uncached_prompt_tokens": sum(r["uncached_prompt_tokens"] for r in rs),
+            "uncached_run_tokens": sum(r.get("uncached_run_tokens", r["uncached_prompt_tokens"]) for r in rs),
             "cost_usd": round(sum(priced), 2) if priced else None,
             **{f"{d}_hours": round(h, 3) for d, h in sorted(hours.items())},
         }
@@ -76,7 +77,7 @@ def summarize_plan(rows: list[dict[str, Any]], measured: dict[str, Any] | None =
     backbones = by("backbone")
     measured = {bb: dict(m) for bb, m in (measured or {}).items() if bb in backbones}
     for bb, m in measured.items():
-        m["hours_left"] = round(backbones[bb]["uncached_prompt_tokens"] / m["tokens_per_s"] / 3600, 3)
+        m["hours_left"] = round(backbones[bb]["uncached_run_tokens"] / m["tokens_per_s"] / 3600, 3)
     return {
         "token_count": APPROX,
         "total": total(rows),
@@ -159,8 +160,9 @@ def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
     lines.append("")
     lines.append(
         "note: prompt tokens are approximated for every backbone (characters / 4 + 4 per chat message: the "
-        "plan loads no tokenizer; the Hub's are unavailable offline); hours are uncached prompt tokens / the "
-        "backbone's declared throughput (backbone.throughput: measured here for the CPU judges, an "
+        "plan loads no tokenizer; the Hub's are unavailable offline); hours are the uncached prompt tokens "
+        "the backbone's forward passes run (a judge that batches by shared prefix, the transformers and "
+        "OpenVINO ones, runs a source its batch shares once) / the backbone's declared throughput (backbone.throughput: measured here for the CPU judges, an "
         "assumption for the GPU ones), and where the study has finished jobs also at the rate they judged at "
         "on this machine"
     )

@@ -28,7 +28,9 @@ from promptlottery.calls.stream import MAX_RETRY_AFTER_S, retry_delay, stream_ca
 __all__ = [
     "MAX_RETRY_AFTER_S",
     "BatchPlan",
+    "common_prefix_chars",
     "prefix_batches",
+    "request_text",
     "CallStats",
     "JudgingError",
     "SpendCapReached",
@@ -154,10 +156,10 @@ def run_calls(
     size = max(1, int(plan.size or backend.max_concurrency))
     stats.batch_order = plan.order
     if plan.order == "prefix":
-        order = sorted(unique, key=lambda r: (_text(r), r.key))
+        order = sorted(unique, key=lambda r: (request_text(r), r.key))
         batches = prefix_batches(order, size)
     else:
-        order = sorted(unique, key=lambda r: (len(_text(r)), r.key))
+        order = sorted(unique, key=lambda r: (len(request_text(r)), r.key))
         if plan.order == "shuffled":
             perm = np.random.default_rng(plan.seed).permutation(len(order))
             order = [order[i] for i in perm]
@@ -192,7 +194,8 @@ def run_calls(
     return answers
 
 
-def _text(r: JudgeRequest) -> str:
+def request_text(r: JudgeRequest) -> str:
+    """The text a request is ordered by: its prompt, or its chat messages as JSON."""
     return r.prompt or json.dumps(r.messages)
 
 
@@ -213,7 +216,7 @@ def prefix_batches(order: list[JudgeRequest], size: int, overhead: int = BATCH_O
     summaries of other articles and computed every article 16 times. A function of the whole sorted
     list, so a resumed run forms the same batches."""
     batches: list[list] = []
-    texts = [_text(r) for r in order]
+    texts = [request_text(r) for r in order]
     start, longest = 0, 0
     for i, text in enumerate(texts):
         if i > start:
@@ -232,11 +235,12 @@ def prefix_batches(order: list[JudgeRequest], size: int, overhead: int = BATCH_O
 
 
 def _batch_cost(first: str, last: str, n: int, longest: int, overhead: int) -> int:
-    shared = _common_prefix(first, last) if n > 1 else 0
+    shared = common_prefix_chars(first, last) if n > 1 else 0
     return shared + n * (longest - shared) + overhead
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix_chars(a: str, b: str) -> int:
+    """The number of leading characters ``a`` and ``b`` share."""
     n = min(len(a), len(b))
     lo, hi = 0, n  # the longest k with a[:k] == b[:k], by bisection (whole-slice compares run in C)
     while lo < hi:

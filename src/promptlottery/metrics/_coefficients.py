@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ._fast_kendall import kendall_tau_resampled
+from ._lazy import lazy
 from ._validation import (
     check_choice,
     check_min_items,
@@ -19,6 +19,8 @@ from ._validation import (
     to_numeric_1d,
     warn_undefined,
 )
+
+stats = lazy("scipy.stats")
 
 __all__ = [
     "kendall_tau",

@@ -29,9 +29,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from scipy import integrate, special, stats
-
+from promptlottery.metrics._lazy import lazy
 from promptlottery.metrics.sparse_plans import stable_uniform
+
+integrate, special, stats = lazy("scipy.integrate"), lazy("scipy.special"), lazy("scipy.stats")
 
 __all__ = [
     "RULES",

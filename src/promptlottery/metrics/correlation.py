@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ._coefficients import (
     TAU_VARIANTS,
@@ -28,6 +27,7 @@ from ._coefficients import (
     pearson,
     spearman,
 )
+from ._lazy import lazy
 from ._resampled import resample_counts
 from ._validation import (
     UndefinedMetricWarning,
@@ -42,6 +42,8 @@ from ._validation import (
     to_numeric_2d,
     warn_undefined,
 )
+
+stats = lazy("scipy.stats")
 
 __all__ = [
     "kendall_tau",

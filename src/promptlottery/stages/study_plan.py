@@ -98,14 +98,14 @@ def _run_tokens(requests: list, order: str, size: int) -> int:
     (:func:`~promptlottery.calls.loop.prefix_batches`, the transformers and OpenVINO judges) each batch's
     shared prefix once and every row padded to the batch's longest rest, as the backend runs it."""
     from promptlottery.backends.tokenizers import APPROX_CHARS_PER_TOKEN, approx_token_count
-    from promptlottery.calls.loop import _common_prefix, _text, prefix_batches
+    from promptlottery.calls.loop import common_prefix_chars, prefix_batches, request_text
 
     if order != "prefix" or not requests:
         return _tokens(requests)
     total = 0
-    for batch in prefix_batches(sorted(requests, key=lambda r: (_text(r), r.key)), max(1, size)):
+    for batch in prefix_batches(sorted(requests, key=lambda r: (request_text(r), r.key)), max(1, size)):
         shared = (
-            _common_prefix(_text(batch[0]), _text(batch[-1])) // APPROX_CHARS_PER_TOKEN
+            common_prefix_chars(request_text(batch[0]), request_text(batch[-1])) // APPROX_CHARS_PER_TOKEN
             if len(batch) > 1
             else 0
         )

@@ -54,14 +54,16 @@ class Condition:
         return "/".join(p for p in parts if p)
 
 
-def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict[int, BatchPlan] | None:
+def repeat_plans(
+    source: str, n_samples: int, seed: int, base_size: int, base_order: str = "length"
+) -> dict[int, BatchPlan] | None:
     """``{sample_index: BatchPlan}`` under ``repeat_source=source``, or ``None`` for ``none``.
 
     ``none``: every sample is answered in one call list under the default plan; a deterministic
     backend then gives its greedy repeats the same label probabilities, and they agree by
     construction. ``batch`` (ours: an emulation of the batch-composition nondeterminism of the
-    paper's GPU runs, which the paper does not control): sample 0 under the default plan (length
-    order, the backend's batch size ``base_size``), and each sample ``k >= 1`` in its own batches,
+    paper's GPU runs, which the paper does not control): sample 0 under the default plan (the
+    backend's batch order ``base_order`` and batch size ``base_size``), and each sample ``k >= 1`` in its own batches,
     the requests shuffled with seed ``seed * 100003 + k`` and cut into batches of ``base_size``,
     ``base_size // 2`` and 1 request(s) for k = 1, 2, 3, then again from ``base_size`` (k = 4, ...).
     Each request then meets other neighbours (other padding, another shared prefix, another batch
@@ -74,7 +76,7 @@ def repeat_plans(source: str, n_samples: int, seed: int, base_size: int) -> dict
         return None
     base = max(1, int(base_size))
     sizes = (base, max(1, base // 2), 1)
-    plans = {0: BatchPlan(size=base)}
+    plans = {0: BatchPlan(base_order, size=base)}
     for k in range(1, n_samples):
         plans[k] = BatchPlan("shuffled", seed=seed * 100003 + k, size=sizes[(k - 1) % len(sizes)])
     return plans
@@ -123,7 +125,11 @@ class JudgeJob:
     @property
     def plans(self) -> dict[int, BatchPlan] | None:
         return repeat_plans(
-            self.repeat_source, self.n_samples, self.decoding.seed, self.backend.max_concurrency
+            self.repeat_source,
+            self.n_samples,
+            self.decoding.seed,
+            self.backend.max_concurrency,
+            getattr(self.backend, "batch_order", "length"),
         )
 
     def keys(self, round_k: int | None = None) -> list[str]:

@@ -38,6 +38,18 @@ def test_composing_a_config_loads_no_stage():
     assert not loaded & {"analysis", "gating", "rubrics", "judging"}, loaded
 
 
+def test_the_judge_stages_inputs_load_without_scipy_stats():
+    """A sweep's preflight imports the judge stage's input checks; scipy.stats (about half a second of a
+    refused command's start-up) is imported when a metric first needs it (metrics._lazy), and then works."""
+    code = (
+        "import sys, promptlottery.judging.inputs, promptlottery.metrics as m;"
+        "print('scipy.stats' in sys.modules);"
+        "print(round(m.spearman([1, 2, 3, 4], [1, 3, 2, 4]), 3), 'scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["False", "0.8 True"]
+
+
 def _job(tmp_path, name="job"):
     return StageJob("judge", tmp_path / name, config={"judge": {"variant": "P1"}, "logger": {"name": "none"}})
 

@@ -65,6 +65,19 @@ class Split(StrEnum):
     holdout = "holdout"
 
 
+class SplitBy(StrEnum):
+    """What the split keeps in one part (``gate.split_by``).
+
+    ``item`` (the paper's "instance-disjoint", the default): an item (one answer judged) and all its
+    wordings' verdicts. ``source`` (ours, stricter): every item of one source (a question's answers,
+    an article's summaries, a dialogue's responses) in one part, so the test items' source texts were
+    never read in training (:func:`~promptlottery.gating.data.source_keys`).
+    """
+
+    item = "item"
+    source = "source"
+
+
 class MonitorMode(StrEnum):
     max = "max"
     min = "min"
@@ -230,6 +243,8 @@ class GateConfig:
     min_judges: int = 2
     #: ``three_way`` (ours, default: val_size / test_size) or ``holdout`` (the paper's 80/20)
     split: Split = Split.three_way
+    #: ``item`` (instance-disjoint, the paper's) or ``source`` (ours: a source's items in one part)
+    split_by: SplitBy = SplitBy.item
     val_size: float = 0.2
     test_size: float = 0.2
     holdout_size: float = 0.2

@@ -273,6 +273,40 @@ def held_out_groups(groups: Iterable[str]) -> list[str]:
     return out
 
 
+#: the characters beyond a configuration's shared instructions that two items' P1 queries must share for
+#: the items to share a source (an article, a question, a dialogue): a chance common opening is shorter
+SOURCE_MIN_CHARS = 80
+
+
+def source_keys(ex: pd.DataFrame) -> pd.Series:
+    """Each row's source (``gate.split_by=source``): the items whose first wording's queries agree for at
+    least :data:`SOURCE_MIN_CHARS` characters past the prefix every query of their configuration shares
+    (the instructions), i.e. one article's summaries, one question's answers, one dialogue's responses,
+    joined across configurations through their item keys. The key is the source's smallest item key;
+    an item without a query is its own source."""
+    from promptlottery.calls.loop import common_prefix_chars
+
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+
+    first = ex.sort_values("position", kind="mergesort").drop_duplicates(["config_id", "item_key"])
+    for _, rows in first.groupby("config_id", sort=True):
+        texts = sorted(zip(rows["query"].fillna("").astype(str), rows["item_key"].astype(str)))
+        if len(texts) < 2:
+            continue
+        base = common_prefix_chars(texts[0][0], texts[-1][0])
+        for (a, ka), (b, kb) in zip(texts, texts[1:]):
+            if a and b and common_prefix_chars(a, b) >= base + SOURCE_MIN_CHARS:
+                ra, rb = find(ka), find(kb)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+    return ex["item_key"].astype(str).map(find)
+
+
 def _group_fold(y, groups, n_splits: int, seed: int) -> set:
     """The item keys of the first fold of a stratified, grouped ``n_splits``-fold split."""
     from sklearn.model_selection import StratifiedGroupKFold
@@ -283,12 +317,13 @@ def _group_fold(y, groups, n_splits: int, seed: int) -> set:
 
 
 def instance_split(
-    ex: pd.DataFrame, *, val_size: float = 0.2, test_size: float = 0.2, seed: int = 0
+    ex: pd.DataFrame, *, val_size: float = 0.2, test_size: float = 0.2, seed: int = 0, by: str = "item_key"
 ) -> tuple[set[str], set[str], set[str]]:
     """Train / validation / test item keys: stratified by the label, no item in two of them.
 
-    Grouped by ``item_key`` (dataset and item id, so an item judged by several backbones stays in
-    one part). The test items are the first fold of a ``StratifiedGroupKFold`` with
+    Grouped by ``by``: ``item_key`` (dataset and item id, so an item judged by several backbones stays in
+    one part), or ``source_key`` (:func:`source_keys`: a source's items in one part); the sets hold its
+    values. The test items are the first fold of a ``StratifiedGroupKFold`` with
     ``round(1 / test_size)`` folds; the validation items the first fold of the rest with
     ``round((1 - test_size) / val_size)`` folds. Validation picks the epoch, the Optuna trial and the
     threshold; test is only ever scored.
@@ -300,7 +335,7 @@ def instance_split(
         raise GateDataError(f"gate.val_size + gate.test_size must be < 1, got {val_size} + {test_size}")
     n_test = max(2, round(1 / test_size))
     n_val = max(2, round((1 - test_size) / val_size))
-    groups = ex["item_key"].to_numpy()
+    groups = ex[by].to_numpy()
     n_groups = len(set(groups))
     if n_groups < n_test + n_val:
         raise GateDataError(
@@ -317,7 +352,9 @@ def instance_split(
     return train, val, test
 
 
-def holdout_split(ex: pd.DataFrame, *, holdout_size: float = 0.2, seed: int = 0) -> tuple[set[str], set[str]]:
+def holdout_split(
+    ex: pd.DataFrame, *, holdout_size: float = 0.2, seed: int = 0, by: str = "item_key"
+) -> tuple[set[str], set[str]]:
     """The paper's split (§F.1, "an 80/20 stratified holdout split"): train and holdout item keys.
 
     Stratified by the label and grouped by ``item_key`` as :func:`instance_split`: the holdout is
@@ -328,7 +365,7 @@ def holdout_split(ex: pd.DataFrame, *, holdout_size: float = 0.2, seed: int = 0)
     if not 0 < holdout_size < 1:
         raise GateDataError(f"gate.holdout_size must be in (0, 1), got {holdout_size}")
     n_folds = max(2, round(1 / holdout_size))
-    groups = ex["item_key"].to_numpy()
+    groups = ex[by].to_numpy()
     if len(set(groups)) < n_folds:
         raise GateDataError(
             f"need at least {n_folds} distinct items for a {holdout_size:.0%} holdout, got {len(set(groups))}"

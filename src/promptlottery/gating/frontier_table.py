@@ -104,7 +104,13 @@ def frontier_markdown(rec: dict[str, Any], *, command: str, wall_s: float, runs:
         f"{len(fitted)} for training / validation / test ({', '.join(fitted)})"
         + (f" and {len(left)} left out for transfer ({', '.join(left)})" if left else "")
         + " (a configuration missing a wording's judgments is left out by the loader; the run's log names it)."
-        f" Split instance-disjoint: {split.get('train')} train / "
+        + (
+            f" Split by source (ours: {split['sources']['train']} / {split['sources']['validation']} / "
+            f"{split['sources']['test']} sources, each whole in one part): "
+            if split.get("by") == "source"
+            else " Split instance-disjoint: "
+        )
+        + f"{split.get('train')} train / "
         f"{split.get('validation')} validation / {split.get('test')} test items. Every figure below: "
         f"{r0['n_items']} test items in {r0['n_configs']} configuration(s), 95% item-cluster bootstrap "
         "intervals; thresholds and stopping confidences chosen on the validation items for 86% recovered.",

@@ -99,14 +99,20 @@ def _by_construction(sim, test: pd.DataFrame) -> list[str]:
 
 def split_record(data) -> dict[str, Any]:
     """Item counts of the train / validation / test parts and whether they are disjoint."""
-    keys = {p: set(getattr(data, p)["item_key"]) for p in ("train", "val", "test")}
+    by = "source_key" if getattr(data, "split_by", "item") == "source" else "item_key"
+    keys = {p: set(getattr(data, p)[by]) for p in ("train", "val", "test")}
     disjoint = not (keys["train"] & keys["val"] or keys["train"] & keys["test"] or keys["val"] & keys["test"])
-    return {
-        "train": len(keys["train"]),
-        "validation": len(keys["val"]),
-        "test": len(keys["test"]),
+    items = {p: set(getattr(data, p)["item_key"]) for p in ("train", "val", "test")}
+    out = {
+        "train": len(items["train"]),
+        "validation": len(items["val"]),
+        "test": len(items["test"]),
         "disjoint": disjoint,
     }
+    if by == "source_key":  # split by source: the parts' sources, disjoint as a whole
+        out |= {"by": "source", "sources": {"train": len(keys["train"]), "validation": len(keys["val"]),
+                                            "test": len(keys["test"])}}  # fmt: skip
+    return out
 
 
 def stable_calls(data, sim) -> dict[str, float]:
@@ -171,7 +177,12 @@ def gate_summary(g: GateConfig, data, res, history: pd.DataFrame, sim) -> dict[s
         "threshold": float(sim.thresholds["paper_gate"]),
         "threshold_sequential": float(sim.thresholds["learned_gate"]),
         "threshold_rule": "auto (chosen on validation)" if g.threshold == "auto" else "fixed",
-        "split_protocol": f"{g.split} - {SPLITS[str(g.split)]}",
+        "split_protocol": f"{g.split} - {SPLITS[str(g.split)]}"
+        + (
+            "; split by source (ours: a question's answers, an article's summaries in one part)"
+            if str(g.split_by) == "source"
+            else ""
+        ),  # fmt: skip
         "objective": tuning_objective(g),
         **sim.reference,
     }

@@ -19,6 +19,7 @@ from promptlottery.gating.data import (
     instance_split,
     load_examples,
     one_class_message,
+    source_keys,
 )
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ class GateData:
     #: holds (may be empty), and those configurations
     config_transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfer_configs: list[str] = field(default_factory=list)
+    #: ``gate.split_by``: "item" (instance-disjoint) or "source" (a source's items in one part)
+    split_by: str = "item"
 
 
 def left_out_configs(configs, share: float | None, seed: int) -> list[str]:
@@ -100,6 +103,9 @@ def prepare(g: GateConfig) -> GateData:
     if is_held.all():
         raise GateDataError(f"every judgment is from a held-out prompt group {held}: nothing to train on")
     ex = attach_texts(ex, allow_missing=g.allow_missing_query)
+    by = "source_key" if g.split_by == "source" else "item_key"
+    if by == "source_key":
+        ex["source_key"] = source_keys(ex)
     main = ex[~is_held].reset_index(drop=True)
     left_out = left_out_configs(main["config_id"], g.transfer_config_share, g.seed)
     if left_out and g.transfer_config_share is not None:
@@ -111,14 +117,18 @@ def prepare(g: GateConfig) -> GateData:
     if (why := one_class_message(main, f"gate.runs={g.runs}")) is not None:
         raise GateDataError(why)
     if g.split == "holdout":  # the paper's 80/20: the holdout picks and is scored
-        train_items, val_items = holdout_split(main, holdout_size=g.holdout_size, seed=g.seed)
-        test_items = set(val_items)
+        train_groups, val_groups = holdout_split(main, holdout_size=g.holdout_size, seed=g.seed, by=by)
+        test_groups = set(val_groups)
     else:
-        train_items, val_items, test_items = instance_split(
-            main, val_size=g.val_size, test_size=g.test_size, seed=g.seed
+        train_groups, val_groups, test_groups = instance_split(
+            main, val_size=g.val_size, test_size=g.test_size, seed=g.seed, by=by
         )
+    train_items, val_items, test_items = (
+        set(main.loc[main[by].isin(part), "item_key"]) for part in (train_groups, val_groups, test_groups)
+    )
     if g.max_train_items and len(train_items) > g.max_train_items:
         train_items = set(random.Random(g.seed).sample(sorted(train_items), int(g.max_train_items)))
+        train_groups = set(main.loc[main["item_key"].isin(train_items), by])
     train = main[main["item_key"].isin(train_items)].reset_index(drop=True)
     val = main[main["item_key"].isin(val_items)].reset_index(drop=True)
     test = main[main["item_key"].isin(test_items)].reset_index(drop=True)
@@ -130,8 +140,9 @@ def prepare(g: GateConfig) -> GateData:
         else:
             transfer = transfer[~seen].reset_index(drop=True)
     note = _transfer_note(g, held, transfer, seen)
-    # unseen configuration AND unseen item: rows of items a training row holds are dropped
-    config_transfer = config_rows[~config_rows["item_key"].isin(train_items)].reset_index(drop=True)
+    # unseen configuration AND unseen item (and, split by source, unseen source): rows of items (sources)
+    # a training row holds are dropped
+    config_transfer = config_rows[~config_rows[by].isin(train_groups)].reset_index(drop=True)
     logger.info(
         "gate data: train=%d validation=%d test=%d transfer=%d config_transfer=%d examples (%.1f s)",
         len(train),
@@ -152,4 +163,5 @@ def prepare(g: GateConfig) -> GateData:
         split=str(g.split),
         config_transfer=config_transfer,
         transfer_configs=left_out,
+        split_by=str(g.split_by),
     )

@@ -63,6 +63,10 @@ def test_bad_choice_fails_at_compose_time_naming_key_and_choices():
             {"runs": "x", "classifier": {"monitor_mode": "up"}},
             "gate.classifier.monitor_mode: Invalid value 'up', expected one of [max, min]",
         ),
+        (
+            {"runs": "x", "split_by": "article"},
+            "gate.split_by: Invalid value 'article', expected one of [item, source]",
+        ),
         ({"runs": "x", "threshold": "high"}, "gate.threshold='high': must be 'auto' or a number"),
         (
             {"runs": "x", "classifier": {"lora": {"dropout": 1.5}}},

@@ -72,6 +72,12 @@ def smollm2():
     return smollm2_backend("bfloat16")
 
 
+# offline for the whole process too: a module or session fixture runs before ``_offline_env``, and W&B
+# reads WANDB_MODE once per process, at its first run
+for _k, _v in (("HF_HUB_OFFLINE", "1"), ("WANDB_MODE", "offline"), ("WANDB_SILENT", "true")):
+    os.environ.setdefault(_k, _v)
+
+
 @pytest.fixture(autouse=True)
 def _offline_env(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -164,3 +164,30 @@ def test_search_on_a_study_of_three_configurations_then_the_frontier_table(grid,
     assert f"unseen configurations {rec['transfer_configs'][0]}" in md
     assert "Held-out prompt group (G15): not evaluated." in md
     assert f"**{rec['recommendation']}**" in md
+
+
+def test_logger_mode_offline_holds_after_wandb_was_set_up_without_it(tmp_path):
+    """``logger.mode=offline`` reaches ``wandb.init`` itself: W&B reads WANDB_MODE once per process,
+    so a process whose W&B was set up before (no WANDB_MODE, no API key) still writes offline runs
+    rather than asking for a login (the CI failure of e7eea7e, where a module fixture set W&B up
+    first)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import subprocess_env
+
+    code = (
+        "import wandb; wandb.setup()\n"
+        "from promptlottery.gating.throughput import lightning_wandb_logger\n"
+        f"lw = lightning_wandb_logger({{'name': 'wandb', 'mode': 'offline', 'dir': {str(tmp_path / 'wb')!r}}},"
+        " name='t', group='g')\n"
+        "run = lw.experiment; print('MODE', run.settings.mode); run.finish()\n"
+    )
+    env = {**subprocess_env(tmp_path), "WANDB_SILENT": "true"}
+    assert "WANDB_MODE" not in env and "WANDB_API_KEY" not in env
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "MODE offline" in out.stdout or "MODE dryrun" in out.stdout
+    assert list((tmp_path / "wb" / "wandb").glob("offline-run-*"))

@@ -36,11 +36,15 @@ def lightning_wandb_logger(
     from pathlib import Path
 
     Path(save_dir).mkdir(parents=True, exist_ok=True)
+    mode = logger_cfg.get("mode", "offline")
     return WandbLogger(
         name=name,
         project=logger_cfg.get("project", "promptlottery"),
         save_dir=str(save_dir),
-        offline=logger_cfg.get("mode", "offline") == "offline",
+        offline=mode == "offline",
+        # the mode goes to wandb.init itself: Lightning's offline flag only sets WANDB_MODE, which
+        # W&B reads once per process (a run opened earlier in the process fixes it)
+        mode=mode,
         group=group,
         job_type=job_type,
         config=config or {},

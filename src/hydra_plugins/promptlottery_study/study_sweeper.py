@@ -26,10 +26,13 @@ class StudySweeper(Sweeper):
         self.hydra_context = None
 
     def setup(self, *, hydra_context, task_function, config: DictConfig) -> None:
+        from promptlottery.stages.study_tasks import GroupTask
+
         self.config = config
         self.hydra_context = hydra_context
+        # a task of study.layout=configuration_backbone runs its member jobs; any other job runs as is
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config
+            hydra_context=hydra_context, task_function=GroupTask(task_function), config=config
         )
 
     def _compose(self, overrides: list[str]) -> DictConfig:
@@ -46,8 +49,11 @@ class StudySweeper(Sweeper):
 
         root = Path(str(self.config.hydra.sweep.dir))
         name = str(self.config.study.get("name") or "study")
+        from promptlottery.stages import study_tasks as tasks
+
         try:
             experiments = st.study_experiments(self.config, arguments, self._compose)
+            layout = tasks.study_layout(self.config)
         except Exception as exc:  # noqa: BLE001 - a bad input is one line, a bug a traceback
             message = str(exc) if isinstance(exc, UserError) else user_message(exc)
             if message is None:
@@ -55,7 +61,9 @@ class StudySweeper(Sweeper):
             print(f"error: {message}", file=sys.stderr)
             raise SystemExit(2) from None
         n = sum(len(e.jobs) for e in experiments)
-        logger.info("study=%s experiments=%d jobs=%d dir=%s", name, len(experiments), n, root)
+        logger.info(
+            "study=%s experiments=%d jobs=%d dir=%s layout=%s", name, len(experiments), n, root, layout
+        )
         if self.config.get("dry_run") or self.config.study.get("plan_first", True):
             plan = plan_study(experiments, self._compose)
             path = write_study_plan(plan, root, study=name)
@@ -66,5 +74,11 @@ class StudySweeper(Sweeper):
         st.write_plans(experiments, root, study=name)
         returns = []
         for e in experiments:  # numbered from 0 in its own dir, like a sweep of that experiment alone
-            returns.append(self.launcher.launch(e.launch_overrides(), initial_job_idx=0))
+            launch = e.launch_overrides()
+            if layout == "configuration_backbone":  # one task per configuration x backbone
+                groups = tasks.group_jobs(e.jobs)
+                tasks.write_tasks(e.sweep_dir, launch, groups)
+                launch = tasks.task_overrides(launch, groups)
+                logger.info("experiment=%s: %d jobs in %d tasks", e.name, len(e.jobs), len(groups))
+            returns.append(self.launcher.launch(launch, initial_job_idx=0))
         return returns

@@ -5,6 +5,8 @@ them from here, so a new ``paths`` or ``decoding`` option reaches all of them at
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +28,50 @@ class JudgeRuntime:
         return iter((self.backend, self.cache, self.decoding))
 
 
+#: the backends built inside :func:`shared_backends`, by their resolved spec (None: outside it)
+_SHARED: dict[str, Backend] | None = None
+
+
+@contextmanager
+def shared_backends() -> Iterator[dict[str, Backend]]:
+    """Inside it, :func:`build_backend` builds each distinct backend spec once and hands the same
+    engine to every job that asks again: a study's task of one configuration x backbone judges its
+    wordings with one engine load (:mod:`promptlottery.stages.study_tasks`). Those with a
+    ``close()`` are closed on the way out."""
+    global _SHARED
+    outer, _SHARED = _SHARED, {}
+    try:
+        yield _SHARED
+    finally:
+        built, _SHARED = _SHARED, outer
+        for b in built.values():
+            close = getattr(b, "close", None)
+            if callable(close):
+                close()
+
+
+def _spec_key(spec: Any) -> str:
+    import json
+
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else spec
+    return json.dumps(node, sort_keys=True, default=str)
+
+
 def build_backend(spec: Any, backend: Backend | None = None) -> Backend:
-    """``backend`` if given (tests pass a fake), else the ``_target_`` node ``spec`` instantiated."""
+    """``backend`` if given (tests pass a fake), else the ``_target_`` node ``spec`` instantiated
+    (inside :func:`shared_backends`, once per distinct spec)."""
     if backend is not None:
         return backend
     from hydra.utils import instantiate
 
-    return instantiate(spec)
+    if _SHARED is None:
+        return instantiate(spec)
+    key = _spec_key(spec)
+    if key not in _SHARED:
+        _SHARED[key] = instantiate(spec)
+    return _SHARED[key]
 
 
 def run_decoding(cfg: Any) -> Decoding:

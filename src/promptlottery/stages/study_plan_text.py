@@ -155,6 +155,12 @@ def format_plan(plan: dict[str, Any], *, study: str = "") -> str:
             f"{s['server_per_backbone']['engine_loads']} loads {s['server_per_backbone']['hours']:,.2f} h "
             f"-> cheaper: {s['chosen'].replace('_', ' ')}"
         )
+        lines.append(
+            "  the study sweeper runs one task per configuration x backbone with study.layout="
+            "configuration_backbone (study.layout=auto: under any launcher but the basic one); one server "
+            "per backbone is not started by it: serve each backbone (vllm serve) and judge with an "
+            "OpenAI-compatible backbone (docs/study.md)"
+        )
     if any(r.get("fake_judge_real_predictions") for r in plan["jobs"]):
         lines += ["", FAKE_PREDICTIONS]
     lines.append("")

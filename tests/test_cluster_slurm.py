@@ -9,6 +9,7 @@ all cache hits. ``make test-cluster`` runs it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -128,3 +129,49 @@ def test_smoke_grid_as_a_slurm_array_job(slurm, tmp_path):  # noqa: F811 - the f
         assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == N_ITEMS * len(VARIANTS)
     results = sorted((tmp_path / "sweep").glob("*/results.json"))
     assert len(results) == len(VARIANTS)
+
+
+def test_a_study_on_slurm_runs_one_task_per_configuration_backbone(slurm, tmp_path):  # noqa: F811
+    """``+study=cpu`` under submitit_slurm (study.layout=auto: grouped): two configurations x P1-P5 are
+    two array tasks, each loading one engine for its five wordings, into the ten job dirs and sweep
+    summaries of a study run one task per job."""
+    log = tmp_path / "loads"
+    log.touch()
+    env = {
+        **slurm,
+        "PL_LOAD_LOG": str(log),
+        "PYTHONPATH": f"{slurm['PYTHONPATH']}{os.pathsep}{REPO}",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "run",
+        "+study=cpu",
+        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
+        "study.plan_first=false",  # the plan builds a backend of its own
+        "-m",
+        "hydra/launcher=submitit_slurm",
+        "backbone=fake",
+        "backbone.backend._target_=tests.load_counter.CountingFakeBackend",
+        "dataset.limit=3",
+        "dataset.sample_by=item",
+        "logger=none",
+        f"paths.data_dir={DATA_DIR}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.output_dir={tmp_path / 'out'}",
+        "hydra.launcher.partition=local",
+        "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.gpus_per_node=0",
+        "hydra.launcher.mem_gb=1",
+        "hydra.launcher.array_parallelism=2",
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert len(log.read_text().split()) == 2  # one engine per task, in two SLURM tasks
+    root = tmp_path / "out" / "study_cpu"
+    for exp in ("pc_usr_engaging", "evouna_nq_correctness"):
+        s = json.loads((root / exp / "sweep_summary.json").read_text())
+        assert s["status_counts"] == {"ok": 5} and s["n_planned"] == 5, s
+        assert len(list((root / exp).glob("[0-4]_*/results.json"))) == 5
+        assert list((root / exp / ".study_tasks").glob("0/.hydra"))  # the task's own dir
+        assert not (root / exp / ".study_tasks" / "1").exists()

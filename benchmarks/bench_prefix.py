@@ -39,14 +39,12 @@ def compose(overrides: list[str]):
 
 def forward_tokens(backend, batches) -> int:
     """Tokens the backend's prefill runs for these batches: the shared prefix once, every row padded."""
-    from promptlottery.backends.transformers_local import common_prefix_len
+    from promptlottery.backends.transformers_local import shared_prefix_len
 
     total = 0
     for batch in batches:
         enc = [backend.encode(r) for r in batch]
-        shared = common_prefix_len(enc) if len(enc) > 1 else 0
-        shared = min(shared, min(map(len, enc)) - 1)
-        shared = shared if shared >= backend.min_shared_prefix else 0
+        shared = shared_prefix_len(enc, backend.min_shared_prefix)
         total += shared + len(enc) * max(len(e) - shared for e in enc)
     return total
 

@@ -89,3 +89,14 @@ def test_a_resumed_run_computes_the_same_batches(tmp_path):
     run_calls(reqs, resumed, cache, Decoding(), stats=CallStats())
     # every batch the resumed run computes is one of the uninterrupted run's batches, whole
     assert resumed.batches and all(b in whole.batches for b in resumed.batches)
+
+
+def test_the_shared_prefix_leaves_every_row_a_token_and_respects_the_minimum():
+    from promptlottery.backends.transformers_local import shared_prefix_len
+
+    rows = [[1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 2, 3]]
+    # common prefix 3, but the shortest row must keep one token of its own: 2
+    assert shared_prefix_len(rows, 1) == 2
+    assert shared_prefix_len(rows, 3) == 0  # shorter than the minimum: nothing shared
+    assert shared_prefix_len([[1, 2, 3]], 1) == 0  # one row: nothing to share
+    assert shared_prefix_len([[7, 1], [8, 1]], 0) == 0

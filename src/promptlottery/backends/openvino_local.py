@@ -45,8 +45,8 @@ from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, Ju
 from promptlottery.backends.openvino_graph import store_linear_weights_bf16, with_past
 from promptlottery.backends.transformers_local import (
     TransformersBackend,
-    common_prefix_len,
     cpu_supports_bf16,
+    shared_prefix_len,
 )
 from promptlottery.backends.weights import materialize
 from promptlottery.checks import check_choice
@@ -284,9 +284,7 @@ class OpenVINOBackend(TransformersBackend):
 
     def _shared(self, encoded: list[list[int]]) -> int:
         """The length of the prefix the batch runs once (the transformers backend's rule)."""
-        shared = common_prefix_len(encoded) if len(encoded) > 1 else 0
-        shared = min(shared, min(map(len, encoded)) - 1)  # every row keeps >= 1 token of its own
-        return shared if shared >= self.min_shared_prefix else 0
+        return shared_prefix_len(encoded, self.min_shared_prefix)
 
     def _batch(self, requests: list[JudgeRequest], decoding: Decoding) -> list[JudgeResponse]:
         t0 = time.perf_counter()

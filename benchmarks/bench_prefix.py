@@ -39,7 +39,7 @@ def compose(overrides: list[str]):
 
 def forward_tokens(backend, batches) -> int:
     """Tokens the backend's prefill runs for these batches: the shared prefix once, every row padded."""
-    from promptlottery.backends.transformers_local import shared_prefix_len
+    from promptlottery.backends.tokens import shared_prefix_len
 
     total = 0
     for batch in batches:

@@ -92,7 +92,7 @@ def test_a_resumed_run_computes_the_same_batches(tmp_path):
 
 
 def test_the_shared_prefix_leaves_every_row_a_token_and_respects_the_minimum():
-    from promptlottery.backends.transformers_local import shared_prefix_len
+    from promptlottery.backends.tokens import shared_prefix_len
 
     rows = [[1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 2, 3]]
     # common prefix 3, but the shortest row must keep one token of its own: 2

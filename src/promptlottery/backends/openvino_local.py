@@ -43,11 +43,8 @@ from pathlib import Path
 
 from promptlottery.backends.base import BackendError, Decoding, JudgeRequest, JudgeResponse
 from promptlottery.backends.openvino_graph import store_linear_weights_bf16, with_past
-from promptlottery.backends.transformers_local import (
-    TransformersBackend,
-    cpu_supports_bf16,
-    shared_prefix_len,
-)
+from promptlottery.backends.tokens import shared_prefix_len
+from promptlottery.backends.transformers_local import TransformersBackend, cpu_supports_bf16
 from promptlottery.backends.weights import materialize
 from promptlottery.checks import check_choice
 from promptlottery.errors import ConfigError

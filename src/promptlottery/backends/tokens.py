@@ -244,3 +244,21 @@ def single_token_stop_ids(ids: list[set[int]], labels: tuple[str, ...], *, name:
             "probability is then read from two positions)"
         )
     return sorted(set().union(*ids))
+
+
+def shared_prefix_len(encoded: list[list[int]], min_shared: int) -> int:
+    """The token prefix a batch runs once: the rows' common prefix, leaving every row at least one
+    token of its own, and 0 when shorter than ``min_shared`` (or for one row)."""
+    shared = common_prefix_len(encoded) if len(encoded) > 1 else 0
+    shared = min(shared, min(map(len, encoded)) - 1)
+    return shared if shared >= min_shared else 0
+
+
+def common_prefix_len(rows: list[list[int]]) -> int:
+    first, k = rows[0], min(map(len, rows))
+    for r in rows[1:]:
+        i = 0
+        while i < k and r[i] == first[i]:
+            i += 1
+        k = i
+    return k

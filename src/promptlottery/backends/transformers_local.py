@@ -32,8 +32,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "TransformersBackend",
-    "common_prefix_len",
-    "shared_prefix_len",
     "cpu_matrix_unit",
     "cpu_supports_bf16",
     "fast_judge_backbone",
@@ -287,7 +285,7 @@ class TransformersBackend(Backend):
         import torch
 
         n, dev, pad = len(encoded), self.device, self.tokenizer.pad_token_id
-        shared = shared_prefix_len(encoded, self.min_shared_prefix)
+        shared = tokens.shared_prefix_len(encoded, self.min_shared_prefix)
         cache = None
         if shared:
             # only its cache is used: logits_to_keep=1 skips the LM head over the prefix (a 40-shot
@@ -381,24 +379,6 @@ class TransformersBackend(Backend):
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=attn.device)], dim=1)
             probs = self._step(tokens, attn, cache)
         return [tok.decode(g, skip_special_tokens=True) for g in generated], [len(g) for g in generated]
-
-
-def shared_prefix_len(encoded: list[list[int]], min_shared: int) -> int:
-    """The token prefix a batch runs once: the rows' common prefix, leaving every row at least one
-    token of its own, and 0 when shorter than ``min_shared`` (or for one row)."""
-    shared = common_prefix_len(encoded) if len(encoded) > 1 else 0
-    shared = min(shared, min(map(len, encoded)) - 1)
-    return shared if shared >= min_shared else 0
-
-
-def common_prefix_len(rows: list[list[int]]) -> int:
-    first, k = rows[0], min(map(len, rows))
-    for r in rows[1:]:
-        i = 0
-        while i < k and r[i] == first[i]:
-            i += 1
-        k = i
-    return k
 
 
 def _cache_of(output):

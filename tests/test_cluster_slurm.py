@@ -20,6 +20,7 @@ import pytest
 
 from tests.cluster_services import slurm  # noqa: F401 - fixture
 from tests.conftest import DATA_DIR, REPO
+from tests.load_counter import fake_study_command
 
 pytestmark = pytest.mark.cluster
 
@@ -142,29 +143,16 @@ def test_a_study_on_slurm_runs_one_task_per_configuration_backbone(slurm, tmp_pa
         "PL_LOAD_LOG": str(log),
         "PYTHONPATH": f"{slurm['PYTHONPATH']}{os.pathsep}{REPO}",
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "run",
-        "+study=cpu",
-        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
-        "study.plan_first=false",  # the plan builds a backend of its own
-        "-m",
+    cmd = fake_study_command(
+        tmp_path,
         "hydra/launcher=submitit_slurm",
-        "backbone=fake",
-        "backbone.backend._target_=tests.load_counter.CountingFakeBackend",
-        "dataset.limit=3",
-        "dataset.sample_by=item",
-        "logger=none",
-        f"paths.data_dir={DATA_DIR}",
-        f"paths.cache_dir={tmp_path / 'cache'}",
-        f"paths.output_dir={tmp_path / 'out'}",
         "hydra.launcher.partition=local",
         "hydra.launcher.cpus_per_task=1",
         "hydra.launcher.gpus_per_node=0",
         "hydra.launcher.mem_gb=1",
         "hydra.launcher.array_parallelism=2",
-    ]
+        counting=True,
+    )
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert len(log.read_text().split()) == 2  # one engine per task, in two SLURM tasks

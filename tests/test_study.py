@@ -444,25 +444,11 @@ def test_a_study_runs_each_experiment_into_its_own_dir_and_resumes_from_the_cach
     again, the plan finds every call cached and no call is made."""
     import json
     import subprocess
-    import sys
 
-    from tests.conftest import DATA_DIR, subprocess_env
+    from tests.conftest import subprocess_env
+    from tests.load_counter import fake_study_command
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "run",
-        "+study=cpu",
-        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
-        "backbone=fake",
-        "dataset.limit=3",
-        "dataset.sample_by=item",  # 3 responses each (USR and EVOUNA sample whole groups by default)
-        "logger=none",
-        f"paths.data_dir={DATA_DIR}",
-        f"paths.cache_dir={tmp_path / 'cache'}",
-        f"paths.output_dir={tmp_path / 'out'}",
-        "-m",
-    ]
+    cmd = fake_study_command(tmp_path)
     runs = [
         subprocess.run(
             cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=subprocess_env(tmp_path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -47,28 +46,12 @@ def test_auto_groups_under_any_launcher_but_the_basic_one_and_a_typo_is_one_line
 
 
 def _study(tmp_path: Path, name: str, layout: str) -> tuple[Path, int, str]:
-    from tests.conftest import DATA_DIR, subprocess_env
+    from tests.conftest import subprocess_env
+    from tests.load_counter import fake_study_command
 
     log = tmp_path / f"{name}.loads"
     log.touch()
-    cmd = [
-        sys.executable,
-        "-m",
-        "run",
-        "+study=cpu",
-        "study.experiments=[pc_usr_engaging,evouna_nq_correctness]",
-        f"study.layout={layout}",
-        "study.plan_first=false",  # the plan builds a backend of its own
-        "backbone=fake",
-        "backbone.backend._target_=tests.load_counter.CountingFakeBackend",
-        "dataset.limit=3",
-        "dataset.sample_by=item",
-        "logger=none",
-        f"paths.data_dir={DATA_DIR}",
-        f"paths.cache_dir={tmp_path / name / 'cache'}",
-        f"paths.output_dir={tmp_path / name / 'out'}",
-        "-m",
-    ]
+    cmd = fake_study_command(tmp_path / name, f"study.layout={layout}", counting=True)
     env = {**subprocess_env(tmp_path), "PL_LOAD_LOG": str(log), "PYTHONPATH": f"{REPO / 'src'}:{REPO}"}
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]

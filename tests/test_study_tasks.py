@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -83,3 +84,17 @@ def test_one_task_per_configuration_backbone_loads_one_engine_and_writes_the_sam
             assert (a / ".hydra" / "overrides.yaml").read_text().replace("grouped", "single") == (
                 b / ".hydra" / "overrides.yaml"
             ).read_text()
+
+
+def test_a_bad_layout_on_the_command_line_is_one_line_and_writes_nothing(tmp_path):
+    from tests.conftest import subprocess_env
+
+    cmd = [sys.executable, "-m", "run", "+study=cpu", "study.layout=per_task", "backbone=fake", "logger=none"]
+    cmd += [f"paths.output_dir={tmp_path / 'out'}", "dry_run=true", "-m"]
+    r = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=subprocess_env(tmp_path)
+    )
+    assert r.returncode == 2, r.stderr[-2000:]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: study.layout=per_task: not one of auto, condition, configuration_backbone"]
+    assert not (tmp_path / "out").exists()
